@@ -1,0 +1,25 @@
+// `nmt score -m MODEL`: what the score subcommand hands to model scoring
+// (teacher-forced log-probabilities of --tgt given --src). cmd_score.cpp
+// parses the options into ModelScoreArgs; run_model_score is implemented
+// with the decoding code.
+#pragma once
+
+#include <string>
+
+namespace nmt::app {
+
+struct ModelScoreArgs {
+  std::string model;         // -m: model directory or file
+  std::string src;           // --src: source sentences, one per line ("-" = stdin)
+  std::string tgt;           // --tgt: target sentences, line-aligned with src
+  bool word_scores = false;  // --word-scores: also print per-token log-probabilities
+  bool summary = false;      // --summary: print corpus totals (log-prob, perplexity) only
+  int batch_tokens = 4096;   // --batch-tokens: batch budget in target tokens
+  int threads = 0;           // --threads: CPU threads; 0 = library default
+};
+
+// Runs model scoring and prints its results; returns the exit status.
+// Errors are thrown as nmt::Error like everywhere else in app/.
+int run_model_score(const ModelScoreArgs& args);
+
+}  // namespace nmt::app

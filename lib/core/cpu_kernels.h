@@ -1,0 +1,71 @@
+// CPU kernels on raw pointers: the oneDNN primitives (GEMM, softmax, layer
+// normalisation) behind a cache that builds each primitive once per shape.
+//
+// Every primitive is keyed by its op, dimensions, strides and attributes and
+// kept in a per-thread cache together with its memory objects, so a call in a
+// hot loop only swaps data pointers and executes: no primitive creation and
+// no allocation once a shape has been seen.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace nmt::cpu {
+
+void set_num_threads(int n);  // 0: all cores
+int num_threads();
+
+// A batch of matrices: dims {B, H, rows, cols} with element strides. A
+// transposed matrix is the same memory with the last two strides swapped, and
+// a head-split activation (B*T, H*dk) is dims {B, H, T, dk} with strides
+// {T*ld, dk, ld, 1}, so attention needs no transposing copies.
+struct MatRef {
+  const float* ptr = nullptr;
+  std::array<int64_t, 4> dims{};
+  std::array<int64_t, 4> strides{};
+};
+
+// Row-major (rows x cols) matrix with leading dimension ld.
+MatRef mat(const float* p, int64_t rows, int64_t cols, int64_t ld);
+// Its transpose, i.e. (cols x rows), reading the same memory.
+MatRef mat_t(const float* p, int64_t rows, int64_t cols, int64_t ld);
+// Head-split view of (B*T, ld) activations: dims {B, H, T, dk}.
+MatRef heads(const float* p, int64_t B, int64_t H, int64_t T, int64_t dk, int64_t ld);
+// The same with the last two dims swapped: {B, H, dk, T} (for K^T).
+MatRef heads_t(const float* p, int64_t B, int64_t H, int64_t T, int64_t dk, int64_t ld);
+
+struct GemmAttr {
+  float alpha = 1.f;
+  bool accumulate = false;     // dst += alpha * a @ b (gradient accumulation)
+  const float* bias = nullptr; // (cols) added to every row
+  bool relu = false;
+  // Additive mask, dense with dims mask_dims, broadcast against dst dims
+  // (a dim of 1 broadcasts): {B,1,1,S} for key padding, {1,1,T,T} causal.
+  const float* mask = nullptr;
+  std::array<int64_t, 4> mask_dims{};
+};
+
+// dst = alpha * a @ b (+ bias) (+ mask) (relu) (+ dst if accumulate).
+void gemm(const MatRef& a, const MatRef& b, const MatRef& dst, const GemmAttr& attr = {});
+
+// Softmax (or log-softmax) over the last axis of a (rows, cols) matrix.
+void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log = false);
+// diff_src = softmax backward, from the forward output dst.
+void softmax_backward(const float* dst, const float* diff_dst, float* diff_src, int64_t rows,
+                      int64_t cols);
+
+// Layer normalisation over the last axis of (rows, D). mean and var (rows)
+// are written when training, for the backward pass.
+void layer_norm(const float* src, float* dst, const float* gamma, const float* beta,
+                float* mean, float* var, int64_t rows, int64_t D, float eps, bool training);
+// Writes diff_src; adds the parameter gradients into diff_gamma, diff_beta.
+void layer_norm_backward(const float* src, const float* diff_dst, const float* gamma,
+                         const float* mean, const float* var, float* diff_src,
+                         float* diff_gamma, float* diff_beta, int64_t rows, int64_t D,
+                         float eps);
+
+// Number of primitives built on this thread so far (tests check that a warm
+// hot loop builds none).
+int64_t primitives_created();
+
+}  // namespace nmt::cpu

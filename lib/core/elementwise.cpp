@@ -1,0 +1,58 @@
+#include "core/elementwise.h"
+
+#include <omp.h>
+
+#include <vector>
+
+namespace nmt::cpu {
+
+void add(const float* a, const float* b, float* dst, int64_t n) {
+#pragma omp parallel for simd if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
+}
+
+void add_inplace(float* dst, const float* src, int64_t n) {
+#pragma omp parallel for simd if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+void scale(const float* src, float* dst, int64_t n, float s) {
+#pragma omp parallel for simd if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * s;
+}
+
+uint64_t mix_seed(uint64_t a, uint64_t b) {
+  uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void dropout(float* x, int64_t n, float p, uint64_t seed) {
+  if (p <= 0.f) return;
+  const float keep = 1.f / (1.f - p);
+  const uint32_t threshold = static_cast<uint32_t>(p * 4294967296.0);
+#pragma omp parallel for if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t r = static_cast<uint32_t>(mix_seed(seed, static_cast<uint64_t>(i)) >> 32);
+    x[i] = r < threshold ? 0.f : x[i] * keep;
+  }
+}
+
+void relu_backward(const float* y, float* dy, int64_t n) {
+#pragma omp parallel for simd if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) dy[i] = y[i] > 0.f ? dy[i] : 0.f;
+}
+
+void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) {
+  // Sum in a fixed order (rows in sequence per column) so results do not
+  // depend on the thread count.
+#pragma omp parallel for if (rows * cols > 65536)
+  for (int64_t j = 0; j < cols; ++j) {
+    float s = 0.f;
+    for (int64_t i = 0; i < rows; ++i) s += src[i * cols + j];
+    dst[j] += s;
+  }
+}
+
+}  // namespace nmt::cpu

@@ -1,0 +1,22 @@
+// Library errors. The library never exits the process: it throws nmt::Error
+// with a one-line message that names the file, key or line at fault, and only
+// app/ turns that into a message on stderr and a non-zero exit code.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace nmt {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Thrown for input the user can fix (bad option, bad file); same handling.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace nmt

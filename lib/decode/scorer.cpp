@@ -1,0 +1,62 @@
+#include "decode/scorer.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/cpu_kernels.h"
+
+namespace nmt {
+
+double ForcedScore::total() const {
+  return std::accumulate(token_logprobs.begin(), token_logprobs.end(), 0.0);
+}
+
+double ForcedScore::mean() const {
+  return token_logprobs.empty() ? 0.0 : total() / static_cast<double>(token_logprobs.size());
+}
+
+std::vector<ForcedScore> score_pairs(Transformer& model,
+                                     const std::vector<std::vector<int32_t>>& src,
+                                     const std::vector<std::vector<int32_t>>& tgt,
+                                     int64_t batch_tokens) {
+  const size_t n = src.size();
+  std::vector<ForcedScore> out(n);
+  // Sort by length so batches carry little padding; results go back by index.
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::max(src[a].size(), tgt[a].size()) < std::max(src[b].size(), tgt[b].size());
+  });
+  Tensor logp;
+  const int64_t V = model.config().vocab_size;
+  for (size_t i = 0; i < n;) {
+    std::vector<const std::vector<int32_t>*> bs, bt;
+    std::vector<size_t> idx;
+    int64_t longest = 0;
+    while (i < n) {
+      const int64_t len = static_cast<int64_t>(std::max(src[order[i]].size(), tgt[order[i]].size())) + 1;
+      if (!idx.empty() && (std::max(longest, len) * static_cast<int64_t>(idx.size() + 1) > batch_tokens))
+        break;
+      longest = std::max(longest, len);
+      bs.push_back(&src[order[i]]);
+      bt.push_back(&tgt[order[i]]);
+      idx.push_back(order[i]);
+      ++i;
+    }
+    TokenBatch b = make_batch(bs, bt);
+    model.forward(b, /*training=*/false, 0);
+    logp.resize(model.logits().shape());
+    cpu::softmax(model.logits().data(), logp.data(), b.B * b.T, V, /*log=*/true);
+    for (int64_t r = 0; r < b.B; ++r) {
+      auto& s = out[idx[r]].token_logprobs;
+      for (int64_t t = 0; t < b.T; ++t) {
+        const int32_t y = b.tgt_out[r * b.T + t];
+        if (y == kPad) break;
+        s.push_back(logp.data()[(r * b.T + t) * V + y]);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace nmt

@@ -1,0 +1,26 @@
+// Forced decoding: the log-probability of given targets under the model,
+// from the same teacher-forced forward pass that training uses. Serves
+// `nmt score -m` and checks beam scores in the tests.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/transformer.h"
+
+namespace nmt {
+
+struct ForcedScore {
+  std::vector<float> token_logprobs;  // one per target token, then </s>
+  double total() const;
+  double mean() const;  // per token
+};
+
+// Batches by target tokens (at most batch_tokens padded tokens a batch);
+// results are in input order.
+std::vector<ForcedScore> score_pairs(Transformer& model,
+                                     const std::vector<std::vector<int32_t>>& src,
+                                     const std::vector<std::vector<int32_t>>& tgt,
+                                     int64_t batch_tokens = 4096);
+
+}  // namespace nmt

@@ -1,0 +1,253 @@
+// Line reading over raw read(2) plus zlib's inflate. gzread() is not used:
+// it blocks until its whole buffer is full, which would stall a pipe into
+// `nmt translate`, and it cannot take the bytes already read to sniff the
+// gzip magic back from stdin.
+#include "io/text_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unicode/utf8.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace nmt::io {
+
+namespace {
+
+constexpr std::size_t kChunk = 1 << 16;
+
+std::string errno_message(int err) { return std::strerror(err); }
+
+}  // namespace
+
+struct LineReader::Impl {
+  enum class Mode { kUnknown, kPlain, kGzip };
+
+  std::string path;
+  int fd = -1;
+  bool owns_fd = false;
+  Mode mode = Mode::kUnknown;
+  bool raw_eof = false;
+  bool at_end = false;  // no more bytes will be added to `pending`
+  std::string pending;  // decoded bytes not yet handed out
+  std::size_t pos = 0;  // start of the unread part of `pending`
+  std::string raw;      // compressed bytes waiting for inflate
+  z_stream zs{};
+  bool zs_ready = false;
+  bool member_done = false;  // last inflate() hit the end of a gzip member
+
+  ~Impl() {
+    if (zs_ready) inflateEnd(&zs);
+    if (owns_fd && fd >= 0) ::close(fd);
+  }
+
+  // Appends up to kChunk raw bytes to `dst`; returns how many (0 at EOF).
+  std::size_t read_raw(std::string& dst) {
+    if (raw_eof) return 0;
+    std::size_t old = dst.size();
+    dst.resize(old + kChunk);
+    ssize_t n;
+    do {
+      n = ::read(fd, &dst[old], kChunk);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      int err = errno;
+      dst.resize(old);
+      throw InputError("cannot read " + path + ": " + errno_message(err));
+    }
+    dst.resize(old + static_cast<std::size_t>(n));
+    if (n == 0) raw_eof = true;
+    return static_cast<std::size_t>(n);
+  }
+
+  void detect() {
+    // Two bytes decide; a pipe may deliver them one at a time.
+    while (raw.size() < 2 && read_raw(raw) > 0) {
+    }
+    bool gz = raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f &&
+              static_cast<unsigned char>(raw[1]) == 0x8b;
+    if (!gz) {
+      mode = Mode::kPlain;
+      pending.append(raw);
+      raw.clear();
+      if (raw_eof) at_end = true;
+      return;
+    }
+    mode = Mode::kGzip;
+    // 16 + MAX_WBITS: expect a gzip header and trailer, not a raw zlib stream.
+    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+      throw Error("zlib: inflateInit2 failed for " + path);
+    zs_ready = true;
+  }
+
+  // Adds at least one byte to `pending`, or sets at_end.
+  void fill() {
+    if (mode == Mode::kUnknown) {
+      detect();
+      if (mode == Mode::kPlain) return;
+    }
+    if (mode == Mode::kPlain) {
+      if (read_raw(pending) == 0) at_end = true;
+      return;
+    }
+    fill_gzip();
+  }
+
+  void fill_gzip() {
+    std::string out(kChunk, '\0');
+    bool starved = false;  // inflate made no progress on the input it had
+    for (;;) {
+      if (raw.empty() || starved) {
+        if (read_raw(raw) == 0 && (raw.empty() || starved)) {
+          if (!member_done)
+            throw InputError(path + ": unexpected end of gzip data (truncated file?)");
+          at_end = true;
+          return;
+        }
+        starved = false;
+      }
+      if (member_done) {
+        // Concatenated members (as `cat a.gz b.gz` makes) are one stream;
+        // anything else after a member is padding, ignored as gzip(1) does.
+        while (raw.size() < 2 && read_raw(raw) > 0) {
+        }
+        if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f ||
+            static_cast<unsigned char>(raw[1]) != 0x8b) {
+          at_end = true;
+          return;
+        }
+        inflateReset(&zs);
+        member_done = false;
+      }
+      zs.next_in = reinterpret_cast<Bytef*>(&raw[0]);
+      zs.avail_in = static_cast<uInt>(raw.size());
+      zs.next_out = reinterpret_cast<Bytef*>(&out[0]);
+      zs.avail_out = static_cast<uInt>(out.size());
+      int rc = inflate(&zs, Z_NO_FLUSH);
+      std::size_t used = raw.size() - zs.avail_in;
+      std::size_t produced = out.size() - zs.avail_out;
+      raw.erase(0, used);
+      if (rc == Z_STREAM_END) {
+        member_done = true;
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        throw InputError(path + ": corrupt gzip data (" +
+                         (zs.msg ? std::string(zs.msg) : "zlib error " + std::to_string(rc)) + ")");
+      } else if (used == 0 && produced == 0) {
+        starved = true;
+      }
+      if (produced > 0) {
+        pending.append(out, 0, produced);
+        return;
+      }
+    }
+  }
+};
+
+LineReader::LineReader(const std::string& path) : impl_(std::make_unique<Impl>()), path_(path) {
+  impl_->path = path == "-" ? std::string("<stdin>") : path;
+  if (path == "-") {
+    impl_->fd = STDIN_FILENO;
+    return;
+  }
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw InputError("cannot open " + path + ": " + errno_message(errno));
+  impl_->fd = fd;
+  impl_->owns_fd = true;
+  struct stat st;
+  // A directory opens fine and only fails on read; say so up front.
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+    throw InputError("cannot open " + path + ": " + errno_message(EISDIR));
+}
+
+LineReader::~LineReader() = default;
+LineReader::LineReader(LineReader&&) noexcept = default;
+LineReader& LineReader::operator=(LineReader&&) noexcept = default;
+
+bool LineReader::next(std::string& line) {
+  Impl& s = *impl_;
+  std::size_t scan_from = s.pos;
+  for (;;) {
+    std::size_t nl = s.pending.find('\n', scan_from);
+    if (nl != std::string::npos) {
+      line.assign(s.pending, s.pos, nl - s.pos);
+      s.pos = nl + 1;
+      ++line_number_;
+      return true;
+    }
+    if (s.at_end) {
+      if (s.pos < s.pending.size()) {
+        line.assign(s.pending, s.pos, std::string::npos);
+        s.pending.clear();
+        s.pos = 0;
+        ++line_number_;
+        return true;
+      }
+      return false;
+    }
+    // Drop what was handed out so `pending` stays about one chunk long.
+    s.pending.erase(0, s.pos);
+    s.pos = 0;
+    scan_from = s.pending.size();
+    s.fill();
+  }
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  LineReader reader(path);
+  std::vector<std::string> lines;
+  std::string line;
+  while (reader.next(line)) lines.push_back(line);
+  return lines;
+}
+
+bool is_valid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  int32_t n = static_cast<int32_t>(s.size());
+  int32_t i = 0;
+  while (i < n) {
+    if (p[i] < 0x80) {  // ASCII fast path
+      ++i;
+      continue;
+    }
+    UChar32 c;
+    U8_NEXT(p, i, n, c);  // strict since ICU 60: rejects overlongs and surrogates
+    if (c < 0) return false;
+  }
+  return true;
+}
+
+std::string sanitize_utf8(std::string_view s, bool* had_invalid) {
+  bool bad = false;
+  std::string out;
+  if (is_valid_utf8(s)) {
+    out.assign(s);
+  } else {
+    bad = true;
+    out.reserve(s.size() + 8);
+    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+    int32_t n = static_cast<int32_t>(s.size());
+    int32_t i = 0;
+    while (i < n) {
+      int32_t start = i;
+      UChar32 c;
+      // On error U8_NEXT skips exactly one maximal ill-formed subpart.
+      U8_NEXT(p, i, n, c);
+      if (c < 0)
+        out += "\xEF\xBF\xBD";
+      else
+        out.append(s.data() + start, static_cast<std::size_t>(i - start));
+    }
+  }
+  if (had_invalid) *had_invalid = bad;
+  return out;
+}
+
+}  // namespace nmt::io

@@ -1,0 +1,338 @@
+// sacreBLEU's tokenisers as explicit left-to-right scans. Each regex rule of
+// the Python original is a single substitution pass whose matches do not
+// overlap, so each pass below consumes exactly the characters the regex
+// engine would and then resumes after them; this reproduces quirks such as
+// "a.." keeping its second '.' attached in the 13a pass for '.' after a
+// non-digit.
+#include "metrics/tokenizers.h"
+
+#include <unicode/ucasemap.h>
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
+
+#include <memory>
+
+#include "core/error.h"
+
+namespace nmt::metrics {
+
+namespace {
+
+bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Decodes the code point at s[i] and advances i past it (one maximal
+// ill-formed subpart at a time, read as U+FFFD).
+char32_t next_code_point(std::string_view s, int32_t& i) {
+  UChar32 c;
+  U8_NEXT_OR_FFFD(reinterpret_cast<const uint8_t*>(s.data()), i, static_cast<int32_t>(s.size()), c);
+  return static_cast<char32_t>(c);
+}
+
+// Joins the whitespace-separated tokens of `s` with single spaces, which is
+// how every sacreBLEU tokeniser ends (' '.join(line.split())).
+std::string normalize_spaces(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::string_view tok : split_whitespace(s)) {
+    if (!out.empty()) out += ' ';
+    out.append(tok);
+  }
+  return out;
+}
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  std::string::size_type pos = 0;
+  while ((pos = s.find(from, pos)) != std::string::npos) {
+    s.replace(pos, from.size(), to);
+    pos += to.size();
+  }
+}
+
+// mteval's first 13a rule: these ASCII characters always stand alone.
+bool is_13a_isolated(unsigned char c) {
+  return (c >= '{' && c <= '~') || (c >= '[' && c <= '`') || (c >= ' ' && c <= '&') ||
+         (c >= '(' && c <= '+') || (c >= ':' && c <= '@') || c == '/';
+}
+
+bool has_category(char32_t c, uint32_t mask) {
+  return (U_GET_GC_MASK(static_cast<UChar32>(c)) & mask) != 0;
+}
+bool is_punct(char32_t c) { return has_category(c, U_GC_P_MASK); }
+bool is_symbol(char32_t c) { return has_category(c, U_GC_S_MASK); }
+bool is_number(char32_t c) { return has_category(c, U_GC_N_MASK); }
+
+}  // namespace
+
+TokenizerKind parse_tokenizer(std::string_view name) {
+  if (name == "13a") return TokenizerKind::k13a;
+  if (name == "intl") return TokenizerKind::kIntl;
+  if (name == "none") return TokenizerKind::kNone;
+  if (name == "char") return TokenizerKind::kChar;
+  throw InputError("unknown tokenizer '" + std::string(name) +
+                   "': expected 13a, intl, none or char");
+}
+
+const char* tokenizer_name(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::k13a:
+      return "13a";
+    case TokenizerKind::kIntl:
+      return "intl";
+    case TokenizerKind::kNone:
+      return "none";
+    case TokenizerKind::kChar:
+      return "char";
+  }
+  return "?";
+}
+
+std::string tokenize(std::string_view line, TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::k13a:
+      return tokenize_13a(line);
+    case TokenizerKind::kIntl:
+      return tokenize_intl(line);
+    case TokenizerKind::kNone:
+      return std::string(line);
+    case TokenizerKind::kChar:
+      return tokenize_char(line);
+  }
+  return std::string(line);
+}
+
+// Every rule below looks at ASCII characters only ([0-9], '.', ',', '-' and
+// the isolated set), and UTF-8 never puts ASCII bytes inside a multi-byte
+// character, so scanning bytes gives the same matches as scanning code
+// points.
+std::string tokenize_13a(std::string_view line) {
+  std::string s(line);
+  replace_all(s, "<skipped>", "");
+  replace_all(s, "-\n", "");
+  replace_all(s, "\n", " ");
+  if (s.find('&') != std::string::npos) {
+    // Sequential, as in mteval: "&amp;quot;" becomes "&quot;", not '"'.
+    replace_all(s, "&quot;", "\"");
+    replace_all(s, "&amp;", "&");
+    replace_all(s, "&lt;", "<");
+    replace_all(s, "&gt;", ">");
+  }
+
+  // Padding with spaces lets a final "." after a number split off (mteval
+  // v13a does the same; the intl tokeniser famously does not).
+  std::string a;
+  a.reserve(s.size() * 2 + 2);
+  a += ' ';
+  for (char c : s) {
+    if (is_13a_isolated(static_cast<unsigned char>(c))) {
+      a += ' ';
+      a += c;
+      a += ' ';
+    } else {
+      a += c;
+    }
+  }
+  a += ' ';
+
+  auto is_dot_comma = [](char c) { return c == '.' || c == ','; };
+  std::string b;
+  b.reserve(a.size() * 2);
+  // ([^0-9])([.,]) -> "\1 \2 "
+  for (std::size_t i = 0; i < a.size();) {
+    if (i + 1 < a.size() && !is_ascii_digit(a[i]) && is_dot_comma(a[i + 1])) {
+      b += a[i];
+      b += ' ';
+      b += a[i + 1];
+      b += ' ';
+      i += 2;
+    } else {
+      b += a[i++];
+    }
+  }
+  a.clear();
+  // ([.,])([^0-9]) -> " \1 \2"
+  for (std::size_t i = 0; i < b.size();) {
+    if (i + 1 < b.size() && is_dot_comma(b[i]) && !is_ascii_digit(b[i + 1])) {
+      a += ' ';
+      a += b[i];
+      a += ' ';
+      a += b[i + 1];
+      i += 2;
+    } else {
+      a += b[i++];
+    }
+  }
+  b.clear();
+  // ([0-9])(-) -> "\1 \2 "
+  for (std::size_t i = 0; i < a.size();) {
+    if (i + 1 < a.size() && is_ascii_digit(a[i]) && a[i + 1] == '-') {
+      b += a[i];
+      b += " - ";
+      i += 2;
+    } else {
+      b += a[i++];
+    }
+  }
+  return normalize_spaces(b);
+}
+
+std::string tokenize_intl(std::string_view line) {
+  std::u32string s = decode_utf8(line);
+  std::u32string t;
+  t.reserve(s.size() * 2);
+  // (\P{N})(\p{P}) -> "\1 \2 "
+  for (std::size_t i = 0; i < s.size();) {
+    if (i + 1 < s.size() && !is_number(s[i]) && is_punct(s[i + 1])) {
+      t += s[i];
+      t += U' ';
+      t += s[i + 1];
+      t += U' ';
+      i += 2;
+    } else {
+      t += s[i++];
+    }
+  }
+  s.clear();
+  // (\p{P})(\P{N}) -> " \1 \2"
+  for (std::size_t i = 0; i < t.size();) {
+    if (i + 1 < t.size() && is_punct(t[i]) && !is_number(t[i + 1])) {
+      s += U' ';
+      s += t[i];
+      s += U' ';
+      s += t[i + 1];
+      i += 2;
+    } else {
+      s += t[i++];
+    }
+  }
+  // (\p{S}) -> " \1 ", then collapse whitespace.
+  std::string out;
+  out.reserve(s.size() * 2);
+  for (char32_t c : s) {
+    if (is_symbol(c)) {
+      out += ' ';
+      append_utf8(out, c);
+      out += ' ';
+    } else {
+      append_utf8(out, c);
+    }
+  }
+  return normalize_spaces(out);
+}
+
+std::string tokenize_char(std::string_view line) {
+  std::string out;
+  out.reserve(line.size() * 2);
+  int32_t i = 0;
+  const auto n = static_cast<int32_t>(line.size());
+  while (i < n) {
+    int32_t start = i;
+    char32_t c = next_code_point(line, i);
+    if (is_space(c)) continue;
+    if (!out.empty()) out += ' ';
+    out.append(line.data() + start, static_cast<std::size_t>(i - start));
+  }
+  return out;
+}
+
+std::string lowercase(std::string_view s) {
+  // ASCII-only text (most of it) needs no ICU round trip.
+  bool ascii = true;
+  for (char c : s) ascii &= static_cast<unsigned char>(c) < 0x80;
+  if (ascii) {
+    std::string out(s);
+    for (char& c : out)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+  }
+  // A UCaseMap is cheap to use but not to open, and not safe to share.
+  thread_local std::unique_ptr<UCaseMap, decltype(&ucasemap_close)> map(nullptr, &ucasemap_close);
+  UErrorCode err = U_ZERO_ERROR;
+  if (!map) {
+    map.reset(ucasemap_open("", 0, &err));  // "" = root locale, like Python
+    if (U_FAILURE(err)) throw Error(std::string("ICU ucasemap_open failed: ") + u_errorName(err));
+  }
+  // Full case mapping can grow a string (e.g. U+0130 -> "i" + U+0307).
+  std::string out(s.size() + 16, '\0');
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    err = U_ZERO_ERROR;
+    int32_t len = ucasemap_utf8ToLower(map.get(), &out[0], static_cast<int32_t>(out.size()),
+                                       s.data(), static_cast<int32_t>(s.size()), &err);
+    if (err == U_BUFFER_OVERFLOW_ERROR) {
+      out.resize(static_cast<std::size_t>(len));
+      continue;
+    }
+    if (U_FAILURE(err)) throw Error(std::string("ICU lowercasing failed: ") + u_errorName(err));
+    out.resize(static_cast<std::size_t>(len));
+    return out;
+  }
+  throw Error("ICU lowercasing failed: buffer size changed between calls");
+}
+
+bool is_space(char32_t c) {
+  if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
+  const auto uc = static_cast<UChar32>(c);
+  if (u_charType(uc) == U_SPACE_SEPARATOR) return true;
+  const UCharDirection dir = u_charDirection(uc);
+  return dir == U_WHITE_SPACE_NEUTRAL || dir == U_BLOCK_SEPARATOR || dir == U_SEGMENT_SEPARATOR;
+}
+
+std::vector<std::string_view> split_whitespace(std::string_view s) {
+  std::vector<std::string_view> tokens;
+  const auto n = static_cast<int32_t>(s.size());
+  int32_t i = 0;
+  int32_t start = -1;  // start of the current token, -1 between tokens
+  while (i < n) {
+    int32_t here = i;
+    char32_t c;
+    if (static_cast<unsigned char>(s[i]) < 0x80)
+      c = static_cast<unsigned char>(s[i++]);
+    else
+      c = next_code_point(s, i);
+    if (is_space(c)) {
+      if (start >= 0) tokens.push_back(s.substr(start, here - start));
+      start = -1;
+    } else if (start < 0) {
+      start = here;
+    }
+  }
+  if (start >= 0) tokens.push_back(s.substr(start));
+  return tokens;
+}
+
+std::string_view rstrip_whitespace(std::string_view s) {
+  const auto n = static_cast<int32_t>(s.size());
+  int32_t i = 0;
+  int32_t end = 0;  // end of the last non-space character
+  while (i < n) {
+    char32_t c = next_code_point(s, i);
+    if (!is_space(c)) end = i;
+  }
+  return s.substr(0, end);
+}
+
+std::u32string decode_utf8(std::string_view s) {
+  std::u32string out;
+  out.reserve(s.size());
+  const auto n = static_cast<int32_t>(s.size());
+  int32_t i = 0;
+  while (i < n) out += next_code_point(s, i);
+  return out;
+}
+
+void append_utf8(std::string& dst, char32_t c) {
+  if (c < 0x80) {
+    dst += static_cast<char>(c);
+    return;
+  }
+  uint8_t buf[U8_MAX_LENGTH];
+  int32_t len = 0;
+  UBool bad = false;
+  U8_APPEND(buf, len, U8_MAX_LENGTH, static_cast<UChar32>(c), bad);
+  if (bad) {
+    dst += "\xEF\xBF\xBD";
+    return;
+  }
+  dst.append(reinterpret_cast<const char*>(buf), static_cast<std::size_t>(len));
+}
+
+}  // namespace nmt::metrics

@@ -1,0 +1,44 @@
+// Token embeddings scaled by sqrt(d_model) plus positional encodings
+// (sinusoidal, or learned as in Table 3 row E), followed by dropout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+#include "model/config.h"
+#include "model/params.h"
+
+namespace nmt {
+
+// PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(pos / 10000^(2i/D)).
+void sinusoidal_positions(int64_t max_positions, int64_t D, Tensor& table);
+
+class Embeddings {
+ public:
+  Embeddings() = default;
+  // table: the (V, D) token matrix, possibly shared with another Embeddings
+  // and with the pre-softmax projection.
+  Embeddings(ParamStore& store, const std::string& name, Param* table, const ModelConfig& cfg);
+
+  // tokens (B, T) row-major; position of column t is pos0 + t.
+  void forward(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0, Tensor& y,
+               bool training, uint64_t seed);
+  // Inference: no dropout, no state written.
+  void lookup(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0, Tensor& y) const;
+  // Adds into the token (and learned position) gradients.
+  void backward(const int32_t* tokens, int64_t B, int64_t T, const Tensor& dy);
+
+  Param* table() const { return table_; }
+
+ private:
+  Param* table_ = nullptr;
+  Param* learned_pos_ = nullptr;
+  Tensor sinusoids_;  // (max_positions, D)
+  int64_t D_ = 0, V_ = 0, max_pos_ = 0;
+  float dropout_ = 0.f;
+  uint64_t seed_ = 0;
+  Tensor dscaled_;
+};
+
+}  // namespace nmt

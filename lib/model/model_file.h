@@ -1,0 +1,67 @@
+// The model file: one safetensors file holding the config, the SentencePiece
+// model and the named weights, so `nmt translate -m FILE` needs nothing else.
+//
+// Layout (https://github.com/huggingface/safetensors): an 8-byte
+// little-endian header length, a JSON header mapping each tensor name to its
+// dtype, shape and data_offsets plus a "__metadata__" map of strings, then
+// the raw little-endian data. Standard tools can open the weights. Metadata:
+// "format": "nmt", "format_version", "config" (JSON text). The SentencePiece
+// model is the U8 tensor "vocab/sentencepiece". Checkpoints add more tensors
+// (Adam moments) and metadata (training state) to the same layout.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/config.h"
+
+namespace nmt {
+
+constexpr int kModelFormatVersion = 1;
+
+struct NamedTensor {
+  std::string name;
+  Shape shape;
+  const float* data = nullptr;
+};
+
+struct FileContents {
+  std::map<std::string, std::string> metadata;
+  struct Entry {
+    std::string dtype;
+    std::vector<int64_t> shape;
+    uint64_t begin = 0, end = 0;
+  };
+  std::map<std::string, Entry> tensors;
+  std::vector<char> data;  // the byte buffer after the header
+
+  bool has(const std::string& name) const { return tensors.count(name) > 0; }
+  // Copies an F32 tensor into dst after checking its shape; names the file.
+  void read_f32(const std::string& name, const Shape& shape, float* dst) const;
+  std::string read_bytes(const std::string& name) const;
+  std::string source;
+};
+
+// Writes atomically: a temp file beside `path`, fsync, then rename, so a
+// crash or full disk never leaves a half-written model in place.
+void write_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
+                       const std::vector<NamedTensor>& tensors,
+                       const std::map<std::string, std::string>& byte_tensors);
+
+// Reads and validates the header and sizes before trusting anything.
+FileContents read_safetensors(const std::string& path);
+
+class Transformer;
+
+// A model ready to translate: config, vocabulary bytes and weights.
+void save_model(const std::string& path, Transformer& model, const std::string& spm_model,
+                const std::map<std::string, std::string>& extra_metadata = {});
+// Loads config and SentencePiece bytes; the caller builds the Transformer
+// from the config and then calls load_weights.
+FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& spm_model);
+void load_weights(const FileContents& file, Transformer& model, const std::string& prefix = "");
+
+}  // namespace nmt

@@ -1,0 +1,88 @@
+#include "model/vocab.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include "core/error.h"
+
+namespace nmt {
+
+Vocab::Vocab() = default;
+Vocab::~Vocab() = default;
+Vocab::Vocab(Vocab&&) noexcept = default;
+Vocab& Vocab::operator=(Vocab&&) noexcept = default;
+
+Vocab Vocab::from_bytes(const std::string& model_bytes) {
+  Vocab v;
+  v.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  const auto status = v.sp_->LoadFromSerializedProto(model_bytes);
+  if (!status.ok()) throw InputError("invalid SentencePiece model: " + status.ToString());
+  v.bytes_ = model_bytes;
+  if (v.sp_->pad_id() != 0 || v.sp_->unk_id() != 1 || v.sp_->bos_id() != 2 || v.sp_->eos_id() != 3)
+    throw InputError("SentencePiece model must use ids pad=0 unk=1 bos=2 eos=3 (train it with "
+                     "--pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3)");
+  return v;
+}
+
+Vocab Vocab::from_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot open SentencePiece model " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_bytes(ss.str());
+}
+
+namespace {
+class VectorIterator : public sentencepiece::SentenceIterator {
+ public:
+  explicit VectorIterator(const std::vector<std::string>& v) : v_(v) {}
+  bool done() const override { return i_ >= v_.size(); }
+  void Next() override { ++i_; }
+  const std::string& value() const override { return v_[i_]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  const std::vector<std::string>& v_;
+  size_t i_ = 0;
+};
+}  // namespace
+
+Vocab Vocab::train(const std::vector<std::string>& sentences, int vocab_size,
+                   const std::string& model_type, int threads) {
+  VectorIterator it(sentences);
+  std::string bytes;
+  const std::string args = "--vocab_size=" + std::to_string(vocab_size) +
+                           " --model_type=" + model_type +
+                           " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3"
+                           " --character_coverage=1.0 --input_sentence_size=1000000"
+                           " --shuffle_input_sentence=true --hard_vocab_limit=false"
+                           " --minloglevel=2 --num_threads=" + std::to_string(threads);
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &bytes);
+  if (!status.ok()) throw InputError("SentencePiece training failed: " + status.ToString());
+  return from_bytes(bytes);
+}
+
+std::vector<int32_t> Vocab::encode(const std::string& text) const {
+  std::vector<int> ids;
+  sp_->Encode(text, &ids).IgnoreError();
+  return std::vector<int32_t>(ids.begin(), ids.end());
+}
+
+std::string Vocab::decode(const std::vector<int32_t>& ids) const {
+  std::string out;
+  sp_->Decode(std::vector<int>(ids.begin(), ids.end()), &out).IgnoreError();
+  return out;
+}
+
+std::vector<std::string> Vocab::pieces(const std::vector<int32_t>& ids) const {
+  std::vector<std::string> out;
+  for (int32_t id : ids) out.push_back(sp_->IdToPiece(id));
+  return out;
+}
+
+int Vocab::size() const { return sp_ ? sp_->GetPieceSize() : 0; }
+
+}  // namespace nmt

@@ -1,0 +1,42 @@
+// The joint source/target subword vocabulary: a SentencePiece model, trained
+// here with the SentencePiece library (never re-implemented) and stored
+// inside the model file. Ids: 0 <pad>, 1 <unk>, 2 <s>, 3 </s>.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace nmt {
+
+class Vocab {
+ public:
+  Vocab();
+  ~Vocab();
+  Vocab(Vocab&&) noexcept;
+  Vocab& operator=(Vocab&&) noexcept;
+
+  // From the serialized model proto (the bytes of a .model file).
+  static Vocab from_bytes(const std::string& model_bytes);
+  static Vocab from_file(const std::string& path);
+  // Trains on the given sentences (a sample is enough; SentencePiece itself
+  // samples at most input_sentence_size lines).
+  static Vocab train(const std::vector<std::string>& sentences, int vocab_size,
+                     const std::string& model_type = "unigram", int threads = 1);
+
+  std::vector<int32_t> encode(const std::string& text) const;
+  std::string decode(const std::vector<int32_t>& ids) const;
+  std::vector<std::string> pieces(const std::vector<int32_t>& ids) const;
+  int size() const;
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::string bytes_;
+};
+
+}  // namespace nmt
