@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <random>
 
@@ -64,6 +65,7 @@ void register_summary(CLI::App& app) {
 
 void register_all(CLI::App& app) {
   register_summary(app);
+  register_translate(app);
   register_score(app);
 }
 

@@ -101,3 +101,61 @@ inline std::vector<GradTarget> param_targets(ParamStore& store) {
 }
 
 }  // namespace nmt::test
+
+#include "model/transformer.h"
+#include "train/loss.h"
+
+namespace nmt::test {
+
+// Random id sequences over the symbols 4 .. vocab-1.
+inline std::vector<std::vector<int32_t>> random_sequences(int n, int min_len, int max_len,
+                                                          int vocab, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> len(min_len, max_len), sym(4, vocab - 1);
+  std::vector<std::vector<int32_t>> out(n);
+  for (auto& s : out) {
+    s.resize(len(g));
+    for (auto& t : s) t = sym(g);
+  }
+  return out;
+}
+
+// Trains `model` to copy its input (reverse=true: to reverse it) with plain
+// Adam; returns the last batch's mean label-smoothed loss per token.
+inline double train_copy_task(Transformer& model, int steps, bool reverse = false,
+                              uint32_t seed = 1) {
+  ParamStore& ps = model.params();
+  ps.enable_grads();
+  const int64_t n = ps.size();
+  std::vector<float> m(n, 0.f), v(n, 0.f);
+  double last = 0;
+  Tensor dlogits;
+  for (int step = 1; step <= steps; ++step) {
+    auto src = random_sequences(32, 2, 8, model.config().vocab_size, seed * 100003u + step);
+    auto tgt = src;
+    if (reverse)
+      for (auto& t : tgt) std::reverse(t.begin(), t.end());
+    std::vector<const std::vector<int32_t>*> ps_src, ps_tgt;
+    for (size_t i = 0; i < src.size(); ++i) ps_src.push_back(&src[i]), ps_tgt.push_back(&tgt[i]);
+    TokenBatch b = make_batch(ps_src, ps_tgt);
+    ps.zero_grads();
+    model.forward(b, true, step);
+    const auto stats = label_smoothed_xent(model.logits(), b.tgt_out.data(), 0.0f, kPad, &dlogits,
+                                           1.f / static_cast<float>(b.tgt_tokens()));
+    last = stats.loss / stats.tokens;
+    model.backward(b, dlogits);
+    const float lr = 3e-3f * std::min(1.f, step / 50.f);
+    const float b1 = 0.9f, b2 = 0.98f;
+    const float c1 = 1 - std::pow(b1, step), c2 = 1 - std::pow(b2, step);
+    float* w = ps.values().data();
+    const float* g = ps.grads().data();
+    for (int64_t i = 0; i < n; ++i) {
+      m[i] = b1 * m[i] + (1 - b1) * g[i];
+      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+      w[i] -= lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + 1e-9f);
+    }
+  }
+  return last;
+}
+
+}  // namespace nmt::test

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unicode/utf8.h>
+#include <poll.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -170,6 +171,13 @@ LineReader::LineReader(const std::string& path) : impl_(std::make_unique<Impl>()
 LineReader::~LineReader() = default;
 LineReader::LineReader(LineReader&&) noexcept = default;
 LineReader& LineReader::operator=(LineReader&&) noexcept = default;
+
+bool LineReader::would_block() const {
+  const Impl& s = *impl_;
+  if (s.at_end || s.pending.find('\n', s.pos) != std::string::npos) return false;
+  pollfd p{s.fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 0;
+}
 
 bool LineReader::next(std::string& line) {
   Impl& s = *impl_;

@@ -30,6 +30,10 @@ class LineReader {
   // False at end of input. Throws nmt::InputError on read or gzip errors.
   bool next(std::string& line);
 
+  // True when next() would have to wait for more input (an interactive
+  // terminal or a slow pipe), so a caller can flush what it has first.
+  bool would_block() const;
+
   const std::string& path() const { return path_; }
   // 1-based number of the line last returned by next().
   std::size_t line_number() const { return line_number_; }

@@ -1,0 +1,198 @@
+#include "train/data.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "core/elementwise.h"
+#include "core/error.h"
+#include "io/text_file.h"
+#include "model/vocab.h"
+
+namespace nmt {
+
+namespace {
+
+// Sentences are sorted by length within chunks of this many, so batches are
+// tight without every epoch seeing the same batches.
+constexpr int64_t kSortChunk = 1 << 16;
+
+// Fisher-Yates with our own index draw, so the order is the same with any
+// standard library.
+template <typename T>
+void shuffle(std::vector<T>& v, std::mt19937_64& rng) {
+  for (int64_t i = static_cast<int64_t>(v.size()) - 1; i > 0; --i)
+    std::swap(v[i], v[rng() % static_cast<uint64_t>(i + 1)]);
+}
+
+}  // namespace
+
+void read_parallel(const std::string& src_path, const std::string& tgt_path,
+                   std::vector<std::string>& src, std::vector<std::string>& tgt,
+                   int64_t* invalid_lines) {
+  src = io::read_lines(src_path);
+  tgt = io::read_lines(tgt_path);
+  if (src.empty()) throw InputError(src_path + ": the file is empty (expected one sentence per line)");
+  if (tgt.empty()) throw InputError(tgt_path + ": the file is empty (expected one sentence per line)");
+  if (src.size() != tgt.size())
+    throw InputError("parallel files differ in length: " + src_path + " has " +
+                     std::to_string(src.size()) + " lines but " + tgt_path + " has " +
+                     std::to_string(tgt.size()));
+  int64_t bad = 0;
+  for (auto* side : {&src, &tgt})
+    for (std::string& line : *side) {
+      bool invalid = false;
+      if (!io::is_valid_utf8(line)) line = io::sanitize_utf8(line, &invalid);
+      bad += invalid;
+    }
+  if (invalid_lines) *invalid_lines = bad;
+}
+
+int64_t ParallelCorpus::tgt_tokens() const {
+  int64_t n = 0;
+  for (const auto& t : tgt) n += static_cast<int64_t>(t.size()) + 1;
+  return n;
+}
+
+ParallelCorpus make_corpus(std::vector<std::vector<int32_t>> src,
+                           std::vector<std::vector<int32_t>> tgt, int64_t max_len) {
+  if (src.size() != tgt.size()) throw Error("make_corpus: source and target counts differ");
+  ParallelCorpus c;
+  for (size_t i = 0; i < src.size(); ++i) {
+    if (src[i].empty() || tgt[i].empty()) {
+      ++c.skipped_empty;
+      continue;
+    }
+    if (static_cast<int64_t>(src[i].size()) > max_len ||
+        static_cast<int64_t>(tgt[i].size()) > max_len) {
+      ++c.skipped_long;
+      continue;
+    }
+    c.src.push_back(std::move(src[i]));
+    c.tgt.push_back(std::move(tgt[i]));
+    c.line.push_back(static_cast<int64_t>(i));
+  }
+  return c;
+}
+
+ParallelCorpus encode_corpus(const Vocab& vocab, const std::vector<std::string>& src,
+                             const std::vector<std::string>& tgt, int64_t max_len) {
+  const int64_t n = static_cast<int64_t>(src.size());
+  std::vector<std::vector<int32_t>> s(n), t(n);
+  // SentencePieceProcessor::Encode is const and thread-safe.
+#pragma omp parallel for schedule(dynamic, 256)
+  for (int64_t i = 0; i < n; ++i) {
+    s[i] = vocab.encode(src[i]);
+    t[i] = vocab.encode(tgt[i]);
+  }
+  return make_corpus(std::move(s), std::move(t), max_len);
+}
+
+namespace {
+
+int64_t pair_width(const ParallelCorpus& c, int64_t i) {
+  return static_cast<int64_t>(std::max(c.src[i].size(), c.tgt[i].size())) + 1;
+}
+
+// Cuts an ordered list of sentences into batches of at most batch_tokens
+// padded tokens (a single longer pair still gets a batch of its own).
+std::vector<std::vector<int64_t>> cut(const ParallelCorpus& c, const std::vector<int64_t>& order,
+                                      int64_t batch_tokens) {
+  std::vector<std::vector<int64_t>> out;
+  std::vector<int64_t> cur;
+  int64_t width = 0;
+  for (int64_t i : order) {
+    const int64_t w = std::max(width, pair_width(c, i));
+    if (!cur.empty() && static_cast<int64_t>(cur.size() + 1) * w > batch_tokens) {
+      out.push_back(std::move(cur));
+      cur.clear();
+      width = 0;
+    }
+    cur.push_back(i);
+    width = std::max(width, pair_width(c, i));
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> make_batches(const ParallelCorpus& corpus, int64_t batch_tokens,
+                                               uint64_t seed, int64_t epoch) {
+  std::mt19937_64 rng(cpu::mix_seed(seed, 0x5eed0000ull + static_cast<uint64_t>(epoch)));
+  std::vector<int64_t> order(corpus.size());
+  std::iota(order.begin(), order.end(), 0);
+  shuffle(order, rng);
+  for (size_t begin = 0; begin < order.size(); begin += kSortChunk) {
+    const auto first = order.begin() + begin;
+    const auto last = order.begin() + std::min(order.size(), begin + kSortChunk);
+    std::stable_sort(first, last, [&](int64_t a, int64_t b) {
+      const int64_t wa = pair_width(corpus, a), wb = pair_width(corpus, b);
+      if (wa != wb) return wa < wb;
+      return corpus.src[a].size() < corpus.src[b].size();
+    });
+  }
+  auto batches = cut(corpus, order, batch_tokens);
+  shuffle(batches, rng);
+  return batches;
+}
+
+std::vector<std::vector<int64_t>> sequential_batches(const ParallelCorpus& corpus,
+                                                     int64_t batch_tokens) {
+  std::vector<int64_t> order(corpus.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Length-sorted for tight batches; the result does not depend on order.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return pair_width(corpus, a) < pair_width(corpus, b); });
+  return cut(corpus, order, batch_tokens);
+}
+
+TokenBatch gather_batch(const ParallelCorpus& corpus, const std::vector<int64_t>& indices) {
+  std::vector<const std::vector<int32_t>*> s, t;
+  s.reserve(indices.size());
+  t.reserve(indices.size());
+  for (int64_t i : indices) {
+    s.push_back(&corpus.src[i]);
+    t.push_back(&corpus.tgt[i]);
+  }
+  return make_batch(s, t);
+}
+
+BatchStream::BatchStream(const ParallelCorpus& corpus, int64_t batch_tokens, uint64_t seed)
+    : corpus_(corpus), batch_tokens_(batch_tokens), seed_(seed) {
+  if (corpus.size() == 0) throw InputError("no training sentence pairs left after filtering");
+}
+
+void BatchStream::build() {
+  if (built_for_ == epoch_) return;
+  batches_ = make_batches(corpus_, batch_tokens_, seed_, epoch_);
+  built_for_ = epoch_;
+}
+
+int64_t BatchStream::batches_per_epoch() {
+  build();
+  return static_cast<int64_t>(batches_.size());
+}
+
+const std::vector<int64_t>& BatchStream::next() {
+  build();
+  const std::vector<int64_t>& b = batches_[index_];
+  if (++index_ == static_cast<int64_t>(batches_.size())) {
+    // The reference stays valid: the next epoch's batches are built lazily,
+    // on the following call.
+    ++epoch_;
+    index_ = 0;
+  }
+  return b;
+}
+
+void BatchStream::seek(int64_t epoch, int64_t index) {
+  epoch_ = epoch;
+  index_ = 0;
+  if (index < 0 || index >= batches_per_epoch())
+    throw InputError("checkpoint data position (epoch " + std::to_string(epoch) + ", batch " +
+                     std::to_string(index) + ") does not fit the training data");
+  index_ = index;
+}
+
+}  // namespace nmt

@@ -1,0 +1,77 @@
+// Training data: parallel text read and checked up front, encoded to subword
+// ids, and cut into batches of similar-length sentence pairs.
+//
+// Batching is a pure function of (corpus, batch_tokens, seed, epoch): the
+// sentence order is shuffled, sorted by length inside large chunks, cut into
+// batches of at most batch_tokens padded tokens (max of source and target
+// side, each counting its </s> or <s>), and the batch order is shuffled
+// again. A data position is then just (epoch, batch index), which is what a
+// checkpoint stores to resume exactly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/transformer.h"
+
+namespace nmt {
+
+class Vocab;
+
+// Reads both sides (plain or gzip). Throws InputError naming the file when
+// one is missing or empty or when the line counts differ. Ill-formed UTF-8
+// is replaced; *invalid_lines counts lines that needed it.
+void read_parallel(const std::string& src_path, const std::string& tgt_path,
+                   std::vector<std::string>& src, std::vector<std::string>& tgt,
+                   int64_t* invalid_lines = nullptr);
+
+struct ParallelCorpus {
+  std::vector<std::vector<int32_t>> src, tgt;  // without </s>, <s>
+  std::vector<int64_t> line;                   // 0-based input line of each pair
+  int64_t skipped_long = 0;   // a side longer than max_positions - 1 subwords
+  int64_t skipped_empty = 0;  // an empty side
+  int64_t size() const { return static_cast<int64_t>(src.size()); }
+  int64_t tgt_tokens() const;  // including </s>
+};
+
+// Keeps pairs whose sides both fit in max_len subwords (max_positions - 1,
+// leaving room for </s>) and are non-empty; counts the others.
+ParallelCorpus make_corpus(std::vector<std::vector<int32_t>> src,
+                           std::vector<std::vector<int32_t>> tgt, int64_t max_len);
+// Encodes text with the vocabulary (in parallel) and then filters as above.
+ParallelCorpus encode_corpus(const Vocab& vocab, const std::vector<std::string>& src,
+                             const std::vector<std::string>& tgt, int64_t max_len);
+
+// Sentence indices of each batch of one epoch, in training order.
+std::vector<std::vector<int64_t>> make_batches(const ParallelCorpus& corpus, int64_t batch_tokens,
+                                               uint64_t seed, int64_t epoch);
+
+// Sentence indices in order, cut by tokens only (validation).
+std::vector<std::vector<int64_t>> sequential_batches(const ParallelCorpus& corpus,
+                                                     int64_t batch_tokens);
+
+TokenBatch gather_batch(const ParallelCorpus& corpus, const std::vector<int64_t>& indices);
+
+// Walks the batches epoch after epoch; its position is (epoch, index).
+class BatchStream {
+ public:
+  BatchStream(const ParallelCorpus& corpus, int64_t batch_tokens, uint64_t seed);
+  // The next batch; advances the position (and the epoch at its end).
+  const std::vector<int64_t>& next();
+  int64_t epoch() const { return epoch_; }  // completed epochs
+  int64_t index() const { return index_; }  // next batch within the epoch
+  int64_t batches_per_epoch();
+  void seek(int64_t epoch, int64_t index);
+
+ private:
+  void build();
+  const ParallelCorpus& corpus_;
+  int64_t batch_tokens_;
+  uint64_t seed_;
+  int64_t epoch_ = 0, index_ = 0;
+  int64_t built_for_ = -1;
+  std::vector<std::vector<int64_t>> batches_;
+};
+
+}  // namespace nmt

@@ -1,0 +1,46 @@
+// Adam over the flat parameter buffer and the paper's learning-rate schedule
+// (section 5.3): lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5),
+// here times a user scale. Both moments live in flat buffers the size of the
+// parameter buffer, so an update is one loop and a checkpoint two tensors.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace nmt {
+
+// step counts from 1.
+double noam_lr(int64_t step, int64_t d_model, int64_t warmup, double scale = 1.0);
+
+struct AdamOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.98;
+  double eps = 1e-9;
+};
+
+class Adam {
+ public:
+  Adam(int64_t n, AdamOptions opts = {});
+  // One update with bias correction (Kingma & Ba):
+  //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  t += 1
+  //   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+  void update(float* params, const float* grads, double lr);
+  Tensor& m() { return m_; }
+  Tensor& v() { return v_; }
+  int64_t t() const { return t_; }
+  void set_t(int64_t t) { t_ = t; }
+  const AdamOptions& options() const { return opts_; }
+
+ private:
+  AdamOptions opts_;
+  Tensor m_, v_;  // (n)
+  int64_t t_ = 0;
+};
+
+// L2 norm of a buffer, summed in fixed chunks so that the result does not
+// depend on the thread count.
+double l2_norm(const float* x, int64_t n);
+void scale_buffer(float* x, int64_t n, float s);
+
+}  // namespace nmt

@@ -1,0 +1,174 @@
+// Decoding: incremental search against full recomputation, beam 1 against
+// greedy, n-best scores against forced decoding, and a model trained here on
+// a copy task translating its inputs exactly.
+#include "test_helpers.h"
+
+#include <algorithm>
+
+#include "core/cpu_kernels.h"
+#include "decode/scorer.h"
+#include "decode/search.h"
+
+using namespace nmt;
+using namespace nmt::test;
+
+namespace {
+
+// Greedy decoding by re-running the whole teacher-forced model on the
+// growing prefix at every step: no cache anywhere.
+std::vector<int32_t> naive_greedy(Transformer& model, const std::vector<int32_t>& src, int max_out,
+                                  double* logprob) {
+  std::vector<int32_t> out;
+  *logprob = 0;
+  const int64_t V = model.config().vocab_size;
+  Tensor lp;
+  for (int t = 0; t <= max_out; ++t) {
+    TokenBatch b = make_batch({&src}, {&out});
+    model.forward(b, false, 0);
+    lp.resize(model.logits().shape());
+    cpu::softmax(model.logits().data(), lp.data(), b.T, V, true);
+    const float* row = lp.data() + t * V;
+    int32_t best = kEos;
+    if (t < max_out) {
+      best = -1;
+      for (int32_t v = 0; v < V; ++v) {
+        if (v == kPad || v == kBos) continue;
+        if (best < 0 || row[v] > row[best]) best = v;
+      }
+    }
+    *logprob += row[best];
+    if (best == kEos) break;
+    out.push_back(best);
+  }
+  return out;
+}
+
+Transformer& copy_model() {
+  static Transformer* model = [] {
+    ModelConfig cfg = tiny_config(24);
+    cfg.d_model = 32;
+    cfg.d_ff = 64;
+    cfg.d_k = cfg.d_v = 8;
+    auto* m = new Transformer(cfg);
+    m->init(42);
+    const double loss = train_copy_task(*m, 400);
+    INFO("copy-task loss " << loss);
+    REQUIRE(loss < 0.05);
+    return m;
+  }();
+  return *model;
+}
+
+}  // namespace
+
+TEST_CASE("cached incremental greedy search equals full recomputation", "[decode]") {
+  ModelConfig cfg = tiny_config(30);
+  for (const char* norm : {"post", "pre"}) {
+    cfg.norm = norm;
+    Transformer model(cfg);
+    model.init(5);
+    auto src = random_sequences(6, 1, 9, 30, 3);
+    SearchOptions opts;
+    opts.beam = 1;
+    opts.max_len_a = 0;
+    opts.max_len_b = 12;
+    DecodeState st;
+    auto hyps = search(model, src, opts, st);
+    REQUIRE(hyps.size() == src.size());
+    for (size_t i = 0; i < src.size(); ++i) {
+      double lp = 0;
+      auto ref = naive_greedy(model, src[i], 12, &lp);
+      INFO("sentence " << i << " norm " << norm);
+      REQUIRE(hyps[i].size() == 1);
+      CHECK(hyps[i][0].tokens == ref);
+      CHECK(hyps[i][0].logprob == Approx(lp).margin(1e-4));
+    }
+  }
+}
+
+TEST_CASE("n-best lists are sorted and their scores match forced decoding", "[decode]") {
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(9);
+  auto src = random_sequences(5, 2, 7, 30, 4);
+  SearchOptions opts;
+  opts.beam = 4;
+  opts.n_best = 4;
+  opts.max_len_a = 0;
+  opts.max_len_b = 10;
+  DecodeState st;
+  auto hyps = search(model, src, opts, st);
+  for (size_t i = 0; i < src.size(); ++i) {
+    REQUIRE(hyps[i].size() == 4);
+    for (size_t k = 1; k < hyps[i].size(); ++k) CHECK(hyps[i][k - 1].score >= hyps[i][k].score);
+    std::vector<std::vector<int32_t>> s, t;
+    for (const auto& h : hyps[i]) s.push_back(src[i]), t.push_back(h.tokens);
+    auto forced = score_pairs(model, s, t);
+    for (size_t k = 0; k < hyps[i].size(); ++k) {
+      CHECK(forced[k].total() == Approx(hyps[i][k].logprob).margin(1e-3));
+      CHECK(hyps[i][k].score ==
+            Approx(hyps[i][k].logprob / length_penalty(hyps[i][k].tokens.size() + 1, opts)));
+    }
+  }
+}
+
+TEST_CASE("beam search scores at least as well as greedy, and beam 1 is greedy", "[decode]") {
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(11);
+  auto src = random_sequences(8, 2, 7, 30, 5);
+  SearchOptions greedy, beam1, beam4;
+  greedy.beam = beam1.beam = 1;
+  beam4.beam = 4;
+  for (auto* o : {&greedy, &beam1, &beam4}) o->max_len_a = 0, o->max_len_b = 10, o->alpha = 0;
+  DecodeState st;
+  auto g = search(model, src, greedy, st);
+  auto b4 = search(model, src, beam4, st);
+  for (size_t i = 0; i < src.size(); ++i) {
+    double lp = 0;
+    CHECK(naive_greedy(model, src[i], 10, &lp) == g[i][0].tokens);
+    CHECK(b4[i][0].score >= g[i][0].score - 1e-5);
+  }
+}
+
+TEST_CASE("a model trained on a copy task copies its inputs exactly", "[decode]") {
+  Transformer& model = copy_model();
+  auto src = random_sequences(20, 2, 8, 24, 777);  // unseen sequences
+  for (int beam : {1, 4}) {
+    SearchOptions opts;
+    opts.beam = beam;
+    DecodeState st;
+    auto hyps = search(model, src, opts, st);
+    int exact = 0;
+    for (size_t i = 0; i < src.size(); ++i) exact += hyps[i][0].tokens == src[i];
+    INFO("beam " << beam);
+    CHECK(exact == static_cast<int>(src.size()));
+  }
+}
+
+TEST_CASE("a warm decoding loop builds no primitives", "[decode]") {
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(3);
+  auto src = random_sequences(4, 3, 6, 30, 8);
+  SearchOptions opts;
+  opts.beam = 2;
+  opts.force_length = 8;
+  DecodeState st;
+  search(model, src, opts, st);
+  const auto before = cpu::primitives_created();
+  search(model, src, opts, st);
+  CHECK(cpu::primitives_created() == before);
+}
+
+TEST_CASE("forced length produces exactly that many tokens", "[decode]") {
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(3);
+  auto src = random_sequences(5, 3, 9, 30, 8);
+  SearchOptions opts;
+  opts.beam = 4;
+  opts.force_length = 7;
+  DecodeState st;
+  for (const auto& h : search(model, src, opts, st)) CHECK(h[0].tokens.size() == 7);
+}
