@@ -1,0 +1,262 @@
+// The model against the paper: attention against an explicit
+// softmax(QK^T/sqrt(d))V, padding and causality invariants, positional
+// encodings against the formula, config validation, and the model file.
+#include "test_helpers.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/attention.h"
+#include "model/config.h"
+#include "model/embeddings.h"
+#include "model/model_file.h"
+#include "model/transformer.h"
+
+using namespace nmt;
+using namespace nmt::test;
+
+TEST_CASE("multi-head attention equals the per-head reference loop", "[model]") {
+  const int64_t B = 2, T = 3, S = 5, D = 12, H = 3, dk = 4, dv = 4;
+  ParamStore store;
+  MultiHeadAttention attn(store, "a", D, H, dk, dv, 0.f, false);
+  store.allocate(1);
+  for (auto& p : store.params()) fill_random(p.value, 2, 0.3f);
+  Tensor xq(Shape{B * T, D}), xkv(Shape{B * S, D}), mask(Shape{B, S}), y;
+  fill_random(xq, 3);
+  fill_random(xkv, 4);
+  mask.data()[S + 3] = mask.data()[S + 4] = -1e9f;  // sentence 1 has 3 real tokens
+  attn.forward(xq, &xkv, B, T, S, AttnMask{mask.data(), {B, 1, 1, S}}, y, false, 0);
+
+  auto P = [&](const char* n) { return store.find(std::string("a/") + n)->value.data(); };
+  const float *Wq = P("q/weight"), *bq = P("q/bias"), *Wkv = P("kv/weight"), *bkv = P("kv/bias");
+  const float *Wo = P("out/weight"), *bo = P("out/bias");
+  auto proj = [](const float* x, const float* W, const float* b, int64_t row, int64_t in) {
+    double s = b[row];
+    for (int64_t i = 0; i < in; ++i) s += double(W[row * in + i]) * x[i];
+    return s;
+  };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> ctx(H * dv, 0.0);
+      for (int64_t h = 0; h < H; ++h) {
+        std::vector<double> q(dk), score(S);
+        for (int64_t i = 0; i < dk; ++i) q[i] = proj(&xq.data()[(b * T + t) * D], Wq, bq, h * dk + i, D);
+        double mx = -1e300;
+        for (int64_t s = 0; s < S; ++s) {
+          double d = 0;
+          for (int64_t i = 0; i < dk; ++i)
+            d += q[i] * proj(&xkv.data()[(b * S + s) * D], Wkv, bkv, h * dk + i, D);
+          score[s] = d / std::sqrt(double(dk)) + mask.data()[b * S + s];
+          mx = std::max(mx, score[s]);
+        }
+        double z = 0;
+        for (auto& sc : score) z += (sc = std::exp(sc - mx));
+        for (int64_t s = 0; s < S; ++s)
+          for (int64_t i = 0; i < dv; ++i)
+            ctx[h * dv + i] += score[s] / z * proj(&xkv.data()[(b * S + s) * D], Wkv, bkv, H * dk + h * dv + i, D);
+      }
+      for (int64_t o = 0; o < D; ++o) {
+        double r = bo[o];
+        for (int64_t i = 0; i < H * dv; ++i) r += double(Wo[o * H * dv + i]) * ctx[i];
+        REQUIRE(y.data()[(b * T + t) * D + o] == Approx(r).margin(1e-4));
+      }
+    }
+}
+
+TEST_CASE("padding never changes the outputs at real positions", "[model]") {
+  ModelConfig cfg = tiny_config(30);
+  for (const char* norm : {"post", "pre"}) {
+    cfg.norm = norm;
+    Transformer model(cfg);
+    model.init(2);
+    std::vector<int32_t> s1{5, 6, 7}, t1{8, 9}, s2{10, 11, 12, 13, 14, 15, 16}, t2{17, 18, 19, 20, 21, 22};
+    TokenBatch alone = make_batch({&s1}, {&t1});
+    model.forward(alone, false, 0);
+    std::vector<float> ref(model.logits().data(), model.logits().data() + model.logits().numel());
+    TokenBatch padded = make_batch({&s1, &s2}, {&t1, &t2});
+    model.forward(padded, false, 0);
+    const int64_t V = cfg.vocab_size;
+    for (int64_t t = 0; t < alone.T; ++t)
+      for (int64_t v = 0; v < V; ++v)
+        REQUIRE(model.logits().data()[t * V + v] == Approx(ref[t * V + v]).margin(1e-4));
+  }
+}
+
+TEST_CASE("no decoder position sees a later one", "[model]") {
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(4);
+  std::vector<int32_t> s{5, 6, 7, 8}, a{9, 10, 11, 12, 13}, b{9, 10, 11, 25, 26};
+  model.forward(make_batch({&s}, {&a}), false, 0);
+  std::vector<float> la(model.logits().data(), model.logits().data() + model.logits().numel());
+  model.forward(make_batch({&s}, {&b}), false, 0);
+  const int64_t V = cfg.vocab_size;
+  // Decoder inputs are <s> y1.., so positions 0..3 see only a[0..2] == b[0..2].
+  for (int64_t t = 0; t <= 3; ++t)
+    for (int64_t v = 0; v < V; ++v) REQUIRE(model.logits().data()[t * V + v] == Approx(la[t * V + v]).margin(1e-5));
+  bool changed = false;
+  for (int64_t v = 0; v < V; ++v) changed |= std::abs(model.logits().data()[4 * V + v] - la[4 * V + v]) > 1e-4;
+  CHECK(changed);
+}
+
+TEST_CASE("sinusoidal positional encodings follow the formula", "[model]") {
+  Tensor pe;
+  const int64_t D = 512;
+  sinusoidal_positions(100, D, pe);
+  for (int64_t pos : {0, 1, 7, 50, 99})
+    for (int64_t i = 0; i < D / 2; i += 37) {
+      const double angle = pos / std::pow(10000.0, 2.0 * i / D);
+      CHECK(pe.data()[pos * D + 2 * i] == Approx(std::sin(angle)).margin(1e-6));
+      CHECK(pe.data()[pos * D + 2 * i + 1] == Approx(std::cos(angle)).margin(1e-6));
+    }
+}
+
+TEST_CASE("the shipped configs load with the paper's values", "[model]") {
+  const std::string dir = std::string(NMT_SOURCE_DIR) + "/models/";
+  ModelConfig base = load_config(dir + "transformer-base.json");
+  CHECK(base.encoder_layers == 6);
+  CHECK(base.decoder_layers == 6);
+  CHECK(base.d_model == 512);
+  CHECK(base.d_ff == 2048);
+  CHECK(base.heads == 8);
+  CHECK(base.dropout == Approx(0.1));
+  CHECK(base.label_smoothing == Approx(0.1));
+  ModelConfig big = load_config(dir + "transformer-big.json");
+  CHECK(big.d_model == 1024);
+  CHECK(big.d_ff == 4096);
+  CHECK(big.heads == 16);
+  CHECK(big.dropout == Approx(0.3));
+  ModelConfig small = load_config(dir + "transformer-small.json");
+  CHECK(small.encoder_layers == 3);
+  CHECK(small.d_model == 256);
+  CHECK(small.heads == 4);
+  CHECK(small.d_ff == 1024);
+  CHECK(small.dropout == Approx(0.3));
+  CHECK_NOTHROW(load_config(dir + "transformer-tiny.json"));
+  // Table 3 base has 65M parameters with a 37k vocabulary.
+  base.vocab_size = 37000;
+  Transformer m(base);
+  CHECK(m.parameter_count() / 1e6 == Approx(63.1).margin(2.0));
+}
+
+TEST_CASE("config errors name the file, the key and what was expected", "[model]") {
+  const nlohmann::json good = config_to_json(tiny_config());
+  auto error_of = [](const nlohmann::json& j) -> std::string {
+    try {
+      config_from_json(j, "cfg.json");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto j = good;
+  j["colour"] = "blue";
+  CHECK(error_of(j) == "cfg.json: key \"colour\": unknown key");
+  j = good;
+  j["d_model"] = "512";
+  CHECK(error_of(j) == "cfg.json: key \"d_model\": expected an integer, got string");
+  j = good;
+  j.erase("heads");
+  CHECK(error_of(j) == "cfg.json: key \"heads\": missing (required)");
+  j = good;
+  j["d_model"] = 30;
+  j["heads"] = 4;
+  CHECK(error_of(j) == "cfg.json: key \"heads\": d_model (30) must be divisible by heads (4)");
+  j = good;
+  j["dropout"] = 1.5;
+  CHECK(error_of(j).find("key \"dropout\": expected a number in [0") != std::string::npos);
+  j = good;
+  j["norm"] = "middle";
+  CHECK(error_of(j) == "cfg.json: key \"norm\": expected \"post\" or \"pre\", got \"middle\"");
+  CHECK(error_of(good).empty());
+
+  const std::string path = "/tmp/nmt_test_bad_config.json";
+  std::ofstream(path) << "{ \"d_model\": 5,";
+  try {
+    load_config(path);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find(path + ": not valid JSON") == 0);
+  }
+}
+
+namespace {
+std::string error_loading(const std::string& path) {
+  try {
+    ModelConfig cfg;
+    std::string spm;
+    FileContents f = open_model(path, cfg, spm);
+    Transformer m(cfg);
+    load_weights(f, m);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void spit(const std::string& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+}  // namespace
+
+TEST_CASE("the model file round-trips and rejects every corruption", "[model]") {
+  ModelConfig cfg = tiny_config(30);
+  cfg.tie_embeddings = false;
+  Transformer model(cfg);
+  model.init(8);
+  const std::string path = "/tmp/nmt_test_model.nmt";
+  save_model(path, model, "fake-spm-bytes");
+
+  ModelConfig cfg2;
+  std::string spm;
+  FileContents f = open_model(path, cfg2, spm);
+  CHECK(spm == "fake-spm-bytes");
+  CHECK(config_to_json(cfg2) == config_to_json(cfg));
+  Transformer loaded(cfg2);
+  load_weights(f, loaded);
+  REQUIRE(loaded.params().size() == model.params().size());
+  CHECK(std::equal(model.params().values().data(), model.params().values().data() + model.params().size(),
+                   loaded.params().values().data()));
+  CHECK(f.metadata.at("format_version") == "1");
+
+  const std::string good = slurp(path), bad = "/tmp/nmt_test_bad.nmt";
+  spit(bad, good.substr(0, good.size() - 100));
+  CHECK(error_loading(bad).find("extends past the end of the file (truncated?)") != std::string::npos);
+  spit(bad, good.substr(0, 5));
+  CHECK(error_loading(bad).find("truncated") != std::string::npos);
+  std::string h = good;
+  h[8] = '#';  // the header's opening brace
+  spit(bad, h);
+  CHECK(error_loading(bad).find("header is not valid JSON") != std::string::npos);
+  h = good;
+  h[0] = '\xff', h[1] = '\xff', h[2] = '\xff';  // absurd header length
+  spit(bad, h);
+  CHECK(error_loading(bad).find("header length") != std::string::npos);
+  CHECK(error_loading("/tmp/does/not/exist.nmt").find("cannot open model file") != std::string::npos);
+
+  // A missing tensor, a wrongly shaped one and an unknown version.
+  auto rewrite = [&](auto&& edit) {
+    std::vector<NamedTensor> ts;
+    for (const auto& p : model.params().params()) ts.push_back({p.name, p.shape, p.value.data()});
+    std::map<std::string, std::string> meta{{"format", "nmt"}, {"format_version", "1"},
+                                            {"config", config_to_json(cfg).dump()}};
+    edit(ts, meta);
+    write_safetensors(bad, meta, ts, {});
+    return error_loading(bad);
+  };
+  CHECK(rewrite([](auto& ts, auto&) { ts.erase(ts.begin() + 3); }).find("missing tensor") != std::string::npos);
+  CHECK(rewrite([](auto& ts, auto&) { ts[2].shape = Shape{ts[2].shape.numel()}; })
+            .find("expected (") != std::string::npos);
+  CHECK(rewrite([](auto&, auto& meta) { meta["format_version"] = "99"; })
+            .find("unsupported model format version 99") != std::string::npos);
+  CHECK(rewrite([](auto&, auto& meta) { meta.erase("format"); }).find("not an nmt model file") != std::string::npos);
+  std::remove(path.c_str());
+  std::remove(bad.c_str());
+}
