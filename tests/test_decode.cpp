@@ -51,7 +51,7 @@ Transformer& copy_model() {
     cfg.d_k = cfg.d_v = 8;
     auto* m = new Transformer(cfg);
     m->init(42);
-    const double loss = train_copy_task(*m, 400);
+    const double loss = train_copy_task(*m, 800);
     INFO("copy-task loss " << loss);
     REQUIRE(loss < 0.05);
     return m;
@@ -140,7 +140,15 @@ TEST_CASE("a model trained on a copy task copies its inputs exactly", "[decode]"
     DecodeState st;
     auto hyps = search(model, src, opts, st);
     int exact = 0;
-    for (size_t i = 0; i < src.size(); ++i) exact += hyps[i][0].tokens == src[i];
+    for (size_t i = 0; i < src.size(); ++i) {
+      exact += hyps[i][0].tokens == src[i];
+      if (hyps[i][0].tokens != src[i]) {
+        std::string a, b;
+        for (auto t : src[i]) a += std::to_string(t) + " ";
+        for (auto t : hyps[i][0].tokens) b += std::to_string(t) + " ";
+        UNSCOPED_INFO("src " << a << " got " << b);
+      }
+    }
     INFO("beam " << beam);
     CHECK(exact == static_cast<int>(src.size()));
   }

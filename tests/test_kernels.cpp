@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/cpu_kernels.h"
+#include "core/elementwise.h"
 
 using namespace nmt;
 
@@ -37,12 +38,6 @@ void ref_gemm(const cpu::MatRef& a, const cpu::MatRef& b, const cpu::MatRef& c,
                  at(b, b.dims[0] == 1 ? 0 : bb, b.dims[1] == 1 ? 0 : hh, k, j);
           s *= attr.alpha;
           if (attr.bias) s += attr.bias[j];
-          if (attr.mask) {
-            const auto& md = attr.mask_dims;
-            int64_t idx = (((md[0] == 1 ? 0 : bb) * md[1] + (md[1] == 1 ? 0 : hh)) * md[2] +
-                           (md[2] == 1 ? 0 : i)) * md[3] + (md[3] == 1 ? 0 : j);
-            s += attr.mask[idx];
-          }
           if (attr.relu && s < 0) s = 0;
           float* o = out + bb * c.strides[0] + hh * c.strides[1] + i * c.strides[2] +
                      j * c.strides[3];
@@ -76,20 +71,22 @@ TEST_CASE("gemm matches the reference: plain, transposed, bias, relu, accumulate
   }
 }
 
-TEST_CASE("batched gemm over heads with strided views and a broadcast mask", "[kernels]") {
+TEST_CASE("batched gemm over heads with strided views, and a broadcast mask", "[kernels]") {
   const int64_t B = 3, H = 4, T = 7, S = 9, dk = 8, D = H * dk;
   auto Q = randv(B * T * D, 5), Kx = randv(B * S * D, 6), M = randv(B * S, 7);
   std::vector<float> scores(B * H * T * S), ref(B * H * T * S);
   cpu::GemmAttr attr;
   attr.alpha = 1.f / std::sqrt(float(dk));
-  attr.mask = M.data();
-  attr.mask_dims = {B, 1, 1, S};
   auto q = cpu::heads(Q.data(), B, H, T, dk, D);
   auto kt = cpu::heads_t(Kx.data(), B, H, S, dk, D);
   cpu::MatRef dst{scores.data(), {B, H, T, S}, {H * T * S, T * S, S, 1}};
   cpu::MatRef rdst{ref.data(), {B, H, T, S}, {H * T * S, T * S, S, 1}};
   cpu::gemm(q, kt, dst, attr);
   ref_gemm(q, kt, rdst, attr);
+  require_close(scores, ref, 1e-4f);
+  cpu::add_mask(scores.data(), {B, H, T, S}, M.data(), {B, 1, 1, S});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < H * T * S; ++i) ref[b * H * T * S + i] += M[b * S + i % S];
   require_close(scores, ref, 1e-4f);
 
   // P @ V written straight back into the (B*T, D) layout.

@@ -12,7 +12,8 @@
 
 namespace nmt::cpu {
 
-void set_num_threads(int n);  // 0: all cores
+// 0: all cores. Also flushes denormals to zero on every thread.
+void set_num_threads(int n);
 int num_threads();
 
 // A batch of matrices: dims {B, H, rows, cols} with element strides. A
@@ -39,13 +40,12 @@ struct GemmAttr {
   bool accumulate = false;     // dst += alpha * a @ b (gradient accumulation)
   const float* bias = nullptr; // (cols) added to every row
   bool relu = false;
-  // Additive mask, dense with dims mask_dims, broadcast against dst dims
-  // (a dim of 1 broadcasts): {B,1,1,S} for key padding, {1,1,T,T} causal.
-  const float* mask = nullptr;
-  std::array<int64_t, 4> mask_dims{};
 };
 
-// dst = alpha * a @ b (+ bias) (+ mask) (relu) (+ dst if accumulate).
+// dst = alpha * a @ b (+ bias) (relu) (+ dst if accumulate).
+// (Attention masks are not fused as a binary post-op: oneDNN 2.6 runs a
+// broadcast binary post-op on batched matmul up to 80x slower than the GEMM
+// itself, so cpu::add_mask applies them before the softmax instead.)
 void gemm(const MatRef& a, const MatRef& b, const MatRef& dst, const GemmAttr& attr = {});
 
 // Softmax (or log-softmax) over the last axis of a (rows, cols) matrix.

@@ -21,6 +21,25 @@ void scale(const float* src, float* dst, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * s;
 }
 
+void add_mask(float* scores, const std::array<int64_t, 4>& d, const float* mask,
+              const std::array<int64_t, 4>& md) {
+  const int64_t sb = md[0] == 1 ? 0 : md[1] * md[2] * md[3], sh = md[1] == 1 ? 0 : md[2] * md[3],
+                st = md[2] == 1 ? 0 : md[3];
+  const bool row_bcast = md[3] == 1;
+#pragma omp parallel for collapse(2) if (d[0] * d[1] * d[2] * d[3] > 65536)
+  for (int64_t b = 0; b < d[0]; ++b)
+    for (int64_t h = 0; h < d[1]; ++h)
+      for (int64_t t = 0; t < d[2]; ++t) {
+        float* row = scores + ((b * d[1] + h) * d[2] + t) * d[3];
+        const float* m = mask + b * sb + h * sh + t * st;
+        if (row_bcast) {
+          for (int64_t s = 0; s < d[3]; ++s) row[s] += m[0];
+        } else {
+          for (int64_t s = 0; s < d[3]; ++s) row[s] += m[s];
+        }
+      }
+}
+
 uint64_t mix_seed(uint64_t a, uint64_t b) {
   uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

@@ -2,6 +2,7 @@
 // OpenMP loop is as fast: residual adds, dropout, ReLU gradients, column sums.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace nmt::cpu {
@@ -26,6 +27,11 @@ void relu_backward(const float* y, float* dy, int64_t n);
 
 // dst[j] += sum_i src[i, j] over a (rows, cols) matrix (bias gradients).
 void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols);
+
+// scores (B, H, T, S) += mask broadcast from mask_dims (a dim of 1
+// broadcasts): {B,1,1,S} for source padding, {1,1,T,T} for causality.
+void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
+              const std::array<int64_t, 4>& mask_dims);
 
 uint64_t mix_seed(uint64_t a, uint64_t b);
 

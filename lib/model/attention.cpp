@@ -47,10 +47,9 @@ void MultiHeadAttention::forward(const Tensor& xq, const Tensor* xkv, int64_t B,
   probs_.resize(Shape{B, H_, T, S});
   cpu::GemmAttr attr;
   attr.alpha = scale();
-  attr.mask = mask.data;
-  attr.mask_dims = mask.dims;
   cpu::gemm(cpu::heads(q, B, H_, T, dk_, ldq), cpu::heads_t(k, B, H_, S, dk_, ldkv),
             MatRef{probs_.data(), {B, H_, T, S}, {H_ * T * S, T * S, S, 1}}, attr);
+  if (mask.data) cpu::add_mask(probs_.data(), {B, H_, T, S}, mask.data, mask.dims);
   cpu::softmax(probs_.data(), probs_.data(), B * H_ * T, S);
   const float* p = probs_.data();
   if (training && attn_dropout_ > 0.f) {
@@ -154,11 +153,10 @@ void MultiHeadAttention::step_cross(const Tensor& x, const Tensor& kv, int64_t B
   s.scores.resize(Shape{B, H_, beam, S});
   cpu::GemmAttr attr;
   attr.alpha = scale();
-  attr.mask = mask.data;
-  attr.mask_dims = mask.dims;
   cpu::gemm(MatRef{s.proj.data(), {B, H_, beam, dk_}, {beam * Wk, dk_, Wk, 1}},
             cpu::heads_t(kv.data(), B, H_, S, dk_, ldkv),
             MatRef{s.scores.data(), {B, H_, beam, S}, {H_ * beam * S, beam * S, S, 1}}, attr);
+  if (mask.data) cpu::add_mask(s.scores.data(), {B, H_, beam, S}, mask.data, mask.dims);
   cpu::softmax(s.scores.data(), s.scores.data(), B * H_ * beam, S);
   s.ctx.resize(Shape{B * beam, Wv});
   cpu::gemm(MatRef{s.scores.data(), {B, H_, beam, S}, {H_ * beam * S, beam * S, S, 1}},

@@ -1,0 +1,99 @@
+// Shared by the benchmarks: this machine's FP32 peak, timing and memory.
+#pragma once
+
+#include <immintrin.h>
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace nmt::bench {
+
+inline double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Peak resident memory of this process, in MiB.
+inline double peak_rss_mib() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;
+}
+
+// Measured FP32 FMA throughput: independent FMA chains, enough of them to
+// cover the FMA latency, on every thread. This is the ceiling any GEMM can
+// reach here, whatever the vendor's nominal figure.
+inline double measured_peak_gflops(int threads) {
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const long iters = 20'000'000;
+    const double t0 = now();
+    float sink = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    {
+#if defined(__AVX512F__)
+      __m512 a[12];
+      for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(1.f + i * 1e-3f);
+      const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+      for (long k = 0; k < iters; ++k)
+        for (int i = 0; i < 12; ++i) a[i] = _mm512_fmadd_ps(a[i], m, c);
+      for (int i = 0; i < 12; ++i) sink += _mm512_reduce_add_ps(a[i]);
+#else
+      __m256 a[12];
+      for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(1.f + i * 1e-3f);
+      const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+      for (long k = 0; k < iters; ++k)
+        for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
+      alignas(32) float out[8];
+      for (int i = 0; i < 12; ++i) {
+        _mm256_store_ps(out, a[i]);
+        for (float x : out) sink += x;
+      }
+#endif
+    }
+    const double sec = now() - t0;
+#if defined(__AVX512F__)
+    const double lanes = 16;
+#else
+    const double lanes = 8;
+#endif
+    const double flops = 2.0 * lanes * 12 * iters * threads;
+    if (sink == 12345.f) std::printf(" ");  // keep the loop alive
+    best = std::max(best, flops / sec / 1e9);
+  }
+  return best;
+}
+
+// The guide's nominal figure for this machine class: 32 FP32 flops per cycle
+// per core (AVX2, two FMA pipes) at the clock the kernel reports.
+inline double nominal_peak_gflops(int threads) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  double mhz = 0;
+  while (std::getline(in, line))
+    if (line.rfind("cpu MHz", 0) == 0) {
+      mhz = std::stod(line.substr(line.find(':') + 1));
+      break;
+    }
+  return threads * 32.0 * mhz / 1e3;
+}
+
+inline void print_peak(int threads, double* nominal, double* measured) {
+  *nominal = nominal_peak_gflops(threads);
+  *measured = measured_peak_gflops(threads);
+  std::printf("machine: %d threads; nominal FP32 peak %.1f GFLOP/s (32 flops/cycle/core x /proc/cpuinfo clock); "
+              "measured FMA peak %.1f GFLOP/s (%s)\n",
+              threads, *nominal, *measured,
+#if defined(__AVX512F__)
+              "AVX-512"
+#else
+              "AVX2"
+#endif
+  );
+}
+
+}  // namespace nmt::bench
