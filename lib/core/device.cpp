@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/cuda_backend.h"
 #include "core/error.h"
 
 namespace nmt {
@@ -18,13 +19,9 @@ void* alloc(size_t) { no_cuda(); }
 void free(void*) {}
 void copy(void*, const void*, size_t, int) { no_cuda(); }
 bool available() { return false; }
-}  // namespace cuda
-#else
-namespace cuda {
-void* alloc(size_t bytes);
-void free(void* p);
-void copy(void* dst, const void* src, size_t bytes, int kind);
-bool available();
+void gemm(const float*, bool, const float*, bool, float*, int64_t, int64_t, int64_t, float, float) {
+  no_cuda();
+}
 }  // namespace cuda
 #endif
 
