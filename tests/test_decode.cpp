@@ -180,3 +180,28 @@ TEST_CASE("forced length produces exactly that many tokens", "[decode]") {
   DecodeState st;
   for (const auto& h : search(model, src, opts, st)) CHECK(h[0].tokens.size() == 7);
 }
+
+TEST_CASE("batching and finished sentences leaving the batch do not change results", "[decode]") {
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(21);
+  auto src = random_sequences(9, 1, 12, 30, 31);
+  for (int beam : {1, 3}) {
+    SearchOptions opts;
+    opts.beam = beam;
+    opts.n_best = beam;
+    opts.max_len_a = 1;  // sentences end at different steps, so the batch shrinks
+    opts.max_len_b = 1;
+    DecodeState st;
+    auto together = search(model, src, opts, st);
+    for (size_t i = 0; i < src.size(); ++i) {
+      DecodeState alone_state;
+      auto alone = search(model, {src[i]}, opts, alone_state);
+      REQUIRE(alone[0].size() == together[i].size());
+      for (size_t k = 0; k < alone[0].size(); ++k) {
+        CHECK(alone[0][k].tokens == together[i][k].tokens);
+        CHECK(alone[0][k].score == Approx(together[i][k].score).margin(1e-4));
+      }
+    }
+  }
+}

@@ -73,7 +73,12 @@ int64_t bits(float f) {
   return i;
 }
 
-memory::desc md4(const std::array<int64_t, 4>& d, const std::array<int64_t, 4>& s) {
+memory::desc md4(const std::array<int64_t, 4>& d, std::array<int64_t, 4> s) {
+  // The stride of a dimension of size 1 is never used, but oneDNN 2.6 reads
+  // it when classifying the layout and crashes building some batched
+  // matmuls (M = 1, K = 64) with an arbitrary one; give it the dense value.
+  for (int i = 2; i >= 0; --i)
+    if (d[i] == 1) s[i] = s[i + 1] * d[i + 1];
   return memory::desc(memory::dims(d.begin(), d.end()), dt::f32,
                       memory::dims(s.begin(), s.end()));
 }

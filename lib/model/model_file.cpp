@@ -96,7 +96,8 @@ FileContents read_safetensors(const std::string& path) {
   uint64_t hlen = 0;
   for (int i = 0; i < 8; ++i) hlen |= static_cast<uint64_t>(len[i]) << (8 * i);
   if (hlen > size - 8 || hlen > (100u << 20))
-    throw bad("header length " + std::to_string(hlen) + " exceeds the file size " + std::to_string(size));
+    throw bad("header length " + std::to_string(hlen) + " exceeds the file size " + std::to_string(size) +
+              " (truncated?)");
   std::string h(hlen, '\0');
   in.read(h.data(), static_cast<std::streamsize>(hlen));
   json header;

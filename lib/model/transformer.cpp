@@ -150,9 +150,11 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
   const int64_t newB = static_cast<int64_t>(keep.size());
   const int64_t N = static_cast<int64_t>(rows.size());
   if (N != newB * new_beam) throw Error("reorder: rows do not match sentences x beam");
+  // Gathers rows of row_elems floats; the first dimension scales with the
+  // number of rows (it may hold several rows per index, as kv does).
   auto gather = [&](Tensor& t, const std::vector<int64_t>& idx, int64_t row_elems) {
     Shape s = t.shape();
-    s.dims[0] = static_cast<int64_t>(idx.size());
+    s.dims[0] = static_cast<int64_t>(idx.size()) * row_elems / (t.numel() / t.dim(0));
     st.spare.resize(s);
     for (size_t i = 0; i < idx.size(); ++i)
       std::memcpy(st.spare.data() + i * row_elems, t.data() + idx[i] * row_elems,
