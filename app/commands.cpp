@@ -65,6 +65,7 @@ void register_summary(CLI::App& app) {
 
 void register_all(CLI::App& app) {
   register_summary(app);
+  register_train(app);
   register_translate(app);
   register_score(app);
 }

@@ -95,6 +95,11 @@ template <typename Build>
 Entry& lookup(const Key& key, Build&& build) {
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
+  // Decoding sees one shape per (batch, length) pair; a long-running process
+  // with very varied input could collect them without end, so start over
+  // past a generous bound (rebuilding costs microseconds per primitive).
+  constexpr size_t kMaxCached = 8192;
+  if (cache.size() >= kMaxCached) cache.clear();
   Entry e;
   try {
     build(e);

@@ -86,7 +86,11 @@ std::vector<std::vector<Hypothesis>> search(Transformer& model,
   model.start_decoding(batch.data(), B, S, K, longest + 1, st);
 
   std::vector<int32_t> tokens(B, kBos);
-  std::vector<Candidate> cands;
+  // Buffers reused across steps: the loop allocates only when a sentence
+  // finishes (its hypotheses are copied out).
+  std::vector<Candidate> cands, chosen;
+  cands.reserve(4 * K * K);
+  chosen.reserve(K);
   std::vector<int64_t> keep, rows;
   std::vector<int32_t> next_tokens;
   std::vector<Sentence> next_live;
@@ -133,8 +137,7 @@ std::vector<std::vector<Hypothesis>> search(Transformer& model,
       std::stable_sort(cands.begin(), cands.end(),
                        [](const Candidate& a, const Candidate& b) { return a.logprob > b.logprob; });
 
-      std::vector<Candidate> chosen;
-      chosen.reserve(K);
+      chosen.clear();
       for (const Candidate& c : cands) {
         if (static_cast<int64_t>(chosen.size()) == K) break;
         if (c.token == kEos) {

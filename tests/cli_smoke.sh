@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# CLI smoke test on the built binary: train a tiny model on the joeynmt toy
+# corpus, translate through a pipe, score, and check that bad input gives one
+# clear line and a non-zero exit.  Usage: cli_smoke.sh NMT DATA_DIR WORK_DIR
+set -uo pipefail
+NMT=$1 DATA=$2 WORK=$3
+rm -rf "$WORK" && mkdir -p "$WORK"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+toy=$DATA/joeynmt-toy
+
+"$NMT" --version >/dev/null || fail "--version"
+"$NMT" train -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
+  --valid-src "$toy/dev.en" --valid-tgt "$toy/dev.de" --out "$WORK/m.nmt" \
+  --vocab-size 300 --max-steps 15 --batch-tokens 1024 --seed 1 2>"$WORK/train.err" \
+  || { cat "$WORK/train.err"; fail "train"; }
+[ -s "$WORK/m.nmt" ] || fail "no model written"
+
+printf 'Hello world.\n\nThis is a test.\n' | "$NMT" translate -m "$WORK/m.nmt" --beam 2 >"$WORK/out.txt" \
+  || fail "translate"
+[ "$(wc -l <"$WORK/out.txt")" -eq 3 ] || fail "translate: expected 3 output lines, got $(wc -l <"$WORK/out.txt")"
+[ -z "$(sed -n 2p "$WORK/out.txt")" ] || fail "translate: empty line in, non-empty line out"
+
+printf 'a\nb\n' | "$NMT" translate -m "$WORK/m.nmt" --beam 2 --n-best 2 >"$WORK/nbest.txt" || fail "n-best"
+[ "$(wc -l <"$WORK/nbest.txt")" -eq 4 ] || fail "n-best: expected 4 lines"
+grep -q '^1 ||| ' "$WORK/nbest.txt" || fail "n-best format"
+printf 'a\n' | "$NMT" translate -m "$WORK/m.nmt" --format jsonl | grep -q '"translation"' || fail "jsonl"
+
+# A reader that goes away early: nmt must end quietly with status 0.
+head -300 "$toy/train.en" | "$NMT" translate -m "$WORK/m.nmt" --beam 1 --window 8 2>"$WORK/pipe.err" | head -1 >/dev/null
+rc=${PIPESTATUS[1]}
+[ "$rc" -eq 0 ] || fail "closed stdout: exit $rc"
+! grep -v "warning" "$WORK/pipe.err" || fail "closed stdout: printed an error"
+
+head -3 "$toy/dev.en" >"$WORK/s.txt"; head -3 "$toy/dev.de" >"$WORK/t.txt"
+"$NMT" score -m "$WORK/m.nmt" --src "$WORK/s.txt" --tgt "$WORK/t.txt" >"$WORK/score.txt" || fail "score -m"
+[ "$(wc -l <"$WORK/score.txt")" -eq 3 ] || fail "score -m: expected 3 lines"
+"$NMT" score --metric bleu -r "$WORK/t.txt" "$WORK/t.txt" | grep -q '^BLEU = 100.00' || fail "score --metric bleu"
+
+# Bad input: one line on stderr, non-zero exit, no crash.
+expect_error() {  # pattern, command...
+  local pat=$1; shift
+  "$@" </dev/null >/dev/null 2>"$WORK/err.txt"
+  local rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || fail "$*: exit $rc"
+  [ "$(wc -l <"$WORK/err.txt")" -eq 1 ] || fail "$*: expected one line, got: $(cat "$WORK/err.txt")"
+  grep -q "$pat" "$WORK/err.txt" || fail "$*: expected '$pat', got: $(cat "$WORK/err.txt")"
+}
+expect_error "cannot open model file" "$NMT" translate -m "$WORK/missing.nmt"
+head -c 5000 "$WORK/m.nmt" >"$WORK/trunc.nmt"
+expect_error "truncated" "$NMT" translate -m "$WORK/trunc.nmt"
+echo '{"d_model": 10,' >"$WORK/bad.json"
+expect_error "not valid JSON" "$NMT" summary -c "$WORK/bad.json"
+printf 'x\ny\n' >"$WORK/two.txt"; printf 'x\n' >"$WORK/one.txt"
+expect_error "2.*1\|1.*2" "$NMT" score --metric bleu -r "$WORK/one.txt" "$WORK/two.txt"
+expect_error "line" "$NMT" train -c transformer-tiny --train-src "$WORK/two.txt" --train-tgt "$WORK/one.txt" --out "$WORK/x.nmt"
+echo "cli smoke: all checks passed"

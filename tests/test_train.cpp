@@ -1,0 +1,468 @@
+// Training: the learning-rate schedule and Adam against their formulas,
+// batching, a golden loss curve, a copy task learnt to near-zero loss,
+// exact resumption from a checkpoint (in the Trainer and through the whole
+// `nmt train` entry point), and the errors for bad inputs.
+#include <unistd.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/cpu_kernels.h"
+#include "core/error.h"
+#include "model/model_file.h"
+#include "test_helpers.h"
+#include "train/data.h"
+#include "train/optimizer.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+using namespace nmt;
+
+namespace {
+
+// A scratch directory removed at the end of each test.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) {
+    path = fs::temp_directory_path() / ("nmt_test_train_" + std::to_string(::getpid()) + "_" + name);
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& f) const { return (path / f).string(); }
+};
+
+void write_lines(const std::string& path, const std::vector<std::string>& lines) {
+  std::ofstream o(path);
+  for (const auto& l : lines) o << l << "\n";
+}
+
+void write_gz(const std::string& path, const std::vector<std::string>& lines) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  for (const auto& l : lines) {
+    gzwrite(f, l.data(), static_cast<unsigned>(l.size()));
+    gzwrite(f, "\n", 1);
+  }
+  gzclose(f);
+}
+
+// Random id sequences (ids 4..20, length 3..8); the target is the source,
+// or the source reversed.
+ParallelCorpus id_task(int n, uint32_t seed, bool reverse) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> len(3, 8), tok(4, 20);
+  std::vector<std::vector<int32_t>> s(n), t(n);
+  for (int i = 0; i < n; ++i) {
+    s[i].resize(len(g));
+    for (auto& x : s[i]) x = tok(g);
+    t[i] = s[i];
+    if (reverse) std::reverse(t[i].begin(), t[i].end());
+  }
+  return make_corpus(std::move(s), std::move(t), 63);
+}
+
+ModelConfig small_config(float dropout) {
+  ModelConfig c = test::tiny_config(24);
+  c.d_model = 32;
+  c.d_ff = 64;
+  c.heads = 4;
+  c.d_k = c.d_v = 8;
+  c.dropout = dropout;
+  return c;
+}
+
+TrainOptions id_options() {
+  TrainOptions o;
+  o.batch_tokens = 160;
+  o.warmup_steps = 50;
+  o.lr_scale = 0.25;  // peak lr 4.4e-3 at d_model 32
+  o.seed = 7;
+  return o;
+}
+
+std::vector<double> run_steps(Trainer& t, int n) {
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) out.push_back(t.step().loss);
+  return out;
+}
+
+// Sentences of a small artificial language: the target words are the
+// source words with a suffix, in reverse order.
+void make_text(int n, uint32_t seed, std::vector<std::string>& src, std::vector<std::string>& tgt) {
+  const char* words[] = {"the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "house",
+                         "red", "big", "small", "tree", "saw", "bird", "sings", "in", "garden", "blue"};
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> len(2, 7), w(0, 19);
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::string> ws(len(g));
+    for (auto& x : ws) x = words[w(g)];
+    std::string s, t;
+    for (size_t k = 0; k < ws.size(); ++k) {
+      s += (k ? " " : "") + ws[k];
+      t += (k ? " " : "") + ws[ws.size() - 1 - k] + "en";
+    }
+    src.push_back(s);
+    tgt.push_back(t);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("learning-rate schedule follows the paper's formula", "[train]") {
+  const double d = 512, w = 4000;
+  for (int64_t step : {1, 10, 100, 3999, 4000, 4001, 10000, 100000}) {
+    const double expected = std::pow(d, -0.5) * std::min(std::pow(double(step), -0.5), step * std::pow(w, -1.5));
+    CHECK(noam_lr(step, 512, 4000) == Approx(expected).epsilon(1e-12));
+    CHECK(noam_lr(step, 512, 4000, 2.5) == Approx(2.5 * expected).epsilon(1e-12));
+  }
+  // The peak is at the end of warmup.
+  CHECK(noam_lr(4000, 512, 4000) > noam_lr(3999, 512, 4000));
+  CHECK(noam_lr(4000, 512, 4000) > noam_lr(4001, 512, 4000));
+  CHECK(noam_lr(4000, 512, 4000) == Approx(1.0 / std::sqrt(512.0 * 4000.0)));
+}
+
+TEST_CASE("Adam matches a double-precision reference with bias correction", "[train]") {
+  cpu::set_num_threads(2);
+  const int64_t n = 1000;
+  std::vector<float> p(n), g(n);
+  std::vector<double> rp(n), rm(n, 0), rv(n, 0);
+  std::mt19937 gen(3);
+  std::normal_distribution<float> d(0.f, 1.f);
+  for (int64_t i = 0; i < n; ++i) rp[i] = p[i] = d(gen);
+  Adam adam(n);
+  const double b1 = 0.9, b2 = 0.98, eps = 1e-9;
+  for (int t = 1; t <= 5; ++t) {
+    for (int64_t i = 0; i < n; ++i) g[i] = d(gen) * (i % 7 == 0 ? 1e-3f : 1.f);
+    const double lr = 1e-3 * t;
+    adam.update(p.data(), g.data(), lr);
+    for (int64_t i = 0; i < n; ++i) {
+      rm[i] = b1 * rm[i] + (1 - b1) * g[i];
+      rv[i] = b2 * rv[i] + (1 - b2) * double(g[i]) * g[i];
+      const double mh = rm[i] / (1 - std::pow(b1, t)), vh = rv[i] / (1 - std::pow(b2, t));
+      rp[i] -= lr * mh / (std::sqrt(vh) + eps);
+    }
+  }
+  CHECK(adam.t() == 5);
+  for (int64_t i = 0; i < n; ++i) {
+    INFO("i = " << i);
+    REQUIRE(p[i] == Approx(rp[i]).margin(1e-6).epsilon(1e-5));
+    REQUIRE(adam.m().data()[i] == Approx(rm[i]).margin(1e-7).epsilon(1e-5));
+  }
+  // The first step moves every parameter by about lr (sign of the gradient).
+  Adam fresh(3);
+  std::vector<float> q = {0.f, 0.f, 0.f}, gq = {2.f, -0.5f, 1e-4f};
+  fresh.update(q.data(), gq.data(), 0.01);
+  CHECK(q[0] == Approx(-0.01).epsilon(1e-4));
+  CHECK(q[1] == Approx(0.01).epsilon(1e-4));
+  CHECK(q[2] == Approx(-0.01).epsilon(1e-3));
+  CHECK(l2_norm(gq.data(), 3) == Approx(std::sqrt(4.0 + 0.25 + 1e-8)));
+}
+
+TEST_CASE("batches hold similar lengths within the token budget and cover the data once", "[train]") {
+  ParallelCorpus c = id_task(500, 1, false);
+  // Too long and empty pairs are skipped and counted.
+  ParallelCorpus f = make_corpus({{4, 5}, std::vector<int32_t>(40, 6), {}, {7}},
+                                 {{4, 5}, {6}, {8}, std::vector<int32_t>(31, 7)}, 30);
+  CHECK(f.size() == 1);
+  CHECK(f.skipped_long == 2);
+  CHECK(f.skipped_empty == 1);
+
+  const auto b0 = make_batches(c, 100, 5, 0);
+  std::multiset<int64_t> seen;
+  for (const auto& b : b0) {
+    int64_t w = 0;
+    for (int64_t i : b) {
+      seen.insert(i);
+      w = std::max<int64_t>(w, std::max(c.src[i].size(), c.tgt[i].size()) + 1);
+    }
+    CHECK(int64_t(b.size()) * w <= 100);
+    const TokenBatch tb = gather_batch(c, b);
+    CHECK(tb.B * std::max(tb.S, tb.T) <= 100);
+  }
+  CHECK(seen.size() == 500);
+  CHECK(std::set<int64_t>(seen.begin(), seen.end()).size() == 500);
+  CHECK(make_batches(c, 100, 5, 0) == b0);  // deterministic
+  CHECK(make_batches(c, 100, 5, 1) != b0);  // reshuffled each epoch
+  CHECK(make_batches(c, 100, 6, 0) != b0);
+
+  BatchStream s(c, 100, 5);
+  const int64_t n = s.batches_per_epoch();
+  for (int64_t i = 0; i < n + 2; ++i) s.next();
+  CHECK(s.epoch() == 1);
+  CHECK(s.index() == 2);
+}
+
+TEST_CASE("golden loss curve of a tiny model", "[train]") {
+  cpu::set_num_threads(2);
+  ParallelCorpus c = id_task(300, 11, true);
+  Transformer model(small_config(0.1f));
+  model.init(7);
+  TrainOptions o = id_options();
+  o.update_freq = 2;
+  Trainer t(model, c, o);
+  const std::vector<double> losses = run_steps(t, 30);
+  // Recorded from this implementation (2 threads) after checking that it
+  // learns: reversal with label smoothing, dropout 0.1, two batches per
+  // update.
+  const std::vector<double> golden = {
+      3.938513, 3.909527, 3.773604, 3.814978, 3.638146, 3.547294, 3.439162, 3.351776,
+      3.179112, 3.129389, 3.285993, 3.052588, 3.094927, 3.026764, 3.067703, 2.936984,
+      2.933347, 2.987910, 3.030462, 2.935881, 2.912287, 2.859316, 2.747571, 2.909476,
+      2.876442, 2.852544, 2.689698, 2.771564, 2.779996, 2.776159,
+  };
+  std::string got;
+  for (double l : losses) got += std::to_string(l) + ", ";
+  INFO("losses: " << got);
+  REQUIRE(losses.size() == golden.size());
+  for (size_t i = 0; i < losses.size(); ++i) {
+    INFO("step " << i + 1);
+    CHECK(losses[i] == Approx(golden[i]).epsilon(1e-3));
+  }
+  CHECK(losses.back() < losses.front() - 0.3);
+}
+
+TEST_CASE("a tiny model learns to copy to near-zero loss", "[train]") {
+  cpu::set_num_threads(2);
+  ParallelCorpus c = id_task(1000, 21, false);
+  ParallelCorpus valid = id_task(100, 22, false);
+  ModelConfig cfg = small_config(0.f);
+  cfg.d_model = 64;
+  cfg.d_ff = 128;
+  cfg.d_k = cfg.d_v = 16;
+  cfg.label_smoothing = 0.f;
+  Transformer model(cfg);
+  model.init(3);
+  TrainOptions o = id_options();
+  o.batch_tokens = 400;
+  o.warmup_steps = 50;
+  o.lr_scale = 0.4;  // peak lr 7e-3 at d_model 64
+  Trainer t(model, c, o);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int steps = 500;
+  double loss = 0;  // mean over the last 20 updates
+  for (int i = 0; i < steps; ++i) {
+    const double l = t.step().nll;
+    if (i >= steps - 20) loss += l / 20;
+  }
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const ValidStats v = t.validate(valid, nullptr, nullptr, 0);
+  WARN("copy task: train nll " << loss << " after " << steps << " steps, " << sec << " s; valid nll "
+                               << v.nll << ", greedy BLEU " << v.bleu);
+  CHECK(loss < 0.03);
+  CHECK(v.nll < 0.15);  // unseen sequences
+  CHECK(v.bleu > 90);
+}
+
+TEST_CASE("resuming from a checkpoint repeats the uninterrupted losses exactly", "[train]") {
+  cpu::set_num_threads(2);
+  TempDir dir("resume");
+  ParallelCorpus c = id_task(120, 31, true);  // a few batches: the run crosses epochs
+  const ModelConfig cfg = small_config(0.2f);
+  TrainOptions o = id_options();
+  o.update_freq = 2;
+
+  Transformer a(cfg);
+  a.init(9);
+  Trainer ta(a, c, o);
+  const auto full = run_steps(ta, 14);
+  REQUIRE(ta.epoch() >= 1);
+
+  Transformer b(cfg);
+  b.init(9);
+  Trainer tb(b, c, o);
+  auto first = run_steps(tb, 6);
+  tb.save(dir / "ckpt.nmt", "", {{"note", "x"}});
+
+  Transformer r(cfg);
+  r.init(12345);  // overwritten by the checkpoint
+  Trainer tr(r, c, o);
+  const TrainState st = tr.load(read_safetensors(dir / "ckpt.nmt"));
+  CHECK(st.step == 6);
+  CHECK(st.extra["note"] == "x");
+  auto rest = run_steps(tr, 8);
+  first.insert(first.end(), rest.begin(), rest.end());
+  REQUIRE(first.size() == full.size());
+  for (size_t i = 0; i < full.size(); ++i) {
+    INFO("step " << i + 1);
+    CHECK(first[i] == full[i]);
+  }
+}
+
+TEST_CASE("nmt train end to end: interrupt, resume, logs, best model, averaging", "[train]") {
+  cpu::set_num_threads(2);
+  TempDir dir("e2e");
+  std::vector<std::string> src, tgt, vsrc, vtgt;
+  make_text(400, 41, src, tgt);
+  make_text(30, 42, vsrc, vtgt);
+  // One pair too long for max_positions: skipped and counted.
+  std::string longer;
+  for (int i = 0; i < 40; ++i) longer += "garden tree ";
+  src.push_back(longer);
+  tgt.push_back("treeen");
+  write_gz(dir / "train.src.gz", src);
+  write_lines(dir / "train.tgt", tgt);
+  write_lines(dir / "valid.src", vsrc);
+  write_lines(dir / "valid.tgt", vtgt);
+
+  ModelConfig cfg = small_config(0.1f);
+  cfg.name = "e2e";
+  cfg.max_positions = 32;
+  cfg.vocab_size = 60;
+  TrainOptions o;
+  o.train_src = dir / "train.src.gz";
+  o.train_tgt = dir / "train.tgt";
+  o.valid_src = dir / "valid.src";
+  o.valid_tgt = dir / "valid.tgt";
+  o.batch_tokens = 300;
+  o.max_steps = 8;
+  o.warmup_steps = 20;
+  o.valid_every = 4;
+  o.checkpoint_every = 2;
+  o.keep_checkpoints = 2;
+  o.average_last = 3;  // keeps 3 despite keep_checkpoints 2
+  o.seed = 5;
+
+  TrainOptions full = o;
+  full.out = dir / "full.nmt";
+  std::vector<std::string> lines;
+  TrainCallbacks quiet;
+  quiet.log = [&](const std::string& l) { lines.push_back(l); };
+  const TrainResult rf = train(cfg, full, quiet);
+  CHECK(rf.stop_reason == "max-steps");
+  CHECK(rf.losses.size() == 8);
+  CHECK(fs::exists(full.out));
+  CHECK(fs::exists(full.out + ".best"));
+  CHECK(fs::exists(full.out + ".curve.svg"));
+  CHECK(list_checkpoints(full.out).size() == 3);
+  bool counted = false;
+  for (const auto& l : lines) counted |= l.find("skipped 1 longer than 31 subwords") != std::string::npos;
+  CHECK(counted);
+  {
+    std::ifstream log(full.out + ".log.jsonl");
+    std::string line;
+    int train_lines = 0, valid_lines = 0;
+    bool data = false;
+    while (std::getline(log, line)) {
+      const auto j = nlohmann::json::parse(line);
+      train_lines += j["type"] == "train";
+      valid_lines += j["type"] == "valid" && j.contains("bleu");
+      if (j["type"] == "data") data = j["skipped_long"] == 1;
+    }
+    CHECK(train_lines == 8);
+    CHECK(valid_lines >= 2);
+    CHECK(data);
+  }
+  // The written model loads as a model.
+  ModelConfig back;
+  std::string spm;
+  open_model(full.out, back, spm);
+  CHECK(!spm.empty());
+  CHECK(back.vocab_size <= 60);
+
+  // Interrupted after step 3 (a signal would set the flag the same way).
+  TrainOptions part = o;
+  part.out = dir / "part.nmt";
+  std::atomic<int> stop{0};
+  TrainCallbacks cb;
+  cb.stop = &stop;
+  cb.progress = [&](const TrainProgress& p) {
+    if (p.stats.step == 3) stop = 2;
+  };
+  const TrainResult r1 = train(cfg, part, cb);
+  CHECK(r1.interrupted);
+  CHECK(r1.steps == 3);
+  CHECK(!fs::exists(part.out));
+  REQUIRE(!list_checkpoints(part.out).empty());
+  CHECK(list_checkpoints(part.out).back().find("step-000000003.nmt") != std::string::npos);
+
+  // Without --resume, an existing run is not overwritten.
+  CHECK_THROWS_AS(train(cfg, part, {}), InputError);
+
+  part.resume = true;
+  const TrainResult r2 = train(cfg, part, {});
+  CHECK(!r2.interrupted);
+  REQUIRE(r1.losses.size() + r2.losses.size() == rf.losses.size());
+  for (size_t i = 0; i < rf.losses.size(); ++i) {
+    const double l = i < r1.losses.size() ? r1.losses[i] : r2.losses[i - r1.losses.size()];
+    INFO("step " << i + 1);
+    CHECK(l == rf.losses[i]);
+  }
+  // The log was continued, not duplicated.
+  std::ifstream log(part.out + ".log.jsonl");
+  std::string line;
+  int train_lines = 0;
+  while (std::getline(log, line)) train_lines += nlohmann::json::parse(line)["type"] == "train";
+  CHECK(train_lines == 8);
+  // Final models agree too.
+  const auto fa = read_safetensors(full.out), fb = read_safetensors(part.out);
+  CHECK(fa.data == fb.data);
+}
+
+TEST_CASE("bad training inputs give one clear error before training", "[train]") {
+  TempDir dir("bad");
+  write_lines(dir / "a.src", {"one", "two", "three"});
+  write_lines(dir / "a.tgt", {"eins", "zwei"});
+  write_lines(dir / "b.tgt", {"eins", "zwei", "drei"});
+  write_lines(dir / "empty.txt", {});
+  ModelConfig cfg = small_config(0.f);
+  auto opts = [&](const std::string& s, const std::string& t) {
+    TrainOptions o;
+    o.train_src = s;
+    o.train_tgt = t;
+    o.out = dir / "m.nmt";
+    o.max_steps = 1;
+    return o;
+  };
+  auto message = [&](const TrainOptions& o) -> std::string {
+    try {
+      train(cfg, o, {});
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(no InputError)";
+  };
+  std::string m = message(opts(dir / "a.src", dir / "a.tgt"));
+  CHECK_THAT(m, Catch::Contains("3 lines") && Catch::Contains("2"));
+  m = message(opts(dir / "missing.src", dir / "a.tgt"));
+  CHECK_THAT(m, Catch::Contains("missing.src") && Catch::Contains("cannot open"));
+  m = message(opts(dir / "empty.txt", dir / "a.tgt"));
+  CHECK_THAT(m, Catch::Contains("empty.txt") && Catch::Contains("empty"));
+  TrainOptions v = opts(dir / "a.src", dir / "b.tgt");
+  v.valid_src = dir / "a.src";
+  CHECK_THAT(message(v), Catch::Contains("--valid-src and --valid-tgt"));
+  v.valid_tgt = dir / "a.tgt";
+  CHECK_THAT(message(v), Catch::Contains("differ in length"));
+  CHECK(!fs::exists(dir / "m.nmt"));
+
+  TrainOptions o;
+  auto opt_error = [&](const nlohmann::json& j, bool cli) -> std::string {
+    try {
+      apply_training_json(j, o, "models/x.json", cli);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(no InputError)";
+  };
+  CHECK(opt_error({{"batch_tokens", 0}}, true) == "--batch-tokens: expected an integer >= 1, got 0");
+  CHECK_THAT(opt_error({{"max_steps", -5}}, true), Catch::Contains("--max-steps"));
+  CHECK_THAT(opt_error({{"update_freq", 1.5}}, false), Catch::Contains("models/x.json: training.update_freq"));
+  CHECK_THAT(opt_error({{"lr_scale", 0}}, true), Catch::Contains("--lr-scale: expected a number > 0"));
+  CHECK_THAT(opt_error({{"best_metric", "ter"}}, true), Catch::Contains("\"bleu\" or \"loss\""));
+  CHECK_THAT(opt_error({{"warmup", 10}}, false), Catch::Contains("unknown key \"training.warmup\""));
+  apply_training_json({{"warmup_steps", 10}, {"batch_tokens", 999}, {"max_minutes", 1.5}}, o, "x");
+  CHECK(o.warmup_steps == 10);
+  CHECK(o.batch_tokens == 999);
+  CHECK(o.max_minutes == 1.5);
+}
