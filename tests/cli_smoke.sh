@@ -25,6 +25,14 @@ printf 'a\nb\n' | "$NMT" translate -m "$WORK/m.nmt" --beam 2 --n-best 2 >"$WORK/
 grep -q '^1 ||| ' "$WORK/nbest.txt" || fail "n-best format"
 printf 'a\n' | "$NMT" translate -m "$WORK/m.nmt" --format jsonl | grep -q '"translation"' || fail "jsonl"
 
+# Interactive use: a line written into an open pipe comes back before the
+# input ends (nmt flushes a window as soon as more input would block).
+coproc NMTP { "$NMT" translate -m "$WORK/m.nmt" --beam 1 2>/dev/null; }
+echo "Hello world." >&"${NMTP[1]}"
+IFS= read -r -t 60 answer <&"${NMTP[0]}" || fail "interactive: no answer while stdin was still open"
+exec {NMTP[1]}>&-
+wait "$NMTP_PID" || fail "interactive: exit status"
+
 # A reader that goes away early: nmt must end quietly with status 0.
 head -300 "$toy/train.en" | "$NMT" translate -m "$WORK/m.nmt" --beam 1 --window 8 2>"$WORK/pipe.err" | head -1 >/dev/null
 rc=${PIPESTATUS[1]}
