@@ -30,7 +30,8 @@ std::atomic<int> g_stop{0};
 
 extern "C" void on_stop_signal(int sig) {
   g_stop.store(sig);
-  static const char msg[] = "\nnmt: stopping after this step and saving a checkpoint (again to abort)\n";
+  static const char msg[] =
+      "\nnmt: stopping after this step and saving a checkpoint (again to abort)\n";
   ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)ignored;
   std::signal(sig, SIG_DFL);  // a second signal ends the process at once
@@ -51,9 +52,10 @@ std::string progress_line(const TrainProgress& p) {
   const StepStats& s = p.stats;
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "epoch %.2f | step %lld | loss %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | elapsed %s | ETA %s",
-                s.epoch_progress, static_cast<long long>(s.step), s.loss, s.ppl, s.lr, p.tokens_per_second,
-                hms(p.elapsed_seconds).c_str(), hms(p.eta_seconds).c_str());
+                "epoch %.2f | step %lld | loss %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
+                "elapsed %s | ETA %s",
+                s.epoch_progress, static_cast<long long>(s.step), s.loss, s.ppl, s.lr,
+                p.tokens_per_second, hms(p.elapsed_seconds).c_str(), hms(p.eta_seconds).c_str());
   return buf;
 }
 
@@ -69,12 +71,16 @@ void register_train(CLI::App& app) {
   auto cli = std::make_shared<Cli>();
   auto* cmd = app.add_subcommand("train", "Train a model on parallel text (plain or gzip)");
   TrainOptions& o = cli->opts;
-  cmd->add_option("-c,--config", cli->config, "Model config file or name in models/")->capture_default_str();
-  cmd->add_option("--train-src", o.train_src, "Training source text, one sentence per line")->required();
-  cmd->add_option("--train-tgt", o.train_tgt, "Training target text, line-aligned with --train-src")->required();
+  cmd->add_option("-c,--config", cli->config, "Model config file or name in models/")
+      ->capture_default_str();
+  cmd->add_option("--train-src", o.train_src, "Training source text, one sentence per line")
+      ->required();
+  cmd->add_option("--train-tgt", o.train_tgt, "Training target text, line-aligned with --train-src")
+      ->required();
   cmd->add_option("--valid-src", o.valid_src, "Validation source text");
   cmd->add_option("--valid-tgt", o.valid_tgt, "Validation target text");
-  cmd->add_option("-o,--out", o.out, "The model file to write (checkpoints in OUT.ckpt/)")->required();
+  cmd->add_option("-o,--out", o.out, "The model file to write (checkpoints in OUT.ckpt/)")
+      ->required();
   cmd->add_option("--spm", o.spm, "Use this SentencePiece model instead of training one");
   cmd->add_option("--vocab-size", o.vocab_size, "Joint vocabulary size (default: the config's)");
   cmd->add_flag("--resume", o.resume, "Continue from the latest checkpoint in OUT.ckpt/");
@@ -82,16 +88,15 @@ void register_train(CLI::App& app) {
 
   // Options that the config's "training" object may also set, under the
   // same name with underscores; given here they win.
-  auto given = [cli](const char* key) {
-    return [cli, key](auto v) { cli->given[key] = v; };
-  };
+  auto given = [cli](const char* key) { return [cli, key](auto v) { cli->given[key] = v; }; };
   auto int_opt = [&](const char* flag, const char* key, const char* help) {
     cmd->add_option_function<int64_t>(flag, given(key), help);
   };
   auto num_opt = [&](const char* flag, const char* key, const char* help) {
     cmd->add_option_function<double>(flag, given(key), help);
   };
-  int_opt("--batch-tokens", "batch_tokens", "Padded tokens per batch, max of source and target (default 4096)");
+  int_opt("--batch-tokens", "batch_tokens",
+          "Padded tokens per batch, max of source and target (default 4096)");
   int_opt("--update-freq", "update_freq", "Batches per update, gradients summed (default 1)");
   int_opt("--max-steps", "max_steps", "Stop after this many updates");
   int_opt("--max-epochs", "max_epochs", "Stop after this many epochs");
@@ -101,15 +106,18 @@ void register_train(CLI::App& app) {
   num_opt("--lr-scale", "lr_scale", "Multiplies the paper's learning rate (default 1)");
   num_opt("--clip-norm", "clip_norm", "Clip the gradient norm to this (default 0: off)");
   int_opt("--valid-every", "valid_every", "Validate every N updates (default 1000)");
-  int_opt("--valid-sentences", "valid_sentences", "Validation sentences decoded for BLEU (default 500, 0: all)");
+  int_opt("--valid-sentences", "valid_sentences",
+          "Validation sentences decoded for BLEU (default 500, 0: all)");
   int_opt("--checkpoint-every", "checkpoint_every", "Checkpoint every N updates (default 1000)");
   num_opt("--checkpoint-minutes", "checkpoint_minutes", "Also checkpoint every M minutes");
-  int_opt("--keep-checkpoints", "keep_checkpoints", "Keep the last K checkpoints (default 5, 0: all)");
+  int_opt("--keep-checkpoints", "keep_checkpoints",
+          "Keep the last K checkpoints (default 5, 0: all)");
   int_opt("--average-last", "average_last", "Final model = average of the last K checkpoints");
   int_opt("--early-stop", "early_stop", "Stop after N validations without improvement");
   cmd->add_option_function<std::string>("--best-metric", given("best_metric"),
                                         "Metric that picks OUT.best: bleu or loss (default bleu)");
-  int_opt("--log-every", "log_every", "Steps between progress lines when stderr is not a terminal (default 100)");
+  int_opt("--log-every", "log_every",
+          "Steps between progress lines when stderr is not a terminal (default 100)");
 
   cmd->callback([cli] {
     cpu::set_num_threads(cli->threads);

@@ -3,11 +3,10 @@
 // in windows; a window is cut short as soon as more input would block, so
 // an interactive `cat | nmt translate` answers each line promptly.
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -72,7 +71,8 @@ std::string format_result(const TranslationResult& r, const Opts& o, int64_t lin
     nlohmann::json j = {{"line", line_no}, {"translation", r.text}, {"score", r.score}};
     if (o.search.n_best > 1) {
       nlohmann::json nb = nlohmann::json::array();
-      for (const auto& [text, score] : r.n_best) nb.push_back({{"translation", text}, {"score", score}});
+      for (const auto& [text, score] : r.n_best)
+        nb.push_back({{"translation", text}, {"score", score}});
       j["n_best"] = nb;
     }
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -117,23 +117,44 @@ std::string basename_of(const std::string& path) {
 
 void register_translate(CLI::App& app) {
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("translate", "Translate text with a trained model (stdin to stdout by default)");
+  auto* cmd = app.add_subcommand(
+      "translate", "Translate text with a trained model (stdin to stdout by default)");
   cmd->add_option("-m,--model", o->model, "Model file written by nmt train")->required();
   cmd->add_option("-i,--input", o->inputs, "Input files (plain or .gz); default stdin");
   auto* out_opt = cmd->add_option("-o,--output", o->output, "Output file; default stdout");
-  cmd->add_option("--output-dir", o->output_dir, "Write one output per input file into this directory")
+  cmd->add_option("--output-dir", o->output_dir,
+                  "Write one output per input file into this directory")
       ->excludes(out_opt);
-  cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")->capture_default_str()->check(CLI::Range(1, 64));
-  cmd->add_option("--alpha", o->search.alpha, "GNMT length penalty exponent")->capture_default_str()->check(CLI::Range(0.0, 10.0));
-  cmd->add_flag("--length-norm", o->search.length_norm, "Divide scores by length instead of the GNMT penalty");
-  cmd->add_option("--n-best", o->search.n_best, "Print this many hypotheses per input (<= beam)")->capture_default_str()->check(CLI::Range(1, 64));
-  cmd->add_flag("--scores", o->scores, "Print the normalised log-probability before each translation");
-  cmd->add_option("--format", o->format, "Output format")->capture_default_str()->check(CLI::IsMember({"text", "jsonl"}));
-  cmd->add_option("--batch-tokens", o->batch_tokens, "Source tokens per batch")->capture_default_str()->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--window", o->window, "Lines read ahead and sorted by length")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->capture_default_str()->check(CLI::Range(0, 1024));
-  cmd->add_option("--max-length-a", o->search.max_len_a, "Max output length = a * source length + b")->capture_default_str();
-  cmd->add_option("--max-length-b", o->search.max_len_b, "See --max-length-a")->capture_default_str();
+  cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--alpha", o->search.alpha, "GNMT length penalty exponent")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
+  cmd->add_flag("--length-norm", o->search.length_norm,
+                "Divide scores by length instead of the GNMT penalty");
+  cmd->add_option("--n-best", o->search.n_best, "Print this many hypotheses per input (<= beam)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cmd->add_flag("--scores", o->scores,
+                "Print the normalised log-probability before each translation");
+  cmd->add_option("--format", o->format, "Output format")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "jsonl"}));
+  cmd->add_option("--batch-tokens", o->batch_tokens, "Source tokens per batch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--window", o->window, "Lines read ahead and sorted by length")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--max-length-a", o->search.max_len_a,
+                  "Max output length = a * source length + b")
+      ->capture_default_str();
+  cmd->add_option("--max-length-b", o->search.max_len_b, "See --max-length-a")
+      ->capture_default_str();
   cmd->callback([o] {
     if (o->search.n_best > o->search.beam)
       throw InputError("--n-best " + std::to_string(o->search.n_best) + " exceeds --beam " +

@@ -2,7 +2,6 @@
 // Each subcommand lives in its own file; this one only wires them up and
 // turns library exceptions into one-line messages and exit codes.
 #include <CLI/CLI.hpp>
-
 #include <csignal>
 #include <cstdio>
 #include <iostream>

@@ -39,7 +39,8 @@ int run_model_score(const ModelScoreArgs& args) {
   for (size_t i = 0; i < src.size(); ++i) {
     s[i] = m.vocab.encode(io::sanitize_utf8(src[i]));
     t[i] = m.vocab.encode(io::sanitize_utf8(tgt[i]));
-    if (static_cast<int64_t>(s[i].size()) > max_len || static_cast<int64_t>(t[i].size()) > max_len) {
+    if (static_cast<int64_t>(s[i].size()) > max_len ||
+        static_cast<int64_t>(t[i].size()) > max_len) {
       std::cerr << "nmt: warning: line " << i + 1 << " is longer than " << max_len
                 << " subwords; truncated\n";
       if (static_cast<int64_t>(s[i].size()) > max_len) s[i].resize(max_len);

@@ -85,13 +85,15 @@ inline double nominal_peak_gflops(int threads) {
 inline void print_peak(int threads, double* nominal, double* measured) {
   *nominal = nominal_peak_gflops(threads);
   *measured = measured_peak_gflops(threads);
-  std::printf("machine: %d threads; nominal FP32 peak %.1f GFLOP/s (32 flops/cycle/core x /proc/cpuinfo clock); "
-              "measured FMA peak %.1f GFLOP/s (%s)\n",
-              threads, *nominal, *measured,
+  std::printf(
+      "machine: %d threads; nominal FP32 peak %.1f GFLOP/s (32 flops/cycle/core x /proc/cpuinfo "
+      "clock); "
+      "measured FMA peak %.1f GFLOP/s (%s)\n",
+      threads, *nominal, *measured,
 #if defined(__AVX512F__)
-              "AVX-512"
+      "AVX-512"
 #else
-              "AVX2"
+      "AVX2"
 #endif
   );
 }

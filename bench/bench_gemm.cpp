@@ -2,9 +2,9 @@
 // transformer-base, against this machine's FP32 peak. Run:
 //   build/bench/bench_gemm [threads]
 #include <cmath>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -42,11 +42,20 @@ int main(int argc, char** argv) {
   cpu::set_num_threads(threads);
   double nominal, measured;
   bench::print_peak(threads, &nominal, &measured);
-  std::printf("%-34s %8s %10s %9s %9s\n", "op (M x K -> N)", "ms", "GFLOP/s", "%nominal", "%measured");
-  struct Model { const char* name; int64_t D, F, H, V; };
+  std::printf("%-34s %8s %10s %9s %9s\n", "op (M x K -> N)", "ms", "GFLOP/s", "%nominal",
+              "%measured");
+  struct Model {
+    const char* name;
+    int64_t D, F, H, V;
+  };
   for (Model m : {Model{"small", 256, 1024, 4, 8000}, Model{"base", 512, 2048, 8, 32000}}) {
-    for (int64_t M : {960, 4096}) {  // 32 x 30 tokens (translation batch); a 4096-token training batch
-      struct Shape3 { const char* op; int64_t K, N; bool relu; };
+    for (int64_t M :
+         {960, 4096}) {  // 32 x 30 tokens (translation batch); a 4096-token training batch
+      struct Shape3 {
+        const char* op;
+        int64_t K, N;
+        bool relu;
+      };
       for (Shape3 s : {Shape3{"qkv", m.D, 3 * m.D, false}, Shape3{"ffn1+bias+relu", m.D, m.F, true},
                        Shape3{"ffn2", m.F, m.D, false}, Shape3{"output", m.D, m.V, false}}) {
         Tensor a(Shape{M, s.K}), w(Shape{s.N, s.K}), bias(Shape{s.N}), c(Shape{M, s.N});
@@ -61,9 +70,10 @@ int main(int argc, char** argv) {
         });
         const double gf = 2.0 * M * s.K * s.N / sec / 1e9;
         char label[64];
-        std::snprintf(label, sizeof label, "%s %s %ldx%ld->%ld", m.name, s.op, (long)M, (long)s.K, (long)s.N);
-        std::printf("%-34s %8.3f %10.1f %8.1f%% %8.1f%%\n", label, sec * 1e3, gf, 100 * gf / nominal,
-                    100 * gf / measured);
+        std::snprintf(label, sizeof label, "%s %s %ldx%ld->%ld", m.name, s.op, (long)M, (long)s.K,
+                      (long)s.N);
+        std::printf("%-34s %8.3f %10.1f %8.1f%% %8.1f%%\n", label, sec * 1e3, gf,
+                    100 * gf / nominal, 100 * gf / measured);
       }
     }
     // Attention over batch x heads: QK^T then PV, 32 sentences of 30 tokens.
@@ -73,16 +83,20 @@ int main(int argc, char** argv) {
     const double sec = time_it([&] {
       cpu::GemmAttr attr;
       attr.alpha = 1.f / std::sqrt(float(dk));
-      cpu::gemm(cpu::heads(q.data(), B, m.H, T, dk, 3 * D), cpu::heads_t(q.data() + D, B, m.H, T, dk, 3 * D),
+      cpu::gemm(cpu::heads(q.data(), B, m.H, T, dk, 3 * D),
+                cpu::heads_t(q.data() + D, B, m.H, T, dk, 3 * D),
                 cpu::MatRef{p.data(), {B, m.H, T, T}, {m.H * T * T, T * T, T, 1}}, attr);
       cpu::softmax(p.data(), p.data(), B * m.H * T, T);
       cpu::gemm(cpu::MatRef{p.data(), {B, m.H, T, T}, {m.H * T * T, T * T, T, 1}},
-                cpu::heads(q.data() + 2 * D, B, m.H, T, dk, 3 * D), cpu::heads(ctx.data(), B, m.H, T, dk, D));
+                cpu::heads(q.data() + 2 * D, B, m.H, T, dk, 3 * D),
+                cpu::heads(ctx.data(), B, m.H, T, dk, D));
     });
     const double gf = 2.0 * 2 * B * m.H * T * T * dk / sec / 1e9;
     char label[64];
-    std::snprintf(label, sizeof label, "%s attention %ldx%ldh T=%ld", m.name, (long)B, (long)m.H, (long)T);
-    std::printf("%-34s %8.3f %10.1f %8.1f%% %8.1f%%\n", label, sec * 1e3, gf, 100 * gf / nominal, 100 * gf / measured);
+    std::snprintf(label, sizeof label, "%s attention %ldx%ldh T=%ld", m.name, (long)B, (long)m.H,
+                  (long)T);
+    std::printf("%-34s %8.3f %10.1f %8.1f%% %8.1f%%\n", label, sec * 1e3, gf, 100 * gf / nominal,
+                100 * gf / measured);
   }
   std::printf("peak memory %.0f MiB\n", bench::peak_rss_mib());
 }

@@ -4,10 +4,10 @@
 // until then), greedy and beam 4, batch 1 and 32. Run:
 //   build/bench/bench_translate [threads] [sentences]
 #include <algorithm>
-#include <string>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench_common.h"
@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
     for (auto& t : s) t = tok(g);
   }
   const int out_len = 30;
-  std::printf("%-18s %5s %6s %10s %12s %10s %8s\n", "model", "beam", "batch", "sent/s", "tgt tok/s", "GFLOP/s", "%peak");
+  std::printf("%-18s %5s %6s %10s %12s %10s %8s\n", "model", "beam", "batch", "sent/s", "tgt tok/s",
+              "GFLOP/s", "%peak");
   for (const char* name : {"transformer-small", "transformer-base"}) {
     ModelConfig cfg = load_config(find_config(name));
     cfg.vocab_size = 8000;

@@ -1,13 +1,12 @@
 // Decoding: incremental search against full recomputation, beam 1 against
 // greedy, n-best scores against forced decoding, and a model trained here on
 // a copy task translating its inputs exactly.
-#include "test_helpers.h"
-
 #include <algorithm>
 
 #include "core/cpu_kernels.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
+#include "test_helpers.h"
 
 using namespace nmt;
 using namespace nmt::test;

@@ -1,10 +1,9 @@
 // CPU against CUDA through the same op interface; skipped at run time where
 // the build has no CUDA or the machine no GPU.
-#include "test_helpers.h"
-
 #include "core/device.h"
 #include "core/error.h"
 #include "core/ops.h"
+#include "test_helpers.h"
 
 using namespace nmt;
 using namespace nmt::test;
@@ -46,6 +45,7 @@ TEST_CASE("CUDA matmul matches the CPU", "[ops][cuda]") {
       Tensor gc(Shape{M, N}, Device::CUDA);
       matmul(ga, ta, gb, tb, gc, 0.5f);
       Tensor back = to_device(gc, Device::CPU);
-      for (int64_t i = 0; i < c.numel(); ++i) REQUIRE(back.data()[i] == Approx(c.data()[i]).margin(1e-4));
+      for (int64_t i = 0; i < c.numel(); ++i)
+        REQUIRE(back.data()[i] == Approx(c.data()[i]).margin(1e-4));
     }
 }

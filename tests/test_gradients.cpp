@@ -1,7 +1,5 @@
 // Every layer's backward pass against central finite differences. The loss
 // is L = sum(y * R) for a fixed random R, so dL/dy = R.
-#include "test_helpers.h"
-
 #include "core/cpu_kernels.h"
 #include "model/attention.h"
 #include "model/decoder.h"
@@ -9,6 +7,7 @@
 #include "model/encoder.h"
 #include "model/layers.h"
 #include "model/transformer.h"
+#include "test_helpers.h"
 #include "train/loss.h"
 
 using namespace nmt;
@@ -72,7 +71,8 @@ TEST_CASE("LayerNorm backward matches finite differences", "[grad]") {
   check_gradients(loss, targets, 12, 1e-2, 3e-2, 2e-3);
 }
 
-TEST_CASE("multi-head attention backward matches finite differences (self, causal, cross)", "[grad]") {
+TEST_CASE("multi-head attention backward matches finite differences (self, causal, cross)",
+          "[grad]") {
   const int64_t B = 2, T = 5, S = 6, D = 8, H = 2;
   for (int mode = 0; mode < 3; ++mode) {
     ParamStore store;
@@ -88,8 +88,8 @@ TEST_CASE("multi-head attention backward matches finite differences (self, causa
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = i + 1; j < T; ++j) causal.data()[i * T + j] = -1e9f;
     Tensor pad = pad_mask(B, Skv);
-    AttnMask mask = mode == 1 ? AttnMask{causal.data(), {1, 1, T, T}}
-                              : AttnMask{pad.data(), {B, 1, 1, Skv}};
+    AttnMask mask =
+        mode == 1 ? AttnMask{causal.data(), {1, 1, T, T}} : AttnMask{pad.data(), {B, 1, 1, Skv}};
     const Tensor* kv = mode == 2 ? &xkv : nullptr;
     auto loss = [&] {
       attn.forward(xq, kv, B, T, Skv, mask, y, true, 5);
@@ -125,7 +125,8 @@ TEST_CASE("attention dropout backward matches finite differences", "[grad]") {
   check_gradients(loss, {{"x", x.data(), dx.data(), x.numel()}}, 12, 1e-2, 3e-2, 2e-3);
 }
 
-TEST_CASE("encoder and decoder layers backward match finite differences, post-LN and pre-LN", "[grad]") {
+TEST_CASE("encoder and decoder layers backward match finite differences, post-LN and pre-LN",
+          "[grad]") {
   for (const char* norm : {"post", "pre"}) {
     ModelConfig cfg = tiny_config();
     cfg.norm = norm;

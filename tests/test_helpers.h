@@ -3,7 +3,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <functional>
 #include <random>
 #include <string>
@@ -88,7 +87,8 @@ inline void check_gradients(const std::function<double()>& loss,
       for (double hh : {h / 4, h / 16})
         if (std::abs(analytic - numeric) > atol + rtol * std::abs(analytic)) numeric = fd(hh);
       INFO(t.name << "[" << i << "]: analytic " << analytic << " numeric " << numeric);
-      CHECK(std::abs(analytic - numeric) <= atol + rtol * std::max(std::abs(analytic), std::abs(numeric)));
+      CHECK(std::abs(analytic - numeric) <=
+            atol + rtol * std::max(std::abs(analytic), std::abs(numeric)));
     }
   }
 }

@@ -1,6 +1,5 @@
 // oneDNN kernels against naive reference loops.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 #include <vector>
@@ -39,8 +38,8 @@ void ref_gemm(const cpu::MatRef& a, const cpu::MatRef& b, const cpu::MatRef& c,
           s *= attr.alpha;
           if (attr.bias) s += attr.bias[j];
           if (attr.relu && s < 0) s = 0;
-          float* o = out + bb * c.strides[0] + hh * c.strides[1] + i * c.strides[2] +
-                     j * c.strides[3];
+          float* o =
+              out + bb * c.strides[0] + hh * c.strides[1] + i * c.strides[2] + j * c.strides[3];
           if (attr.accumulate) s += *o;
           *o = float(s);
         }
@@ -62,9 +61,18 @@ TEST_CASE("gemm matches the reference: plain, transposed, bias, relu, accumulate
     cpu::MatRef a = cpu::mat(A.data(), M, K, K), b = cpu::mat(B.data(), K, N, N);
     if (variant == 1) a = cpu::mat_t(A.data(), K, M, M);  // A stored (K, M)
     if (variant == 2) b = cpu::mat_t(B.data(), N, K, K);  // B stored (N, K): x W^T
-    if (variant == 3) { attr.bias = bias.data(); attr.relu = true; }
-    if (variant == 4) { attr.accumulate = true; attr.alpha = 0.5f; }
-    if (variant == 5) { attr.bias = bias.data(); attr.accumulate = true; }
+    if (variant == 3) {
+      attr.bias = bias.data();
+      attr.relu = true;
+    }
+    if (variant == 4) {
+      attr.accumulate = true;
+      attr.alpha = 0.5f;
+    }
+    if (variant == 5) {
+      attr.bias = bias.data();
+      attr.accumulate = true;
+    }
     cpu::gemm(a, b, cpu::mat(C.data(), M, N, N), attr);
     ref_gemm(a, b, cpu::mat(R.data(), M, N, N), attr);
     require_close(C, R, 1e-4f);
@@ -167,7 +175,8 @@ TEST_CASE("layer norm forward and backward match the formula", "[kernels]") {
 TEST_CASE("a warm gemm builds no new primitive", "[kernels]") {
   auto A = randv(16 * 8, 1), B = randv(8 * 4, 2);
   std::vector<float> C(16 * 4);
-  cpu::gemm(cpu::mat(A.data(), 16, 8, 8), cpu::mat(B.data(), 8, 4, 4), cpu::mat(C.data(), 16, 4, 4));
+  cpu::gemm(cpu::mat(A.data(), 16, 8, 8), cpu::mat(B.data(), 8, 4, 4),
+            cpu::mat(C.data(), 16, 4, 4));
   const auto before = cpu::primitives_created();
   for (int i = 0; i < 10; ++i)
     cpu::gemm(cpu::mat(A.data(), 16, 8, 8), cpu::mat(B.data(), 8, 4, 4),

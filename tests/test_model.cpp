@@ -1,12 +1,9 @@
 // The model against the paper: attention against an explicit
 // softmax(QK^T/sqrt(d))V, padding and causality invariants, positional
 // encodings against the formula, config validation, and the model file.
-#include "test_helpers.h"
-
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -15,6 +12,7 @@
 #include "model/embeddings.h"
 #include "model/model_file.h"
 #include "model/transformer.h"
+#include "test_helpers.h"
 
 using namespace nmt;
 using namespace nmt::test;
@@ -44,7 +42,8 @@ TEST_CASE("multi-head attention equals the per-head reference loop", "[model]") 
       std::vector<double> ctx(H * dv, 0.0);
       for (int64_t h = 0; h < H; ++h) {
         std::vector<double> q(dk), score(S);
-        for (int64_t i = 0; i < dk; ++i) q[i] = proj(&xq.data()[(b * T + t) * D], Wq, bq, h * dk + i, D);
+        for (int64_t i = 0; i < dk; ++i)
+          q[i] = proj(&xq.data()[(b * T + t) * D], Wq, bq, h * dk + i, D);
         double mx = -1e300;
         for (int64_t s = 0; s < S; ++s) {
           double d = 0;
@@ -57,7 +56,8 @@ TEST_CASE("multi-head attention equals the per-head reference loop", "[model]") 
         for (auto& sc : score) z += (sc = std::exp(sc - mx));
         for (int64_t s = 0; s < S; ++s)
           for (int64_t i = 0; i < dv; ++i)
-            ctx[h * dv + i] += score[s] / z * proj(&xkv.data()[(b * S + s) * D], Wkv, bkv, H * dk + h * dv + i, D);
+            ctx[h * dv + i] +=
+                score[s] / z * proj(&xkv.data()[(b * S + s) * D], Wkv, bkv, H * dk + h * dv + i, D);
       }
       for (int64_t o = 0; o < D; ++o) {
         double r = bo[o];
@@ -73,7 +73,8 @@ TEST_CASE("padding never changes the outputs at real positions", "[model]") {
     cfg.norm = norm;
     Transformer model(cfg);
     model.init(2);
-    std::vector<int32_t> s1{5, 6, 7}, t1{8, 9}, s2{10, 11, 12, 13, 14, 15, 16}, t2{17, 18, 19, 20, 21, 22};
+    std::vector<int32_t> s1{5, 6, 7}, t1{8, 9}, s2{10, 11, 12, 13, 14, 15, 16},
+        t2{17, 18, 19, 20, 21, 22};
     TokenBatch alone = make_batch({&s1}, {&t1});
     model.forward(alone, false, 0);
     std::vector<float> ref(model.logits().data(), model.logits().data() + model.logits().numel());
@@ -97,9 +98,11 @@ TEST_CASE("no decoder position sees a later one", "[model]") {
   const int64_t V = cfg.vocab_size;
   // Decoder inputs are <s> y1.., so positions 0..3 see only a[0..2] == b[0..2].
   for (int64_t t = 0; t <= 3; ++t)
-    for (int64_t v = 0; v < V; ++v) REQUIRE(model.logits().data()[t * V + v] == Approx(la[t * V + v]).margin(1e-5));
+    for (int64_t v = 0; v < V; ++v)
+      REQUIRE(model.logits().data()[t * V + v] == Approx(la[t * V + v]).margin(1e-5));
   bool changed = false;
-  for (int64_t v = 0; v < V; ++v) changed |= std::abs(model.logits().data()[4 * V + v] - la[4 * V + v]) > 1e-4;
+  for (int64_t v = 0; v < V; ++v)
+    changed |= std::abs(model.logits().data()[4 * V + v] - la[4 * V + v]) > 1e-4;
   CHECK(changed);
 }
 
@@ -222,13 +225,15 @@ TEST_CASE("the model file round-trips and rejects every corruption", "[model]") 
   Transformer loaded(cfg2);
   load_weights(f, loaded);
   REQUIRE(loaded.params().size() == model.params().size());
-  CHECK(std::equal(model.params().values().data(), model.params().values().data() + model.params().size(),
+  CHECK(std::equal(model.params().values().data(),
+                   model.params().values().data() + model.params().size(),
                    loaded.params().values().data()));
   CHECK(f.metadata.at("format_version") == "1");
 
   const std::string good = slurp(path), bad = "/tmp/nmt_test_bad.nmt";
   spit(bad, good.substr(0, good.size() - 100));
-  CHECK(error_loading(bad).find("extends past the end of the file (truncated?)") != std::string::npos);
+  CHECK(error_loading(bad).find("extends past the end of the file (truncated?)") !=
+        std::string::npos);
   spit(bad, good.substr(0, 5));
   CHECK(error_loading(bad).find("truncated") != std::string::npos);
   std::string h = good;
@@ -239,24 +244,29 @@ TEST_CASE("the model file round-trips and rejects every corruption", "[model]") 
   h[0] = '\xff', h[1] = '\xff', h[2] = '\xff';  // absurd header length
   spit(bad, h);
   CHECK(error_loading(bad).find("header length") != std::string::npos);
-  CHECK(error_loading("/tmp/does/not/exist.nmt").find("cannot open model file") != std::string::npos);
+  CHECK(error_loading("/tmp/does/not/exist.nmt").find("cannot open model file") !=
+        std::string::npos);
 
   // A missing tensor, a wrongly shaped one and an unknown version.
   auto rewrite = [&](auto&& edit) {
     std::vector<NamedTensor> ts;
     for (const auto& p : model.params().params()) ts.push_back({p.name, p.shape, p.value.data()});
-    std::map<std::string, std::string> meta{{"format", "nmt"}, {"format_version", "1"},
-                                            {"config", config_to_json(cfg).dump()}};
+    std::map<std::string, std::string> meta{
+        {"format", "nmt"}, {"format_version", "1"}, {"config", config_to_json(cfg).dump()}};
     edit(ts, meta);
     write_safetensors(bad, meta, ts, {});
     return error_loading(bad);
   };
-  CHECK(rewrite([](auto& ts, auto&) { ts.erase(ts.begin() + 3); }).find("missing tensor") != std::string::npos);
-  CHECK(rewrite([](auto& ts, auto&) { ts[2].shape = Shape{ts[2].shape.numel()}; })
-            .find("expected (") != std::string::npos);
-  CHECK(rewrite([](auto&, auto& meta) { meta["format_version"] = "99"; })
-            .find("unsupported model format version 99") != std::string::npos);
-  CHECK(rewrite([](auto&, auto& meta) { meta.erase("format"); }).find("not an nmt model file") != std::string::npos);
+  CHECK(rewrite([](auto& ts, auto&) { ts.erase(ts.begin() + 3); }).find("missing tensor") !=
+        std::string::npos);
+  CHECK(rewrite([](auto& ts, auto&) {
+          ts[2].shape = Shape{ts[2].shape.numel()};
+        }).find("expected (") != std::string::npos);
+  CHECK(rewrite([](auto&, auto& meta) {
+          meta["format_version"] = "99";
+        }).find("unsupported model format version 99") != std::string::npos);
+  CHECK(rewrite([](auto&, auto& meta) { meta.erase("format"); }).find("not an nmt model file") !=
+        std::string::npos);
   std::remove(path.c_str());
   std::remove(bad.c_str());
 }

@@ -33,7 +33,8 @@ namespace {
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() / ("nmt_test_train_" + std::to_string(::getpid()) + "_" + name);
+    path =
+        fs::temp_directory_path() / ("nmt_test_train_" + std::to_string(::getpid()) + "_" + name);
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -101,8 +102,9 @@ std::vector<double> run_steps(Trainer& t, int n) {
 // Sentences of a small artificial language: the target words are the
 // source words with a suffix, in reverse order.
 void make_text(int n, uint32_t seed, std::vector<std::string>& src, std::vector<std::string>& tgt) {
-  const char* words[] = {"the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "house",
-                         "red", "big", "small", "tree", "saw", "bird", "sings", "in", "garden", "blue"};
+  const char* words[] = {"the", "cat",  "sat",   "on",  "a",      "mat",   "dog",
+                         "ran", "to",   "house", "red", "big",    "small", "tree",
+                         "saw", "bird", "sings", "in",  "garden", "blue"};
   std::mt19937 g(seed);
   std::uniform_int_distribution<int> len(2, 7), w(0, 19);
   for (int i = 0; i < n; ++i) {
@@ -123,7 +125,8 @@ void make_text(int n, uint32_t seed, std::vector<std::string>& src, std::vector<
 TEST_CASE("learning-rate schedule follows the paper's formula", "[train]") {
   const double d = 512, w = 4000;
   for (int64_t step : {1, 10, 100, 3999, 4000, 4001, 10000, 100000}) {
-    const double expected = std::pow(d, -0.5) * std::min(std::pow(double(step), -0.5), step * std::pow(w, -1.5));
+    const double expected =
+        std::pow(d, -0.5) * std::min(std::pow(double(step), -0.5), step * std::pow(w, -1.5));
     CHECK(noam_lr(step, 512, 4000) == Approx(expected).epsilon(1e-12));
     CHECK(noam_lr(step, 512, 4000, 2.5) == Approx(2.5 * expected).epsilon(1e-12));
   }
@@ -170,7 +173,8 @@ TEST_CASE("Adam matches a double-precision reference with bias correction", "[tr
   CHECK(l2_norm(gq.data(), 3) == Approx(std::sqrt(4.0 + 0.25 + 1e-8)));
 }
 
-TEST_CASE("batches hold similar lengths within the token budget and cover the data once", "[train]") {
+TEST_CASE("batches hold similar lengths within the token budget and cover the data once",
+          "[train]") {
   ParallelCorpus c = id_task(500, 1, false);
   // Too long and empty pairs are skipped and counted.
   ParallelCorpus f = make_corpus({{4, 5}, std::vector<int32_t>(40, 6), {}, {7}},
@@ -258,8 +262,8 @@ TEST_CASE("a tiny model learns to copy to near-zero loss", "[train]") {
   }
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const ValidStats v = t.validate(valid, nullptr, nullptr, 0);
-  WARN("copy task: train nll " << loss << " after " << steps << " steps, " << sec << " s; valid nll "
-                               << v.nll << ", greedy BLEU " << v.bleu);
+  WARN("copy task: train nll " << loss << " after " << steps << " steps, " << sec
+                               << " s; valid nll " << v.nll << ", greedy BLEU " << v.bleu);
   CHECK(loss < 0.03);
   CHECK(v.nll < 0.15);  // unseen sequences
   CHECK(v.bleu > 90);
@@ -347,7 +351,8 @@ TEST_CASE("nmt train end to end: interrupt, resume, logs, best model, averaging"
   CHECK(fs::exists(full.out + ".curve.svg"));
   CHECK(list_checkpoints(full.out).size() == 3);
   bool counted = false;
-  for (const auto& l : lines) counted |= l.find("skipped 1 longer than 31 subwords") != std::string::npos;
+  for (const auto& l : lines)
+    counted |= l.find("skipped 1 longer than 31 subwords") != std::string::npos;
   CHECK(counted);
   {
     std::ifstream log(full.out + ".log.jsonl");
@@ -455,12 +460,16 @@ TEST_CASE("bad training inputs give one clear error before training", "[train]")
     }
     return "(no InputError)";
   };
-  CHECK(opt_error({{"batch_tokens", 0}}, true) == "--batch-tokens: expected an integer >= 1, got 0");
+  CHECK(opt_error({{"batch_tokens", 0}}, true) ==
+        "--batch-tokens: expected an integer >= 1, got 0");
   CHECK_THAT(opt_error({{"max_steps", -5}}, true), Catch::Contains("--max-steps"));
-  CHECK_THAT(opt_error({{"update_freq", 1.5}}, false), Catch::Contains("models/x.json: training.update_freq"));
-  CHECK_THAT(opt_error({{"lr_scale", 0}}, true), Catch::Contains("--lr-scale: expected a number > 0"));
+  CHECK_THAT(opt_error({{"update_freq", 1.5}}, false),
+             Catch::Contains("models/x.json: training.update_freq"));
+  CHECK_THAT(opt_error({{"lr_scale", 0}}, true),
+             Catch::Contains("--lr-scale: expected a number > 0"));
   CHECK_THAT(opt_error({{"best_metric", "ter"}}, true), Catch::Contains("\"bleu\" or \"loss\""));
-  CHECK_THAT(opt_error({{"warmup", 10}}, false), Catch::Contains("unknown key \"training.warmup\""));
+  CHECK_THAT(opt_error({{"warmup", 10}}, false),
+             Catch::Contains("unknown key \"training.warmup\""));
   apply_training_json({{"warmup_steps", 10}, {"batch_tokens", 999}, {"max_minutes", 1.5}}, o, "x");
   CHECK(o.warmup_steps == 10);
   CHECK(o.batch_tokens == 999);

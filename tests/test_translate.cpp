@@ -1,13 +1,12 @@
 // The translation pipeline's line guarantees: one output line per input line,
 // in input order, whatever the batching; empty lines give empty lines;
 // invalid UTF-8 and over-long lines are reported with their line numbers.
-#include "test_helpers.h"
-
 #include <algorithm>
 
 #include "decode/translator.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
+#include "test_helpers.h"
 
 using namespace nmt;
 using namespace nmt::test;
@@ -33,9 +32,15 @@ LoadedModel& random_model() {
 
 TEST_CASE("one output per input line, in order, whatever the batching", "[translate]") {
   LoadedModel& m = random_model();
-  std::vector<std::string> lines = {"A man in a blue shirt.", "", "Two dogs play in the snow near a tree.",
-                                    "   ", "Hi.", "", "A very long sentence about a woman who is riding a bike "
-                                    "down the street on a sunny day.", "Children."};
+  std::vector<std::string> lines = {"A man in a blue shirt.",
+                                    "",
+                                    "Two dogs play in the snow near a tree.",
+                                    "   ",
+                                    "Hi.",
+                                    "",
+                                    "A very long sentence about a woman who is riding a bike "
+                                    "down the street on a sunny day.",
+                                    "Children."};
   SearchOptions opts;
   opts.beam = 2;
   opts.max_len_a = 0;

@@ -5,10 +5,9 @@
 
 #include <cstring>
 #include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 #include <vector>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/error.h"
 
@@ -79,8 +78,7 @@ memory::desc md4(const std::array<int64_t, 4>& d, std::array<int64_t, 4> s) {
   // matmuls (M = 1, K = 64) with an arbitrary one; give it the dense value.
   for (int i = 2; i >= 0; --i)
     if (d[i] == 1) s[i] = s[i + 1] * d[i + 1];
-  return memory::desc(memory::dims(d.begin(), d.end()), dt::f32,
-                      memory::dims(s.begin(), s.end()));
+  return memory::desc(memory::dims(d.begin(), d.end()), dt::f32, memory::dims(s.begin(), s.end()));
 }
 
 memory::desc md_dense(const std::array<int64_t, 4>& d) {
@@ -234,8 +232,8 @@ namespace {
 const auto kLnFlags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
 }
 
-void layer_norm(const float* src, float* dst, const float* gamma, const float* beta,
-                float* mean, float* var, int64_t rows, int64_t D, float eps, bool training) {
+void layer_norm(const float* src, float* dst, const float* gamma, const float* beta, float* mean,
+                float* var, int64_t rows, int64_t D, float eps, bool training) {
   if (rows == 0) return;
   Key key;
   key.add(5);
@@ -270,9 +268,8 @@ void layer_norm(const float* src, float* dst, const float* gamma, const float* b
 }
 
 void layer_norm_backward(const float* src, const float* diff_dst, const float* gamma,
-                         const float* mean, const float* var, float* diff_src,
-                         float* diff_gamma, float* diff_beta, int64_t rows, int64_t D,
-                         float eps) {
+                         const float* mean, const float* var, float* diff_src, float* diff_gamma,
+                         float* diff_beta, int64_t rows, int64_t D, float eps) {
   if (rows == 0) return;
   // oneDNN assigns the parameter gradients; ours accumulate, so it writes into
   // per-thread scratch that is then added.
@@ -286,8 +283,7 @@ void layer_norm_backward(const float* src, const float* diff_dst, const float* g
   key.add(bits(eps));
   Entry& e = lookup(key, [&](Entry& e) {
     auto d = md2(rows, D);
-    dnnl::layer_normalization_forward::desc fd(dnnl::prop_kind::forward_training, d, eps,
-                                               kLnFlags);
+    dnnl::layer_normalization_forward::desc fd(dnnl::prop_kind::forward_training, d, eps, kLnFlags);
     dnnl::layer_normalization_forward::primitive_desc fpd(fd, ctx().engine);
     dnnl::layer_normalization_backward::desc bd(dnnl::prop_kind::backward, d, d, eps, kLnFlags);
     dnnl::layer_normalization_backward::primitive_desc pd(bd, ctx().engine, fpd);

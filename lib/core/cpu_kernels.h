@@ -37,8 +37,8 @@ MatRef heads_t(const float* p, int64_t B, int64_t H, int64_t T, int64_t dk, int6
 
 struct GemmAttr {
   float alpha = 1.f;
-  bool accumulate = false;     // dst += alpha * a @ b (gradient accumulation)
-  const float* bias = nullptr; // (cols) added to every row
+  bool accumulate = false;      // dst += alpha * a @ b (gradient accumulation)
+  const float* bias = nullptr;  // (cols) added to every row
   bool relu = false;
 };
 
@@ -56,13 +56,12 @@ void softmax_backward(const float* dst, const float* diff_dst, float* diff_src, 
 
 // Layer normalisation over the last axis of (rows, D). mean and var (rows)
 // are written when training, for the backward pass.
-void layer_norm(const float* src, float* dst, const float* gamma, const float* beta,
-                float* mean, float* var, int64_t rows, int64_t D, float eps, bool training);
+void layer_norm(const float* src, float* dst, const float* gamma, const float* beta, float* mean,
+                float* var, int64_t rows, int64_t D, float eps, bool training);
 // Writes diff_src; adds the parameter gradients into diff_gamma, diff_beta.
 void layer_norm_backward(const float* src, const float* diff_dst, const float* gamma,
-                         const float* mean, const float* var, float* diff_src,
-                         float* diff_gamma, float* diff_beta, int64_t rows, int64_t D,
-                         float eps);
+                         const float* mean, const float* var, float* diff_src, float* diff_gamma,
+                         float* diff_beta, int64_t rows, int64_t D, float eps);
 
 // Number of primitives built on this thread so far (tests check that a warm
 // hot loop builds none).

@@ -11,7 +11,9 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
   if (a.ndim() != 2 || b.ndim() != 2) throw Error("matmul: expected 2-D tensors");
   const int64_t M = trans_a ? a.dim(1) : a.dim(0), K = trans_a ? a.dim(0) : a.dim(1);
   const int64_t Kb = trans_b ? b.dim(1) : b.dim(0), N = trans_b ? b.dim(0) : b.dim(1);
-  if (K != Kb) throw Error("matmul: inner dimensions " + std::to_string(K) + " and " + std::to_string(Kb) + " differ");
+  if (K != Kb)
+    throw Error("matmul: inner dimensions " + std::to_string(K) + " and " + std::to_string(Kb) +
+                " differ");
   if (a.device() != b.device() || a.device() != c.device())
     throw Error("matmul: operands on different devices");
   if (beta != 0.f && beta != 1.f) throw Error("matmul: beta must be 0 or 1");

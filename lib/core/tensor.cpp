@@ -42,7 +42,10 @@ Tensor::Tensor(Shape shape, Device device) : device_(device), owned_(true) {
 Tensor::~Tensor() { release(); }
 
 Tensor::Tensor(Tensor&& o) noexcept
-    : data_(o.data_), shape_(o.shape_), device_(o.device_), owned_(o.owned_),
+    : data_(o.data_),
+      shape_(o.shape_),
+      device_(o.device_),
+      owned_(o.owned_),
       capacity_(o.capacity_) {
   o.data_ = nullptr;
   o.owned_ = false;

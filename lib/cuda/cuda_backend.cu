@@ -7,18 +7,18 @@
 #include "core/cuda_backend.h"
 #include "core/error.h"
 
-#define CUDA_CHECK(expr)                                                                  \
-  do {                                                                                    \
-    const cudaError_t err_ = (expr);                                                      \
-    if (err_ != cudaSuccess)                                                              \
-      throw ::nmt::Error(std::string(#expr) + " failed: " + cudaGetErrorString(err_));    \
+#define CUDA_CHECK(expr)                                                               \
+  do {                                                                                 \
+    const cudaError_t err_ = (expr);                                                   \
+    if (err_ != cudaSuccess)                                                           \
+      throw ::nmt::Error(std::string(#expr) + " failed: " + cudaGetErrorString(err_)); \
   } while (0)
 
-#define CUBLAS_CHECK(expr)                                                                \
-  do {                                                                                    \
-    const cublasStatus_t st_ = (expr);                                                    \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                     \
-      throw ::nmt::Error(std::string(#expr) + " failed: " + cublasGetStatusString(st_));  \
+#define CUBLAS_CHECK(expr)                                                               \
+  do {                                                                                   \
+    const cublasStatus_t st_ = (expr);                                                   \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                    \
+      throw ::nmt::Error(std::string(#expr) + " failed: " + cublasGetStatusString(st_)); \
   } while (0)
 
 namespace nmt::cuda {
@@ -51,7 +51,7 @@ void free(void* p) {
 }
 
 void copy(void* dst, const void* src, size_t bytes, int kind) {
-  const cudaMemcpyKind k = kind == 0 ? cudaMemcpyHostToDevice
+  const cudaMemcpyKind k = kind == 0   ? cudaMemcpyHostToDevice
                            : kind == 1 ? cudaMemcpyDeviceToHost
                                        : cudaMemcpyDeviceToDevice;
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, k));

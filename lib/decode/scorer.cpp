@@ -34,8 +34,10 @@ std::vector<ForcedScore> score_pairs(Transformer& model,
     std::vector<size_t> idx;
     int64_t longest = 0;
     while (i < n) {
-      const int64_t len = static_cast<int64_t>(std::max(src[order[i]].size(), tgt[order[i]].size())) + 1;
-      if (!idx.empty() && (std::max(longest, len) * static_cast<int64_t>(idx.size() + 1) > batch_tokens))
+      const int64_t len =
+          static_cast<int64_t>(std::max(src[order[i]].size(), tgt[order[i]].size())) + 1;
+      if (!idx.empty() &&
+          (std::max(longest, len) * static_cast<int64_t>(idx.size() + 1) > batch_tokens))
         break;
       longest = std::max(longest, len);
       bs.push_back(&src[order[i]]);

@@ -31,8 +31,8 @@ struct Finished {
 // Per-sentence search state. Token history is kept as back-pointers so a
 // step appends K entries instead of copying every hypothesis.
 struct Sentence {
-  int64_t index = 0;    // position in the caller's input
-  int64_t max_out = 0;  // longest output, </s> excluded
+  int64_t index = 0;              // position in the caller's input
+  int64_t max_out = 0;            // longest output, </s> excluded
   std::vector<int32_t> tok, par;  // (step * K + k)
   std::vector<double> live_lp;
   std::vector<Finished> fin;
@@ -58,7 +58,8 @@ std::vector<std::vector<Hypothesis>> search(Transformer& model,
   const ModelConfig& cfg = model.config();
   const int64_t V = cfg.vocab_size;
   const int64_t K = std::max(1, opts.beam);
-  if (2 * K > V) throw InputError("beam size " + std::to_string(K) + " is too large for the vocabulary");
+  if (2 * K > V)
+    throw InputError("beam size " + std::to_string(K) + " is too large for the vocabulary");
   const int64_t n_best = std::min<int64_t>(std::max(1, opts.n_best), K);
 
   // Padded source batch, </s>-terminated.
@@ -76,7 +77,8 @@ std::vector<std::vector<Hypothesis>> search(Transformer& model,
     s.index = b;
     const double len = opts.max_len_a * static_cast<double>(src[b].size()) + opts.max_len_b;
     s.max_out = std::min<int64_t>(static_cast<int64_t>(len), cfg.max_positions - 1);
-    if (opts.force_length > 0) s.max_out = std::min<int64_t>(opts.force_length, cfg.max_positions - 1);
+    if (opts.force_length > 0)
+      s.max_out = std::min<int64_t>(opts.force_length, cfg.max_positions - 1);
     s.max_out = std::max<int64_t>(s.max_out, 0);
     s.tok.reserve((s.max_out + 1) * K);
     s.par.reserve((s.max_out + 1) * K);
@@ -127,15 +129,16 @@ std::vector<std::vector<Hypothesis>> search(Transformer& model,
           // Insertion into the small sorted list of this hypothesis.
           Candidate c{score, static_cast<int32_t>(k), static_cast<int32_t>(v)};
           auto begin = cands.begin() + 2 * K * k;
-          auto pos = std::upper_bound(begin, cands.end(), c, [](const Candidate& a, const Candidate& b) {
-            return a.logprob > b.logprob;
-          });
+          auto pos = std::upper_bound(
+              begin, cands.end(), c,
+              [](const Candidate& a, const Candidate& b) { return a.logprob > b.logprob; });
           cands.insert(pos, c);
           if (static_cast<int64_t>(cands.size()) > 2 * K * (k + 1)) cands.pop_back();
         }
       }
-      std::stable_sort(cands.begin(), cands.end(),
-                       [](const Candidate& a, const Candidate& b) { return a.logprob > b.logprob; });
+      std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+        return a.logprob > b.logprob;
+      });
 
       chosen.clear();
       for (const Candidate& c : cands) {

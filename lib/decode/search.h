@@ -15,13 +15,13 @@
 namespace nmt {
 
 struct SearchOptions {
-  int beam = 4;               // 1: greedy
-  float alpha = 0.6f;         // length penalty exponent
-  bool length_norm = false;   // score / |Y| instead of the GNMT penalty
-  int n_best = 1;             // hypotheses returned per sentence (<= beam)
-  float max_len_a = 1.f;      // max output length = a * source length + b
+  int beam = 4;              // 1: greedy
+  float alpha = 0.6f;        // length penalty exponent
+  bool length_norm = false;  // score / |Y| instead of the GNMT penalty
+  int n_best = 1;            // hypotheses returned per sentence (<= beam)
+  float max_len_a = 1.f;     // max output length = a * source length + b
   int max_len_b = 50;
-  int force_length = 0;       // >0: suppress </s> until exactly this many tokens (benchmarks)
+  int force_length = 0;  // >0: suppress </s> until exactly this many tokens (benchmarks)
 };
 
 struct Hypothesis {

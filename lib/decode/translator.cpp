@@ -9,7 +9,9 @@ namespace nmt {
 
 Translator::Translator(LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
                        std::function<void(const std::string&)> warn)
-    : model_(model), opts_(opts), batch_tokens_(std::max<int64_t>(batch_tokens, 1)),
+    : model_(model),
+      opts_(opts),
+      batch_tokens_(std::max<int64_t>(batch_tokens, 1)),
       warn_(std::move(warn)) {}
 
 std::vector<TranslationResult> Translator::translate(const std::vector<std::string>& lines,
@@ -22,7 +24,8 @@ std::vector<TranslationResult> Translator::translate(const std::vector<std::stri
     bool bad = false;
     const std::string clean = io::sanitize_utf8(lines[i], &bad);
     const int64_t line_no = first_line + static_cast<int64_t>(i);
-    if (bad && warn_) warn_("line " + std::to_string(line_no) + ": invalid UTF-8 replaced with U+FFFD");
+    if (bad && warn_)
+      warn_("line " + std::to_string(line_no) + ": invalid UTF-8 replaced with U+FFFD");
     if (clean.find_first_not_of(" \t\r") == std::string::npos) continue;  // empty in, empty out
     ids[i] = model_.vocab.encode(clean);
     if (static_cast<int64_t>(ids[i].size()) > max_src) {

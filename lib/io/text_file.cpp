@@ -5,9 +5,9 @@
 #include "io/text_file.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unicode/utf8.h>
-#include <poll.h>
 #include <unistd.h>
 #include <zlib.h>
 

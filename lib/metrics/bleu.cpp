@@ -11,19 +11,11 @@
 #include <utility>
 
 #include "core/error.h"
+#include "metrics/ngrams.h"
 
 namespace nmt::metrics {
 
 namespace {
-
-using Ngram = std::u32string_view;
-using NgramCounts = std::vector<std::pair<Ngram, int64_t>>;  // sorted by n-gram
-
-std::string format_fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 // sacreBLEU's my_log: log(0) is a large negative number, not -inf, so that
 // an unsmoothed zero precision gives a score of exactly 0.
@@ -41,22 +33,6 @@ double default_smooth_value(Smoothing s) {
 }
 
 bool smoothing_takes_value(Smoothing s) { return s == Smoothing::kFloor || s == Smoothing::kAddK; }
-
-NgramCounts count_ngrams(const std::u32string& seq, std::size_t n) {
-  NgramCounts out;
-  if (seq.size() < n) return out;
-  std::vector<Ngram> grams;
-  grams.reserve(seq.size() - n + 1);
-  for (std::size_t i = 0; i + n <= seq.size(); ++i) grams.emplace_back(seq.data() + i, n);
-  std::sort(grams.begin(), grams.end());
-  for (const Ngram& g : grams) {
-    if (!out.empty() && out.back().first == g)
-      ++out.back().second;
-    else
-      out.emplace_back(g, 1);
-  }
-  return out;
-}
 
 // Per n-gram maximum over the references (sacreBLEU's clipping counts).
 NgramCounts merge_max(std::vector<NgramCounts>& per_ref) {

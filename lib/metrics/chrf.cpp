@@ -12,36 +12,12 @@
 
 #include "core/error.h"
 #include "metrics/bleu.h"  // kSacrebleuVersion
+#include "metrics/ngrams.h"
 #include "metrics/tokenizers.h"
 
 namespace nmt::metrics {
 
 namespace {
-
-using Ngram = std::u32string_view;
-using NgramCounts = std::vector<std::pair<Ngram, int64_t>>;  // sorted by n-gram
-
-std::string format_fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-NgramCounts count_ngrams(const std::u32string& seq, std::size_t n) {
-  NgramCounts out;
-  if (seq.size() < n) return out;
-  std::vector<Ngram> grams;
-  grams.reserve(seq.size() - n + 1);
-  for (std::size_t i = 0; i + n <= seq.size(); ++i) grams.emplace_back(seq.data() + i, n);
-  std::sort(grams.begin(), grams.end());
-  for (const Ngram& g : grams) {
-    if (!out.empty() && out.back().first == g)
-      ++out.back().second;
-    else
-      out.emplace_back(g, 1);
-  }
-  return out;
-}
 
 // Python's string.punctuation, the set chrF++ splits off words.
 bool is_ascii_punct(unsigned char c) {

@@ -11,10 +11,14 @@ namespace nmt {
 
 using cpu::MatRef;
 
-MultiHeadAttention::MultiHeadAttention(ParamStore& store, const std::string& name,
-                                       int64_t d_model, int64_t heads, int64_t d_k, int64_t d_v,
+MultiHeadAttention::MultiHeadAttention(ParamStore& store, const std::string& name, int64_t d_model,
+                                       int64_t heads, int64_t d_k, int64_t d_v,
                                        float attention_dropout, bool self_attention)
-    : self_(self_attention), D_(d_model), H_(heads), dk_(d_k), dv_(d_v),
+    : self_(self_attention),
+      D_(d_model),
+      H_(heads),
+      dk_(d_k),
+      dv_(d_v),
       attn_dropout_(attention_dropout) {
   if (self_) {
     qkv_ = Linear(store, name + "/qkv", D_, 2 * H_ * dk_ + H_ * dv_);
@@ -59,8 +63,8 @@ void MultiHeadAttention::forward(const Tensor& xq, const Tensor* xkv, int64_t B,
     p = probs_drop_.data();
   }
   ctx_.resize(Shape{B * T, Wv});
-  cpu::gemm(MatRef{p, {B, H_, T, S}, {H_ * T * S, T * S, S, 1}},
-            cpu::heads(v, B, H_, S, dv_, ldkv), cpu::heads(ctx_.data(), B, H_, T, dv_, Wv));
+  cpu::gemm(MatRef{p, {B, H_, T, S}, {H_ * T * S, T * S, S, 1}}, cpu::heads(v, B, H_, S, dv_, ldkv),
+            cpu::heads(ctx_.data(), B, H_, T, dv_, Wv));
   out_.forward(ctx_, y);
 }
 
@@ -86,7 +90,8 @@ void MultiHeadAttention::backward(const Tensor& xq, const Tensor* xkv, const Ten
     q = proj_q_.data(), k = proj_kv_.data(), v = k + Wk;
     dq = dproj_q_.data(), dk = dproj_kv_.data(), dv = dk + Wk;
   }
-  const MatRef P{dropped ? probs_drop_.data() : probs_.data(), {B, H, T, S}, {H * T * S, T * S, S, 1}};
+  const MatRef P{
+      dropped ? probs_drop_.data() : probs_.data(), {B, H, T, S}, {H * T * S, T * S, S, 1}};
   const MatRef Pt{P.ptr, {B, H, S, T}, {H * T * S, T * S, 1, S}};
 
   // dV = P^T dctx ; dP = dctx V^T

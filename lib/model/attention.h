@@ -67,9 +67,9 @@ class MultiHeadAttention {
   bool self_ = true;
   int64_t D_ = 0, H_ = 0, dk_ = 0, dv_ = 0;
   float attn_dropout_ = 0.f;
-  Linear qkv_;      // self: (2*H*dk + H*dv, D)
-  Linear q_, kv_;   // cross: (H*dk, D) and (H*dk + H*dv, D)
-  Linear out_;      // (D, H*dv)
+  Linear qkv_;     // self: (2*H*dk + H*dv, D)
+  Linear q_, kv_;  // cross: (H*dk, D) and (H*dk + H*dv, D)
+  Linear out_;     // (D, H*dv)
 
   // Saved for backward.
   int64_t B_ = 0, T_ = 0, S_ = 0;

@@ -1,8 +1,9 @@
 #include "model/config.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <set>
-#include <sys/stat.h>
 
 #include "core/error.h"
 
@@ -31,9 +32,11 @@ class Reader {
 
   void get(const std::string& key, int& out, bool required, int lo = 1) {
     if (const json* v = find(key, required)) {
-      if (!v->is_number_integer()) fail(key, "expected an integer, got " + std::string(v->type_name()));
+      if (!v->is_number_integer())
+        fail(key, "expected an integer, got " + std::string(v->type_name()));
       const auto x = v->get<int64_t>();
-      if (x < lo || x > 1 << 20) fail(key, "expected an integer >= " + std::to_string(lo) + ", got " + std::to_string(x));
+      if (x < lo || x > 1 << 20)
+        fail(key, "expected an integer >= " + std::to_string(lo) + ", got " + std::to_string(x));
       out = static_cast<int>(x);
     }
   }
@@ -43,7 +46,8 @@ class Reader {
       if (!v->is_number()) fail(key, "expected a number, got " + std::string(v->type_name()));
       const double x = v->get<double>();
       if (!(x >= lo && x <= hi))
-        fail(key, "expected a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v->dump());
+        fail(key, "expected a number in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                      "], got " + v->dump());
       out = static_cast<float>(x);
     }
   }
@@ -108,7 +112,8 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   r.get("layer_norm_eps", c.layer_norm_eps, false, 0.f, 1.f);
   r.get("vocab_size", c.vocab_size, false, 8);
   if (const json* t = r.find("training", false)) {
-    if (!t->is_object()) r.fail("training", "expected an object, got " + std::string(t->type_name()));
+    if (!t->is_object())
+      r.fail("training", "expected an object, got " + std::string(t->type_name()));
     c.training = *t;
   }
   r.reject_unknown();
@@ -154,11 +159,13 @@ std::string find_config(const std::string& name) {
   struct stat st;
   if (stat(name.c_str(), &st) == 0) return name;
 #ifdef NMT_SOURCE_DIR
-  for (const std::string& dir : {std::string("models/"), std::string(NMT_SOURCE_DIR) + "/models/"}) {
+  for (const std::string& dir :
+       {std::string("models/"), std::string(NMT_SOURCE_DIR) + "/models/"}) {
 #else
   for (const std::string& dir : {std::string("models/")}) {
 #endif
-    const std::string p = dir + name + (name.size() > 5 && name.substr(name.size() - 5) == ".json" ? "" : ".json");
+    const std::string p =
+        dir + name + (name.size() > 5 && name.substr(name.size() - 5) == ".json" ? "" : ".json");
     if (stat(p.c_str(), &st) == 0) return p;
   }
   throw InputError("config not found: " + name + " (give a path, or a name from models/)");

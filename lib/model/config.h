@@ -4,9 +4,8 @@
 // expected.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace nmt {
 
@@ -19,16 +18,16 @@ struct ModelConfig {
   int heads = 8;
   int d_k = 64;  // per head; the paper has d_k = d_v = d_model / h
   int d_v = 64;
-  float dropout = 0.1f;            // P_drop: embeddings + PE, and every sub-layer output
-  float attention_dropout = 0.0f;  // on attention weights (not in the paper)
-  float relu_dropout = 0.0f;       // inside the FFN (not in the paper)
-  float label_smoothing = 0.1f;    // epsilon_ls
+  float dropout = 0.1f;                   // P_drop: embeddings + PE, and every sub-layer output
+  float attention_dropout = 0.0f;         // on attention weights (not in the paper)
+  float relu_dropout = 0.0f;              // inside the FFN (not in the paper)
+  float label_smoothing = 0.1f;           // epsilon_ls
   std::string positional = "sinusoidal";  // or "learned" (Table 3 row E)
-  int max_positions = 256;         // longest sequence, in subword tokens incl. EOS
-  bool tie_embeddings = true;      // one matrix for source, target and pre-softmax
-  std::string norm = "post";       // "post" (the paper) or "pre"
+  int max_positions = 256;                // longest sequence, in subword tokens incl. EOS
+  bool tie_embeddings = true;             // one matrix for source, target and pre-softmax
+  std::string norm = "post";              // "post" (the paper) or "pre"
   float layer_norm_eps = 1e-6f;
-  int vocab_size = 8000;           // joint SentencePiece vocabulary
+  int vocab_size = 8000;  // joint SentencePiece vocabulary
 
   // Training options that may also come from the config ("training": {...});
   // kept as JSON so that `nmt train` owns their meaning and validation.

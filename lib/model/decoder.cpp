@@ -14,7 +14,8 @@ void copy_into(Tensor& dst, const Tensor& src) {
 }  // namespace
 
 DecoderLayer::DecoderLayer(ParamStore& store, const std::string& name, const ModelConfig& cfg)
-    : pre_(cfg.pre_norm()), dropout_(cfg.dropout),
+    : pre_(cfg.pre_norm()),
+      dropout_(cfg.dropout),
       self_(store, name + "/self_attn", cfg.d_model, cfg.heads, cfg.d_k, cfg.d_v,
             cfg.attention_dropout, true),
       cross_(store, name + "/cross_attn", cfg.d_model, cfg.heads, cfg.d_k, cfg.d_v,

@@ -17,11 +17,11 @@ namespace nmt {
 // self-attention caches, the encoder output's cross-attention K/V (computed
 // once per source batch), the source mask and the step's scratch buffers.
 struct DecodeState {
-  int64_t B = 0;     // live sentences
-  int64_t beam = 1;  // hypotheses per sentence (rows B*beam)
-  int64_t S = 0;     // source length (padded)
-  int64_t step = 0;  // target positions decoded so far
-  Tensor src_mask;   // (B, S) additive
+  int64_t B = 0;                 // live sentences
+  int64_t beam = 1;              // hypotheses per sentence (rows B*beam)
+  int64_t S = 0;                 // source length (padded)
+  int64_t step = 0;              // target positions decoded so far
+  Tensor src_mask;               // (B, S) additive
   std::vector<Tensor> cross_kv;  // per layer (B*S, H*dk + H*dv)
   std::vector<KVCache> self;     // per layer
   AttnScratch scratch;

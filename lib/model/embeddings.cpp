@@ -20,7 +20,10 @@ void sinusoidal_positions(int64_t max_positions, int64_t D, Tensor& table) {
 
 Embeddings::Embeddings(ParamStore& store, const std::string& name, Param* table,
                        const ModelConfig& cfg)
-    : table_(table), D_(cfg.d_model), V_(cfg.vocab_size), max_pos_(cfg.max_positions),
+    : table_(table),
+      D_(cfg.d_model),
+      V_(cfg.vocab_size),
+      max_pos_(cfg.max_positions),
       dropout_(cfg.dropout) {
   if (cfg.positional == "learned")
     learned_pos_ = store.add(name + "/positions", Shape{max_pos_, D_}, Init::Normal,

@@ -22,8 +22,8 @@ class Embeddings {
   Embeddings(ParamStore& store, const std::string& name, Param* table, const ModelConfig& cfg);
 
   // tokens (B, T) row-major; position of column t is pos0 + t.
-  void forward(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0, Tensor& y,
-               bool training, uint64_t seed);
+  void forward(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0, Tensor& y, bool training,
+               uint64_t seed);
   // Inference: no dropout, no state written.
   void lookup(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0, Tensor& y) const;
   // Adds into the token (and learned position) gradients.

@@ -5,7 +5,8 @@
 namespace nmt {
 
 EncoderLayer::EncoderLayer(ParamStore& store, const std::string& name, const ModelConfig& cfg)
-    : pre_(cfg.pre_norm()), dropout_(cfg.dropout),
+    : pre_(cfg.pre_norm()),
+      dropout_(cfg.dropout),
       attn_(store, name + "/self_attn", cfg.d_model, cfg.heads, cfg.d_k, cfg.d_v,
             cfg.attention_dropout, /*self_attention=*/true),
       ffn_(store, name + "/ffn", cfg.d_model, cfg.d_ff, cfg.relu_dropout),
@@ -49,8 +50,8 @@ void EncoderLayer::backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
     g1_.resize(dy.shape());
     std::copy(dy.data(), dy.data() + n, g1_.data());
     cpu::dropout_backward(g1_.data(), n, dropout_, cpu::mix_seed(seed_, 4));
-    ffn_.backward(h1_, g1_, g2_);       // g2 = d ln2 out
-    ln2_.backward(r1_, g2_, g3_);       // g3 = d r1 via ffn branch
+    ffn_.backward(h1_, g1_, g2_);                // g2 = d ln2 out
+    ln2_.backward(r1_, g2_, g3_);                // g3 = d r1 via ffn branch
     cpu::add_inplace(g3_.data(), dy.data(), n);  // + residual
     g1_.resize(dy.shape());
     std::copy(g3_.data(), g3_.data() + n, g1_.data());

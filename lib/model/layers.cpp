@@ -51,8 +51,8 @@ void LayerNorm::forward(const Tensor& x, Tensor& y, bool training) {
     var_.resize(Shape{N});
   }
   cpu::layer_norm(x.data(), y.data(), gamma_->value.data(), beta_->value.data(),
-                  training ? mean_.data() : nullptr, training ? var_.data() : nullptr, N, D,
-                  eps_, training);
+                  training ? mean_.data() : nullptr, training ? var_.data() : nullptr, N, D, eps_,
+                  training);
 }
 
 void LayerNorm::backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
@@ -69,9 +69,10 @@ void LayerNorm::infer(const Tensor& x, Tensor& y) const {
                   N, D, eps_, false);
 }
 
-FeedForward::FeedForward(ParamStore& store, const std::string& name, int64_t d_model,
-                         int64_t d_ff, float relu_dropout)
-    : w1_(store, name + "/w1", d_model, d_ff), w2_(store, name + "/w2", d_ff, d_model),
+FeedForward::FeedForward(ParamStore& store, const std::string& name, int64_t d_model, int64_t d_ff,
+                         float relu_dropout)
+    : w1_(store, name + "/w1", d_model, d_ff),
+      w2_(store, name + "/w2", d_ff, d_model),
       relu_dropout_(relu_dropout) {}
 
 void FeedForward::forward(const Tensor& x, Tensor& y, bool training, uint64_t seed) {

@@ -74,4 +74,3 @@ class FeedForward {
 };
 
 }  // namespace nmt
-

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -43,7 +42,8 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
     const uint64_t bytes = t.shape.numel() * sizeof(float);
     json shape = json::array();
     for (int i = 0; i < t.shape.ndim; ++i) shape.push_back(t.shape[i]);
-    header[t.name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   for (const auto& [name, bytes] : byte_tensors) {
@@ -89,15 +89,17 @@ FileContents read_safetensors(const std::string& path) {
   in.seekg(0, std::ios::end);
   const uint64_t size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);
-  auto bad = [&](const std::string& why) { return InputError(path + ": not a valid model file: " + why); };
+  auto bad = [&](const std::string& why) {
+    return InputError(path + ": not a valid model file: " + why);
+  };
   if (size < 8) throw bad("file is only " + std::to_string(size) + " bytes (truncated?)");
   unsigned char len[8];
   in.read(reinterpret_cast<char*>(len), 8);
   uint64_t hlen = 0;
   for (int i = 0; i < 8; ++i) hlen |= static_cast<uint64_t>(len[i]) << (8 * i);
   if (hlen > size - 8 || hlen > (100u << 20))
-    throw bad("header length " + std::to_string(hlen) + " exceeds the file size " + std::to_string(size) +
-              " (truncated?)");
+    throw bad("header length " + std::to_string(hlen) + " exceeds the file size " +
+              std::to_string(size) + " (truncated?)");
   std::string h(hlen, '\0');
   in.read(h.data(), static_cast<std::streamsize>(hlen));
   json header;

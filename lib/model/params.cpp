@@ -35,7 +35,8 @@ void ParamStore::allocate(uint64_t seed) {
     float* v = p.value.data();
     const int64_t n = p.shape.numel();
     switch (p.init) {
-      case Init::Zeros: break;
+      case Init::Zeros:
+        break;
       case Init::Ones:
         for (int64_t i = 0; i < n; ++i) v[i] = 1.f;
         break;

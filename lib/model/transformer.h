@@ -28,7 +28,7 @@ struct TokenBatch {
   std::vector<int32_t> tgt_in;   // (B, T): <s> y1 .. y_{n}
   std::vector<int32_t> tgt_out;  // (B, T): y1 .. y_n </s>, kPad after
   int64_t src_tokens() const;
-  int64_t tgt_tokens() const;    // non-pad targets
+  int64_t tgt_tokens() const;  // non-pad targets
 };
 
 // Builds a TokenBatch from id sequences (without </s>, <s>).
@@ -58,8 +58,8 @@ class Transformer {
   void step(DecodeState& st, const int32_t* last_tokens, Tensor& log_probs) const;
   // Keeps sentences `keep` (indices into the current B), and for the new
   // rows takes the cache of old row `rows[i]`; beam becomes new_beam.
-  void reorder(DecodeState& st, const std::vector<int64_t>& keep,
-               const std::vector<int64_t>& rows, int64_t new_beam) const;
+  void reorder(DecodeState& st, const std::vector<int64_t>& keep, const std::vector<int64_t>& rows,
+               int64_t new_beam) const;
 
   // Parameter count and forward FLOPs per target token (for summaries/bench).
   int64_t parameter_count() const;

@@ -1,10 +1,10 @@
 #include "model/vocab.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
+
+#include <fstream>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -22,8 +22,9 @@ Vocab Vocab::from_bytes(const std::string& model_bytes) {
   if (!status.ok()) throw InputError("invalid SentencePiece model: " + status.ToString());
   v.bytes_ = model_bytes;
   if (v.sp_->pad_id() != 0 || v.sp_->unk_id() != 1 || v.sp_->bos_id() != 2 || v.sp_->eos_id() != 3)
-    throw InputError("SentencePiece model must use ids pad=0 unk=1 bos=2 eos=3 (train it with "
-                     "--pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3)");
+    throw InputError(
+        "SentencePiece model must use ids pad=0 unk=1 bos=2 eos=3 (train it with "
+        "--pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3)");
   return v;
 }
 
@@ -59,7 +60,8 @@ Vocab Vocab::train(const std::vector<std::string>& sentences, int vocab_size,
                            " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3"
                            " --character_coverage=1.0 --input_sentence_size=1000000"
                            " --shuffle_input_sentence=true --hard_vocab_limit=false"
-                           " --minloglevel=2 --num_threads=" + std::to_string(threads);
+                           " --minloglevel=2 --num_threads=" +
+                           std::to_string(threads);
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &bytes);
   if (!status.ok()) throw InputError("SentencePiece training failed: " + status.ToString());
   return from_bytes(bytes);

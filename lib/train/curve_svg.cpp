@@ -20,10 +20,14 @@ std::string fmt(double v, const char* f = "%.1f") {
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -64,7 +68,8 @@ std::string polyline(const std::vector<std::pair<double, double>>& pts, const Ax
   auto px = [&](double x) { return kLeft + (x - xa.lo) / (xa.hi - xa.lo) * pw; };
   auto py = [&](double y) { return kTop + ph - (y - ya.lo) / (ya.hi - ya.lo) * ph; };
   if (pts.empty()) return "";
-  o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"" << width << "\" points=\"";
+  o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"" << width
+    << "\" points=\"";
   for (const auto& p : pts)
     if (std::isfinite(p.second)) o << fmt(px(p.first)) << "," << fmt(py(p.second)) << " ";
   o << "\"/>\n";
@@ -99,7 +104,8 @@ std::string curve_svg(const CurveData& d) {
 
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kW << "\" height=\"" << kH
-    << "\" viewBox=\"0 0 " << kW << " " << kH << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+    << "\" viewBox=\"0 0 " << kW << " " << kH
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << kW / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
     << escape(d.title) << "</text>\n";
@@ -110,8 +116,9 @@ std::string curve_svg(const CurveData& d) {
     const double y = kTop + ph - (v - la.lo) / (la.hi - la.lo) * ph;
     o << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << fmt(y) << "\" y2=\""
       << fmt(y) << "\" stroke=\"#eee\"/>\n";
-    o << "<text x=\"" << kLeft - 6 << "\" y=\"" << fmt(y + 4) << "\" text-anchor=\"end\" fill=\"#1f77b4\">"
-      << fmt(v, ls < 1 ? "%.1f" : "%.0f") << "</text>\n";
+    o << "<text x=\"" << kLeft - 6 << "\" y=\"" << fmt(y + 4)
+      << "\" text-anchor=\"end\" fill=\"#1f77b4\">" << fmt(v, ls < 1 ? "%.1f" : "%.0f")
+      << "</text>\n";
   }
   if (!d.valid_bleu.empty())
     for (double v = ba.lo; v <= ba.hi + 1e-9; v += bs) {
@@ -124,8 +131,10 @@ std::string curve_svg(const CurveData& d) {
     o << "<text x=\"" << fmt(x) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">"
       << fmt(v, "%.0f") << "</text>\n";
   }
-  o << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kH - 10 << "\" text-anchor=\"middle\">step</text>\n";
-  o << "<text transform=\"translate(18," << kTop + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\" "
+  o << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kH - 10
+    << "\" text-anchor=\"middle\">step</text>\n";
+  o << "<text transform=\"translate(18," << kTop + ph / 2
+    << ") rotate(-90)\" text-anchor=\"middle\" "
        "fill=\"#1f77b4\">loss per token</text>\n";
   o << "<text transform=\"translate(" << kW - 16 << "," << kTop + ph / 2
     << ") rotate(90)\" text-anchor=\"middle\" fill=\"#d62728\">validation BLEU</text>\n";

@@ -32,8 +32,10 @@ void read_parallel(const std::string& src_path, const std::string& tgt_path,
                    int64_t* invalid_lines) {
   src = io::read_lines(src_path);
   tgt = io::read_lines(tgt_path);
-  if (src.empty()) throw InputError(src_path + ": the file is empty (expected one sentence per line)");
-  if (tgt.empty()) throw InputError(tgt_path + ": the file is empty (expected one sentence per line)");
+  if (src.empty())
+    throw InputError(src_path + ": the file is empty (expected one sentence per line)");
+  if (tgt.empty())
+    throw InputError(tgt_path + ": the file is empty (expected one sentence per line)");
   if (src.size() != tgt.size())
     throw InputError("parallel files differ in length: " + src_path + " has " +
                      std::to_string(src.size()) + " lines but " + tgt_path + " has " +
@@ -142,8 +144,9 @@ std::vector<std::vector<int64_t>> sequential_batches(const ParallelCorpus& corpu
   std::vector<int64_t> order(corpus.size());
   std::iota(order.begin(), order.end(), 0);
   // Length-sorted for tight batches; the result does not depend on order.
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return pair_width(corpus, a) < pair_width(corpus, b); });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return pair_width(corpus, a) < pair_width(corpus, b);
+  });
   return cut(corpus, order, batch_tokens);
 }
 

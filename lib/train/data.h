@@ -29,8 +29,8 @@ void read_parallel(const std::string& src_path, const std::string& tgt_path,
 struct ParallelCorpus {
   std::vector<std::vector<int32_t>> src, tgt;  // without </s>, <s>
   std::vector<int64_t> line;                   // 0-based input line of each pair
-  int64_t skipped_long = 0;   // a side longer than max_positions - 1 subwords
-  int64_t skipped_empty = 0;  // an empty side
+  int64_t skipped_long = 0;                    // a side longer than max_positions - 1 subwords
+  int64_t skipped_empty = 0;                   // an empty side
   int64_t size() const { return static_cast<int64_t>(src.size()); }
   int64_t tgt_tokens() const;  // including </s>
 };

@@ -35,7 +35,8 @@ LossStats label_smoothed_xent(const Tensor& logits, const int32_t* targets, floa
       const double inv_z = 1.0 / z;
       const float u = eps / V;
       for (int64_t j = 0; j < V; ++j)
-        g[j] = static_cast<float>((std::exp(static_cast<double>(x[j] - mx)) * inv_z - u) * grad_scale);
+        g[j] =
+            static_cast<float>((std::exp(static_cast<double>(x[j] - mx)) * inv_z - u) * grad_scale);
       g[targets[i]] -= (1.f - eps) * grad_scale;
     }
   }

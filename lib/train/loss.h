@@ -10,9 +10,9 @@
 namespace nmt {
 
 struct LossStats {
-  double loss = 0;      // label-smoothed, summed over tokens
-  double nll = 0;       // plain negative log-likelihood, summed (for perplexity)
-  int64_t tokens = 0;   // non-pad targets
+  double loss = 0;     // label-smoothed, summed over tokens
+  double nll = 0;      // plain negative log-likelihood, summed (for perplexity)
+  int64_t tokens = 0;  // non-pad targets
 };
 
 // logits (N, V), targets (N) with pad_id ignored. When dlogits is given it

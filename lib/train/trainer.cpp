@@ -41,16 +41,19 @@ std::string option_name(const std::string& key, const std::string& source, bool 
 
 int64_t get_int(const json& v, const std::string& name, int64_t min) {
   if (!v.is_number_integer())
-    throw InputError(name + ": expected an integer >= " + std::to_string(min) + ", got " + v.dump());
-  const int64_t x = v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) : v.get<int64_t>();
+    throw InputError(name + ": expected an integer >= " + std::to_string(min) + ", got " +
+                     v.dump());
+  const int64_t x =
+      v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) : v.get<int64_t>();
   if (x < min)
-    throw InputError(name + ": expected an integer >= " + std::to_string(min) + ", got " + v.dump());
+    throw InputError(name + ": expected an integer >= " + std::to_string(min) + ", got " +
+                     v.dump());
   return x;
 }
 
 double get_num(const json& v, const std::string& name, double min, bool strict) {
-  const std::string want = std::string("a number ") + (strict ? "> " : ">= ") +
-                           (min == 0 ? "0" : std::to_string(min));
+  const std::string want =
+      std::string("a number ") + (strict ? "> " : ">= ") + (min == 0 ? "0" : std::to_string(min));
   if (!v.is_number()) throw InputError(name + ": expected " + want + ", got " + v.dump());
   const double x = v.get<double>();
   if (!std::isfinite(x) || (strict ? x <= min : x < min))
@@ -62,39 +65,58 @@ double get_num(const json& v, const std::string& name, double min, bool strict) 
 
 void apply_training_json(const json& j, TrainOptions& o, const std::string& source, bool cli) {
   if (!j.is_object())
-    throw InputError(source + ": \"training\" must be an object, got " + std::string(j.type_name()));
+    throw InputError(source + ": \"training\" must be an object, got " +
+                     std::string(j.type_name()));
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     const json& v = it.value();
     const std::string n = option_name(k, source, cli);
-    if (k == "batch_tokens") o.batch_tokens = get_int(v, n, 1);
-    else if (k == "update_freq") o.update_freq = get_int(v, n, 1);
-    else if (k == "max_steps") o.max_steps = get_int(v, n, 0);
-    else if (k == "max_epochs") o.max_epochs = get_int(v, n, 0);
-    else if (k == "max_minutes") o.max_minutes = get_num(v, n, 0, false);
-    else if (k == "seed") o.seed = static_cast<uint64_t>(get_int(v, n, 0));
-    else if (k == "warmup_steps") o.warmup_steps = get_int(v, n, 1);
-    else if (k == "lr_scale") o.lr_scale = get_num(v, n, 0, true);
-    else if (k == "clip_norm") o.clip_norm = get_num(v, n, 0, false);
-    else if (k == "valid_every") o.valid_every = get_int(v, n, 0);
-    else if (k == "valid_sentences") o.valid_sentences = get_int(v, n, 0);
-    else if (k == "checkpoint_every") o.checkpoint_every = get_int(v, n, 0);
-    else if (k == "checkpoint_minutes") o.checkpoint_minutes = get_num(v, n, 0, false);
-    else if (k == "keep_checkpoints") o.keep_checkpoints = get_int(v, n, 0);
-    else if (k == "average_last") o.average_last = get_int(v, n, 0);
-    else if (k == "early_stop") o.early_stop = get_int(v, n, 0);
-    else if (k == "log_every") o.log_every = get_int(v, n, 1);
+    if (k == "batch_tokens")
+      o.batch_tokens = get_int(v, n, 1);
+    else if (k == "update_freq")
+      o.update_freq = get_int(v, n, 1);
+    else if (k == "max_steps")
+      o.max_steps = get_int(v, n, 0);
+    else if (k == "max_epochs")
+      o.max_epochs = get_int(v, n, 0);
+    else if (k == "max_minutes")
+      o.max_minutes = get_num(v, n, 0, false);
+    else if (k == "seed")
+      o.seed = static_cast<uint64_t>(get_int(v, n, 0));
+    else if (k == "warmup_steps")
+      o.warmup_steps = get_int(v, n, 1);
+    else if (k == "lr_scale")
+      o.lr_scale = get_num(v, n, 0, true);
+    else if (k == "clip_norm")
+      o.clip_norm = get_num(v, n, 0, false);
+    else if (k == "valid_every")
+      o.valid_every = get_int(v, n, 0);
+    else if (k == "valid_sentences")
+      o.valid_sentences = get_int(v, n, 0);
+    else if (k == "checkpoint_every")
+      o.checkpoint_every = get_int(v, n, 0);
+    else if (k == "checkpoint_minutes")
+      o.checkpoint_minutes = get_num(v, n, 0, false);
+    else if (k == "keep_checkpoints")
+      o.keep_checkpoints = get_int(v, n, 0);
+    else if (k == "average_last")
+      o.average_last = get_int(v, n, 0);
+    else if (k == "early_stop")
+      o.early_stop = get_int(v, n, 0);
+    else if (k == "log_every")
+      o.log_every = get_int(v, n, 1);
     else if (k == "best_metric") {
       if (!v.is_string() || (v != "bleu" && v != "loss"))
         throw InputError(n + ": expected \"bleu\" or \"loss\", got " + v.dump());
       o.best_metric = v.get<std::string>();
     } else {
-      throw InputError(cli ? "unknown training option " + n
-                           : source + ": unknown key \"training." + k +
-                                 "\" (known: batch_tokens, update_freq, max_steps, max_epochs, "
-                                 "max_minutes, seed, warmup_steps, lr_scale, clip_norm, valid_every, "
-                                 "valid_sentences, checkpoint_every, checkpoint_minutes, "
-                                 "keep_checkpoints, average_last, early_stop, best_metric, log_every)");
+      throw InputError(
+          cli ? "unknown training option " + n
+              : source + ": unknown key \"training." + k +
+                    "\" (known: batch_tokens, update_freq, max_steps, max_epochs, "
+                    "max_minutes, seed, warmup_steps, lr_scale, clip_norm, valid_every, "
+                    "valid_sentences, checkpoint_every, checkpoint_minutes, "
+                    "keep_checkpoints, average_last, early_stop, best_metric, log_every)");
     }
   }
 }
@@ -104,8 +126,10 @@ namespace {
 void check_file(const std::string& path, const char* option) {
   if (path.empty()) throw InputError(std::string(option) + " is required");
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(std::string(option) + ": cannot open " + path + ": no such file");
-  if (fs::is_directory(path, ec)) throw InputError(std::string(option) + ": " + path + " is a directory");
+  if (!fs::exists(path, ec))
+    throw InputError(std::string(option) + ": cannot open " + path + ": no such file");
+  if (fs::is_directory(path, ec))
+    throw InputError(std::string(option) + ": " + path + " is a directory");
 }
 
 json options_to_json(const TrainOptions& o) {
@@ -157,7 +181,8 @@ void validate_options(const TrainOptions& o) {
     throw InputError("--vocab-size: expected at least 8, got " + std::to_string(o.vocab_size));
   if (o.early_stop > 0 && o.valid_src.empty())
     throw InputError("--early-stop needs a validation set (--valid-src, --valid-tgt)");
-  if (o.batch_tokens < 2) throw InputError("--batch-tokens: expected at least 2, got " + std::to_string(o.batch_tokens));
+  if (o.batch_tokens < 2)
+    throw InputError("--batch-tokens: expected at least 2, got " + std::to_string(o.batch_tokens));
 }
 
 // ---------------------------------------------------------------------------
@@ -178,7 +203,8 @@ StepStats Trainer::step() {
   const ModelConfig& cfg = model_.config();
   std::vector<TokenBatch> batches;
   batches.reserve(opts_.update_freq);
-  for (int64_t k = 0; k < opts_.update_freq; ++k) batches.push_back(gather_batch(train_, stream_.next()));
+  for (int64_t k = 0; k < opts_.update_freq; ++k)
+    batches.push_back(gather_batch(train_, stream_.next()));
   StepStats s;
   for (const auto& b : batches) {
     s.tgt_tokens += b.tgt_tokens();
@@ -215,8 +241,9 @@ StepStats Trainer::step() {
   s.nll = nll / tok;
   s.ppl = std::exp(s.nll);
   s.epoch = stream_.epoch();
-  s.epoch_progress = static_cast<double>(stream_.epoch()) +
-                     static_cast<double>(stream_.index()) / static_cast<double>(stream_.batches_per_epoch());
+  s.epoch_progress =
+      static_cast<double>(stream_.epoch()) +
+      static_cast<double>(stream_.index()) / static_cast<double>(stream_.batches_per_epoch());
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
 }
@@ -318,7 +345,8 @@ void Trainer::save(const std::string& path, const std::string& spm_model, const 
                    {"extra", extra}};
   meta["training_state"] = st.dump();
   std::vector<NamedTensor> tensors;
-  for (const auto& p : model_.params().params()) tensors.push_back({p.name, p.shape, p.value.data()});
+  for (const auto& p : model_.params().params())
+    tensors.push_back({p.name, p.shape, p.value.data()});
   const int64_t n = model_.params().size();
   tensors.push_back({kAdamM, Shape{n}, adam_.m().data()});
   tensors.push_back({kAdamV, Shape{n}, adam_.v().data()});
@@ -356,17 +384,18 @@ TrainState read_state(const FileContents& f) {
 TrainState Trainer::load(const FileContents& f) {
   TrainState s = read_state(f);
   if (s.seed != opts_.seed)
-    throw Error(f.source + ": checkpoint seed " + std::to_string(s.seed) + " differs from the trainer's " +
-                std::to_string(opts_.seed));
+    throw Error(f.source + ": checkpoint seed " + std::to_string(s.seed) +
+                " differs from the trainer's " + std::to_string(opts_.seed));
   const int64_t bt = s.extra["_batch_tokens"].get<int64_t>();
   if (bt != opts_.batch_tokens)
-    throw InputError(f.source + ": the checkpoint was trained with --batch-tokens " + std::to_string(bt) +
-                     ", not " + std::to_string(opts_.batch_tokens) + "; resume with the same value");
+    throw InputError(f.source + ": the checkpoint was trained with --batch-tokens " +
+                     std::to_string(bt) + ", not " + std::to_string(opts_.batch_tokens) +
+                     "; resume with the same value");
   const int64_t pairs = s.extra["_train_pairs"].get<int64_t>();
   if (pairs != train_.size())
     throw InputError(f.source + ": the checkpoint was trained on " + std::to_string(pairs) +
-                     " sentence pairs but the training data now has " + std::to_string(train_.size()) +
-                     "; resume with the same data");
+                     " sentence pairs but the training data now has " +
+                     std::to_string(train_.size()) + "; resume with the same data");
   load_weights(f, model_);
   const int64_t n = model_.params().size();
   f.read_f32(kAdamM, Shape{n}, adam_.m().data());
@@ -446,14 +475,16 @@ class JsonLog {
  public:
   // On resume the entries after the checkpoint's step are dropped (they
   // will be redone); the kept ones are returned.
-  JsonLog(const std::string& path, bool resume, int64_t keep_until, std::vector<json>& kept) : path_(path) {
+  JsonLog(const std::string& path, bool resume, int64_t keep_until, std::vector<json>& kept)
+      : path_(path) {
     if (resume) {
       std::ifstream in(path);
       std::string line, text;
       while (std::getline(in, line)) {
         json j = json::parse(line, nullptr, false);
         if (j.is_discarded() || !j.is_object()) continue;
-        if (j.contains("step") && j["step"].is_number() && j["step"].get<int64_t>() > keep_until) continue;
+        if (j.contains("step") && j["step"].is_number() && j["step"].get<int64_t>() > keep_until)
+          continue;
         text += line + "\n";
         kept.push_back(std::move(j));
       }
@@ -507,14 +538,17 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
   std::vector<std::string> src, tgt, vsrc, vtgt;
   int64_t bad_utf8 = 0;
   read_parallel(opts.train_src, opts.train_tgt, src, tgt, &bad_utf8);
-  if (bad_utf8) log("warning: " + std::to_string(bad_utf8) + " training lines were not valid UTF-8 (bytes replaced)");
+  if (bad_utf8)
+    log("warning: " + std::to_string(bad_utf8) +
+        " training lines were not valid UTF-8 (bytes replaced)");
   const bool has_valid = !opts.valid_src.empty();
   if (has_valid) read_parallel(opts.valid_src, opts.valid_tgt, vsrc, vtgt);
 
   // 2. A previous run: resume it, or refuse to mix with it.
   const auto ckpts = list_checkpoints(opts.out);
   if (!ckpts.empty() && !opts.resume)
-    throw InputError(checkpoint_dir(opts.out) + " holds checkpoints of an earlier run (latest " + ckpts.back() +
+    throw InputError(checkpoint_dir(opts.out) + " holds checkpoints of an earlier run (latest " +
+                     ckpts.back() +
                      "): pass --resume to continue it, or remove the directory to start over");
   std::unique_ptr<FileContents> resume_file;
   TrainState rs;
@@ -523,19 +557,22 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
   if (opts.resume && !ckpts.empty()) {
     ModelConfig ccfg;
     resume_file = std::make_unique<FileContents>(open_model(ckpts.back(), ccfg, spm));
-    if (spm.empty()) throw InputError(ckpts.back() + ": the checkpoint holds no SentencePiece vocabulary");
+    if (spm.empty())
+      throw InputError(ckpts.back() + ": the checkpoint holds no SentencePiece vocabulary");
     cfg = ccfg;
     vocab = Vocab::from_bytes(spm);
     rs = read_state(*resume_file);
     if (rs.seed != opts.seed) log("resuming with the checkpoint's seed " + std::to_string(rs.seed));
     opts.seed = rs.seed;
     if (rs.extra["_update_freq"].get<int64_t>() != opts.update_freq)
-      log("warning: --update-freq differs from the checkpoint's (" + rs.extra["_update_freq"].dump() +
+      log("warning: --update-freq differs from the checkpoint's (" +
+          rs.extra["_update_freq"].dump() +
           "); the run will not repeat an uninterrupted one exactly");
     log("resuming from " + ckpts.back() + " at step " + std::to_string(rs.step) + " (epoch " +
         std::to_string(rs.epoch) + ", batch " + std::to_string(rs.batch_index) + ")");
   } else {
-    if (opts.resume) log("--resume: no checkpoint in " + checkpoint_dir(opts.out) + "; starting from scratch");
+    if (opts.resume)
+      log("--resume: no checkpoint in " + checkpoint_dir(opts.out) + "; starting from scratch");
     if (!opts.spm.empty()) {
       vocab = Vocab::from_file(opts.spm);
       log("vocabulary: " + opts.spm + " (" + std::to_string(vocab.size()) + " pieces)");
@@ -549,7 +586,8 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
         if (side->size() <= kSamplePerSide) {
           sample.insert(sample.end(), side->begin(), side->end());
         } else {
-          for (size_t k = 0; k < kSamplePerSide; ++k) sample.push_back((*side)[rng() % side->size()]);
+          for (size_t k = 0; k < kSamplePerSide; ++k)
+            sample.push_back((*side)[rng() % side->size()]);
         }
       }
       log("training a joint SentencePiece vocabulary of " + std::to_string(size) + " pieces on " +
@@ -570,17 +608,18 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
   ParallelCorpus valid_c;
   if (has_valid) valid_c = encode_corpus(vocab, vsrc, vtgt, max_len);
   if (train_c.size() == 0)
-    throw InputError(opts.train_src + ": no usable sentence pairs (" + std::to_string(train_c.skipped_long) +
-                     " longer than " + std::to_string(max_len) + " subwords, " +
+    throw InputError(opts.train_src + ": no usable sentence pairs (" +
+                     std::to_string(train_c.skipped_long) + " longer than " +
+                     std::to_string(max_len) + " subwords, " +
                      std::to_string(train_c.skipped_empty) + " with an empty side)");
   log("training data: " + std::to_string(train_c.size()) + " of " + std::to_string(train_lines) +
       " pairs, " + std::to_string(train_c.tgt_tokens()) + " target tokens; skipped " +
-      std::to_string(train_c.skipped_long) + " longer than " + std::to_string(max_len) + " subwords and " +
-      std::to_string(train_c.skipped_empty) + " with an empty side");
+      std::to_string(train_c.skipped_long) + " longer than " + std::to_string(max_len) +
+      " subwords and " + std::to_string(train_c.skipped_empty) + " with an empty side");
   if (has_valid)
-    log("validation data: " + std::to_string(valid_c.size()) + " of " + std::to_string(vsrc.size()) +
-        " pairs; skipped " + std::to_string(valid_c.skipped_long) + " too long, " +
-        std::to_string(valid_c.skipped_empty) + " empty");
+    log("validation data: " + std::to_string(valid_c.size()) + " of " +
+        std::to_string(vsrc.size()) + " pairs; skipped " + std::to_string(valid_c.skipped_long) +
+        " too long, " + std::to_string(valid_c.skipped_empty) + " empty");
 
   // 4. Model and trainer.
   Transformer model(cfg);
@@ -609,10 +648,12 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
   curve.title = cfg.name + ": " + fs::path(opts.out).filename().string();
   for (const json& j : kept) {
     const std::string type = j.value("type", "");
-    if (type == "train") curve.train_loss.push_back({j["step"].get<double>(), j["loss"].get<double>()});
+    if (type == "train")
+      curve.train_loss.push_back({j["step"].get<double>(), j["loss"].get<double>()});
     if (type == "valid" && !j.value("averaged", false)) {
       curve.valid_loss.push_back({j["step"].get<double>(), j["loss"].get<double>()});
-      if (j.contains("bleu")) curve.valid_bleu.push_back({j["step"].get<double>(), j["bleu"].get<double>()});
+      if (j.contains("bleu"))
+        curve.valid_bleu.push_back({j["step"].get<double>(), j["bleu"].get<double>()});
     }
   }
   auto write_curve = [&] {
@@ -641,8 +682,9 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
               {"valid_skipped_empty", valid_c.skipped_empty},
               {"vocab_size", vocab.size()}});
   log("model: " + cfg.name + ", " + fmt("%.1fM", model.parameter_count() / 1e6) + " parameters; " +
-      std::to_string(bpe) + " batches of <= " + std::to_string(opts.batch_tokens) + " tokens per epoch, " +
-      std::to_string(opts.update_freq) + " per update; " + std::to_string(cpu::num_threads()) + " threads");
+      std::to_string(bpe) + " batches of <= " + std::to_string(opts.batch_tokens) +
+      " tokens per epoch, " + std::to_string(opts.update_freq) + " per update; " +
+      std::to_string(cpu::num_threads()) + " threads");
 
   // 6. The loop.
   TrainResult result;
@@ -655,7 +697,8 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
   };
   int64_t last_ckpt_step = trainer.steps();
   auto last_ckpt_time = clock::now();
-  const int64_t keep = opts.keep_checkpoints == 0 ? 0 : std::max(opts.keep_checkpoints, opts.average_last);
+  const int64_t keep =
+      opts.keep_checkpoints == 0 ? 0 : std::max(opts.keep_checkpoints, opts.average_last);
   auto save_checkpoint = [&] {
     fs::create_directories(checkpoint_dir(opts.out));
     const std::string path = checkpoint_path(opts.out, trainer.steps());
@@ -671,17 +714,25 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
     const auto t0 = clock::now();
     const ValidStats v = trainer.validate(valid_c, &vocab, &vtgt, opts.valid_sentences);
     const int64_t step = trainer.steps();
-    json j = {{"type", "valid"},   {"step", step},          {"loss", v.loss},
-              {"nll_loss", v.nll}, {"ppl", v.ppl},          {"tokens", v.tokens},
-              {"sentences", v.sentences}, {"seconds", seconds_since(t0)}};
+    json j = {{"type", "valid"},
+              {"step", step},
+              {"loss", v.loss},
+              {"nll_loss", v.nll},
+              {"ppl", v.ppl},
+              {"tokens", v.tokens},
+              {"sentences", v.sentences},
+              {"seconds", seconds_since(t0)}};
     if (v.has_bleu) {
       j["bleu"] = v.bleu;
       j["bleu_text"] = v.bleu_text;
       j["bleu_sentences"] = v.bleu_sentences;
     }
     std::string line = std::string(averaged ? "averaged model: " : "") + "validation at step " +
-                       std::to_string(step) + ": loss " + fmt("%.3f", v.loss) + ", ppl " + fmt("%.2f", v.ppl);
-    if (v.has_bleu) line += ", BLEU " + fmt("%.2f", v.bleu) + " (greedy, " + std::to_string(v.bleu_sentences) + " sentences)";
+                       std::to_string(step) + ": loss " + fmt("%.3f", v.loss) + ", ppl " +
+                       fmt("%.2f", v.ppl);
+    if (v.has_bleu)
+      line += ", BLEU " + fmt("%.2f", v.bleu) + " (greedy, " + std::to_string(v.bleu_sentences) +
+              " sentences)";
     if (averaged) {
       j["averaged"] = true;
       jlog.write(j);
@@ -715,15 +766,31 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
   double tok_ema = 0, sec_ema = 0;
   std::string reason;
   while (true) {
-    if (opts.max_steps > 0 && trainer.steps() >= opts.max_steps) { reason = "max-steps"; break; }
-    if (opts.max_epochs > 0 && trainer.epoch() >= opts.max_epochs) { reason = "max-epochs"; break; }
-    if (opts.max_minutes > 0 && seconds_since(t_start) >= opts.max_minutes * 60) { reason = "max-minutes"; break; }
-    if (early_stopped) { reason = "early-stop"; break; }
-    if (stop_requested()) { reason = "interrupted"; break; }
+    if (opts.max_steps > 0 && trainer.steps() >= opts.max_steps) {
+      reason = "max-steps";
+      break;
+    }
+    if (opts.max_epochs > 0 && trainer.epoch() >= opts.max_epochs) {
+      reason = "max-epochs";
+      break;
+    }
+    if (opts.max_minutes > 0 && seconds_since(t_start) >= opts.max_minutes * 60) {
+      reason = "max-minutes";
+      break;
+    }
+    if (early_stopped) {
+      reason = "early-stop";
+      break;
+    }
+    if (stop_requested()) {
+      reason = "interrupted";
+      break;
+    }
 
     const StepStats s = trainer.step();
     if (!std::isfinite(s.loss))
-      throw Error("training diverged at step " + std::to_string(s.step) + " (loss " + fmt("%g", s.loss) +
+      throw Error("training diverged at step " + std::to_string(s.step) + " (loss " +
+                  fmt("%g", s.loss) +
                   "); try a smaller --lr-scale, a longer --warmup or --clip-norm");
     result.losses.push_back(s.loss);
     tok_ema = tok_ema == 0 ? double(s.tgt_tokens) : 0.9 * tok_ema + 0.1 * double(s.tgt_tokens);
@@ -761,7 +828,8 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
     }
     if (has_valid && opts.valid_every > 0 && s.step % opts.valid_every == 0) run_validation(false);
     if ((opts.checkpoint_every > 0 && s.step % opts.checkpoint_every == 0) ||
-        (opts.checkpoint_minutes > 0 && seconds_since(last_ckpt_time) >= opts.checkpoint_minutes * 60))
+        (opts.checkpoint_minutes > 0 &&
+         seconds_since(last_ckpt_time) >= opts.checkpoint_minutes * 60))
       save_checkpoint();
   }
 
@@ -782,7 +850,8 @@ TrainResult train(ModelConfig cfg, const TrainOptions& opts_in, const TrainCallb
     }
     save_model(opts.out, model, spm, {{"step", std::to_string(trainer.steps())}});
     result.model_path = opts.out;
-    log("wrote " + opts.out + " after " + std::to_string(trainer.steps()) + " steps (" + reason + ")");
+    log("wrote " + opts.out + " after " + std::to_string(trainer.steps()) + " steps (" + reason +
+        ")");
   } else {
     log("interrupted at step " + std::to_string(trainer.steps()) + "; checkpoint saved in " +
         checkpoint_dir(opts.out) + "; continue with --resume");

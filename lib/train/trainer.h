@@ -25,10 +25,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/config.h"
 #include "model/transformer.h"
@@ -43,30 +42,30 @@ struct FileContents;
 struct TrainOptions {
   // Files (command line only).
   std::string train_src, train_tgt, valid_src, valid_tgt;
-  std::string out;         // the final model; OUT.best, OUT.ckpt/, OUT.log.jsonl, OUT.curve.svg beside it
-  std::string spm;         // an existing SentencePiece model instead of training one
-  int vocab_size = 0;      // 0: the config's vocab_size
-  bool resume = false;     // continue from the latest checkpoint in OUT.ckpt/
+  std::string out;  // the final model; OUT.best, OUT.ckpt/, OUT.log.jsonl, OUT.curve.svg beside it
+  std::string spm;  // an existing SentencePiece model instead of training one
+  int vocab_size = 0;   // 0: the config's vocab_size
+  bool resume = false;  // continue from the latest checkpoint in OUT.ckpt/
 
   // Also settable in the config's "training" object, under these names.
-  int64_t batch_tokens = 4096;   // max(source, target) padded tokens per batch
-  int64_t update_freq = 1;       // batches per update (gradient accumulation)
-  int64_t max_steps = 0;         // 0: no limit (likewise below)
+  int64_t batch_tokens = 4096;  // max(source, target) padded tokens per batch
+  int64_t update_freq = 1;      // batches per update (gradient accumulation)
+  int64_t max_steps = 0;        // 0: no limit (likewise below)
   int64_t max_epochs = 0;
-  double max_minutes = 0;        // wall-clock budget of this invocation
+  double max_minutes = 0;  // wall-clock budget of this invocation
   uint64_t seed = 1;
   int64_t warmup_steps = 4000;
   double lr_scale = 1.0;
-  double clip_norm = 0;          // 0: no gradient-norm clipping
-  int64_t valid_every = 1000;    // steps
-  int64_t valid_sentences = 500; // first N validation pairs decoded for BLEU (0: all)
+  double clip_norm = 0;             // 0: no gradient-norm clipping
+  int64_t valid_every = 1000;       // steps
+  int64_t valid_sentences = 500;    // first N validation pairs decoded for BLEU (0: all)
   int64_t checkpoint_every = 1000;  // steps (0: only by time and at the end)
   double checkpoint_minutes = 0;
   int64_t keep_checkpoints = 5;  // 0: keep all
   int64_t average_last = 0;      // final model = mean of the last K checkpoints (0/1: last weights)
   int64_t early_stop = 0;        // stop after N validations without improvement (0: never)
   std::string best_metric = "bleu";  // or "loss"
-  int64_t log_every = 100;       // steps between plain progress lines (not on a terminal)
+  int64_t log_every = 100;           // steps between plain progress lines (not on a terminal)
 };
 
 // Applies a "training" JSON object (from the config, or the command-line
@@ -80,16 +79,16 @@ void apply_training_json(const nlohmann::json& j, TrainOptions& opts, const std:
 void validate_options(const TrainOptions& opts);
 
 struct StepStats {
-  int64_t step = 0;       // after this update (1-based)
-  int64_t epoch = 0;      // completed epochs after it
+  int64_t step = 0;           // after this update (1-based)
+  int64_t epoch = 0;          // completed epochs after it
   double epoch_progress = 0;  // epochs as a real number
-  double loss = 0;        // label-smoothed loss per target token
-  double nll = 0;         // negative log-likelihood per target token
-  double ppl = 0;         // exp(nll)
+  double loss = 0;            // label-smoothed loss per target token
+  double nll = 0;             // negative log-likelihood per target token
+  double ppl = 0;             // exp(nll)
   double lr = 0;
-  double grad_norm = 0;   // before clipping
+  double grad_norm = 0;  // before clipping
   int64_t tgt_tokens = 0, src_tokens = 0, sentences = 0;
-  double seconds = 0;     // wall time of the update
+  double seconds = 0;  // wall time of the update
 };
 
 struct ValidStats {
@@ -97,9 +96,9 @@ struct ValidStats {
   int64_t tokens = 0, sentences = 0;
   bool has_bleu = false;
   double bleu = 0;
-  std::string bleu_text;              // sacreBLEU's line
+  std::string bleu_text;  // sacreBLEU's line
   int64_t bleu_sentences = 0;
-  std::vector<std::string> hyps;      // the decoded validation hypotheses
+  std::vector<std::string> hyps;  // the decoded validation hypotheses
 };
 
 // Position and counters saved with a checkpoint.
@@ -160,8 +159,8 @@ struct TrainProgress {
 };
 
 struct TrainCallbacks {
-  std::function<void(const std::string&)> log;          // one line, without "\n"
-  std::function<void(const TrainProgress&)> progress;   // after every update
+  std::function<void(const std::string&)> log;         // one line, without "\n"
+  std::function<void(const TrainProgress&)> progress;  // after every update
   // When non-zero (set from a signal handler), training stops after the
   // current update, saves a checkpoint and returns.
   const std::atomic<int>* stop = nullptr;
@@ -170,9 +169,10 @@ struct TrainCallbacks {
 struct TrainResult {
   int64_t steps = 0;
   bool interrupted = false;
-  std::string stop_reason;     // "max-steps", "max-epochs", "max-minutes", "early-stop", "interrupted", ...
-  std::string model_path;      // written final model ("" when interrupted)
-  std::string best_path;       // best model by the chosen metric ("" if never validated)
+  std::string
+      stop_reason;  // "max-steps", "max-epochs", "max-minutes", "early-stop", "interrupted", ...
+  std::string model_path;  // written final model ("" when interrupted)
+  std::string best_path;   // best model by the chosen metric ("" if never validated)
   double best = 0;
   std::vector<double> losses;  // loss per token of each update in this run
 };
