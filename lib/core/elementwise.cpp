@@ -16,11 +16,6 @@ void add_inplace(float* dst, const float* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
-void scale(const float* src, float* dst, int64_t n, float s) {
-#pragma omp parallel for simd if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * s;
-}
-
 void add_mask(float* scores, const std::array<int64_t, 4>& d, const float* mask,
               const std::array<int64_t, 4>& md) {
   const int64_t sb = md[0] == 1 ? 0 : md[1] * md[2] * md[3], sh = md[1] == 1 ? 0 : md[2] * md[3],

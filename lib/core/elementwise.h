@@ -11,8 +11,6 @@ namespace nmt::cpu {
 void add(const float* a, const float* b, float* dst, int64_t n);
 // dst += src
 void add_inplace(float* dst, const float* src, int64_t n);
-// dst = src * scale
-void scale(const float* src, float* dst, int64_t n, float s);
 
 // Dropout from a counter-based hash of (seed, index): the mask needs no
 // storage (the backward pass regenerates it) and does not depend on how the
