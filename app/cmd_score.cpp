@@ -1,10 +1,13 @@
-// `nmt score`. Metric mode reads a hypothesis file (or stdin) and one or
-// more references, like the sacrebleu CLI: lines are right-stripped and
-// checked for UTF-8, then BLEU or chrF is printed as sacreBLEU's text line
-// followed by its signature, or as its JSON. Model mode only gathers
-// options and calls run_model_score().
-#include "cmd_score.h"
+// `nmt score`. Metric mode takes the sacrebleu command line: references as
+// arguments (or -r), the hypothesis from -i or stdin, --metrics bleu chrf,
+// -tok, -lc, -f json|text, -w, -b, and prints sacreBLEU's one-line result or
+// its JSON. Lines are right-stripped and checked for UTF-8 as sacrebleu
+// does. The one clash: -m is the model everywhere in nmt (model mode below),
+// so sacreBLEU's `-m bleu chrf` is spelt --metrics here, and `-m bleu` says
+// so. Model mode only gathers options and calls run_model_score().
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -13,9 +16,11 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "io/text_file.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
+#include "metrics/ngrams.h"
 #include "metrics/tokenizers.h"
 #include "score_model.h"
 
@@ -25,11 +30,14 @@ namespace {
 
 struct ScoreCli {
   // metric mode
-  std::string metric = "bleu";
-  std::vector<std::string> refs;
-  std::string hyp = "-";
+  std::vector<std::string> metrics{"bleu"};
+  std::string metric;                 // --metric: one metric
+  std::vector<std::string> refs;      // positional, as sacrebleu takes them
+  std::vector<std::string> ref_opts;  // -r, nmt's earlier spelling
+  std::vector<std::string> inputs;    // -i
   std::string tokenize = "13a";
   bool lowercase = false;
+  bool chrf_lowercase = false;
   std::string smooth_method = "exp";
   double smooth_value = 0.0;
   bool sentence_level = false;
@@ -38,15 +46,17 @@ struct ScoreCli {
   int chrf_beta = 2;
   bool chrf_whitespace = false;
   std::string format = "text";
+  int width = 2;
   bool signature = true;
   bool score_only = false;
 
   // model mode
   ModelScoreArgs model;
 
-  // Options whose presence decides or restricts the mode.
   CLI::Option* model_opt = nullptr;
+  CLI::Option* metrics_opt = nullptr;
   CLI::Option* smooth_value_opt = nullptr;
+  CLI::Option* lowercase_opt = nullptr;
   std::vector<CLI::Option*> metric_only;
   std::vector<CLI::Option*> model_only;
 };
@@ -73,124 +83,229 @@ std::vector<std::string> read_text(const std::string& path) {
   return lines;
 }
 
-std::string format_score(double score) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", score);
-  return buf;
+// What the metrics compute on: the reference streams and the hypotheses.
+struct Inputs {
+  std::vector<std::string> ref_paths;
+  std::string hyp_path;
+  std::vector<std::vector<std::string>> refs;
+  std::vector<std::string> hyps;
+};
+
+Inputs read_inputs(const ScoreCli& cli) {
+  Inputs in;
+  if (!cli.refs.empty() && !cli.ref_opts.empty())
+    throw UsageError(
+        "score: give the references either with -r or as arguments, not both (the hypothesis "
+        "comes from -i HYP or stdin)");
+  in.ref_paths = cli.refs.empty() ? cli.ref_opts : cli.refs;
+  if (in.ref_paths.empty())
+    throw UsageError("score: no reference: give reference files as arguments (or a model with -m)");
+  if (cli.inputs.size() > 1)
+    throw UsageError("score: -i takes one hypothesis file; score several systems one at a time");
+  in.hyp_path = cli.inputs.empty() ? "-" : cli.inputs[0];
+  if (in.hyp_path == "-" && ::isatty(STDIN_FILENO))
+    throw UsageError("score: no hypothesis: give -i HYP or pipe it on stdin");
+  for (const std::string& r : in.ref_paths) {
+    if (r == "-") throw UsageError("score: a reference cannot be stdin (stdin is the hypothesis)");
+    if (in.hyp_path != "-" && io::file_id(r) == io::file_id(in.hyp_path))
+      std::cerr << "nmt: warning: the hypothesis " << in.hyp_path
+                << " is also given as a reference\n";
+  }
+  for (const std::string& r : in.ref_paths) in.refs.push_back(read_text(r));
+  in.hyps = read_text(in.hyp_path);
+  // Checked here as well as in the library so the message names the files.
+  for (std::size_t r = 0; r < in.refs.size(); ++r)
+    if (in.refs[r].size() != in.hyps.size())
+      throw InputError("score: " + display_name(in.hyp_path) + " has " +
+                       std::to_string(in.hyps.size()) + " lines but reference " +
+                       display_name(in.ref_paths[r]) + " has " + std::to_string(in.refs[r].size()));
+  return in;
 }
 
+metrics::BleuOptions bleu_options(const ScoreCli& cli) {
+  metrics::BleuOptions opt;
+  opt.tokenizer = metrics::parse_tokenizer(cli.tokenize);
+  opt.lowercase = cli.lowercase;
+  opt.smooth = metrics::parse_smoothing(cli.smooth_method);
+  if (cli.smooth_value_opt->count() > 0) opt.smooth_value = cli.smooth_value;
+  return opt;
+}
+
+metrics::ChrfOptions chrf_options(const ScoreCli& cli) {
+  metrics::ChrfOptions opt;
+  opt.char_order = cli.chrf_char_order;
+  opt.word_order = cli.chrf_word_order;
+  opt.beta = cli.chrf_beta;
+  opt.lowercase = cli.chrf_lowercase;
+  opt.whitespace = cli.chrf_whitespace;
+  return opt;
+}
+
+// One result as sacrebleu prints it: the score alone (-b), the JSON object,
+// the one-line text with the signature inside, or without it.
 template <typename Score>
-void print_score(const Score& s, const ScoreCli& cli, bool one_line_json) {
-  if (cli.format == "json")
-    std::cout << (one_line_json ? s.to_json().dump() : s.to_json().dump(1)) << "\n";
-  else if (cli.score_only)
-    std::cout << format_score(s.score) << "\n";
-  else
-    std::cout << s.text() << "\n";
+std::string render(const Score& s, const ScoreCli& cli, bool one_line_json) {
+  if (cli.score_only) return metrics::format_fixed(s.score, cli.width);
+  if (cli.format == "json") return s.to_json(cli.width).dump(one_line_json ? -1 : 1);
+  return cli.signature ? s.line(cli.width) : s.text(cli.width);
+}
+
+void print_sentence_scores(const ScoreCli& cli, const Inputs& in) {
+  std::vector<std::string> seg_refs(in.refs.size());
+  for (std::size_t i = 0; i < in.hyps.size(); ++i) {
+    for (std::size_t r = 0; r < in.refs.size(); ++r) seg_refs[r] = in.refs[r][i];
+    if (cli.metrics[0] == "bleu")
+      std::cout << render(metrics::sentence_bleu(in.hyps[i], seg_refs, bleu_options(cli)), cli,
+                          true)
+                << "\n";
+    else
+      std::cout << render(metrics::sentence_chrf(in.hyps[i], seg_refs, chrf_options(cli)), cli,
+                          true)
+                << "\n";
+  }
+}
+
+void check_metric_options(const ScoreCli& cli) {
+  std::vector<std::string> seen;
+  for (const std::string& m : cli.metrics) {
+    if (m == "ter")
+      throw UsageError("score: TER is not implemented in nmt; use --metrics bleu chrf");
+    if (std::find(seen.begin(), seen.end(), m) != seen.end())
+      throw UsageError("score: --metrics names " + m + " twice");
+    seen.push_back(m);
+  }
+  if (cli.sentence_level && cli.metrics.size() > 1)
+    throw UsageError("score: only one metric can be used with --sentence-level");
+  const bool has_bleu = std::find(seen.begin(), seen.end(), "bleu") != seen.end();
+  if (cli.lowercase_opt->count() > 0 && !has_bleu)
+    throw UsageError(
+        "score: -lc/--lowercase applies to BLEU, as in sacreBLEU; for chrF use --chrf-lowercase");
 }
 
 void run_metric_score(const ScoreCli& cli) {
-  if (cli.refs.empty())
-    throw InputError("score: give at least one reference with -r (or a model with -m)");
-  int from_stdin = cli.hyp == "-";
-  for (const std::string& r : cli.refs) from_stdin += r == "-";
-  if (from_stdin > 1)
-    throw InputError("score: only one of the hypothesis and references can be stdin");
-
-  std::vector<std::vector<std::string>> refs;
-  for (const std::string& r : cli.refs) refs.push_back(read_text(r));
-  const std::vector<std::string> hyps = read_text(cli.hyp);
-  // Checked here as well as in the library so the message names the files.
-  for (std::size_t r = 0; r < refs.size(); ++r) {
-    if (refs[r].size() != hyps.size())
-      throw InputError("score: " + display_name(cli.hyp) + " has " + std::to_string(hyps.size()) +
-                       " lines but reference " + display_name(cli.refs[r]) + " has " +
-                       std::to_string(refs[r].size()));
-  }
-
-  std::string signature;
-  if (cli.metric == "bleu") {
-    metrics::BleuOptions opt;
-    opt.tokenizer = metrics::parse_tokenizer(cli.tokenize);
-    opt.lowercase = cli.lowercase;
-    opt.smooth = metrics::parse_smoothing(cli.smooth_method);
-    if (cli.smooth_value_opt->count() > 0) opt.smooth_value = cli.smooth_value;
-    if (cli.sentence_level) {
-      std::vector<std::string> seg_refs(refs.size());
-      for (std::size_t i = 0; i < hyps.size(); ++i) {
-        for (std::size_t r = 0; r < refs.size(); ++r) seg_refs[r] = refs[r][i];
-        const auto s = metrics::sentence_bleu(hyps[i], seg_refs, opt);
-        print_score(s, cli, true);
-        signature = s.signature();
-      }
-    } else {
-      const auto s = metrics::corpus_bleu(hyps, refs, opt);
-      print_score(s, cli, false);
-      signature = s.signature();
-    }
+  check_metric_options(cli);
+  const Inputs in = read_inputs(cli);
+  if (cli.sentence_level) {
+    print_sentence_scores(cli, in);
   } else {
-    metrics::ChrfOptions opt;
-    opt.char_order = cli.chrf_char_order;
-    opt.word_order = cli.chrf_word_order;
-    opt.beta = cli.chrf_beta;
-    opt.lowercase = cli.lowercase;
-    opt.whitespace = cli.chrf_whitespace;
-    if (cli.sentence_level) {
-      std::vector<std::string> seg_refs(refs.size());
-      for (std::size_t i = 0; i < hyps.size(); ++i) {
-        for (std::size_t r = 0; r < refs.size(); ++r) seg_refs[r] = refs[r][i];
-        const auto s = metrics::sentence_chrf(hyps[i], seg_refs, opt);
-        print_score(s, cli, true);
-        signature = s.signature();
-      }
-    } else {
-      const auto s = metrics::corpus_chrf(hyps, refs, opt);
-      print_score(s, cli, false);
-      signature = s.signature();
+    // sacrebleu's order (sorted by name) and its list form for JSON.
+    std::vector<std::string> results;
+    std::vector<std::string> names = cli.metrics;
+    std::sort(names.begin(), names.end());
+    for (const std::string& m : names) {
+      if (m == "bleu")
+        results.push_back(
+            render(metrics::corpus_bleu(in.hyps, in.refs, bleu_options(cli)), cli, false));
+      else
+        results.push_back(
+            render(metrics::corpus_chrf(in.hyps, in.refs, chrf_options(cli)), cli, false));
     }
+    const bool json_list = cli.format == "json" && !cli.score_only && results.size() > 1;
+    if (json_list) std::cout << "[\n";
+    for (std::size_t i = 0; i < results.size(); ++i)
+      std::cout << results[i] << (json_list && i + 1 < results.size() ? ",\n" : "\n");
+    if (json_list) std::cout << "]\n";
   }
-  // JSON carries the signature inside; --score-only wants the number alone.
-  if (cli.format == "text" && cli.signature && !cli.score_only && !signature.empty())
-    std::cout << signature << "\n";
   std::cout.flush();
   if (!std::cout) throw Error("score: cannot write to stdout");
 }
 
-std::string option_names(const std::vector<CLI::Option*>& given) {
+std::string option_names(const std::vector<CLI::Option*>& opts) {
   std::string names;
-  for (const CLI::Option* o : given) {
-    if (!names.empty()) names += ", ";
-    names += o->get_name();
-  }
+  for (const CLI::Option* o : opts)
+    if (o->count() > 0) names += (names.empty() ? "" : ", ") + o->get_name();
   return names;
 }
 
-std::vector<CLI::Option*> given(const std::vector<CLI::Option*>& opts) {
-  std::vector<CLI::Option*> out;
-  for (CLI::Option* o : opts)
-    if (o->count() > 0) out.push_back(o);
-  return out;
-}
-
-void run(const ScoreCli& cli) {
+void run(ScoreCli& cli) {
+  if (!cli.metric.empty()) cli.metrics = {cli.metric};
   if (cli.model_opt->count() > 0) {
-    if (auto extra = given(cli.metric_only); !extra.empty())
-      throw InputError("score: -m (model scoring) cannot be combined with " + option_names(extra));
-    if (cli.model.src.empty() || cli.model.tgt.empty())
-      throw InputError("score: -m needs both --src and --tgt");
+    const std::string& m = cli.model.model;
+    if ((m == "bleu" || m == "chrf" || m == "ter") && !io::file_id(m).exists)
+      throw UsageError("score: -m names a model in nmt; for sacreBLEU's -m " + m +
+                       " write --metrics " + m);
+    if (const std::string extra = option_names(cli.metric_only); !extra.empty())
+      throw UsageError("score: -m (model scoring) cannot be combined with " + extra);
     if (cli.model.batch_tokens <= 0)
-      throw InputError("score: --batch-tokens must be positive, got " +
+      throw UsageError("score: --batch-tokens must be positive, got " +
                        std::to_string(cli.model.batch_tokens));
-    if (cli.model.threads < 0)
-      throw InputError("score: --threads must be 0 (default) or positive, got " +
-                       std::to_string(cli.model.threads));
     const int rc = run_model_score(cli.model);
     if (rc != 0) exit_code() = rc;
     return;
   }
-  if (auto extra = given(cli.model_only); !extra.empty())
-    throw InputError("score: " + option_names(extra) + " apply only to model scoring (-m MODEL)");
+  if (const std::string extra = option_names(cli.model_only); !extra.empty())
+    throw UsageError("score: " + extra + " apply only to model scoring (-m MODEL)");
   run_metric_score(cli);
+}
+
+void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
+  auto add = [&](CLI::Option* o) { cli.metric_only.push_back(o); };
+  add(cmd->add_option("refs", cli.refs, "Reference files (.gz ok), as sacrebleu takes them"));
+  // One value per -r so that a trailing file is not taken for a reference.
+  add(cmd->add_option("-r,--ref", cli.ref_opts, "Reference file; repeat -r for several")
+          ->allow_extra_args(false));
+  add(cmd->add_option("-i,--input", cli.inputs, "Hypothesis file; default stdin"));
+  cli.metrics_opt =
+      cmd->add_option("--metrics", cli.metrics,
+                      "Metrics: bleu, chrf or both (sacrebleu's -m; -m is the model in nmt)")
+          ->check(CLI::IsMember({"bleu", "chrf", "ter"}))
+          ->expected(1, 3);
+  add(cli.metrics_opt);
+  add(cmd->add_option("--metric", cli.metric, "One metric, bleu or chrf")
+          ->check(CLI::IsMember({"bleu", "chrf", "ter"}))
+          ->excludes(cli.metrics_opt));
+  add(cmd->add_option("--tokenize", cli.tokenize, "BLEU tokeniser: 13a, intl, none or char (-tok)")
+          ->check(CLI::IsMember({"13a", "intl", "none", "char"})));
+  cli.lowercase_opt = cmd->add_flag("--lowercase", cli.lowercase, "Case-insensitive BLEU (-lc)");
+  add(cli.lowercase_opt);
+  add(cmd->add_option("-s,--smooth-method", cli.smooth_method,
+                      "BLEU smoothing: exp, floor, add-k or none")
+          ->check(CLI::IsMember({"exp", "floor", "add-k", "none"})));
+  cli.smooth_value_opt =
+      cmd->add_option("--smooth-value", cli.smooth_value,
+                      "Value for floor (0.1 if not given) or add-k (1) smoothing (-sv)")
+          ->check(finite_range(0, 1e6));
+  add(cli.smooth_value_opt);
+  add(cmd->add_flag("--sentence-level", cli.sentence_level,
+                    "One score per line (BLEU with effective order, as sentence_bleu) (-sl)"));
+  add(cmd->add_option("--chrf-char-order", cli.chrf_char_order, "chrF character n-gram order (-cc)")
+          ->check(CLI::Range(1, 100)));
+  add(cmd->add_option("--chrf-word-order", cli.chrf_word_order,
+                      "chrF word n-gram order, 2 = chrF++ (-cw)")
+          ->check(CLI::Range(0, 100)));
+  add(cmd->add_option("--chrf-beta", cli.chrf_beta, "chrF beta")->check(CLI::Range(1, 100)));
+  add(cmd->add_flag("--chrf-whitespace", cli.chrf_whitespace,
+                    "Keep whitespace in chrF character n-grams"));
+  add(cmd->add_flag("--chrf-lowercase", cli.chrf_lowercase, "Case-insensitive chrF"));
+  add(cmd->add_option("-f,--format", cli.format,
+                      "text: sacrebleu's one-line result; json: its JSON (sacrebleu's default)")
+          ->check(CLI::IsMember({"text", "json"})));
+  add(cmd->add_option("-w,--width", cli.width, "Decimals of the score (sacrebleu's default is 1)")
+          ->check(CLI::Range(0, 10)));
+  add(cmd->add_flag("--signature,!--no-signature", cli.signature,
+                    "Put the sacreBLEU signature in the text line"));
+  add(cmd->add_flag("-b,--score-only", cli.score_only, "Print only the score"));
+  add(cmd->add_flag("-q,--quiet,--no-color", "Accepted for sacrebleu compatibility; no effect"));
+}
+
+void add_model_options(CLI::App* cmd, ScoreCli& cli) {
+  auto add = [&](CLI::Option* o) { cli.model_only.push_back(o); };
+  cli.model_opt = cmd->add_option("-m,--model", cli.model.model, "Model to score --src/--tgt with");
+  add(cmd->add_option("--src", cli.model.src, "Source sentences (model mode)"));
+  add(cmd->add_option("--tgt", cli.model.tgt, "Target sentences to score (model mode)"));
+  add(cmd->add_flag("--word-scores", cli.model.word_scores,
+                    "Also print per-token log-probabilities"));
+  add(cmd->add_flag("--summary", cli.model.summary, "Print corpus totals only"));
+  add(cmd->add_option("--output-format", cli.model.format,
+                      "Model scores as text (TSV with a header) or jsonl")
+          ->check(CLI::IsMember({"text", "jsonl"})));
+  add(cmd->add_flag("--no-header", cli.model.no_header, "Leave out the TSV header line"));
+  add(cmd->add_option("--alpha", cli.model.alpha,
+                      "Length-penalty exponent of the normalised score, as translate --scores")
+          ->check(finite_range(0, 10)));
+  add(cmd->add_option("--batch-tokens", cli.model.batch_tokens, "Target tokens per batch")
+          ->check(CLI::Range(1, 1 << 24)));
+  add(add_threads_option(cmd, cli.model.threads));
 }
 
 }  // namespace
@@ -199,84 +314,16 @@ void register_score(CLI::App& app) {
   auto cli = std::make_shared<ScoreCli>();
   CLI::App* cmd = app.add_subcommand(
       "score",
-      "Score translations: BLEU/chrF against references (sacreBLEU 2.6.0 compatible),\n"
-      "or model log-probabilities of a parallel corpus with -m");
+      "Score translations: BLEU/chrF against references with sacrebleu's command line\n"
+      "(sacreBLEU 2.6.0 numbers), or model log-probabilities of a parallel corpus with -m");
   cmd->footer(
+      "-m is the model, as everywhere in nmt; sacrebleu's -m (metrics) is --metrics.\n"
       "Examples:\n"
-      "  nmt score -r ref.de hyp.de\n"
-      "  nmt score --metric chrf --chrf-word-order 2 -r ref.de < hyp.de\n"
-      "  nmt score -m model/ --src test.en --tgt test.de --summary");
-
-  // Metric mode.
-  cli->metric_only.push_back(
-      cmd->add_option("--metric", cli->metric,
-                      "Metric: bleu or chrf (chrF++ with --chrf-word-order 2)")
-          ->check(CLI::IsMember({"bleu", "chrf"}))
-          ->capture_default_str());
-  // One value per -r so that a trailing HYP is not taken for a reference.
-  cli->metric_only.push_back(
-      cmd->add_option("-r,--ref", cli->refs, "Reference file (.gz ok); repeat -r for several")
-          ->allow_extra_args(false));
-  cli->metric_only.push_back(
-      cmd->add_option("hyp", cli->hyp, "Hypothesis file; stdin if omitted or '-'"));
-  cli->metric_only.push_back(
-      cmd->add_option("--tokenize,--tok", cli->tokenize, "BLEU tokeniser: 13a, intl, none or char")
-          ->check(CLI::IsMember({"13a", "intl", "none", "char"}))
-          ->capture_default_str());
-  cli->metric_only.push_back(
-      cmd->add_flag("--lowercase,--lc", cli->lowercase, "Case-insensitive scoring"));
-  cli->metric_only.push_back(cmd->add_option("--smooth-method", cli->smooth_method,
-                                             "BLEU smoothing: exp, floor, add-k or none")
-                                 ->check(CLI::IsMember({"exp", "floor", "add-k", "none"}))
-                                 ->capture_default_str());
-  cli->smooth_value_opt =
-      cmd->add_option("--smooth-value", cli->smooth_value,
-                      "Value for floor (default 0.1) or add-k (default 1) smoothing");
-  cli->metric_only.push_back(cli->smooth_value_opt);
-  cli->metric_only.push_back(cmd->add_flag(
-      "--sentence-level", cli->sentence_level,
-      "One score per line (BLEU with effective order, as sacreBLEU's sentence_bleu)"));
-  cli->metric_only.push_back(
-      cmd->add_option("--chrf-char-order", cli->chrf_char_order, "chrF character n-gram order")
-          ->check(CLI::Range(1, 100))
-          ->capture_default_str());
-  cli->metric_only.push_back(cmd->add_option("--chrf-word-order", cli->chrf_word_order,
-                                             "chrF word n-gram order (2 = chrF++)")
-                                 ->check(CLI::Range(0, 100))
-                                 ->capture_default_str());
-  cli->metric_only.push_back(cmd->add_option("--chrf-beta", cli->chrf_beta, "chrF beta")
-                                 ->check(CLI::Range(1, 100))
-                                 ->capture_default_str());
-  cli->metric_only.push_back(cmd->add_flag("--chrf-whitespace", cli->chrf_whitespace,
-                                           "Keep whitespace in chrF character n-grams"));
-  cli->metric_only.push_back(
-      cmd->add_option("--format", cli->format, "Output: text (score line, then signature) or json")
-          ->check(CLI::IsMember({"text", "json"}))
-          ->capture_default_str());
-  cli->metric_only.push_back(
-      cmd->add_flag("--signature,!--no-signature", cli->signature,
-                    "Print the sacreBLEU signature after the score (default)"));
-  cli->metric_only.push_back(
-      cmd->add_flag("-b,--score-only", cli->score_only, "Print only the score"));
-
-  // Model mode.
-  cli->model_opt =
-      cmd->add_option("-m,--model", cli->model.model, "Model to score --src/--tgt with");
-  cli->model_only.push_back(
-      cmd->add_option("--src", cli->model.src, "Source sentences (model mode)"));
-  cli->model_only.push_back(
-      cmd->add_option("--tgt", cli->model.tgt, "Target sentences to score (model mode)"));
-  cli->model_only.push_back(cmd->add_flag("--word-scores", cli->model.word_scores,
-                                          "Also print per-token log-probabilities"));
-  cli->model_only.push_back(
-      cmd->add_flag("--summary", cli->model.summary, "Print corpus totals only"));
-  cli->model_only.push_back(
-      cmd->add_option("--batch-tokens", cli->model.batch_tokens, "Target tokens per batch")
-          ->capture_default_str());
-  cli->model_only.push_back(
-      cmd->add_option("--threads", cli->model.threads, "CPU threads (0 = default)")
-          ->capture_default_str());
-
+      "  nmt score ref.de -i hyp.de\n"
+      "  nmt score ref.de ref2.de --metrics bleu chrf -tok intl -lc -f json < hyp.de\n"
+      "  nmt score -m model.nmt --src test.en --tgt test.de --summary");
+  add_metric_options(cmd, *cli);
+  add_model_options(cmd, *cli);
   cmd->callback([cli] { run(*cli); });
 }
 

@@ -20,7 +20,7 @@
 #include "core/cpu_kernels.h"
 #include "core/error.h"
 #include "model/config.h"
-#include "train/trainer.h"
+#include "train/train_run.h"
 
 namespace nmt::app {
 
@@ -71,8 +71,7 @@ void register_train(CLI::App& app) {
   auto cli = std::make_shared<Cli>();
   auto* cmd = app.add_subcommand("train", "Train a model on parallel text (plain or gzip)");
   TrainOptions& o = cli->opts;
-  cmd->add_option("-c,--config", cli->config, "Model config file or name in models/")
-      ->capture_default_str();
+  cmd->add_option("-c,--config", cli->config, "Model config file or name in models/");
   cmd->add_option("--train-src", o.train_src, "Training source text, one sentence per line")
       ->required();
   cmd->add_option("--train-tgt", o.train_tgt, "Training target text, line-aligned with --train-src")
@@ -82,42 +81,48 @@ void register_train(CLI::App& app) {
   cmd->add_option("-o,--out", o.out, "The model file to write (checkpoints in OUT.ckpt/)")
       ->required();
   cmd->add_option("--spm", o.spm, "Use this SentencePiece model instead of training one");
-  cmd->add_option("--vocab-size", o.vocab_size, "Joint vocabulary size (default: the config's)");
+  cmd->add_option("--vocab-size", o.vocab_size, "Joint vocabulary size (0: the config's)");
   cmd->add_flag("--resume", o.resume, "Continue from the latest checkpoint in OUT.ckpt/");
-  cmd->add_option("--threads", cli->threads, "CPU threads (0: all)")->capture_default_str();
+  add_threads_option(cmd, cli->threads);
 
   // Options that the config's "training" object may also set, under the
   // same name with underscores; given here they win.
   auto given = [cli](const char* key) { return [cli, key](auto v) { cli->given[key] = v; }; };
+  const nlohmann::json defaults = options_to_json(TrainOptions{});
+  auto shown = [&](CLI::Option* opt, const char* key) {
+    const nlohmann::json& d = defaults.at(key);
+    opt->default_str(d.is_string() ? d.get<std::string>() : d.dump());
+  };
   auto int_opt = [&](const char* flag, const char* key, const char* help) {
-    cmd->add_option_function<int64_t>(flag, given(key), help);
+    shown(cmd->add_option_function<int64_t>(flag, given(key), help), key);
   };
   auto num_opt = [&](const char* flag, const char* key, const char* help) {
-    cmd->add_option_function<double>(flag, given(key), help);
+    shown(cmd->add_option_function<double>(flag, given(key), help)->check(finite_range(0, 1e12)),
+          key);
   };
-  int_opt("--batch-tokens", "batch_tokens",
-          "Padded tokens per batch, max of source and target (default 4096)");
-  int_opt("--update-freq", "update_freq", "Batches per update, gradients summed (default 1)");
-  int_opt("--max-steps", "max_steps", "Stop after this many updates");
-  int_opt("--max-epochs", "max_epochs", "Stop after this many epochs");
-  num_opt("--max-minutes", "max_minutes", "Stop after this many minutes of this run");
-  int_opt("--seed", "seed", "Random seed: initialisation, batch order, dropout (default 1)");
-  int_opt("--warmup", "warmup_steps", "Warmup steps of the learning-rate schedule (default 4000)");
-  num_opt("--lr-scale", "lr_scale", "Multiplies the paper's learning rate (default 1)");
-  num_opt("--clip-norm", "clip_norm", "Clip the gradient norm to this (default 0: off)");
-  int_opt("--valid-every", "valid_every", "Validate every N updates (default 1000)");
-  int_opt("--valid-sentences", "valid_sentences",
-          "Validation sentences decoded for BLEU (default 500, 0: all)");
-  int_opt("--checkpoint-every", "checkpoint_every", "Checkpoint every N updates (default 1000)");
-  num_opt("--checkpoint-minutes", "checkpoint_minutes", "Also checkpoint every M minutes");
-  int_opt("--keep-checkpoints", "keep_checkpoints",
-          "Keep the last K checkpoints (default 5, 0: all)");
-  int_opt("--average-last", "average_last", "Final model = average of the last K checkpoints");
-  int_opt("--early-stop", "early_stop", "Stop after N validations without improvement");
-  cmd->add_option_function<std::string>("--best-metric", given("best_metric"),
-                                        "Metric that picks OUT.best: bleu or loss (default bleu)");
-  int_opt("--log-every", "log_every",
-          "Steps between progress lines when stderr is not a terminal (default 100)");
+  int_opt("--batch-tokens", "batch_tokens", "Padded tokens per batch, max of source and target");
+  int_opt("--update-freq", "update_freq", "Batches per update, gradients summed");
+  int_opt("--max-steps", "max_steps", "Stop after this many updates (0: no limit)");
+  int_opt("--max-epochs", "max_epochs", "Stop after this many epochs (0: no limit)");
+  num_opt("--max-minutes", "max_minutes", "Stop after this many minutes of this run (0: no limit)");
+  int_opt("--seed", "seed", "Random seed: initialisation, batch order, dropout");
+  int_opt("--warmup", "warmup_steps", "Warmup steps of the learning-rate schedule");
+  num_opt("--lr-scale", "lr_scale", "Multiplies the paper's learning rate");
+  num_opt("--clip-norm", "clip_norm", "Clip the gradient norm to this (0: off)");
+  int_opt("--valid-every", "valid_every", "Validate every N updates");
+  int_opt("--valid-sentences", "valid_sentences", "Validation sentences decoded for BLEU (0: all)");
+  int_opt("--checkpoint-every", "checkpoint_every", "Checkpoint every N updates");
+  num_opt("--checkpoint-minutes", "checkpoint_minutes", "Also checkpoint every M minutes (0: off)");
+  int_opt("--keep-checkpoints", "keep_checkpoints", "Keep the last K checkpoints (0: all)");
+  int_opt("--average-last", "average_last",
+          "Final model: the average of the last K checkpoints, if it validates better than the "
+          "last weights");
+  int_opt("--early-stop", "early_stop", "Stop after N validations without improvement (0: never)");
+  shown(cmd->add_option_function<std::string>("--best-metric", given("best_metric"),
+                                              "Metric that picks OUT.best: bleu or loss")
+            ->check(CLI::IsMember({"bleu", "loss"})),
+        "best_metric");
+  int_opt("--log-every", "log_every", "Steps between progress lines when stderr is not a terminal");
 
   cmd->callback([cli] {
     cpu::set_num_threads(cli->threads);

@@ -2,27 +2,40 @@
 // per input line and in input order, whatever the batching. Lines are read
 // in windows; a window is cut short as soon as more input would block, so
 // an interactive `cat | nmt translate` answers each line promptly.
+//
+// Output files never destroy input: every output is planned and checked
+// before the model is even loaded (an output that is an input, by device and
+// inode, or two inputs that would write one output, are refused), and each
+// is written to a temporary file beside it and renamed when complete.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
 #include "core/cpu_kernels.h"
 #include "core/error.h"
 #include "decode/translator.h"
+#include "io/atomic_file.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
 
 namespace nmt::app {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct Opts {
   std::string model;
   std::vector<std::string> inputs;
-  std::string output, output_dir, format = "text";
+  std::string output, output_dir, suffix, format = "text";
   SearchOptions search;
   bool scores = false;
   int64_t batch_tokens = 4096;
@@ -33,42 +46,45 @@ struct Opts {
 // Thrown when stdout is closed under us (`| head`): the run ends quietly.
 struct OutputClosed {};
 
+// Standard output, or a file written atomically.
 class Output {
  public:
   explicit Output(const std::string& path) {
-    if (path.empty() || path == "-") {
-      f_ = stdout;
-    } else {
-      f_ = std::fopen(path.c_str(), "w");
-      if (!f_) throw InputError("cannot write " + path + ": " + std::strerror(errno));
-      owned_ = true;
-    }
-    path_ = path.empty() ? "stdout" : path;
-  }
-  ~Output() {
-    if (owned_) std::fclose(f_);
+    if (path.empty() || path == "-") return;
+    file_.emplace(path);
   }
   void write(const std::string& s) {
-    if (std::fwrite(s.data(), 1, s.size(), f_) != s.size()) fail();
+    if (file_) {
+      file_->write(s);
+    } else if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size()) {
+      fail();
+    }
   }
   void flush() {
-    if (std::fflush(f_) != 0) fail();
+    if (file_)
+      file_->flush();
+    else if (std::fflush(stdout) != 0)
+      fail();
+  }
+  void commit() {
+    if (file_) file_->commit();
   }
 
  private:
   void fail() {
     if (errno == EPIPE) throw OutputClosed{};
-    throw Error("cannot write " + path_ + ": " + std::strerror(errno));
+    throw Error("cannot write stdout: " + std::string(std::strerror(errno)));
   }
-  FILE* f_ = nullptr;
-  bool owned_ = false;
-  std::string path_;
+  std::optional<io::AtomicFile> file_;
 };
 
 std::string format_result(const TranslationResult& r, const Opts& o, int64_t line_no) {
-  std::string out;
   if (o.format == "jsonl") {
-    nlohmann::json j = {{"line", line_no}, {"translation", r.text}, {"score", r.score}};
+    nlohmann::json j = {{"line", line_no},
+                        {"translation", r.text},
+                        {"score", r.score},
+                        {"logprob", r.logprob},
+                        {"tokens", r.tokens}};
     if (o.search.n_best > 1) {
       nlohmann::json nb = nlohmann::json::array();
       for (const auto& [text, score] : r.n_best)
@@ -78,14 +94,15 @@ std::string format_result(const TranslationResult& r, const Opts& o, int64_t lin
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   if (o.search.n_best > 1) {
-    // Moses-style n-best: index ||| translation ||| score, best first.
+    // Moses-style n-best: line ||| translation ||| score, best first; lines
+    // count from 1 here as in every other format.
+    std::string out;
     for (const auto& [text, score] : r.n_best)
-      out += std::to_string(line_no - 1) + " ||| " + text + " ||| " + std::to_string(score) + "\n";
-    if (r.n_best.empty()) out += std::to_string(line_no - 1) + " ||| ||| 0\n";
+      out += std::to_string(line_no) + " ||| " + text + " ||| " + std::to_string(score) + "\n";
+    if (r.n_best.empty()) out += std::to_string(line_no) + " ||| ||| 0\n";
     return out;
   }
-  if (o.scores) out = std::to_string(r.score) + "\t";
-  return out + r.text + "\n";
+  return (o.scores ? std::to_string(r.score) + "\t" : "") + r.text + "\n";
 }
 
 void translate_stream(io::LineReader& in, Output& out, Translator& tr, const Opts& o) {
@@ -107,10 +124,89 @@ void translate_stream(io::LineReader& in, Output& out, Translator& tr, const Opt
   if (!window.empty()) flush();
 }
 
-std::string basename_of(const std::string& path) {
-  std::string b = path.substr(path.find_last_of('/') + 1);
+// test.en.gz -> test.en.hyp, or with --suffix de -> test.de: ".gz" and the
+// language extension give way to the suffix.
+std::string output_name(const std::string& input, const std::string& suffix) {
+  std::string b = fs::path(input).filename().string();
   if (b.size() > 3 && b.compare(b.size() - 3, 3, ".gz") == 0) b.resize(b.size() - 3);
-  return b;
+  if (suffix.empty()) return b + ".hyp";
+  const auto dot = b.find_last_of('.');
+  if (dot != std::string::npos && dot > 0) b.resize(dot);
+  return b + (suffix[0] == '.' ? "" : ".") + suffix;
+}
+
+// One output path per input ("" for stdout), checked against every input
+// and the model before anything is written.
+std::vector<std::string> plan_outputs(const Opts& o) {
+  std::vector<std::string> outs;
+  if (!o.output_dir.empty()) {
+    for (const auto& in : o.inputs)
+      outs.push_back(
+          (fs::path(o.output_dir) / output_name(in == "-" ? "stdin" : in, o.suffix)).string());
+  } else {
+    outs.assign(o.inputs.size(), "");
+    if (!o.output.empty() && o.output != "-") outs.assign(1, o.output);
+  }
+  std::map<std::string, std::string> claimed;  // normalised output -> its input
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].empty()) continue;
+    const std::string key = fs::weakly_canonical(fs::absolute(outs[i])).string();
+    const std::string& input = o.inputs[std::min(i, o.inputs.size() - 1)];
+    if (auto it = claimed.find(key); it != claimed.end())
+      throw UsageError("inputs " + it->second + " and " + input + " would both be written to " +
+                       outs[i] + "; give them different names or use --suffix");
+    claimed[key] = input;
+    const io::FileId out_id = io::file_id(outs[i]);
+    for (const auto& in : o.inputs)
+      if (out_id == io::file_id(in))
+        throw UsageError("the output " + outs[i] + " is the input " +
+                         (in == "-" ? std::string("on stdin") : in) +
+                         "; refusing to overwrite it (write elsewhere, then rename)");
+    if (out_id == io::file_id(o.model))
+      throw UsageError("the output " + outs[i] + " is the model file; refusing to overwrite it");
+  }
+  return outs;
+}
+
+void run(Opts& o) {
+  validate(o.search);
+  if (o.search.n_best > o.search.beam)
+    throw UsageError("--n-best " + std::to_string(o.search.n_best) + " exceeds --beam " +
+                     std::to_string(o.search.beam));
+  if (!o.output.empty() && o.inputs.size() > 1)
+    throw UsageError("-o takes one input; use --output-dir for several");
+  if (!o.suffix.empty() && o.output_dir.empty())
+    throw UsageError("--suffix names the files of --output-dir; give --output-dir too");
+  if (o.inputs.empty()) o.inputs.push_back("-");
+  const std::vector<std::string> outs = plan_outputs(o);
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.output_dir, ec);
+    if (ec) throw InputError("cannot create --output-dir " + o.output_dir + ": " + ec.message());
+  }
+  cpu::set_num_threads(o.threads);
+  LoadedModel model = load_model(o.model);
+  Translator tr(model, o.search, o.batch_tokens,
+                [](const std::string& w) { std::cerr << "nmt: warning: " << w << "\n"; });
+  try {
+    if (!o.output_dir.empty()) {
+      for (size_t i = 0; i < o.inputs.size(); ++i) {
+        io::LineReader in(o.inputs[i]);
+        Output out(outs[i]);
+        translate_stream(in, out, tr, o);
+        out.commit();
+      }
+    } else {
+      Output out(outs[0]);
+      for (const auto& in_path : o.inputs) {
+        io::LineReader in(in_path);
+        translate_stream(in, out, tr, o);
+      }
+      out.commit();
+    }
+  } catch (const OutputClosed&) {
+    // The reader went away; nothing left to say.
+  }
 }
 
 }  // namespace
@@ -121,69 +217,39 @@ void register_translate(CLI::App& app) {
       "translate", "Translate text with a trained model (stdin to stdout by default)");
   cmd->add_option("-m,--model", o->model, "Model file written by nmt train")->required();
   cmd->add_option("-i,--input", o->inputs, "Input files (plain or .gz); default stdin");
-  auto* out_opt = cmd->add_option("-o,--output", o->output, "Output file; default stdout");
+  auto* out_opt = cmd->add_option("-o,--output", o->output,
+                                  "Output file, written when complete; default stdout");
   cmd->add_option("--output-dir", o->output_dir,
-                  "Write one output per input file into this directory")
+                  "Write one output per input into this directory (created if missing)")
       ->excludes(out_opt);
-  cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+  cmd->add_option("--suffix", o->suffix,
+                  "With --output-dir, replace each input's language extension (and .gz) by "
+                  "this (test.en.gz -> test.de); by default .hyp is appended (test.en.hyp)");
+  cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")->check(CLI::Range(1, 1024));
   cmd->add_option("--alpha", o->search.alpha, "GNMT length penalty exponent")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(finite_range(0.0, 10.0));
   cmd->add_flag("--length-norm", o->search.length_norm,
                 "Divide scores by length instead of the GNMT penalty");
   cmd->add_option("--n-best", o->search.n_best, "Print this many hypotheses per input (<= beam)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+      ->check(CLI::Range(1, 1024));
   cmd->add_flag("--scores", o->scores,
-                "Print the normalised log-probability before each translation");
-  cmd->add_option("--format", o->format, "Output format")
-      ->capture_default_str()
+                "Print each translation's search score first: its log-probability divided by "
+                "the GNMT length penalty ((5 + tokens) / 6)^alpha, or by tokens with "
+                "--length-norm (the 'score' column of nmt score -m)");
+  cmd->add_option("--format", o->format,
+                  "text, or jsonl (line, translation, score, logprob, tokens)")
       ->check(CLI::IsMember({"text", "jsonl"}));
   cmd->add_option("--batch-tokens", o->batch_tokens, "Source tokens per batch")
-      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--window", o->window, "Lines read ahead and sorted by length")
-      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1024));
+  add_threads_option(cmd, o->threads);
   cmd->add_option("--max-length-a", o->search.max_len_a,
                   "Max output length = a * source length + b")
-      ->capture_default_str();
+      ->check(finite_range(0.0, 100.0));
   cmd->add_option("--max-length-b", o->search.max_len_b, "See --max-length-a")
-      ->capture_default_str();
-  cmd->callback([o] {
-    if (o->search.n_best > o->search.beam)
-      throw InputError("--n-best " + std::to_string(o->search.n_best) + " exceeds --beam " +
-                       std::to_string(o->search.beam));
-    if (!o->output.empty() && o->inputs.size() > 1)
-      throw InputError("-o takes one input; use --output-dir for several");
-    cpu::set_num_threads(o->threads);
-    LoadedModel model = load_model(o->model);
-    Translator tr(model, o->search, o->batch_tokens,
-                  [](const std::string& w) { std::cerr << "nmt: warning: " << w << "\n"; });
-    try {
-      if (o->inputs.empty()) o->inputs.push_back("-");
-      if (!o->output_dir.empty()) {
-        for (const auto& in_path : o->inputs) {
-          io::LineReader in(in_path);
-          Output out(o->output_dir + "/" + (in_path == "-" ? "stdin.out" : basename_of(in_path)));
-          translate_stream(in, out, tr, *o);
-        }
-      } else {
-        Output out(o->output);
-        for (const auto& in_path : o->inputs) {
-          io::LineReader in(in_path);
-          translate_stream(in, out, tr, *o);
-        }
-      }
-    } catch (const OutputClosed&) {
-      // The reader went away; nothing left to say.
-    }
-  });
+      ->check(CLI::Range(0, 100000));
+  cmd->callback([o] { run(*o); });
 }
 
 }  // namespace nmt::app

@@ -1,16 +1,26 @@
-// Subcommand registry, and `nmt summary`: load a config, build the model with
-// random weights, run a forward pass and print its size and cost.
+// Subcommand registry, the option helpers every subcommand shares, and the
+// two commands that describe a model: `nmt summary` (size and forward-pass
+// cost of a config or model) and `nmt info` (what is inside a model file).
 #include "commands.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <random>
 
-#include "cmd_score.h"
 #include "core/cpu_kernels.h"
+#include "core/device.h"
+#include "io/json.h"
+#include "io/text_file.h"
 #include "model/config.h"
+#include "model/loaded_model.h"
+#include "model/model_file.h"
 #include "model/transformer.h"
+#include "nmt_build_info.h"
 
 namespace nmt::app {
 
@@ -19,28 +29,80 @@ int& exit_code() {
   return code;
 }
 
-void register_summary(CLI::App& app) {
+CLI::Validator finite_range(double lo, double hi) {
+  const std::string range =
+      "[" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& s) -> std::string {
+        double x = 0;
+        if (!CLI::detail::lexical_cast(s, x)) return "Value " + s + " is not a number";
+        if (!(x >= lo && x <= hi)) return "Value " + s + " not in range " + range;  // NaN too
+        return "";
+      },
+      "FLOAT in " + range);
+}
+
+CLI::Option* add_threads_option(CLI::App* cmd, int& threads) {
+  return cmd->add_option("--threads", threads, "CPU threads (0: all cores)")
+      ->check(CLI::Range(0, 1024));
+}
+
+std::string version_text() {
+  return std::string("nmt ") + NMT_VERSION + " (commit " + NMT_GIT_COMMIT + ", " + NMT_BUILD_TYPE +
+         " build)\nbackends: " + backends_info();
+}
+
+namespace {
+
+// Counts and costs in units a person reads at a glance: 41.5K, 7.6M, 1.2B.
+std::string human(double x, const char* unit = "") {
+  const char* prefix[] = {"", "K", "M", "G", "T"};
+  int p = 0;
+  while (std::fabs(x) >= 1000 && p < 4) x /= 1000, ++p;
+  char buf[48];
+  const bool spaced = unit[0] != '\0';
+  std::snprintf(buf, sizeof buf, p == 0 ? "%.0f%s%s%s" : "%.3g%s%s%s", x, spaced ? " " : "",
+                prefix[p], unit);
+  return buf;
+}
+
+bool looks_like_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char c = 0;
+  while (in.get(c))
+    if (!std::isspace(static_cast<unsigned char>(c))) return c == '{';
+  return false;
+}
+
+void register_summary_impl(CLI::App& app) {
   struct Opts {
     std::string config = "transformer-base";
     int batch = 32, length = 30, threads = 0;
   };
   auto opts = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("summary", "Build a model from a config and time a forward pass");
-  cmd->add_option("-c,--config", opts->config, "Config file or name in models/")
-      ->capture_default_str();
-  cmd->add_option("--batch", opts->batch, "Sentences in the batch")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--length", opts->length, "Tokens per sentence")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--threads", opts->threads, "CPU threads (0: all)")->capture_default_str();
+  auto* cmd = app.add_subcommand(
+      "summary", "Size and forward-pass cost of a config or model file, and a timed pass");
+  cmd->add_option("-c,--config", opts->config, "Config file, name in models/, or model file");
+  cmd->add_option("--batch", opts->batch, "Sentences in the batch")->check(CLI::Range(1, 4096));
+  cmd->add_option("--length", opts->length, "Tokens per sentence")->check(CLI::Range(1, 1024));
+  add_threads_option(cmd, opts->threads);
   cmd->callback([opts] {
     cpu::set_num_threads(opts->threads);
     const std::string path = find_config(opts->config);
-    ModelConfig cfg = load_config(path);
-    Transformer model(cfg);
-    model.init(1);
+    ModelConfig cfg;
+    std::unique_ptr<Transformer> model;
+    if (looks_like_json(path)) {
+      cfg = load_config(path);
+      model = std::make_unique<Transformer>(cfg);
+      model->init(1);
+    } else {
+      LoadedModel m = load_model(path);
+      cfg = m.config;
+      model = std::move(m.net);
+    }
+    if (opts->length > cfg.max_positions)
+      throw UsageError("--length " + std::to_string(opts->length) + " exceeds the model's " +
+                       std::to_string(cfg.max_positions) + " positions");
     std::mt19937 g(1);
     std::uniform_int_distribution<int32_t> tok(4, cfg.vocab_size - 1);
     std::vector<std::vector<int32_t>> sents(opts->batch, std::vector<int32_t>(opts->length - 1));
@@ -49,34 +111,131 @@ void register_summary(CLI::App& app) {
     std::vector<const std::vector<int32_t>*> ptrs;
     for (auto& s : sents) ptrs.push_back(&s);
     TokenBatch b = make_batch(ptrs, ptrs);
-    model.forward(b, false, 0);  // warm-up: builds the primitives
+    model->forward(b, false, 0);  // warm-up: builds the primitives
     const int reps = 3;
     const auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r) model.forward(b, false, 0);
+    for (int r = 0; r < reps; ++r) model->forward(b, false, 0);
     const double sec =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
-    const double fpt = model.flops_per_token(b.S, b.T);
+    const double fpt = model->flops_per_token(b.S, b.T);
     std::printf("model        %s (%s)\n", cfg.name.c_str(), path.c_str());
     std::printf("layers       %d encoder + %d decoder, d_model %d, d_ff %d, heads %d, %s-LN\n",
                 cfg.encoder_layers, cfg.decoder_layers, cfg.d_model, cfg.d_ff, cfg.heads,
                 cfg.norm.c_str());
-    std::printf("parameters   %lld (%.1fM)\n", static_cast<long long>(model.parameter_count()),
-                model.parameter_count() / 1e6);
-    std::printf("forward      %.2f GFLOP per target token (source and target length %lld)\n",
-                fpt / 1e9, static_cast<long long>(b.T));
+    std::printf("parameters   %s (%lld)\n", human(double(model->parameter_count())).c_str(),
+                static_cast<long long>(model->parameter_count()));
+    std::printf("forward      %s per target token (source and target length %lld)\n",
+                human(fpt, "FLOP").c_str(), static_cast<long long>(b.T));
     std::printf(
-        "forward pass %d sentences x %d tokens on %d threads: %.1f ms, %.0f target tokens/s, %.1f "
-        "GFLOP/s\n",
-        opts->batch, opts->length, cpu::num_threads(), sec * 1e3, b.B * b.T / sec,
-        fpt * b.B * b.T / sec / 1e9);
+        "forward pass %d sentences x %d tokens on %d threads: %.3g ms, %s target "
+        "tokens/s, %s/s\n",
+        opts->batch, opts->length, cpu::num_threads(), sec * 1e3,
+        human(double(b.B * b.T) / sec).c_str(),
+        human(fpt * double(b.B * b.T) / sec, "FLOP").c_str());
   });
 }
 
+// A short, stable sample of the vocabulary: pieces spread over the id range.
+nlohmann::json sample_pieces(const Vocab& v, int n) {
+  nlohmann::json out = nlohmann::json::array();
+  const int size = v.size();
+  for (int k = 0; k < n && size > 4; ++k) {
+    const int32_t id = 4 + static_cast<int32_t>((int64_t(size - 4) * k) / n);
+    out.push_back(v.pieces({id})[0]);
+  }
+  return out;
+}
+
+nlohmann::ordered_json model_info(const std::string& path) {
+  uint64_t bytes = 0;
+  const uint32_t crc = io::file_crc32(path, &bytes);
+  LoadedModel m = load_model(path);  // every check a translation would make
+  const FileContents f = read_safetensors(path);
+  nlohmann::ordered_json j;
+  j["file"] = path;
+  j["bytes"] = bytes;
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%08x", crc);
+  j["crc32"] = hex;
+  j["format"] = "safetensors, nmt format " + f.metadata.at("format_version");
+  j["config"] = config_to_json(m.config);
+  j["parameters"] = m.net->parameter_count();
+  j["vocabulary"] = {{"pieces", m.vocab.size()}, {"sample", sample_pieces(m.vocab, 12)}};
+  auto meta_json = [&](const char* key) -> nlohmann::json {
+    auto it = f.metadata.find(key);
+    if (it == f.metadata.end()) return nullptr;
+    return io::parse_json(it->second, path + " (" + key + ")");
+  };
+  if (auto it = f.metadata.find("step"); it != f.metadata.end()) j["step"] = std::stoll(it->second);
+  if (auto o = meta_json("training_options"); !o.is_null()) j["training_options"] = o;
+  if (auto d = meta_json("training_data"); !d.is_null()) j["training_data"] = d;
+  if (auto s = meta_json("training_state"); !s.is_null()) j["checkpoint"] = s;
+  return j;
+}
+
+void print_info(const nlohmann::ordered_json& j) {
+  const auto& c = j["config"];
+  std::printf("file         %s\n", j["file"].get<std::string>().c_str());
+  std::printf("format       %s, %s, crc32 %s\n", j["format"].get<std::string>().c_str(),
+              human(j["bytes"].get<double>(), "B").c_str(), j["crc32"].get<std::string>().c_str());
+  std::printf(
+      "config       %s: %d+%d layers, d_model %d, d_ff %d, %d heads, %s-LN, %s positions "
+      "(max %d), %s embeddings\n",
+      c["name"].get<std::string>().c_str(), c["encoder_layers"].get<int>(),
+      c["decoder_layers"].get<int>(), c["d_model"].get<int>(), c["d_ff"].get<int>(),
+      c["heads"].get<int>(), c["norm"].get<std::string>().c_str(),
+      c["positional"].get<std::string>().c_str(), c["max_positions"].get<int>(),
+      c["tie_embeddings"].get<bool>() ? "tied" : "separate");
+  std::printf("parameters   %s (%lld)\n", human(j["parameters"].get<double>()).c_str(),
+              j["parameters"].get<long long>());
+  std::string sample;
+  for (const auto& p : j["vocabulary"]["sample"])
+    sample += (sample.empty() ? "" : " ") + p.get<std::string>();
+  std::printf("vocabulary   %d SentencePiece pieces, e.g. %s\n",
+              j["vocabulary"]["pieces"].get<int>(), sample.c_str());
+  if (j.contains("step")) std::printf("step         %lld\n", j["step"].get<long long>());
+  if (j.contains("training_data")) {
+    const auto& d = j["training_data"];
+    std::printf("trained on   %s | %s: %lld of %lld pairs, %s target tokens\n",
+                d.value("train_src", "?").c_str(), d.value("train_tgt", "?").c_str(),
+                d.value("train_pairs", 0LL), d.value("train_lines", 0LL),
+                human(d.value("train_target_tokens", 0.0)).c_str());
+  }
+  if (j.contains("training_options"))
+    std::printf("options      %s\n", j["training_options"].dump().c_str());
+  if (j.contains("checkpoint")) std::printf("checkpoint   %s\n", j["checkpoint"].dump().c_str());
+}
+
+void register_info_impl(CLI::App& app) {
+  struct Opts {
+    std::string model, format = "text";
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("info",
+                                 "What is inside a model file: config, size, vocabulary, "
+                                 "how it was trained, checksum");
+  cmd->add_option("model", o->model, "Model or checkpoint file")->required();
+  cmd->add_option("--format", o->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->callback([o] {
+    const auto j = model_info(o->model);
+    if (o->format == "json")
+      std::printf("%s\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    else
+      print_info(j);
+  });
+}
+
+}  // namespace
+
+void register_summary(CLI::App& app) { register_summary_impl(app); }
+void register_info(CLI::App& app) { register_info_impl(app); }
+
 void register_all(CLI::App& app) {
-  register_summary(app);
   register_train(app);
   register_translate(app);
   register_score(app);
+  register_info(app);
+  register_summary(app);
 }
 
 }  // namespace nmt::app

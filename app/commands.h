@@ -1,17 +1,39 @@
 // The subcommands. Each register_* adds one CLI11 subcommand whose callback
-// parses its options, calls one library entry point and prints.
+// parses its options, calls one library entry point and prints. Shared here:
+// the usage error (exit 2), and option helpers that every subcommand uses
+// the same way.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "core/error.h"
 
 namespace nmt::app {
 
 void register_summary(CLI::App& app);
+void register_info(CLI::App& app);
 void register_train(CLI::App& app);
 void register_translate(CLI::App& app);
+void register_score(CLI::App& app);
 void register_all(CLI::App& app);
 
 // Commands that finish with a non-zero status without an error set it here.
 int& exit_code();
+
+// A command line that cannot mean anything: exits 2, as argparse and most
+// Unix tools do, where errors in the input itself exit 1.
+class UsageError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// Like CLI::Range for floating-point options, but NaN is refused too.
+CLI::Validator finite_range(double lo, double hi);
+// --threads N (0: all cores), range-checked, default shown.
+CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
+
+// "nmt 0.2.0 (commit ..., Release)" and the backends compiled in.
+std::string version_text();
 
 }  // namespace nmt::app

@@ -1,26 +1,126 @@
 // nmt: train, translate and score Transformer translation models.
-// Each subcommand lives in its own file; this one only wires them up and
-// turns library exceptions into one-line messages and exit codes.
+// Each subcommand lives in its own file; this one wires them up and turns
+// what goes wrong into one line on stderr and an exit status: 2 for a
+// command line that cannot be understood (with the closest spelling nmt
+// knows), 1 for an error in the input or the run.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/suggest.h"
+
+namespace {
+
+using nmt::app::UsageError;
+
+// sacrebleu's multi-letter short options, which CLI11 (rightly) cannot
+// parse as such, spelt the nmt way; the ones nmt has no equivalent for say so.
+std::vector<std::string> sacrebleu_aliases(std::vector<std::string> args) {
+  static const std::map<std::string, std::string> alias = {
+      {"-tok", "--tokenize"},    {"-lc", "--lowercase"},       {"-sl", "--sentence-level"},
+      {"-sv", "--smooth-value"}, {"-cc", "--chrf-char-order"}, {"-cw", "--chrf-word-order"},
+      {"-nc", "--no-color"}};
+  static const std::map<std::string, std::string> unsupported = {
+      {"-t", "test sets are not downloaded: give the reference files as arguments"},
+      {"-l", "test sets are not downloaded: give the reference files as arguments"},
+      {"-nr", "tab-separated references are not read: give each reference as its own file"},
+      {"-sh", "short signatures are not printed"},
+      {"-ci", "confidence intervals are not computed"},
+      {"-d", "--detail is not supported"},
+      {"-e", "input is always read as UTF-8"}};
+  for (std::string& a : args) {
+    if (auto it = alias.find(a); it != alias.end()) a = it->second;
+    if (auto it = unsupported.find(a); it != unsupported.end())
+      throw UsageError("score: sacrebleu's " + a + " has no nmt equivalent: " + it->second);
+  }
+  return args;
+}
+
+std::vector<std::string> command_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  return names;
+}
+
+std::vector<std::string> option_names(const CLI::App* cmd) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : cmd->get_options()) {
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+    for (const auto& s : o->get_snames()) names.push_back("-" + s);
+  }
+  return names;
+}
+
+// "unexpected arguments: a b (did you mean --beam?)", in the order given.
+std::string extras_message(const CLI::App& app, const CLI::App* cmd,
+                           const std::vector<std::string>& argv) {
+  std::vector<std::string> extras = app.remaining(true);
+  std::stable_sort(extras.begin(), extras.end(), [&](const std::string& a, const std::string& b) {
+    return std::find(argv.begin(), argv.end(), a) < std::find(argv.begin(), argv.end(), b);
+  });
+  std::string list, hint;
+  for (const std::string& e : extras) {
+    list += (list.empty() ? "" : " ") + e;
+    if (hint.empty() && e.size() > 1 && e[0] == '-') {
+      const std::string flag = e.substr(0, e.find('='));
+      hint = nmt::did_you_mean(flag, option_names(cmd ? cmd : &app));
+    }
+  }
+  const std::string what =
+      extras.size() == 1 && extras[0][0] == '-' ? "unknown option " : "unexpected arguments: ";
+  return what + list + hint;
+}
+
+int usage_error(const std::string& prefix, const std::string& msg) {
+  std::cerr << prefix << ": error: " << msg << " (see " << prefix << " --help)\n";
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // A closed stdout (`nmt translate ... | head`) must end quietly: writes
-  // then fail with EPIPE, which the commands treat as "stop".
+  // then fail with EPIPE, which the commands treat as "stop". A file-size
+  // limit must fail a write (and say so) rather than kill the process.
   std::signal(SIGPIPE, SIG_IGN);
-  CLI::App app{"nmt: Transformer neural machine translation (train, translate, score)"};
+  std::signal(SIGXFSZ, SIG_IGN);
+  CLI::App app{"nmt: Transformer neural machine translation (train, translate, score)", "nmt"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "nmt 0.1.0");
+  app.set_version_flag("--version", [] { return nmt::app::version_text(); });
+  app.option_defaults()->always_capture_default();
   nmt::app::register_all(app);
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cout << app.help();
+    return 0;
+  }
+  const std::vector<std::string> commands = command_names(app);
+  std::string prefix = "nmt";
   try {
-    app.parse(argc, argv);
+    if (args[0][0] != '-' && std::find(commands.begin(), commands.end(), args[0]) == commands.end())
+      throw UsageError("'" + args[0] + "' is not an nmt command" +
+                       nmt::did_you_mean(args[0], commands) +
+                       "; the commands are train, "
+                       "translate, score, info and summary");
+    if (args[0][0] != '-') prefix = "nmt " + args[0];
+    if (args[0] == "score") args = sacrebleu_aliases(args);
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+    app.parse(reversed);
+  } catch (const CLI::ExtrasError&) {
+    const auto used = app.get_subcommands();
+    return usage_error(prefix, extras_message(app, used.empty() ? nullptr : used[0], args));
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return usage_error(prefix, e.what());
+  } catch (const UsageError& e) {
+    return usage_error(prefix, e.what());
   } catch (const nmt::Error& e) {
     std::cerr << "nmt: error: " << e.what() << "\n";
     return 1;

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "core/cpu_kernels.h"
 #include "core/error.h"
 #include "decode/scorer.h"
+#include "decode/search.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
 
@@ -48,26 +50,56 @@ int run_model_score(const ModelScoreArgs& args) {
     }
   }
   const auto scores = score_pairs(*m.net, s, t, args.batch_tokens);
-  double total = 0;
-  int64_t tokens = 0;
-  for (size_t i = 0; i < scores.size(); ++i) {
-    total += scores[i].total();
-    tokens += static_cast<int64_t>(scores[i].token_logprobs.size());
-    if (args.summary) continue;
-    std::printf("%.6f\t%.6f", scores[i].total(), scores[i].mean());
-    if (args.word_scores) {
-      auto pieces = m.vocab.pieces(t[i]);
-      pieces.push_back("</s>");
-      std::printf("\t");
-      for (size_t k = 0; k < scores[i].token_logprobs.size(); ++k)
-        std::printf("%s%s=%.4f", k ? " " : "", pieces[k].c_str(), scores[i].token_logprobs[k]);
-    }
-    std::printf("\n");
-  }
   if (args.summary) {
-    const double xent = tokens ? -total / tokens : 0.0;
+    double total = 0;
+    int64_t tokens = 0;
+    for (const auto& sc : scores) {
+      total += sc.total();
+      tokens += static_cast<int64_t>(sc.token_logprobs.size());
+    }
+    const double xent = tokens ? -total / static_cast<double>(tokens) : 0.0;
     std::printf("sentences %zu tokens %lld log-prob %.4f cross-entropy %.4f nats perplexity %.4f\n",
                 scores.size(), static_cast<long long>(tokens), total, xent, std::exp(xent));
+    std::fflush(stdout);
+    return 0;
+  }
+  // The columns: the log-probability (natural log, </s> included), its
+  // token count, their ratio, and the search's normalised score
+  // logprob / ((5 + tokens) / 6)^alpha, which translate --scores prints.
+  SearchOptions so;
+  so.alpha = static_cast<float>(args.alpha);
+  const bool jsonl = args.format == "jsonl";
+  if (!jsonl && !args.no_header)
+    std::printf("logprob\ttokens\tlogprob_per_token\tscore%s\n",
+                args.word_scores ? "\tword_scores" : "");
+  for (size_t i = 0; i < scores.size(); ++i) {
+    const auto& lp = scores[i].token_logprobs;
+    const int64_t n = static_cast<int64_t>(lp.size());
+    const double norm = scores[i].total() / length_penalty(n, so);
+    std::vector<std::string> pieces;
+    if (args.word_scores) {
+      pieces = m.vocab.pieces(t[i]);
+      pieces.push_back("</s>");
+    }
+    if (jsonl) {
+      nlohmann::json j = {{"line", i + 1}, {"logprob", scores[i].total()},
+                          {"tokens", n},   {"logprob_per_token", scores[i].mean()},
+                          {"score", norm}, {"alpha", args.alpha}};
+      if (args.word_scores) {
+        j["pieces"] = pieces;
+        j["token_logprobs"] = lp;
+      }
+      std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      continue;
+    }
+    std::printf("%.6f\t%lld\t%.6f\t%.6f", scores[i].total(), static_cast<long long>(n),
+                scores[i].mean(), norm);
+    if (args.word_scores) {
+      std::printf("\t");
+      for (size_t k = 0; k < lp.size(); ++k)
+        std::printf("%s%s=%.4f", k ? " " : "", pieces[k].c_str(), lp[k]);
+    }
+    std::printf("\n");
   }
   std::fflush(stdout);
   return 0;

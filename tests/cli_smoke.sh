@@ -41,8 +41,9 @@ rc=${PIPESTATUS[1]}
 
 head -3 "$toy/dev.en" >"$WORK/s.txt"; head -3 "$toy/dev.de" >"$WORK/t.txt"
 "$NMT" score -m "$WORK/m.nmt" --src "$WORK/s.txt" --tgt "$WORK/t.txt" >"$WORK/score.txt" || fail "score -m"
-[ "$(wc -l <"$WORK/score.txt")" -eq 3 ] || fail "score -m: expected 3 lines"
-"$NMT" score --metric bleu -r "$WORK/t.txt" "$WORK/t.txt" | grep -q '^BLEU = 100.00' || fail "score --metric bleu"
+[ "$(wc -l <"$WORK/score.txt")" -eq 4 ] || fail "score -m: expected a header and 3 lines"
+head -1 "$WORK/score.txt" | grep -q '^logprob	tokens	logprob_per_token	score$' || fail "score -m: header"
+"$NMT" score --metric bleu "$WORK/t.txt" -i "$WORK/t.txt" | grep -q '^BLEU|nrefs:1|.* = 100.00 ' || fail "score --metric bleu"
 
 # Bad input: one line on stderr, non-zero exit, no crash.
 expect_error() {  # pattern, command...
@@ -59,6 +60,6 @@ expect_error "truncated" "$NMT" translate -m "$WORK/trunc.nmt"
 echo '{"d_model": 10,' >"$WORK/bad.json"
 expect_error "not valid JSON" "$NMT" summary -c "$WORK/bad.json"
 printf 'x\ny\n' >"$WORK/two.txt"; printf 'x\n' >"$WORK/one.txt"
-expect_error "2.*1\|1.*2" "$NMT" score --metric bleu -r "$WORK/one.txt" "$WORK/two.txt"
+expect_error "2.*1\|1.*2" "$NMT" score --metric bleu "$WORK/one.txt" -i "$WORK/two.txt"
 expect_error "line" "$NMT" train -c transformer-tiny --train-src "$WORK/two.txt" --train-tgt "$WORK/one.txt" --out "$WORK/x.nmt"
 echo "cli smoke: all checks passed"

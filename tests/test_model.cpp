@@ -239,7 +239,7 @@ TEST_CASE("the model file round-trips and rejects every corruption", "[model]") 
   std::string h = good;
   h[8] = '#';  // the header's opening brace
   spit(bad, h);
-  CHECK(error_loading(bad).find("header is not valid JSON") != std::string::npos);
+  CHECK(error_loading(bad).find("not valid JSON") != std::string::npos);
   h = good;
   h[0] = '\xff', h[1] = '\xff', h[2] = '\xff';  // absurd header length
   spit(bad, h);
@@ -268,5 +268,90 @@ TEST_CASE("the model file round-trips and rejects every corruption", "[model]") 
   CHECK(rewrite([](auto&, auto& meta) { meta.erase("format"); }).find("not an nmt model file") !=
         std::string::npos);
   std::remove(path.c_str());
+  std::remove(bad.c_str());
+}
+
+namespace {
+
+// A model file with a hand-written header over `data`, to forge what no
+// writer would produce.
+std::string forge(const std::string& header, const std::string& data) {
+  std::string h = header;
+  h.append((8 - h.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((h.size() >> (8 * i)) & 0xff);
+  return out + h + data;
+}
+
+}  // namespace
+
+TEST_CASE("the model reader refuses forged headers, bad numbers and deep or invalid configs",
+          "[model]") {
+  const std::string bad = "/tmp/nmt_test_forged.nmt";
+  const std::string meta = R"("__metadata__":{"format":"nmt","format_version":"1"})";
+  const std::string eight(8, '\0');
+  auto error_of = [&](const std::string& bytes) {
+    spit(bad, bytes);
+    return error_loading(bad);
+  };
+  // Duplicate names, overlapping offsets, a gap, trailing bytes, an
+  // impossible shape: each refused by name before anything is trusted.
+  CHECK(error_of(forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)" +
+                           R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                       eight))
+            .find("key \"a\" appears twice") != std::string::npos);
+  CHECK(error_of(forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)" +
+                           R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                       eight))
+            .find("overlaps") != std::string::npos);
+  CHECK(error_of(
+            forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight))
+            .find("gap") != std::string::npos);
+  CHECK(error_of(
+            forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", eight))
+            .find("4 bytes after the last tensor") != std::string::npos);
+  CHECK(error_of(forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[4294967296,4294967296],)" +
+                           R"("data_offsets":[0,8]}})",
+                       eight))
+            .find("impossibly large shape") != std::string::npos);
+  CHECK(error_of(
+            forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", eight))
+            .find("malformed shape") != std::string::npos);
+
+  // A model whose stored config is nested 200k deep, or whose training
+  // object fails validation: refused exactly as a config file would be.
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(3);
+  auto with_config = [&](const std::string& config_text) {
+    std::vector<NamedTensor> ts;
+    for (const auto& p : model.params().params()) ts.push_back({p.name, p.shape, p.value.data()});
+    write_safetensors(bad, {{"format", "nmt"}, {"format_version", "1"}, {"config", config_text}},
+                      ts, {});
+    return error_loading(bad);
+  };
+  std::string cj = config_to_json(cfg).dump();
+  cj.pop_back();
+  const int depth = 200000;
+  CHECK(with_config(cj + R"(,"training":{"seed":)" + std::string(depth, '[') +
+                    std::string(depth, ']') + "}}")
+            .find("nested deeper than 64") != std::string::npos);
+  CHECK(with_config(cj + R"(,"training":{"seed":-3}})").find("training.seed") != std::string::npos);
+  CHECK(with_config(cj + R"(,"training":{"warmup_stpes":3}})").find("did you mean warmup_steps") !=
+        std::string::npos);
+  // A stored config edited to enormous sizes is refused by the shapes,
+  // before its parameters are allocated (this would be 8 GiB).
+  ModelConfig huge = cfg;
+  huge.vocab_size = 1 << 20;
+  huge.d_model = 2048;
+  huge.heads = 4;
+  huge.d_k = huge.d_v = 512;
+  CHECK(with_config(config_to_json(huge).dump()).find("has shape") != std::string::npos);
+
+  // Non-finite weights are refused with the tensor's name.
+  model.params().params()[2].value.data()[1] = std::nanf("");
+  CHECK(with_config(config_to_json(cfg).dump())
+            .find(model.params().params()[2].name + " holds a non-finite value") !=
+        std::string::npos);
   std::remove(bad.c_str());
 }

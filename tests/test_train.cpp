@@ -22,7 +22,7 @@
 #include "test_helpers.h"
 #include "train/data.h"
 #include "train/optimizer.h"
-#include "train/trainer.h"
+#include "train/train_run.h"
 
 namespace fs = std::filesystem;
 using namespace nmt;

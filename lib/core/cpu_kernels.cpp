@@ -124,6 +124,33 @@ void set_num_threads(int n) {
 int num_threads() { return omp_get_max_threads(); }
 int64_t primitives_created() { return created; }
 
+std::string backend_version() {
+  const dnnl_version_t* v = dnnl_version();
+  std::string isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx2:
+      isa = "avx2";
+      break;
+    case dnnl::cpu_isa::avx512_core:
+      isa = "avx512_core";
+      break;
+    case dnnl::cpu_isa::avx512_core_vnni:
+      isa = "avx512_core_vnni";
+      break;
+    case dnnl::cpu_isa::avx512_core_bf16:
+      isa = "avx512_core_bf16";
+      break;
+    case dnnl::cpu_isa::avx512_core_amx:
+      isa = "avx512_core_amx";
+      break;
+    default:
+      isa = "other";
+      break;
+  }
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch) + " (ISA " + isa + ")";
+}
+
 MatRef mat(const float* p, int64_t rows, int64_t cols, int64_t ld) {
   return {p, {1, 1, rows, cols}, {rows * ld, rows * ld, ld, 1}};
 }

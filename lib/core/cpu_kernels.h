@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 namespace nmt::cpu {
 
@@ -62,6 +63,9 @@ void layer_norm(const float* src, float* dst, const float* gamma, const float* b
 void layer_norm_backward(const float* src, const float* diff_dst, const float* gamma,
                          const float* mean, const float* var, float* diff_src, float* diff_gamma,
                          float* diff_beta, int64_t rows, int64_t D, float eps);
+
+// "oneDNN 2.6.3 (cpu runtime OMP, ISA avx512_core_amx)" for --version.
+std::string backend_version();
 
 // Number of primitives built on this thread so far (tests check that a warm
 // hot loop builds none).

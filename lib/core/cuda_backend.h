@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace nmt::cuda {
 
@@ -14,6 +15,8 @@ void free(void* p);
 // kind: 0 host to device, 1 device to host, 2 device to device.
 void copy(void* dst, const void* src, size_t bytes, int kind);
 bool available();
+// "CUDA 13.0 (runtime 13.0, 1 device)" or "not built" for --version.
+std::string backend_version();
 
 // Row-major C (M, N) = alpha * op(A) op(B) + beta * C on the GPU (cuBLAS).
 // op(A) is (M, K): A is stored (K, M) when trans_a. op(B) is (K, N).

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/cpu_kernels.h"
 #include "core/cuda_backend.h"
 #include "core/error.h"
 
@@ -19,6 +20,7 @@ void* alloc(size_t) { no_cuda(); }
 void free(void*) {}
 void copy(void*, const void*, size_t, int) { no_cuda(); }
 bool available() { return false; }
+std::string backend_version() { return "not built"; }
 void gemm(const float*, bool, const float*, bool, float*, int64_t, int64_t, int64_t, float, float) {
   no_cuda();
 }
@@ -52,5 +54,10 @@ void device_copy(Device dst_dev, void* dst, Device src_dev, const void* src, siz
 }
 
 bool cuda_available() { return cuda::available(); }
+
+std::string backends_info() {
+  return "cpu: " + cpu::backend_version() + "; cuda: " + cuda::backend_version() +
+         "; mpi: not built";
+}
 
 }  // namespace nmt

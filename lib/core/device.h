@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace nmt {
 
@@ -18,5 +19,8 @@ void device_copy(Device dst_dev, void* dst, Device src_dev, const void* src, siz
 
 // True when the build has CUDA and a GPU is present.
 bool cuda_available();
+
+// The backends compiled in, with versions: "cpu: oneDNN 2.6.3 (...); cuda: ...".
+std::string backends_info();
 
 }  // namespace nmt

@@ -40,6 +40,16 @@ bool available() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
+std::string backend_version() {
+  int runtime = 0, devices = 0;
+  cudaRuntimeGetVersion(&runtime);
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+  return "CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
+         std::to_string(CUDART_VERSION % 1000 / 10) + " (runtime " +
+         std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) + ", " +
+         std::to_string(devices) + " device" + (devices == 1 ? "" : "s") + ")";
+}
+
 void* alloc(size_t bytes) {
   void* p = nullptr;
   CUDA_CHECK(cudaMalloc(&p, bytes));

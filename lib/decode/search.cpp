@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -11,6 +12,21 @@ namespace nmt {
 double length_penalty(int64_t length, const SearchOptions& opts) {
   if (opts.length_norm) return static_cast<double>(std::max<int64_t>(length, 1));
   return std::pow((5.0 + static_cast<double>(length)) / 6.0, opts.alpha);
+}
+
+void validate(const SearchOptions& o) {
+  auto in = [](double x, double lo, double hi) { return x >= lo && x <= hi; };  // false for NaN
+  auto fail = [](const char* name, const std::string& range, double x) {
+    std::ostringstream v;
+    v << x;
+    throw InputError(std::string(name) + ": expected a number " + range + ", got " + v.str());
+  };
+  if (!in(o.beam, 1, 1024)) fail("--beam", "from 1 to 1024", o.beam);
+  if (!in(o.n_best, 1, 1024)) fail("--n-best", "from 1 to 1024", o.n_best);
+  if (!in(o.alpha, 0, 10)) fail("--alpha", "from 0 to 10", o.alpha);
+  if (!in(o.max_len_a, 0, 100)) fail("--max-length-a", "from 0 to 100", o.max_len_a);
+  if (!in(o.max_len_b, 0, 100000)) fail("--max-length-b", "from 0 to 100000", o.max_len_b);
+  if (o.force_length < 0) fail("force_length", ">= 0", o.force_length);
 }
 
 namespace {
@@ -52,6 +68,7 @@ std::vector<int32_t> backtrack(const Sentence& s, int64_t K, int64_t step, int32
 std::vector<std::vector<Hypothesis>> search(Transformer& model,
                                             const std::vector<std::vector<int32_t>>& src,
                                             const SearchOptions& opts, DecodeState& st) {
+  validate(opts);
   const int64_t B = static_cast<int64_t>(src.size());
   std::vector<std::vector<Hypothesis>> results(B);
   if (B == 0) return results;
@@ -75,8 +92,12 @@ std::vector<std::vector<Hypothesis>> search(Transformer& model,
     batch[b * S + src[b].size()] = kEos;
     Sentence& s = live[b];
     s.index = b;
-    const double len = opts.max_len_a * static_cast<double>(src[b].size()) + opts.max_len_b;
-    s.max_out = std::min<int64_t>(static_cast<int64_t>(len), cfg.max_positions - 1);
+    // In double and clamped before the conversion: validate() bounds a and b,
+    // and the model's positions bound the result.
+    const double len =
+        std::min<double>(opts.max_len_a * static_cast<double>(src[b].size()) + opts.max_len_b,
+                         static_cast<double>(cfg.max_positions - 1));
+    s.max_out = static_cast<int64_t>(len);
     if (opts.force_length > 0)
       s.max_out = std::min<int64_t>(opts.force_length, cfg.max_positions - 1);
     s.max_out = std::max<int64_t>(s.max_out, 0);

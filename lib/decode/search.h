@@ -24,6 +24,11 @@ struct SearchOptions {
   int force_length = 0;  // >0: suppress </s> until exactly this many tokens (benchmarks)
 };
 
+// Throws InputError naming the option unless every value is in range (NaN
+// never is): beam and n_best 1..1024, alpha 0..10, max_len_a 0..100,
+// max_len_b 0..100000, force_length >= 0.
+void validate(const SearchOptions& opts);
+
 struct Hypothesis {
   std::vector<int32_t> tokens;  // without </s>
   double logprob = 0;           // sum of token log-probabilities, </s> included

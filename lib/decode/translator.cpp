@@ -53,6 +53,8 @@ std::vector<TranslationResult> Translator::translate(const std::vector<std::stri
         if (r.n_best.empty()) {
           r.text = text;
           r.score = h.score;
+          r.logprob = h.logprob;
+          r.tokens = static_cast<int64_t>(h.tokens.size()) + 1;
         }
         r.n_best.emplace_back(std::move(text), h.score);
       }

@@ -16,7 +16,11 @@ namespace nmt {
 
 struct TranslationResult {
   std::string text;
-  double score = 0;  // normalised log-probability of the best hypothesis
+  // The best hypothesis's search score: logprob divided by the GNMT length
+  // penalty ((5 + tokens) / 6)^alpha, or by tokens with length_norm.
+  double score = 0;
+  double logprob = 0;                                  // natural log, </s> included
+  int64_t tokens = 0;                                  // subword tokens, </s> included
   std::vector<std::pair<std::string, double>> n_best;  // text, score (best first)
 };
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,6 +48,10 @@ class LineReader {
 
 // Whole-file convenience over LineReader.
 std::vector<std::string> read_lines(const std::string& path);
+
+// CRC-32 (zlib's) of a whole file, and its size; throws InputError if it
+// cannot be read.
+uint32_t file_crc32(const std::string& path, uint64_t* size = nullptr);
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool is_valid_utf8(std::string_view s);

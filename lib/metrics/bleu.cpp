@@ -272,7 +272,13 @@ std::string BleuScore::verbose() const {
   return v;
 }
 
-std::string BleuScore::text() const { return "BLEU = " + format_fixed(score, 2) + " " + verbose(); }
+std::string BleuScore::text(int width) const {
+  return "BLEU = " + format_fixed(score, width) + " " + verbose();
+}
+
+std::string BleuScore::line(int width) const {
+  return "BLEU|" + signature() + " = " + format_fixed(score, width) + " " + verbose();
+}
 
 std::string BleuScore::signature() const {
   std::string smooth = smoothing_name(options.smooth);
@@ -287,12 +293,12 @@ std::string BleuScore::signature() const {
          "|version:" + kSacrebleuVersion;
 }
 
-nlohmann::ordered_json BleuScore::to_json() const {
+nlohmann::ordered_json BleuScore::to_json(int width) const {
   nlohmann::ordered_json j;
   const std::string sig = signature();
   j["name"] = "BLEU";
   // sacreBLEU stores the score rounded to the printed width.
-  j["score"] = std::stod(format_fixed(score, 2));
+  j["score"] = std::stod(format_fixed(score, width));
   j["signature"] = sig;
   j["verbose_score"] = verbose();
   std::string_view rest = sig;

@@ -63,14 +63,17 @@ struct BleuScore {
   int nrefs = 1;  // -1: varies across segments ("var")
   BleuOptions options;
 
-  // "BLEU = 29.59 67.3/40.6/27.3/18.3 (BP = 0.865 ratio = 0.874 ...)"
-  std::string text() const;
+  // "BLEU = 29.59 67.3/40.6/27.3/18.3 (BP = 0.865 ratio = 0.874 ...)"; the
+  // score with `width` decimals, the precisions always with one.
+  std::string text(int width = 2) const;
+  // The sacrebleu CLI's line, signature inside: "BLEU|nrefs:1|...|version:2.6.0 = 29.59 ..."
+  std::string line(int width = 2) const;
   // "67.3/40.6/27.3/18.3 (BP = 0.865 ratio = 0.874 hyp_len = ... ref_len = ...)"
   std::string verbose() const;
   // "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
   std::string signature() const;
   // sacrebleu --format json, keys in sacreBLEU's order; dump(1) gives its text.
-  nlohmann::ordered_json to_json() const;
+  nlohmann::ordered_json to_json(int width = 2) const;
 };
 
 // Corpus BLEU over hyps[i] against refs[r][i]. Throws nmt::InputError if a

@@ -236,7 +236,11 @@ std::string ChrfScore::name() const {
   return "chrF" + std::to_string(options.beta) + std::string(options.word_order, '+');
 }
 
-std::string ChrfScore::text() const { return name() + " = " + format_fixed(score, 2); }
+std::string ChrfScore::text(int width) const { return name() + " = " + format_fixed(score, width); }
+
+std::string ChrfScore::line(int width) const {
+  return name() + "|" + signature() + " = " + format_fixed(score, width);
+}
 
 std::string ChrfScore::signature() const {
   return std::string("nrefs:") + (nrefs < 0 ? "var" : std::to_string(nrefs)) +
@@ -246,11 +250,11 @@ std::string ChrfScore::signature() const {
          "|space:" + (options.whitespace ? "yes" : "no") + "|version:" + kSacrebleuVersion;
 }
 
-nlohmann::ordered_json ChrfScore::to_json() const {
+nlohmann::ordered_json ChrfScore::to_json(int width) const {
   nlohmann::ordered_json j;
   const std::string sig = signature();
   j["name"] = name();
-  j["score"] = std::stod(format_fixed(score, 2));
+  j["score"] = std::stod(format_fixed(score, width));
   j["signature"] = sig;
   std::string_view rest = sig;
   while (!rest.empty()) {

@@ -30,11 +30,13 @@ struct ChrfScore {
   // "chrF2", "chrF2++": one '+' per word order, as sacreBLEU names it.
   std::string name() const;
   // "chrF2 = 52.82"
-  std::string text() const;
+  std::string text(int width = 2) const;
+  // The sacrebleu CLI's line: "chrF2|nrefs:1|...|version:2.6.0 = 52.82"
+  std::string line(int width = 2) const;
   // "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0"
   std::string signature() const;
   // sacrebleu --format json, keys in sacreBLEU's order.
-  nlohmann::ordered_json to_json() const;
+  nlohmann::ordered_json to_json(int width = 2) const;
 };
 
 // Corpus chrF over hyps[i] against refs[r][i]: statistics are summed over

@@ -2,10 +2,15 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "core/error.h"
+#include "core/suggest.h"
+#include "io/json.h"
 
 namespace nmt {
 namespace {
@@ -16,12 +21,19 @@ class Reader {
  public:
   Reader(const json& j, const std::string& source) : j_(j), source_(source) {}
 
+  // Unknown keys are reported first, so that a misspelt key is named as
+  // such rather than as the required key it was meant to be.
+  void reject_unknown(const std::vector<std::string>& known) const {
+    for (auto it = j_.begin(); it != j_.end(); ++it)
+      if (std::find(known.begin(), known.end(), it.key()) == known.end())
+        fail(it.key(), "unknown key" + did_you_mean(it.key(), known));
+  }
+
   [[noreturn]] void fail(const std::string& key, const std::string& msg) const {
     throw InputError(source_ + ": key \"" + key + "\": " + msg);
   }
 
   const json* find(const std::string& key, bool required) {
-    seen_.insert(key);
     auto it = j_.find(key);
     if (it == j_.end()) {
       if (required) fail(key, "missing (required)");
@@ -30,13 +42,16 @@ class Reader {
     return &*it;
   }
 
-  void get(const std::string& key, int& out, bool required, int lo = 1) {
+  void get(const std::string& key, int& out, bool required, int lo = 1, int hi = 1 << 20) {
     if (const json* v = find(key, required)) {
       if (!v->is_number_integer())
         fail(key, "expected an integer, got " + std::string(v->type_name()));
-      const auto x = v->get<int64_t>();
-      if (x < lo || x > 1 << 20)
-        fail(key, "expected an integer >= " + std::to_string(lo) + ", got " + std::to_string(x));
+      const auto x = v->is_number_unsigned() && v->get<uint64_t>() > uint64_t{1} << 62
+                         ? int64_t{1} << 62
+                         : v->get<int64_t>();
+      if (x < lo || x > hi)
+        fail(key, "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                      ", got " + v->dump());
       out = static_cast<int>(x);
     }
   }
@@ -72,16 +87,47 @@ class Reader {
     }
   }
 
-  void reject_unknown() const {
-    for (auto it = j_.begin(); it != j_.end(); ++it)
-      if (!seen_.count(it.key())) fail(it.key(), "unknown key");
-  }
-
  private:
   const json& j_;
   std::string source_;
-  std::set<std::string> seen_;
 };
+
+const std::vector<std::string> kConfigKeys = {"name",
+                                              "encoder_layers",
+                                              "decoder_layers",
+                                              "d_model",
+                                              "d_ff",
+                                              "heads",
+                                              "d_k",
+                                              "d_v",
+                                              "dropout",
+                                              "attention_dropout",
+                                              "relu_dropout",
+                                              "label_smoothing",
+                                              "positional",
+                                              "max_positions",
+                                              "tie_embeddings",
+                                              "norm",
+                                              "layer_norm_eps",
+                                              "vocab_size",
+                                              "training"};
+
+// Keeps every width and table size far from int overflow, computed in 64 bits.
+void check_sizes(const ModelConfig& c, Reader& r) {
+  constexpr int64_t kMaxWidth = 1 << 20;
+  if (int64_t{c.heads} * c.d_k > kMaxWidth)
+    r.fail("d_k", "heads x d_k = " + std::to_string(int64_t{c.heads} * c.d_k) + " exceeds " +
+                      std::to_string(kMaxWidth));
+  if (int64_t{c.heads} * c.d_v > kMaxWidth)
+    r.fail("d_v", "heads x d_v = " + std::to_string(int64_t{c.heads} * c.d_v) + " exceeds " +
+                      std::to_string(kMaxWidth));
+  constexpr int64_t kMaxTable = int64_t{1} << 31;  // elements of one matrix
+  if (int64_t{c.vocab_size} * c.d_model > kMaxTable)
+    r.fail("vocab_size", "vocab_size x d_model is too large");
+  if (int64_t{c.max_positions} * c.d_model > kMaxTable)
+    r.fail("max_positions", "max_positions x d_model is too large");
+  if (int64_t{c.d_ff} * c.d_model > kMaxTable) r.fail("d_ff", "d_ff x d_model is too large");
+}
 
 }  // namespace
 
@@ -89,6 +135,7 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   if (!j.is_object()) throw InputError(source + ": expected a JSON object at the top level");
   ModelConfig c;
   Reader r(j, source);
+  r.reject_unknown(kConfigKeys);
   r.get("name", c.name, false);
   r.get("encoder_layers", c.encoder_layers, true);
   r.get("decoder_layers", c.decoder_layers, true);
@@ -106,30 +153,105 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   r.get("relu_dropout", c.relu_dropout, false, 0.f, 0.99f);
   r.get("label_smoothing", c.label_smoothing, true, 0.f, 0.99f);
   r.get("positional", c.positional, false, {"sinusoidal", "learned"});
-  r.get("max_positions", c.max_positions, false, 2);
+  r.get("max_positions", c.max_positions, false, 2, 1 << 16);
   r.get("tie_embeddings", c.tie_embeddings, false);
   r.get("norm", c.norm, false, {"post", "pre"});
   r.get("layer_norm_eps", c.layer_norm_eps, false, 0.f, 1.f);
   r.get("vocab_size", c.vocab_size, false, 8);
+  check_sizes(c, r);
   if (const json* t = r.find("training", false)) {
-    if (!t->is_object())
-      r.fail("training", "expected an object, got " + std::string(t->type_name()));
+    validate_training_json(*t, source);
     c.training = *t;
   }
-  r.reject_unknown();
   return c;
 }
 
+ModelConfig parse_config(const std::string& text, const std::string& source) {
+  return config_from_json(io::parse_json(text, source), source);
+}
+
 ModelConfig load_config(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot open config " + path);
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path + ": not valid JSON: " + e.what());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), path);
+}
+
+const std::vector<TrainingKey>& training_keys() {
+  static const std::vector<TrainingKey> keys = {
+      {"batch_tokens", TrainingKey::kInt, 1, false},
+      {"update_freq", TrainingKey::kInt, 1, false},
+      {"max_steps", TrainingKey::kInt, 0, false},
+      {"max_epochs", TrainingKey::kInt, 0, false},
+      {"max_minutes", TrainingKey::kNumber, 0, false},
+      {"seed", TrainingKey::kInt, 0, false},
+      {"warmup_steps", TrainingKey::kInt, 1, false},
+      {"lr_scale", TrainingKey::kNumber, 0, true},
+      {"clip_norm", TrainingKey::kNumber, 0, false},
+      {"valid_every", TrainingKey::kInt, 0, false},
+      {"valid_sentences", TrainingKey::kInt, 0, false},
+      {"checkpoint_every", TrainingKey::kInt, 0, false},
+      {"checkpoint_minutes", TrainingKey::kNumber, 0, false},
+      {"keep_checkpoints", TrainingKey::kInt, 0, false},
+      {"average_last", TrainingKey::kInt, 0, false},
+      {"early_stop", TrainingKey::kInt, 0, false},
+      {"best_metric", TrainingKey::kMetric, 0, false},
+      {"log_every", TrainingKey::kInt, 1, false},
+  };
+  return keys;
+}
+
+namespace {
+
+std::string training_key_name(const std::string& key, const std::string& source, bool cli) {
+  if (!cli) return source + ": training." + key;
+  std::string s = "--" + key;
+  std::replace(s.begin(), s.end(), '_', '-');
+  return s;
+}
+
+std::string number_text(double x) {
+  std::ostringstream o;
+  o << x;
+  return o.str();
+}
+
+void check_training_value(const TrainingKey& k, const json& v, const std::string& name) {
+  if (k.kind == TrainingKey::kMetric) {
+    if (!v.is_string() || (v != "bleu" && v != "loss"))
+      throw InputError(name + ": expected \"bleu\" or \"loss\", got " + v.dump());
+    return;
   }
-  return config_from_json(j, path);
+  const std::string want = std::string(k.kind == TrainingKey::kInt ? "an integer " : "a number ") +
+                           (k.strict ? "> " : ">= ") + number_text(k.min);
+  const bool type_ok = k.kind == TrainingKey::kInt ? v.is_number_integer() : v.is_number();
+  if (!type_ok) throw InputError(name + ": expected " + want + ", got " + v.dump());
+  const double x = v.get<double>();
+  const bool in_range = std::isfinite(x) && (k.strict ? x > k.min : x >= k.min) &&
+                        (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{1} << 62);
+  if (!in_range) throw InputError(name + ": expected " + want + ", got " + v.dump());
+}
+
+}  // namespace
+
+void validate_training_json(const json& j, const std::string& source, bool cli) {
+  if (!j.is_object())
+    throw InputError(source + ": key \"training\": expected an object, got " +
+                     std::string(j.type_name()));
+  std::vector<std::string> names;
+  for (const TrainingKey& k : training_keys()) names.push_back(k.name);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string name = training_key_name(it.key(), source, cli);
+    const auto k = std::find_if(training_keys().begin(), training_keys().end(),
+                                [&](const TrainingKey& t) { return it.key() == t.name; });
+    if (k == training_keys().end()) {
+      if (cli) throw InputError("unknown training option " + name);
+      throw InputError(source + ": unknown key \"training." + it.key() + "\"" +
+                       did_you_mean(it.key(), names));
+    }
+    check_training_value(*k, it.value(), name);
+  }
 }
 
 json config_to_json(const ModelConfig& c) {

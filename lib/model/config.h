@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace nmt {
 
@@ -33,14 +34,33 @@ struct ModelConfig {
   // kept as JSON so that `nmt train` owns their meaning and validation.
   nlohmann::json training = nlohmann::json::object();
 
+  // heads * d_k and heads * d_v; validation keeps them within int range.
   int qk_width() const { return heads * d_k; }
   int v_width() const { return heads * d_v; }
   bool pre_norm() const { return norm == "pre"; }
 };
 
-// Parses and validates; `source` names the file in error messages.
+// Parses and validates; `source` names the file in error messages. Stored
+// configs (in model files) go through the same function as config files.
 ModelConfig config_from_json(const nlohmann::json& j, const std::string& source);
 ModelConfig load_config(const std::string& path);
+// Parses config text (depth-limited, duplicate keys refused) and validates it.
+ModelConfig parse_config(const std::string& text, const std::string& source);
+
+// The options a config's "training" object may set (`nmt train` applies
+// them, and its command line sets the same ones): each key's name and what
+// its value must be.
+struct TrainingKey {
+  enum Kind { kInt, kNumber, kMetric };
+  const char* name;
+  Kind kind;
+  double min;   // smallest allowed value
+  bool strict;  // the value must exceed min
+};
+const std::vector<TrainingKey>& training_keys();
+// Checks every key and value of a "training" object. Throws InputError
+// naming `source` and the key (with cli, naming the option: --batch-tokens).
+void validate_training_json(const nlohmann::json& j, const std::string& source, bool cli = false);
 nlohmann::json config_to_json(const ModelConfig& c);
 
 // Resolves a config argument: a path, or the name of one in models/

@@ -28,8 +28,10 @@ Embeddings::Embeddings(ParamStore& store, const std::string& name, Param* table,
   if (cfg.positional == "learned")
     learned_pos_ = store.add(name + "/positions", Shape{max_pos_, D_}, Init::Normal,
                              1.f / std::sqrt(static_cast<float>(D_)));
-  else
-    sinusoidal_positions(max_pos_, D_, sinusoids_);
+}
+
+void Embeddings::init_tables() {
+  if (!learned_pos_ && sinusoids_.empty()) sinusoidal_positions(max_pos_, D_, sinusoids_);
 }
 
 void Embeddings::forward(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0, Tensor& y,

@@ -20,6 +20,9 @@ class Embeddings {
   // table: the (V, D) token matrix, possibly shared with another Embeddings
   // and with the pre-softmax projection.
   Embeddings(ParamStore& store, const std::string& name, Param* table, const ModelConfig& cfg);
+  // Computes the sinusoid table; done with the parameters' allocation, so
+  // that a model file is checked before its sizes cost any memory.
+  void init_tables();
 
   // tokens (B, T) row-major; position of column t is pos0 + t.
   void forward(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0, Tensor& y, bool training,

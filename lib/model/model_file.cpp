@@ -1,36 +1,21 @@
 #include "model/model_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
+#include "io/json.h"
 #include "model/transformer.h"
 
 namespace nmt {
 
 using json = nlohmann::json;
-
-namespace {
-
-void write_all(int fd, const void* p, size_t n, const std::string& path) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, c, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw Error("cannot write " + path + ": " + std::strerror(errno));
-    }
-    c += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-}  // namespace
 
 void write_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
                        const std::vector<NamedTensor>& tensors,
@@ -56,32 +41,72 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
   h.append((8 - h.size() % 8) % 8, ' ');  // the format pads the header with spaces
   const uint64_t hlen = h.size();
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error("cannot create " + tmp + ": " + std::strerror(errno));
-  try {
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(hlen >> (8 * i));
-    write_all(fd, len, 8, tmp);
-    write_all(fd, h.data(), h.size(), tmp);
-    for (const auto& t : tensors) write_all(fd, t.data, t.shape.numel() * sizeof(float), tmp);
-    for (const auto& kv : byte_tensors) write_all(fd, kv.second.data(), kv.second.size(), tmp);
-    if (::fsync(fd) != 0) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    throw Error("cannot write " + tmp + ": " + std::strerror(errno));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw Error("cannot rename " + tmp + " to " + path + ": " + err);
-  }
+  io::AtomicFile out(path);
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(hlen >> (8 * i));
+  out.write(len, 8);
+  out.write(h);
+  for (const auto& t : tensors) out.write(t.data, t.shape.numel() * sizeof(float));
+  for (const auto& kv : byte_tensors) out.write(kv.second);
+  out.commit();
 }
+
+namespace {
+
+// One tensor entry of the header, every number checked in 64 bits.
+FileContents::Entry parse_entry(const std::string& name, const json& t,
+                                const std::function<InputError(const std::string&)>& bad) {
+  FileContents::Entry e;
+  if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") ||
+      !t.contains("data_offsets") || !t["dtype"].is_string() || !t["shape"].is_array() ||
+      !t["data_offsets"].is_array())
+    throw bad("tensor " + name + " has a malformed entry");
+  e.dtype = t["dtype"].get<std::string>();
+  const uint64_t elem = e.dtype == "F32" ? 4 : e.dtype == "U8" ? 1 : 0;
+  if (!elem) throw bad("tensor " + name + " has unsupported dtype " + e.dtype);
+  uint64_t bytes = elem;
+  for (const json& d : t["shape"]) {
+    if (!d.is_number_unsigned()) throw bad("tensor " + name + " has a malformed shape");
+    const uint64_t x = d.get<uint64_t>();
+    if (x > (uint64_t{1} << 40) || __builtin_mul_overflow(bytes, x, &bytes))
+      throw bad("tensor " + name + " has an impossibly large shape");
+    e.shape.push_back(static_cast<int64_t>(x));
+  }
+  if (e.shape.size() > 4) throw bad("tensor " + name + " has more than 4 dimensions");
+  const json& off = t["data_offsets"];
+  if (off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    throw bad("tensor " + name + " has malformed data_offsets");
+  e.begin = off[0].get<uint64_t>();
+  e.end = off[1].get<uint64_t>();
+  if (e.end < e.begin || e.end - e.begin != bytes)
+    throw bad("tensor " + name + " data_offsets do not match its shape");
+  return e;
+}
+
+// As safetensors requires: the tensors tile the data exactly, in offset
+// order, with no gap, overlap or trailing bytes.
+void check_layout(const std::map<std::string, FileContents::Entry>& tensors, uint64_t data_size,
+                  const std::function<InputError(const std::string&)>& bad) {
+  std::vector<std::pair<const std::string*, const FileContents::Entry*>> order;
+  for (const auto& [name, e] : tensors) order.push_back({&name, &e});
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second->begin != b.second->begin ? a.second->begin < b.second->begin
+                                              : a.second->end < b.second->end;
+  });
+  uint64_t at = 0;
+  for (const auto& [name, e] : order) {
+    if (e->begin != at)
+      throw bad(
+          "tensor " + *name +
+          (e->begin < at ? " overlaps another tensor's data" : " leaves a gap before its data"));
+    at = e->end;
+  }
+  if (at > data_size) throw bad("tensor data extends past the end of the file (truncated?)");
+  if (at != data_size)
+    throw bad(std::to_string(data_size - at) + " bytes after the last tensor's data");
+}
+
+}  // namespace
 
 FileContents read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -89,7 +114,7 @@ FileContents read_safetensors(const std::string& path) {
   in.seekg(0, std::ios::end);
   const uint64_t size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);
-  auto bad = [&](const std::string& why) {
+  const std::function<InputError(const std::string&)> bad = [&](const std::string& why) {
     return InputError(path + ": not a valid model file: " + why);
   };
   if (size < 8) throw bad("file is only " + std::to_string(size) + " bytes (truncated?)");
@@ -104,9 +129,9 @@ FileContents read_safetensors(const std::string& path) {
   in.read(h.data(), static_cast<std::streamsize>(hlen));
   json header;
   try {
-    header = json::parse(h);
-  } catch (const json::parse_error&) {
-    throw bad("header is not valid JSON");
+    header = io::parse_json(h, "header");
+  } catch (const InputError& e) {
+    throw bad(e.what());
   }
   if (!header.is_object()) throw bad("header is not a JSON object");
 
@@ -122,38 +147,16 @@ FileContents read_safetensors(const std::string& path) {
       }
       continue;
     }
-    const json& t = *it;
-    FileContents::Entry e;
-    try {
-      e.dtype = t.at("dtype").get<std::string>();
-      e.shape = t.at("shape").get<std::vector<int64_t>>();
-      const auto off = t.at("data_offsets").get<std::vector<uint64_t>>();
-      if (off.size() != 2) throw bad("tensor " + it.key() + " has malformed data_offsets");
-      e.begin = off[0];
-      e.end = off[1];
-    } catch (const json::exception&) {
-      throw bad("tensor " + it.key() + " has a malformed entry");
-    }
-    uint64_t n = 1;
-    for (int64_t d : e.shape) {
-      if (d < 0) throw bad("tensor " + it.key() + " has a negative dimension");
-      n *= static_cast<uint64_t>(d);
-    }
-    const uint64_t elem = e.dtype == "F32" ? 4 : e.dtype == "U8" ? 1 : 0;
-    if (!elem) throw bad("tensor " + it.key() + " has unsupported dtype " + e.dtype);
-    if (e.end < e.begin || e.end - e.begin != n * elem)
-      throw bad("tensor " + it.key() + " data_offsets do not match its shape");
-    if (e.end > data_size)
-      throw bad("tensor " + it.key() + " extends past the end of the file (truncated?)");
-    f.tensors[it.key()] = e;
+    f.tensors[it.key()] = parse_entry(it.key(), *it, bad);
   }
+  check_layout(f.tensors, data_size, bad);
   f.data.resize(data_size);
   in.read(f.data.data(), static_cast<std::streamsize>(data_size));
   if (static_cast<uint64_t>(in.gcount()) != data_size) throw bad("could not read the tensor data");
   return f;
 }
 
-void FileContents::read_f32(const std::string& name, const Shape& shape, float* dst) const {
+void FileContents::check_f32(const std::string& name, const Shape& shape) const {
   auto it = tensors.find(name);
   if (it == tensors.end()) throw InputError(source + ": missing tensor " + name);
   const Entry& e = it->second;
@@ -164,7 +167,20 @@ void FileContents::read_f32(const std::string& name, const Shape& shape, float* 
     throw InputError(source + ": tensor " + name + " has shape (" + got + ") " + e.dtype +
                      ", expected " + shape.str() + " F32");
   }
+}
+
+void FileContents::read_f32(const std::string& name, const Shape& shape, float* dst) const {
+  check_f32(name, shape);
+  const Entry& e = tensors.at(name);
   std::memcpy(dst, data.data() + e.begin, e.end - e.begin);
+  const int64_t n = shape.numel();
+  int64_t bad = -1;
+#pragma omp parallel for reduction(max : bad) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(dst[i])) bad = std::max(bad, i);
+  if (bad >= 0)
+    throw InputError(source + ": tensor " + name + " holds a non-finite value (" +
+                     std::to_string(dst[bad]) + " at element " + std::to_string(bad) + ")");
 }
 
 std::string FileContents::read_bytes(const std::string& name) const {
@@ -200,18 +216,15 @@ FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& 
   if (version != std::to_string(kModelFormatVersion))
     throw InputError(path + ": unsupported model format version " + version + " (this nmt reads " +
                      std::to_string(kModelFormatVersion) + ")");
-  json cj;
-  try {
-    cj = json::parse(meta("config"));
-  } catch (const json::parse_error&) {
-    throw InputError(path + ": the stored config is not valid JSON");
-  }
-  cfg = config_from_json(cj, path + " (stored config)");
+  cfg = parse_config(meta("config"), path + " (stored config)");
   spm_model = f.has("vocab/sentencepiece") ? f.read_bytes("vocab/sentencepiece") : "";
   return f;
 }
 
 void load_weights(const FileContents& file, Transformer& model, const std::string& prefix) {
+  // Every shape is checked before the parameters are allocated, so that a
+  // config edited to enormous sizes is refused at once.
+  for (auto& p : model.params().params()) file.check_f32(prefix + p.name, p.shape);
   if (!model.params().values().numel()) model.init(0);
   for (auto& p : model.params().params()) file.read_f32(prefix + p.name, p.shape, p.value.data());
 }

@@ -39,7 +39,10 @@ struct FileContents {
   std::vector<char> data;  // the byte buffer after the header
 
   bool has(const std::string& name) const { return tensors.count(name) > 0; }
-  // Copies an F32 tensor into dst after checking its shape; names the file.
+  // Throws InputError naming the file unless the tensor is F32 of this shape.
+  void check_f32(const std::string& name, const Shape& shape) const;
+  // Copies an F32 tensor into dst after checking its shape, and refuses
+  // NaN and infinite values, naming the tensor.
   void read_f32(const std::string& name, const Shape& shape, float* dst) const;
   std::string read_bytes(const std::string& name) const;
   std::string source;

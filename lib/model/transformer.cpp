@@ -61,7 +61,11 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
   decoder_ = std::make_unique<Decoder>(store_, cfg);
 }
 
-void Transformer::init(uint64_t seed) { store_.allocate(seed); }
+void Transformer::init(uint64_t seed) {
+  store_.allocate(seed);
+  src_embed_->init_tables();
+  tgt_embed_->init_tables();
+}
 
 void Transformer::build_src_mask(const int32_t* src, int64_t B, int64_t S, Tensor& mask) const {
   mask.resize(Shape{B, S});

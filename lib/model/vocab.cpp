@@ -8,6 +8,13 @@
 
 #include "core/error.h"
 
+// Exported by libsentencepiece but not declared in its installed headers:
+// without it the trainer logs its whole command line to stderr before it
+// reads --minloglevel.
+namespace sentencepiece::logging {
+void SetMinLogLevel(int v);
+}
+
 namespace nmt {
 
 Vocab::Vocab() = default;
@@ -51,6 +58,32 @@ class VectorIterator : public sentencepiece::SentenceIterator {
 };
 }  // namespace
 
+namespace {
+
+// SentencePiece names its own options in its errors; nmt users set the size
+// with --vocab-size, so say it that way.
+InputError VocabSizeError(const std::string& spm_message, int size) {
+  const std::string want = std::to_string(size);
+  auto number_after = [&](const std::string& marker) -> std::string {
+    const auto at = spm_message.find(marker);
+    if (at == std::string::npos) return "";
+    const auto b = spm_message.find_first_of("0123456789", at + marker.size());
+    if (b == std::string::npos) return "";
+    return spm_message.substr(b, spm_message.find_first_not_of("0123456789", b) - b);
+  };
+  if (std::string need = number_after(want + " vs "); !need.empty())
+    return InputError("--vocab-size " + want + " is too small for this text: it has " + need +
+                      " distinct characters and special pieces; use --vocab-size " + need +
+                      " or more");
+  if (std::string most = number_after("value <="); !most.empty())
+    return InputError("--vocab-size " + want + " is more than this text can fill; use " +
+                      "--vocab-size " + most + " or less");
+  return InputError("SentencePiece could not train a vocabulary of " + want +
+                    " pieces (change --vocab-size): " + spm_message);
+}
+
+}  // namespace
+
 Vocab Vocab::train(const std::vector<std::string>& sentences, int vocab_size,
                    const std::string& model_type, int threads) {
   VectorIterator it(sentences);
@@ -62,8 +95,9 @@ Vocab Vocab::train(const std::vector<std::string>& sentences, int vocab_size,
                            " --shuffle_input_sentence=true --hard_vocab_limit=false"
                            " --minloglevel=2 --num_threads=" +
                            std::to_string(threads);
+  sentencepiece::logging::SetMinLogLevel(2);
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &bytes);
-  if (!status.ok()) throw InputError("SentencePiece training failed: " + status.ToString());
+  if (!status.ok()) throw VocabSizeError(status.ToString(), vocab_size);
   return from_bytes(bytes);
 }
 

@@ -33,50 +33,12 @@
 #include "model/transformer.h"
 #include "train/data.h"
 #include "train/optimizer.h"
+#include "train/options.h"
 
 namespace nmt {
 
 class Vocab;
 struct FileContents;
-
-struct TrainOptions {
-  // Files (command line only).
-  std::string train_src, train_tgt, valid_src, valid_tgt;
-  std::string out;  // the final model; OUT.best, OUT.ckpt/, OUT.log.jsonl, OUT.curve.svg beside it
-  std::string spm;  // an existing SentencePiece model instead of training one
-  int vocab_size = 0;   // 0: the config's vocab_size
-  bool resume = false;  // continue from the latest checkpoint in OUT.ckpt/
-
-  // Also settable in the config's "training" object, under these names.
-  int64_t batch_tokens = 4096;  // max(source, target) padded tokens per batch
-  int64_t update_freq = 1;      // batches per update (gradient accumulation)
-  int64_t max_steps = 0;        // 0: no limit (likewise below)
-  int64_t max_epochs = 0;
-  double max_minutes = 0;  // wall-clock budget of this invocation
-  uint64_t seed = 1;
-  int64_t warmup_steps = 4000;
-  double lr_scale = 1.0;
-  double clip_norm = 0;             // 0: no gradient-norm clipping
-  int64_t valid_every = 1000;       // steps
-  int64_t valid_sentences = 500;    // first N validation pairs decoded for BLEU (0: all)
-  int64_t checkpoint_every = 1000;  // steps (0: only by time and at the end)
-  double checkpoint_minutes = 0;
-  int64_t keep_checkpoints = 5;  // 0: keep all
-  int64_t average_last = 0;      // final model = mean of the last K checkpoints (0/1: last weights)
-  int64_t early_stop = 0;        // stop after N validations without improvement (0: never)
-  std::string best_metric = "bleu";  // or "loss"
-  int64_t log_every = 100;           // steps between plain progress lines (not on a terminal)
-};
-
-// Applies a "training" JSON object (from the config, or the command-line
-// options gathered under the same names) onto opts. Unknown keys, wrong
-// types and out-of-range values throw InputError naming `source` and the key
-// (`cli`: name it as the command-line option, --batch-tokens).
-void apply_training_json(const nlohmann::json& j, TrainOptions& opts, const std::string& source,
-                         bool cli = false);
-// Checks the combination of options and that the input files exist; throws
-// InputError with one clear message.
-void validate_options(const TrainOptions& opts);
 
 struct StepStats {
   int64_t step = 0;           // after this update (1-based)
@@ -105,6 +67,7 @@ struct ValidStats {
 struct TrainState {
   int64_t step = 0, epoch = 0, batch_index = 0;
   uint64_t seed = 0;
+  int64_t adam_t = 0, batch_tokens = 0, update_freq = 0, train_pairs = 0;
   nlohmann::json extra = nlohmann::json::object();  // the loop's own state
 };
 
@@ -148,41 +111,11 @@ class Trainer {
   Tensor dlogits_;
 };
 
+// The training state a checkpoint holds; throws InputError naming the file
+// when it is missing or damaged.
+TrainState read_train_state(const FileContents& file);
+
 // Averages the weights of the given model files (checkpoints) into model.
 void average_checkpoints(const std::vector<std::string>& paths, Transformer& model);
-
-struct TrainProgress {
-  StepStats stats;
-  double tokens_per_second = 0;  // target tokens, recent average
-  double eta_seconds = -1;       // -1: no limit to estimate from
-  double elapsed_seconds = 0;    // this invocation
-};
-
-struct TrainCallbacks {
-  std::function<void(const std::string&)> log;         // one line, without "\n"
-  std::function<void(const TrainProgress&)> progress;  // after every update
-  // When non-zero (set from a signal handler), training stops after the
-  // current update, saves a checkpoint and returns.
-  const std::atomic<int>* stop = nullptr;
-};
-
-struct TrainResult {
-  int64_t steps = 0;
-  bool interrupted = false;
-  std::string
-      stop_reason;  // "max-steps", "max-epochs", "max-minutes", "early-stop", "interrupted", ...
-  std::string model_path;  // written final model ("" when interrupted)
-  std::string best_path;   // best model by the chosen metric ("" if never validated)
-  double best = 0;
-  std::vector<double> losses;  // loss per token of each update in this run
-};
-
-// The whole `nmt train`. cfg is the model config (its "training" object is
-// expected to be merged into opts already).
-TrainResult train(ModelConfig cfg, const TrainOptions& opts, const TrainCallbacks& cb = {});
-
-// Where train() puts things, from OUT.
-std::string checkpoint_dir(const std::string& out);
-std::vector<std::string> list_checkpoints(const std::string& out);  // oldest first
 
 }  // namespace nmt

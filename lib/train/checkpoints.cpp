@@ -1,0 +1,41 @@
+#include "train/checkpoints.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+namespace nmt {
+
+namespace fs = std::filesystem;
+
+std::string checkpoint_dir(const std::string& out) { return out + ".ckpt"; }
+
+std::string checkpoint_path(const std::string& out, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%09lld.nmt", static_cast<long long>(step));
+  return (fs::path(checkpoint_dir(out)) / name).string();
+}
+
+std::vector<std::string> list_checkpoints(const std::string& out) {
+  std::vector<std::string> files;
+  const fs::path dir = checkpoint_dir(out);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return files;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    // step-NNNNNNNNN.nmt; temp files of an interrupted write do not match.
+    if (name.size() == 18 && name.rfind("step-", 0) == 0 && name.substr(14) == ".nmt")
+      files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());  // zero-padded: name order is step order
+  return files;
+}
+
+void prune_checkpoints(const std::string& out, int64_t keep) {
+  if (keep <= 0) return;
+  const auto all = list_checkpoints(out);
+  std::error_code ec;
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i], ec);
+}
+
+}  // namespace nmt

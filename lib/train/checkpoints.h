@@ -1,0 +1,18 @@
+// Where `nmt train` keeps its checkpoints (OUT.ckpt/step-NNNNNNNNN.nmt) and
+// how old ones are pruned. Checkpoints are written atomically, so a listed
+// checkpoint is always complete.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nmt {
+
+std::string checkpoint_dir(const std::string& out);
+std::string checkpoint_path(const std::string& out, int64_t step);
+std::vector<std::string> list_checkpoints(const std::string& out);  // oldest first
+// Removes all but the newest `keep` checkpoints (keep 0: none removed).
+void prune_checkpoints(const std::string& out, int64_t keep);
+
+}  // namespace nmt

@@ -1,0 +1,53 @@
+// The options of `nmt train`: the files, and the training options that the
+// config's "training" object and the command line both set (their names and
+// ranges are listed once, in model/config.h's training_keys()).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace nmt {
+
+struct TrainOptions {
+  // Files (command line only).
+  std::string train_src, train_tgt, valid_src, valid_tgt;
+  std::string out;  // the final model; OUT.best, OUT.ckpt/, OUT.log.jsonl, OUT.curve.svg beside it
+  std::string spm;  // an existing SentencePiece model instead of training one
+  int vocab_size = 0;   // 0: the config's vocab_size
+  bool resume = false;  // continue from the latest checkpoint in OUT.ckpt/
+
+  // Also settable in the config's "training" object, under these names.
+  int64_t batch_tokens = 4096;  // max(source, target) padded tokens per batch
+  int64_t update_freq = 1;      // batches per update (gradient accumulation)
+  int64_t max_steps = 0;        // 0: no limit (likewise below)
+  int64_t max_epochs = 0;
+  double max_minutes = 0;  // wall-clock budget of this invocation
+  uint64_t seed = 1;
+  int64_t warmup_steps = 4000;
+  double lr_scale = 1.0;
+  double clip_norm = 0;             // 0: no gradient-norm clipping
+  int64_t valid_every = 1000;       // steps
+  int64_t valid_sentences = 500;    // first N validation pairs decoded for BLEU (0: all)
+  int64_t checkpoint_every = 1000;  // steps (0: only by time and at the end)
+  double checkpoint_minutes = 0;
+  int64_t keep_checkpoints = 5;  // 0: keep all
+  int64_t average_last = 0;      // final model = mean of the last K checkpoints (0/1: last weights)
+  int64_t early_stop = 0;        // stop after N validations without improvement (0: never)
+  std::string best_metric = "bleu";  // or "loss"
+  int64_t log_every = 100;           // steps between plain progress lines (not on a terminal)
+};
+
+// Applies a "training" JSON object (from the config, or the command-line
+// options gathered under the same names) onto opts. Unknown keys, wrong
+// types and out-of-range values throw InputError naming `source` and the key
+// (`cli`: name it as the command-line option, --batch-tokens).
+void apply_training_json(const nlohmann::json& j, TrainOptions& opts, const std::string& source,
+                         bool cli = false);
+// Checks the combination of options and that the input files exist; throws
+// InputError with one clear message.
+void validate_options(const TrainOptions& opts);
+
+nlohmann::json options_to_json(const TrainOptions& opts);
+
+}  // namespace nmt

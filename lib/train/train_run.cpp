@@ -1,0 +1,527 @@
+// A training run, in the order it happens:
+//   1. lock OUT, clear what a killed run left, read and check every input;
+//   2. resume the previous run's checkpoint, or train a vocabulary;
+//   3. encode the data; build the model and the Trainer; open the log;
+//   4. the loop: an update, then validation, checkpoint and stop checks;
+//   5. the end: a last checkpoint and validation, then the final model (the
+//      better of the last weights and the checkpoint average, if asked).
+#include "train/train_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+
+#include "core/cpu_kernels.h"
+#include "core/elementwise.h"
+#include "core/error.h"
+#include "io/atomic_file.h"
+#include "io/file_lock.h"
+#include "model/model_file.h"
+#include "model/vocab.h"
+#include "train/train_log.h"
+
+namespace nmt {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// The metric that picks the best model, and which way is better.
+struct Metric {
+  double value = 0;
+  bool higher_better = false;
+  const char* name = "loss";
+  bool better_than(double other) const { return higher_better ? value > other : value < other; }
+};
+
+class TrainRun {
+ public:
+  TrainRun(ModelConfig cfg, const TrainOptions& opts, const TrainCallbacks& cb)
+      : cfg_(std::move(cfg)), opts_(opts), cb_(cb) {}
+
+  TrainResult run() {
+    validate_options(opts_);
+    io::FileLock lock(opts_.out + ".lock", opts_.out);
+    clear_stale_temps();
+    read_data();
+    open_previous_run();
+    encode_data();
+    build_model();
+    open_log();
+    loop();
+    finish();
+    return std::move(result_);
+  }
+
+ private:
+  void log(const std::string& s) {
+    if (cb_.log) cb_.log(s);
+  }
+  bool has_valid() const { return !opts_.valid_src.empty(); }
+
+  void clear_stale_temps();
+  void read_data();
+  void open_previous_run();
+  void encode_data();
+  void build_model();
+  void open_log();
+  void loop();
+  bool stop_now();
+  void after_update(const StepStats& s);
+  void report_progress(const StepStats& s);
+  void save_checkpoint();
+  Metric validate(bool averaged);
+  void choose_final_weights();
+  void finish();
+  json extra_state() const;
+  json data_summary() const;
+  std::map<std::string, std::string> model_metadata() const;
+
+  ModelConfig cfg_;
+  TrainOptions opts_;
+  const TrainCallbacks& cb_;
+  const Clock::time_point start_ = Clock::now();
+
+  std::vector<std::string> src_, tgt_, vsrc_, vtgt_;
+  int64_t train_lines_ = 0;
+  Vocab vocab_;
+  std::string spm_;
+  std::unique_ptr<FileContents> resume_file_;
+  ParallelCorpus train_c_, valid_c_;
+  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<Trainer> trainer_;
+  std::unique_ptr<TrainLog> log_;
+
+  // Carried across resumes in the checkpoints' extra state.
+  double best_ = 0, last_metric_ = 0;
+  int64_t best_step_ = -1, bad_valids_ = 0, last_valid_step_ = -1;
+  double train_seconds_before_ = 0;
+
+  int64_t last_ckpt_step_ = 0;
+  Clock::time_point last_ckpt_time_ = Clock::now();
+  bool early_stopped_ = false;
+  double tok_ema_ = 0, sec_ema_ = 0;
+  TrainResult result_;
+};
+
+void TrainRun::clear_stale_temps() {
+  // Safe only under the lock: no other nmt is writing these names.
+  int removed = 0;
+  for (const std::string& target :
+       {opts_.out, opts_.out + ".best", opts_.out + ".log.jsonl", opts_.out + ".curve.svg"})
+    removed += io::remove_stale_temps_of(target);
+  if (fs::is_directory(checkpoint_dir(opts_.out)))
+    removed += io::remove_stale_temps_in(checkpoint_dir(opts_.out));
+  if (removed)
+    log("removed " + std::to_string(removed) + " temporary file(s) left by an interrupted run");
+}
+
+void TrainRun::read_data() {
+  int64_t bad_utf8 = 0;
+  read_parallel(opts_.train_src, opts_.train_tgt, src_, tgt_, &bad_utf8);
+  if (bad_utf8)
+    log("warning: " + std::to_string(bad_utf8) +
+        " training lines were not valid UTF-8 (bytes replaced)");
+  if (has_valid()) read_parallel(opts_.valid_src, opts_.valid_tgt, vsrc_, vtgt_);
+  train_lines_ = static_cast<int64_t>(src_.size());
+}
+
+void TrainRun::open_previous_run() {
+  const auto ckpts = list_checkpoints(opts_.out);
+  if (!ckpts.empty() && !opts_.resume)
+    throw InputError(checkpoint_dir(opts_.out) + " holds checkpoints of an earlier run (latest " +
+                     ckpts.back() +
+                     "): pass --resume to continue it, or remove the directory to start over");
+  if (opts_.resume && !ckpts.empty()) {
+    ModelConfig ccfg;
+    resume_file_ = std::make_unique<FileContents>(open_model(ckpts.back(), ccfg, spm_));
+    if (spm_.empty())
+      throw InputError(ckpts.back() + ": the checkpoint holds no SentencePiece vocabulary");
+    cfg_ = ccfg;
+    vocab_ = Vocab::from_bytes(spm_);
+    const TrainState rs = read_train_state(*resume_file_);
+    if (rs.seed != opts_.seed)
+      log("resuming with the checkpoint's seed " + std::to_string(rs.seed));
+    opts_.seed = rs.seed;
+    if (rs.update_freq != opts_.update_freq)
+      log("warning: --update-freq differs from the checkpoint's (" +
+          std::to_string(rs.update_freq) +
+          "); the run will not repeat an uninterrupted one exactly");
+    log("resuming from " + ckpts.back() + " at step " + std::to_string(rs.step) + " (epoch " +
+        std::to_string(rs.epoch) + ", batch " + std::to_string(rs.batch_index) + ")");
+    return;
+  }
+  if (opts_.resume)
+    log("--resume: no checkpoint in " + checkpoint_dir(opts_.out) + "; starting from scratch");
+  if (!opts_.spm.empty()) {
+    vocab_ = Vocab::from_file(opts_.spm);
+    log("vocabulary: " + opts_.spm + " (" + std::to_string(vocab_.size()) + " pieces)");
+  } else {
+    const int size = opts_.vocab_size > 0 ? opts_.vocab_size : cfg_.vocab_size;
+    // A joint vocabulary from a sample of both sides.
+    constexpr size_t kSamplePerSide = 300000;
+    std::vector<std::string> sample;
+    std::mt19937_64 rng(cpu::mix_seed(opts_.seed, 0x5e9));
+    for (const auto* side : {&src_, &tgt_}) {
+      if (side->size() <= kSamplePerSide) {
+        sample.insert(sample.end(), side->begin(), side->end());
+      } else {
+        for (size_t k = 0; k < kSamplePerSide; ++k) sample.push_back((*side)[rng() % side->size()]);
+      }
+    }
+    log("training a joint SentencePiece vocabulary of " + std::to_string(size) + " pieces on " +
+        std::to_string(sample.size()) + " sentences");
+    vocab_ = Vocab::train(sample, size, "unigram", cpu::num_threads());
+    log("vocabulary: " + std::to_string(vocab_.size()) + " pieces");
+  }
+  spm_ = vocab_.bytes();
+  cfg_.vocab_size = vocab_.size();
+}
+
+void TrainRun::encode_data() {
+  // Pairs too long for the model are skipped and counted.
+  const int64_t max_len = cfg_.max_positions - 1;
+  train_c_ = encode_corpus(vocab_, src_, tgt_, max_len);
+  src_ = {};
+  tgt_ = {};
+  if (has_valid()) valid_c_ = encode_corpus(vocab_, vsrc_, vtgt_, max_len);
+  if (train_c_.size() == 0)
+    throw InputError(opts_.train_src + ": no usable sentence pairs (" +
+                     std::to_string(train_c_.skipped_long) + " longer than " +
+                     std::to_string(max_len) + " subwords, " +
+                     std::to_string(train_c_.skipped_empty) + " with an empty side)");
+  log("training data: " + std::to_string(train_c_.size()) + " of " + std::to_string(train_lines_) +
+      " pairs, " + std::to_string(train_c_.tgt_tokens()) + " target tokens; skipped " +
+      std::to_string(train_c_.skipped_long) + " longer than " + std::to_string(max_len) +
+      " subwords and " + std::to_string(train_c_.skipped_empty) + " with an empty side");
+  if (has_valid())
+    log("validation data: " + std::to_string(valid_c_.size()) + " of " +
+        std::to_string(vsrc_.size()) + " pairs; skipped " + std::to_string(valid_c_.skipped_long) +
+        " too long, " + std::to_string(valid_c_.skipped_empty) + " empty");
+}
+
+void TrainRun::build_model() {
+  model_ = std::make_unique<Transformer>(cfg_);
+  model_->init(opts_.seed);
+  trainer_ = std::make_unique<Trainer>(*model_, train_c_, opts_);
+  if (resume_file_) {
+    const TrainState rs = trainer_->load(*resume_file_);
+    const json& e = rs.extra;
+    auto num = [&](const char* key, double fallback) {
+      return e.contains(key) && e[key].is_number() ? e[key].get<double>() : fallback;
+    };
+    best_ = num("best", 0.0);
+    best_step_ = static_cast<int64_t>(num("best_step", -1));
+    bad_valids_ = static_cast<int64_t>(num("bad_validations", 0));
+    last_valid_step_ = static_cast<int64_t>(num("last_valid_step", -1));
+    last_metric_ = num("last_metric", 0.0);
+    train_seconds_before_ = num("train_seconds", 0.0);
+    resume_file_.reset();
+  }
+  last_ckpt_step_ = trainer_->steps();
+}
+
+void TrainRun::open_log() {
+  const bool resumed = opts_.resume && trainer_->steps() > 0;
+  log_ = std::make_unique<TrainLog>(opts_.out, resumed, trainer_->steps(),
+                                    cfg_.name + ": " + fs::path(opts_.out).filename().string());
+  if (log_->unreadable())
+    log("warning: dropped " + std::to_string(log_->unreadable()) + " unreadable line(s) of " +
+        opts_.out + ".log.jsonl");
+  const int64_t bpe = trainer_->batches_per_epoch();
+  log_->write({{"type", "start"},
+               {"step", trainer_->steps()},
+               {"resumed", resumed},
+               {"options", options_to_json(opts_)},
+               {"config", config_to_json(cfg_)},
+               {"parameters", model_->parameter_count()},
+               {"batches_per_epoch", bpe}});
+  json data = data_summary();
+  data["type"] = "data";
+  data["step"] = trainer_->steps();
+  log_->write(data);
+  log("model: " + cfg_.name + ", " + fmt("%.1fM", model_->parameter_count() / 1e6) +
+      " parameters; " + std::to_string(bpe) +
+      " batches of <= " + std::to_string(opts_.batch_tokens) + " tokens per epoch, " +
+      std::to_string(opts_.update_freq) + " per update; " + std::to_string(cpu::num_threads()) +
+      " threads");
+}
+
+bool TrainRun::stop_now() {
+  std::string& reason = result_.stop_reason;
+  const int64_t steps = trainer_->steps();
+  if (opts_.max_steps > 0 && steps >= opts_.max_steps)
+    reason = "max-steps";
+  else if (opts_.max_epochs > 0 && trainer_->epoch() >= opts_.max_epochs)
+    reason = "max-epochs";
+  else if (opts_.max_minutes > 0 && seconds_since(start_) >= opts_.max_minutes * 60)
+    reason = "max-minutes";
+  else if (early_stopped_)
+    reason = "early-stop";
+  else if (cb_.stop && cb_.stop->load() != 0)
+    reason = "interrupted";
+  return !reason.empty();
+}
+
+void TrainRun::loop() {
+  while (!stop_now()) {
+    const StepStats s = trainer_->step();
+    if (!std::isfinite(s.loss))
+      throw Error("training diverged at step " + std::to_string(s.step) + " (loss " +
+                  fmt("%g", s.loss) +
+                  "); try a smaller --lr-scale, a longer --warmup or --clip-norm");
+    after_update(s);
+  }
+}
+
+void TrainRun::after_update(const StepStats& s) {
+  result_.losses.push_back(s.loss);
+  log_->write({{"type", "train"},
+               {"step", s.step},
+               {"epoch", s.epoch_progress},
+               {"loss", s.loss},
+               {"nll_loss", s.nll},
+               {"ppl", s.ppl},
+               {"lr", s.lr},
+               {"grad_norm", s.grad_norm},
+               {"tgt_tokens", s.tgt_tokens},
+               {"src_tokens", s.src_tokens},
+               {"sentences", s.sentences},
+               {"step_seconds", s.seconds},
+               {"tgt_tokens_per_s", s.tgt_tokens / std::max(s.seconds, 1e-9)},
+               {"elapsed_s", seconds_since(start_)}});
+  log_->add_train(s.step, s.loss);
+  report_progress(s);
+  if (has_valid() && opts_.valid_every > 0 && s.step % opts_.valid_every == 0) validate(false);
+  if ((opts_.checkpoint_every > 0 && s.step % opts_.checkpoint_every == 0) ||
+      (opts_.checkpoint_minutes > 0 &&
+       seconds_since(last_ckpt_time_) >= opts_.checkpoint_minutes * 60))
+    save_checkpoint();
+}
+
+void TrainRun::report_progress(const StepStats& s) {
+  tok_ema_ = tok_ema_ == 0 ? double(s.tgt_tokens) : 0.9 * tok_ema_ + 0.1 * double(s.tgt_tokens);
+  sec_ema_ = sec_ema_ == 0 ? s.seconds : 0.9 * sec_ema_ + 0.1 * s.seconds;
+  if (!cb_.progress) return;
+  TrainProgress p;
+  p.stats = s;
+  p.tokens_per_second = tok_ema_ / std::max(sec_ema_, 1e-9);
+  p.elapsed_seconds = seconds_since(start_);
+  double eta = -1;
+  auto take = [&](double e) { eta = eta < 0 ? e : std::min(eta, e); };
+  if (opts_.max_steps > 0) take(double(opts_.max_steps - s.step) * sec_ema_);
+  if (opts_.max_minutes > 0) take(std::max(0.0, opts_.max_minutes * 60 - p.elapsed_seconds));
+  if (opts_.max_epochs > 0)
+    take(std::max(0.0, (double(opts_.max_epochs) - s.epoch_progress) *
+                           double(trainer_->batches_per_epoch()) / double(opts_.update_freq) *
+                           sec_ema_));
+  p.eta_seconds = eta;
+  cb_.progress(p);
+}
+
+json TrainRun::extra_state() const {
+  return json{{"best", best_},
+              {"best_step", best_step_},
+              {"bad_validations", bad_valids_},
+              {"last_valid_step", last_valid_step_},
+              {"last_metric", last_metric_},
+              {"train_seconds", train_seconds_before_ + seconds_since(start_)}};
+}
+
+// Recorded in every model file a run writes, so `nmt info` can say how the
+// model was made. Nothing here may depend on time or on resumption: a run
+// resumed after a crash must write the same bytes as an uninterrupted one.
+json TrainRun::data_summary() const {
+  return {{"train_src", opts_.train_src},
+          {"train_tgt", opts_.train_tgt},
+          {"train_lines", train_lines_},
+          {"train_pairs", train_c_.size()},
+          {"train_target_tokens", train_c_.tgt_tokens()},
+          {"skipped_long", train_c_.skipped_long},
+          {"skipped_empty", train_c_.skipped_empty},
+          {"max_subwords", cfg_.max_positions - 1},
+          {"valid_src", opts_.valid_src},
+          {"valid_tgt", opts_.valid_tgt},
+          {"valid_pairs", valid_c_.size()},
+          {"valid_skipped_long", valid_c_.skipped_long},
+          {"valid_skipped_empty", valid_c_.skipped_empty},
+          {"vocab_size", vocab_.size()}};
+}
+
+std::map<std::string, std::string> TrainRun::model_metadata() const {
+  return {{"step", std::to_string(trainer_->steps())},
+          {"training_options", options_to_json(opts_).dump()},
+          {"training_data", data_summary().dump()}};
+}
+
+void TrainRun::save_checkpoint() {
+  const int64_t step = trainer_->steps();
+  const std::string path = checkpoint_path(opts_.out, step);
+  fs::create_directories(checkpoint_dir(opts_.out));
+  try {
+    trainer_->save(path, spm_, extra_state());
+  } catch (const Error& e) {
+    const auto all = list_checkpoints(opts_.out);
+    throw Error("the checkpoint of step " + std::to_string(step) + " was not saved (" + e.what() +
+                "); " +
+                (all.empty() ? std::string("there is no earlier checkpoint")
+                             : "the previous checkpoint " + all.back() +
+                                   " is intact: free some space and continue with --resume"));
+  }
+  last_ckpt_step_ = step;
+  last_ckpt_time_ = Clock::now();
+  const int64_t keep =
+      opts_.keep_checkpoints == 0 ? 0 : std::max(opts_.keep_checkpoints, opts_.average_last);
+  prune_checkpoints(opts_.out, keep);
+  log_->write({{"type", "checkpoint"}, {"step", step}, {"path", path}});
+  log_->sync();
+}
+
+Metric TrainRun::validate(bool averaged) {
+  const auto t0 = Clock::now();
+  const ValidStats v = trainer_->validate(valid_c_, &vocab_, &vtgt_, opts_.valid_sentences);
+  const int64_t step = trainer_->steps();
+  Metric m;
+  m.higher_better = opts_.best_metric == "bleu" && v.has_bleu;
+  m.value = m.higher_better ? v.bleu : v.loss;
+  m.name = m.higher_better ? "BLEU" : "loss";
+  json j = {{"type", "valid"},
+            {"step", step},
+            {"loss", v.loss},
+            {"nll_loss", v.nll},
+            {"ppl", v.ppl},
+            {"tokens", v.tokens},
+            {"sentences", v.sentences},
+            {"seconds", seconds_since(t0)}};
+  if (v.has_bleu) {
+    j["bleu"] = v.bleu;
+    j["bleu_text"] = v.bleu_text;
+    j["bleu_sentences"] = v.bleu_sentences;
+  }
+  std::string line = std::string(averaged ? "averaged model: " : "") + "validation at step " +
+                     std::to_string(step) + ": loss " + fmt("%.3f", v.loss) + ", ppl " +
+                     fmt("%.2f", v.ppl);
+  if (v.has_bleu)
+    line += ", BLEU " + fmt("%.2f", v.bleu) + " (greedy, " + std::to_string(v.bleu_sentences) +
+            " sentences)";
+  if (averaged) {
+    j["averaged"] = true;
+    log_->write(j);
+    log(line);
+    return m;
+  }
+  last_valid_step_ = step;
+  last_metric_ = m.value;
+  if (best_step_ < 0 || m.better_than(best_)) {
+    best_ = m.value;
+    best_step_ = step;
+    bad_valids_ = 0;
+    save_model(opts_.out + ".best", *model_, spm_, model_metadata());
+    line += " (best so far; saved " + opts_.out + ".best)";
+  } else {
+    ++bad_valids_;
+    line += " (best " + fmt("%.3f", best_) + " at step " + std::to_string(best_step_) + ")";
+    if (opts_.early_stop > 0 && bad_valids_ >= opts_.early_stop) early_stopped_ = true;
+  }
+  j["best"] = best_;
+  j["best_step"] = best_step_;
+  log_->write(j);
+  log(line);
+  const double bleu = v.bleu;
+  log_->add_valid(step, v.loss, v.has_bleu ? &bleu : nullptr);
+  log_->write_curve();
+  return m;
+}
+
+// With --average-last, the average of the last checkpoints usually beats the
+// last weights, but not when the checkpoints span much of the run: keep
+// whichever validates better, and say which and why.
+void TrainRun::choose_final_weights() {
+  result_.final_weights = "last";
+  const auto all = list_checkpoints(opts_.out);
+  if (opts_.average_last <= 1 || all.size() <= 1) return;
+  const size_t k = std::min<size_t>(all.size(), static_cast<size_t>(opts_.average_last));
+  const std::vector<std::string> last(all.end() - static_cast<std::ptrdiff_t>(k), all.end());
+  average_checkpoints(last, *model_);
+  const std::string what = "the average of the last " + std::to_string(k) + " checkpoints";
+  json entry = {{"type", "final"}, {"step", trainer_->steps()}, {"averaged_checkpoints", k}};
+  std::string why;
+  if (!has_valid()) {
+    result_.final_weights = "average";
+    why = what + " (no validation set to compare it with the last weights)";
+  } else {
+    const Metric avg = validate(/*averaged=*/true);
+    entry["metric"] = avg.name;
+    entry["average"] = avg.value;
+    entry["last"] = last_metric_;
+    if (!avg.better_than(last_metric_) && avg.value != last_metric_) {
+      load_weights(read_safetensors(all.back()), *model_);  // the last weights
+      why = "the last weights (validation " + std::string(avg.name) + " " +
+            fmt("%.3f", last_metric_) + ") beat " + what + " (" + fmt("%.3f", avg.value) + ")";
+    } else {
+      result_.final_weights = "average";
+      why = what + " (validation " + std::string(avg.name) + " " + fmt("%.3f", avg.value) +
+            ", against " + fmt("%.3f", last_metric_) + " for the last weights)";
+    }
+  }
+  entry["kept"] = result_.final_weights;
+  entry["why"] = why;
+  log_->write(entry);
+  log("final model: " + why);
+}
+
+void TrainRun::finish() {
+  const int64_t steps = trainer_->steps();
+  result_.interrupted = result_.stop_reason == "interrupted";
+  result_.steps = steps;
+  if (steps > last_ckpt_step_ || list_checkpoints(opts_.out).empty()) save_checkpoint();
+  if (!result_.interrupted) {
+    if (has_valid() && last_valid_step_ != steps) validate(false);
+    choose_final_weights();
+    save_model(opts_.out, *model_, spm_, model_metadata());
+    result_.model_path = opts_.out;
+    log("wrote " + opts_.out + " after " + std::to_string(steps) + " steps (" +
+        result_.stop_reason + ")");
+  } else {
+    log("interrupted at step " + std::to_string(steps) + "; checkpoint saved in " +
+        checkpoint_dir(opts_.out) + "; continue with --resume");
+  }
+  if (best_step_ >= 0) {
+    result_.best_path = opts_.out + ".best";
+    result_.best = best_;
+  }
+  log_->write({{"type", "end"},
+               {"step", steps},
+               {"reason", result_.stop_reason},
+               {"best", best_},
+               {"best_step", best_step_},
+               {"elapsed_s", seconds_since(start_)}});
+  log_->sync();
+  log_->write_curve();
+}
+
+}  // namespace
+
+TrainResult train(ModelConfig cfg, const TrainOptions& opts, const TrainCallbacks& cb) {
+  TrainRun run(std::move(cfg), opts, cb);
+  return run.run();
+}
+
+}  // namespace nmt

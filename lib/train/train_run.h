@@ -1,0 +1,53 @@
+// `nmt train` as a whole: reads and checks the data, trains or loads the
+// vocabulary, runs the Trainer's updates with validation, checkpoints, the
+// log and the learning curve, and writes the final model. See train_run.cpp
+// for the parts of a run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "train/checkpoints.h"
+#include "train/options.h"
+#include "train/trainer.h"
+
+namespace nmt {
+
+struct TrainProgress {
+  StepStats stats;
+  double tokens_per_second = 0;  // target tokens, recent average
+  double eta_seconds = -1;       // -1: no limit to estimate from
+  double elapsed_seconds = 0;    // this invocation
+};
+
+struct TrainCallbacks {
+  std::function<void(const std::string&)> log;         // one line, without "\n"
+  std::function<void(const TrainProgress&)> progress;  // after every update
+  // When non-zero (set from a signal handler), training stops after the
+  // current update, saves a checkpoint and returns.
+  const std::atomic<int>* stop = nullptr;
+};
+
+struct TrainResult {
+  int64_t steps = 0;
+  bool interrupted = false;
+  // "max-steps", "max-epochs", "max-minutes", "early-stop", "interrupted"
+  std::string stop_reason;
+  std::string model_path;  // written final model ("" when interrupted)
+  std::string best_path;   // best model by the chosen metric ("" if never validated)
+  double best = 0;
+  std::string final_weights;   // "last" or "average" (with --average-last)
+  std::vector<double> losses;  // loss per token of each update in this run
+};
+
+// cfg is the model config (its "training" object is expected to be merged
+// into opts already). Takes OUT.lock for the whole run, so a second run into
+// the same OUT is refused, and removes temporary files that a killed run
+// left behind.
+TrainResult train(ModelConfig cfg, const TrainOptions& opts, const TrainCallbacks& cb = {});
+
+}  // namespace nmt
