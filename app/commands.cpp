@@ -14,6 +14,7 @@
 
 #include "core/cpu_kernels.h"
 #include "core/device.h"
+#include "core/format.h"
 #include "io/json.h"
 #include "io/text_file.h"
 #include "model/config.h"
@@ -54,17 +55,7 @@ std::string version_text() {
 
 namespace {
 
-// Counts and costs in units a person reads at a glance: 41.5K, 7.6M, 1.2B.
-std::string human(double x, const char* unit = "") {
-  const char* prefix[] = {"", "K", "M", "G", "T"};
-  int p = 0;
-  while (std::fabs(x) >= 1000 && p < 4) x /= 1000, ++p;
-  char buf[48];
-  const bool spaced = unit[0] != '\0';
-  std::snprintf(buf, sizeof buf, p == 0 ? "%.0f%s%s%s" : "%.3g%s%s%s", x, spaced ? " " : "",
-                prefix[p], unit);
-  return buf;
-}
+std::string human(double x, const char* unit = "") { return human_number(x, unit); }
 
 bool looks_like_json(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

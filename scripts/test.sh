@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds nmt and its tests and runs them (the README's test command; .ci/run
-# runs exactly this). Tests read corpora from ../shared/data and never need
-# the network.
+# Builds nmt and its tests and runs them, then the fuzz targets for a short
+# fixed time (the README's test command; .ci/run runs exactly this). Tests
+# read corpora from ../shared/data and never need the network.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -11,3 +11,6 @@ cmake --build build -j"$(nproc)"
 # One test process at a time: each uses every core through OpenMP, and two
 # spinning thread teams on two cores slow each other down badly.
 ctest --test-dir build --output-on-failure -j1
+# The fuzz targets, built with clang and run briefly on the committed seeds
+# (scripts/fuzz.sh 600 is the long local run).
+scripts/fuzz.sh "${FUZZ_SECONDS:-10}"

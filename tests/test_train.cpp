@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "model/model_file.h"
 #include "test_helpers.h"
+#include "train/curve_svg.h"
 #include "train/data.h"
 #include "train/optimizer.h"
 #include "train/train_run.h"
@@ -474,4 +475,24 @@ TEST_CASE("bad training inputs give one clear error before training", "[train]")
   CHECK(o.warmup_steps == 10);
   CHECK(o.batch_tokens == 999);
   CHECK(o.max_minutes == 1.5);
+}
+
+TEST_CASE("the learning curve labels small BLEU values with enough decimals", "[train]") {
+  CurveData d;
+  d.title = "t";
+  for (int s = 1; s <= 5; ++s) {
+    d.train_loss.push_back({double(s), 5.0 - 0.1 * s});
+    d.valid_loss.push_back({double(s), 5.0 - 0.1 * s});
+    d.valid_bleu.push_back({double(s), 0.01 * s});
+  }
+  const std::string svg = curve_svg(d);
+  // The BLEU axis labels are the red texts; they must not all read the same.
+  std::set<std::string> labels;
+  for (size_t at = svg.find("fill=\"#d62728\">"); at != std::string::npos;
+       at = svg.find("fill=\"#d62728\">", at + 1)) {
+    const size_t b = at + 15, e = svg.find('<', b);
+    labels.insert(svg.substr(b, e - b));
+  }
+  CHECK(labels.size() >= 3);
+  CHECK(!labels.count("0.0"));
 }

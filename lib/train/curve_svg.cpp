@@ -32,6 +32,14 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+// Enough decimals to tell ticks `step` apart: 0.02 -> "0.04", 5 -> "15".
+std::string tick_label(double v, double step) {
+  const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", std::min(decimals, 6), v);
+  return buf;
+}
+
 // A "nice" tick step (1, 2 or 5 times a power of ten) for about n ticks.
 double nice_step(double range, int n) {
   if (range <= 0) return 1;
@@ -117,14 +125,13 @@ std::string curve_svg(const CurveData& d) {
     o << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << fmt(y) << "\" y2=\""
       << fmt(y) << "\" stroke=\"#eee\"/>\n";
     o << "<text x=\"" << kLeft - 6 << "\" y=\"" << fmt(y + 4)
-      << "\" text-anchor=\"end\" fill=\"#1f77b4\">" << fmt(v, ls < 1 ? "%.1f" : "%.0f")
-      << "</text>\n";
+      << "\" text-anchor=\"end\" fill=\"#1f77b4\">" << tick_label(v, ls) << "</text>\n";
   }
   if (!d.valid_bleu.empty())
     for (double v = ba.lo; v <= ba.hi + 1e-9; v += bs) {
       const double y = kTop + ph - (v - ba.lo) / (ba.hi - ba.lo) * ph;
       o << "<text x=\"" << kLeft + pw + 6 << "\" y=\"" << fmt(y + 4) << "\" fill=\"#d62728\">"
-        << fmt(v, bs < 1 ? "%.1f" : "%.0f") << "</text>\n";
+        << tick_label(v, bs) << "</text>\n";
     }
   for (double v = xa.lo; v <= xa.hi + 1e-9; v += xs) {
     const double x = kLeft + (v - xa.lo) / (xa.hi - xa.lo) * pw;

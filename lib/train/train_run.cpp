@@ -18,6 +18,7 @@
 #include "core/cpu_kernels.h"
 #include "core/elementwise.h"
 #include "core/error.h"
+#include "core/format.h"
 #include "io/atomic_file.h"
 #include "io/file_lock.h"
 #include "model/model_file.h"
@@ -257,7 +258,7 @@ void TrainRun::open_log() {
   data["type"] = "data";
   data["step"] = trainer_->steps();
   log_->write(data);
-  log("model: " + cfg_.name + ", " + fmt("%.1fM", model_->parameter_count() / 1e6) +
+  log("model: " + cfg_.name + ", " + human_number(double(model_->parameter_count())) +
       " parameters; " + std::to_string(bpe) +
       " batches of <= " + std::to_string(opts_.batch_tokens) + " tokens per epoch, " +
       std::to_string(opts_.update_freq) + " per update; " + std::to_string(cpu::num_threads()) +
