@@ -17,9 +17,9 @@
 #include <string>
 
 #include "commands.h"
-#include "core/cpu_kernels.h"
 #include "core/error.h"
 #include "model/config.h"
+#include "ops/ops.h"
 #include "train/train_run.h"
 
 namespace nmt::app {
@@ -125,7 +125,7 @@ void register_train(CLI::App& app) {
   int_opt("--log-every", "log_every", "Steps between progress lines when stderr is not a terminal");
 
   cmd->callback([cli] {
-    cpu::set_num_threads(cli->threads);
+    ops::set_num_threads(cli->threads);
     const std::string config_path = find_config(cli->config);
     ModelConfig cfg = load_config(config_path);
     TrainOptions opts = cli->opts;

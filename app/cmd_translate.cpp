@@ -20,12 +20,12 @@
 #include <optional>
 
 #include "commands.h"
-#include "core/cpu_kernels.h"
 #include "core/error.h"
 #include "decode/translator.h"
 #include "io/atomic_file.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
+#include "ops/ops.h"
 
 namespace nmt::app {
 namespace {
@@ -184,7 +184,7 @@ void run(Opts& o) {
     fs::create_directories(o.output_dir, ec);
     if (ec) throw InputError("cannot create --output-dir " + o.output_dir + ": " + ec.message());
   }
-  cpu::set_num_threads(o.threads);
+  ops::set_num_threads(o.threads);
   LoadedModel model = load_model(o.model);
   Translator tr(model, o.search, o.batch_tokens,
                 [](const std::string& w) { std::cerr << "nmt: warning: " << w << "\n"; });

@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "core/cpu_kernels.h"
 #include "core/device.h"
 #include "core/format.h"
 #include "io/json.h"
@@ -22,6 +21,7 @@
 #include "model/model_file.h"
 #include "model/transformer.h"
 #include "nmt_build_info.h"
+#include "ops/ops.h"
 
 namespace nmt::app {
 
@@ -78,7 +78,7 @@ void register_summary_impl(CLI::App& app) {
   cmd->add_option("--length", opts->length, "Tokens per sentence")->check(CLI::Range(1, 1024));
   add_threads_option(cmd, opts->threads);
   cmd->callback([opts] {
-    cpu::set_num_threads(opts->threads);
+    ops::set_num_threads(opts->threads);
     const std::string path = find_config(opts->config);
     ModelConfig cfg;
     std::unique_ptr<Transformer> model;
@@ -102,10 +102,11 @@ void register_summary_impl(CLI::App& app) {
     std::vector<const std::vector<int32_t>*> ptrs;
     for (auto& s : sents) ptrs.push_back(&s);
     TokenBatch b = make_batch(ptrs, ptrs);
-    model->forward(b, false, 0);  // warm-up: builds the primitives
+    Activations acts;
+    model->forward(b, acts, false, 0);  // warm-up: builds the primitives
     const int reps = 3;
     const auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r) model->forward(b, false, 0);
+    for (int r = 0; r < reps; ++r) model->forward(b, acts, false, 0);
     const double sec =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
     const double fpt = model->flops_per_token(b.S, b.T);
@@ -120,7 +121,7 @@ void register_summary_impl(CLI::App& app) {
     std::printf(
         "forward pass %d sentences x %d tokens on %d threads: %.3g ms, %s target "
         "tokens/s, %s/s\n",
-        opts->batch, opts->length, cpu::num_threads(), sec * 1e3,
+        opts->batch, opts->length, ops::num_threads(), sec * 1e3,
         human(double(b.B * b.T) / sec).c_str(),
         human(fpt * double(b.B * b.T) / sec, "FLOP").c_str());
   });

@@ -6,17 +6,17 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "core/cpu_kernels.h"
 #include "core/error.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
+#include "ops/ops.h"
 
 namespace nmt::app {
 
 int run_model_score(const ModelScoreArgs& args) {
-  cpu::set_num_threads(args.threads);
+  ops::set_num_threads(args.threads);
   LoadedModel m = load_model(args.model);
   std::vector<std::string> src, tgt;
   if (!args.tgt.empty()) {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "bench_common.h"
-#include "core/cpu_kernels.h"
 #include "core/tensor.h"
+#include "ops/ops.h"
 
 using namespace nmt;
 
@@ -39,7 +39,7 @@ void fill(Tensor& t) {
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
-  cpu::set_num_threads(threads);
+  ops::set_num_threads(threads);
   double nominal, measured;
   bench::print_peak(threads, &nominal, &measured);
   std::printf("%-34s %8s %10s %9s %9s\n", "op (M x K -> N)", "ms", "GFLOP/s", "%nominal",
@@ -61,13 +61,7 @@ int main(int argc, char** argv) {
         Tensor a(Shape{M, s.K}), w(Shape{s.N, s.K}), bias(Shape{s.N}), c(Shape{M, s.N});
         fill(a);
         fill(w);
-        cpu::GemmAttr attr;
-        attr.bias = bias.data();
-        attr.relu = s.relu;
-        const double sec = time_it([&] {
-          cpu::gemm(cpu::mat(a.data(), M, s.K, s.K), cpu::mat_t(w.data(), s.N, s.K, s.K),
-                    cpu::mat(c.data(), M, s.N, s.N), attr);
-        });
+        const double sec = time_it([&] { ops::linear(a, w, &bias, c, s.relu); });
         const double gf = 2.0 * M * s.K * s.N / sec / 1e9;
         char label[64];
         std::snprintf(label, sizeof label, "%s %s %ldx%ld->%ld", m.name, s.op, (long)M, (long)s.K,
@@ -81,15 +75,11 @@ int main(int argc, char** argv) {
     Tensor q(Shape{B * T, 3 * D}), p(Shape{B, m.H, T, T}), ctx(Shape{B * T, D});
     fill(q);
     const double sec = time_it([&] {
-      cpu::GemmAttr attr;
-      attr.alpha = 1.f / std::sqrt(float(dk));
-      cpu::gemm(cpu::heads(q.data(), B, m.H, T, dk, 3 * D),
-                cpu::heads_t(q.data() + D, B, m.H, T, dk, 3 * D),
-                cpu::MatRef{p.data(), {B, m.H, T, T}, {m.H * T * T, T * T, T, 1}}, attr);
-      cpu::softmax(p.data(), p.data(), B * m.H * T, T);
-      cpu::gemm(cpu::MatRef{p.data(), {B, m.H, T, T}, {m.H * T * T, T * T, T, 1}},
-                cpu::heads(q.data() + 2 * D, B, m.H, T, dk, 3 * D),
-                cpu::heads(ctx.data(), B, m.H, T, dk, D));
+      ops::bmm(ops::heads(q, B, T, m.H, dk, 0), ops::transposed(ops::heads(q, B, T, m.H, dk, D)), p,
+               1.f / std::sqrt(float(dk)));
+      ops::softmax(p, p);
+      Tensor c4 = ops::heads(ctx, B, T, m.H, dk, 0);
+      ops::bmm(p, ops::heads(q, B, T, m.H, dk, 2 * D), c4);
     });
     const double gf = 2.0 * 2 * B * m.H * T * T * dk / sec / 1e9;
     char label[64];

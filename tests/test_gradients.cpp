@@ -1,14 +1,13 @@
 // Every layer's backward pass against central finite differences. The loss
 // is L = sum(y * R) for a fixed random R, so dL/dy = R.
-#include "core/cpu_kernels.h"
 #include "model/attention.h"
 #include "model/decoder.h"
 #include "model/embeddings.h"
 #include "model/encoder.h"
 #include "model/layers.h"
 #include "model/transformer.h"
+#include "ops/ops.h"
 #include "test_helpers.h"
-#include "train/loss.h"
 
 using namespace nmt;
 using namespace nmt::test;
@@ -16,8 +15,14 @@ using namespace nmt::test;
 namespace {
 // A padded source of B=2: the second sentence is 2 tokens shorter.
 Tensor pad_mask(int64_t B, int64_t S) {
-  Tensor m(Shape{B, S});
+  Tensor m(Shape{B, 1, 1, S});
   for (int64_t s = S - 2; s < S; ++s) m.data()[S + s] = -1e9f;
+  return m;
+}
+
+Tensor causal_mask(int64_t T) {
+  Tensor m(Shape{1, 1, T, T});
+  ops::causal_mask(m);
   return m;
 }
 }  // namespace
@@ -27,26 +32,25 @@ TEST_CASE("Linear and FeedForward backward match finite differences", "[grad]") 
   Linear lin(store, "lin", 6, 5);
   FeedForward ffn(store, "ffn", 6, 12, 0.f);
   store.allocate(1);
-  store.enable_grads();
-  for (auto& p : store.params()) fill_random(p.value, 3, 0.5f);  // non-zero biases too
-  Tensor x(Shape{7, 6}), R5(Shape{7, 5}), R6(Shape{7, 6}), y, dx, dx2;
+  Grads g(store);
+  randomize(store, 3);  // non-zero biases too
+  Tensor x(Shape{7, 6}), R5(Shape{7, 5}), R6(Shape{7, 6}), y, hidden, dhidden, dx, dx2;
   fill_random(x, 1);
   fill_random(R5, 2);
   fill_random(R6, 4);
   auto loss = [&] {
-    lin.forward(x, y, false);
+    lin.forward(x, y);
     double l = dot(y, R5);
-    ffn.forward(x, y, false, 0);
+    ffn.forward(x, hidden, y, false, 0);
     return l + dot(y, R6);
   };
   loss();
-  store.zero_grads();
-  lin.forward(x, y, false);
-  lin.backward(x, R5, &dx);
-  ffn.forward(x, y, false, 0);
-  ffn.backward(x, R6, dx2);
-  for (int64_t i = 0; i < dx.numel(); ++i) dx.data()[i] += dx2.data()[i];
-  auto targets = param_targets(store);
+  lin.forward(x, y);
+  lin.backward(x, R5, &dx, false, g);
+  ffn.forward(x, hidden, y, true, 0);
+  ffn.backward(x, hidden, R6, dhidden, dx2, g, 0);
+  ops::add_(dx, dx2);
+  auto targets = param_targets(store, g);
   targets.push_back({"x", x.data(), dx.data(), x.numel()});
   check_gradients(loss, targets, 12, 1e-2, 2e-2, 1e-3);
 }
@@ -55,18 +59,19 @@ TEST_CASE("LayerNorm backward matches finite differences", "[grad]") {
   ParamStore store;
   LayerNorm ln(store, "ln", 8, 1e-5f);
   store.allocate(1);
-  store.enable_grads();
-  for (auto& p : store.params()) fill_random(p.value, 3);
+  Grads g(store);
+  randomize(store, 3, 1.f);
   Tensor x(Shape{5, 8}), R(Shape{5, 8}), y, dx;
+  NormStats stats;
   fill_random(x, 1);
   fill_random(R, 2);
   auto loss = [&] {
-    ln.forward(x, y, true);
+    ln.forward(x, y, &stats);
     return dot(y, R);
   };
   loss();
-  ln.backward(x, R, dx);
-  auto targets = param_targets(store);
+  ln.backward(x, R, stats, dx, g);
+  auto targets = param_targets(store, g);
   targets.push_back({"x", x.data(), dx.data(), x.numel()});
   check_gradients(loss, targets, 12, 1e-2, 3e-2, 2e-3);
 }
@@ -78,28 +83,26 @@ TEST_CASE("multi-head attention backward matches finite differences (self, causa
     ParamStore store;
     MultiHeadAttention attn(store, "attn", D, H, 4, 3, 0.f, mode != 2);
     store.allocate(11);
-    store.enable_grads();
+    Grads g(store);
     const int64_t Skv = mode == 2 ? S : T;
     Tensor xq(Shape{B * T, D}), xkv(Shape{B * Skv, D}), R(Shape{B * T, D}), y, dxq, dxkv;
     fill_random(xq, 1);
     fill_random(xkv, 2);
     fill_random(R, 3);
-    Tensor causal(Shape{T, T});
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = i + 1; j < T; ++j) causal.data()[i * T + j] = -1e9f;
-    Tensor pad = pad_mask(B, Skv);
-    AttnMask mask =
-        mode == 1 ? AttnMask{causal.data(), {1, 1, T, T}} : AttnMask{pad.data(), {B, 1, 1, Skv}};
+    Tensor causal = causal_mask(T), pad = pad_mask(B, Skv);
+    const Tensor* mask = mode == 1 ? &causal : &pad;
     const Tensor* kv = mode == 2 ? &xkv : nullptr;
+    AttnActs acts;
+    AttnGrads scratch;
     auto loss = [&] {
-      attn.forward(xq, kv, B, T, Skv, mask, y, true, 5);
+      attn.forward(xq, kv, B, T, Skv, mask, acts, y, true, 5);
       return dot(y, R);
     };
     loss();
     dxkv.resize(xkv.shape());
     dxkv.zero();
-    attn.backward(xq, kv, R, dxq, mode == 2 ? &dxkv : nullptr);
-    auto targets = param_targets(store);
+    attn.backward(xq, kv, B, T, Skv, acts, R, scratch, dxq, mode == 2 ? &dxkv : nullptr, g, 5);
+    auto targets = param_targets(store, g);
     targets.push_back({"xq", xq.data(), dxq.data(), xq.numel()});
     if (mode == 2) targets.push_back({"xkv", xkv.data(), dxkv.data(), xkv.numel()});
     INFO("mode " << mode);
@@ -112,16 +115,18 @@ TEST_CASE("attention dropout backward matches finite differences", "[grad]") {
   ParamStore store;
   MultiHeadAttention attn(store, "attn", D, 2, 4, 4, 0.3f, true);
   store.allocate(3);
-  store.enable_grads();
+  Grads g(store);
   Tensor x(Shape{B * T, D}), R(Shape{B * T, D}), y, dx;
   fill_random(x, 1);
   fill_random(R, 2);
+  AttnActs acts;
+  AttnGrads scratch;
   auto loss = [&] {
-    attn.forward(x, nullptr, B, T, T, AttnMask{}, y, true, 99);  // same seed: same mask
+    attn.forward(x, nullptr, B, T, T, nullptr, acts, y, true, 99);  // same seed: same mask
     return dot(y, R);
   };
   loss();
-  attn.backward(x, nullptr, R, dx, nullptr);
+  attn.backward(x, nullptr, B, T, T, acts, R, scratch, dx, nullptr, g, 99);
   check_gradients(loss, {{"x", x.data(), dx.data(), x.numel()}}, 12, 1e-2, 3e-2, 2e-3);
 }
 
@@ -136,31 +141,33 @@ TEST_CASE("encoder and decoder layers backward match finite differences, post-LN
     EncoderLayer enc(store, "enc", cfg);
     DecoderLayer dec(store, "dec", cfg);
     store.allocate(5);
-    store.enable_grads();
-    for (auto& p : store.params())
-      if (p.name.find("beta") != std::string::npos || p.name.find("bias") != std::string::npos)
-        fill_random(p.value, 9, 0.1f);
+    Grads g(store);
+    for (const Param& p : store.params())
+      if (p.name.find("beta") != std::string::npos || p.name.find("bias") != std::string::npos) {
+        Tensor v = store.value(&p);
+        fill_random(v, 9, 0.1f);
+      }
     Tensor x(Shape{B * S, cfg.d_model}), t(Shape{B * T, cfg.d_model});
     Tensor R1(Shape{B * S, cfg.d_model}), R2(Shape{B * T, cfg.d_model});
     fill_random(x, 1);
     fill_random(t, 2);
     fill_random(R1, 3);
     fill_random(R2, 4);
-    Tensor pad = pad_mask(B, S), causal(Shape{T, T});
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = i + 1; j < T; ++j) causal.data()[i * T + j] = -1e9f;
-    AttnMask src{pad.data(), {B, 1, 1, S}}, cm{causal.data(), {1, 1, T, T}};
+    Tensor pad = pad_mask(B, S), causal = causal_mask(T);
+    EncoderLayerActs ea;
+    DecoderLayerActs da;
     auto loss = [&] {
-      enc.forward(x, B, S, src, true, 21);
-      dec.forward(t, enc.output(), B, T, S, cm, src, true, 22);
-      return dot(enc.output(), R1) + dot(dec.output(), R2);
+      enc.forward(x, B, S, pad, ea, true, 21);
+      dec.forward(t, enc.output(ea), B, T, S, causal, pad, da, true, 22);
+      return dot(enc.output(ea), R1) + dot(dec.output(da), R2);
     };
     loss();
+    LayerGrads scratch;
     Tensor dt, denc(Shape{B * S, cfg.d_model}), dx;
-    dec.backward(t, enc.output(), R2, dt, denc);
-    for (int64_t i = 0; i < denc.numel(); ++i) denc.data()[i] += R1.data()[i];
-    enc.backward(x, denc, dx);
-    auto targets = param_targets(store);
+    dec.backward(t, enc.output(ea), B, T, S, da, R2, scratch, dt, denc, g, 22);
+    ops::add_(denc, R1);
+    enc.backward(x, B, S, ea, denc, scratch, dx, g, 21);
+    auto targets = param_targets(store, g);
     targets.push_back({"x", x.data(), dx.data(), x.numel()});
     targets.push_back({"t", t.data(), dt.data(), t.numel()});
     INFO("norm " << norm);
@@ -177,18 +184,19 @@ TEST_CASE("whole Transformer with label-smoothed loss matches finite differences
     }
     Transformer model(cfg);
     model.init(3);
-    model.params().enable_grads();
+    Grads g(model.params());
     std::vector<int32_t> s1{5, 6, 7, 8}, s2{9, 10}, t1{11, 12, 13}, t2{14, 15, 16, 17, 18};
     TokenBatch b = make_batch({&s1, &s2}, {&t1, &t2});
+    Activations acts;
     Tensor dlogits;
     auto loss = [&] {
-      model.forward(b, true, 1);
-      return label_smoothed_xent(model.logits(), b.tgt_out.data(), 0.1f, kPad, nullptr, 1.f).loss;
+      model.forward(b, acts, true, 1);
+      return ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.1f, kPad, nullptr, 1.f).loss;
     };
-    model.forward(b, true, 1);
-    label_smoothed_xent(model.logits(), b.tgt_out.data(), 0.1f, kPad, &dlogits, 1.f);
-    model.backward(b, dlogits);
+    model.forward(b, acts, true, 1);
+    ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.1f, kPad, &dlogits, 1.f);
+    model.backward(b, acts, dlogits, g);
     INFO("variant " << variant);
-    check_gradients(loss, param_targets(model.params()), 4, 1e-2, 5e-2, 3e-3);
+    check_gradients(loss, param_targets(model.params(), g), 4, 1e-2, 5e-2, 3e-3);
   }
 }

@@ -93,18 +93,26 @@ inline void check_gradients(const std::function<double()>& loss,
   }
 }
 
-inline std::vector<GradTarget> param_targets(ParamStore& store) {
+inline std::vector<GradTarget> param_targets(ParamStore& store, Grads& grads) {
   std::vector<GradTarget> out;
-  for (auto& p : store.params())
-    out.push_back({p.name, p.value.data(), p.grad.data(), p.shape.numel()});
+  for (const Param& p : store.params())
+    out.push_back({p.name, store.value(&p).data(), grads.of(&p).data(), p.shape.numel()});
   return out;
+}
+
+// Fills every parameter of a store with random values (non-zero biases and
+// shifts too, so that their gradients are exercised).
+inline void randomize(ParamStore& store, uint32_t seed, float scale = 0.5f) {
+  for (const Param& p : store.params()) {
+    Tensor v = store.value(&p);
+    fill_random(v, seed++, scale);
+  }
 }
 
 }  // namespace nmt::test
 
-#include "core/cpu_kernels.h"
 #include "model/transformer.h"
-#include "train/loss.h"
+#include "ops/ops.h"
 #include "train/optimizer.h"
 
 namespace nmt::test {
@@ -126,9 +134,10 @@ inline std::vector<std::vector<int32_t>> random_sequences(int n, int min_len, in
 // library's Adam; returns the last batch's mean label-smoothed loss per token.
 inline double train_copy_task(Transformer& model, int steps, bool reverse = false,
                               uint32_t seed = 1) {
-  cpu::set_num_threads(0);  // also flushes denormals (see cpu_kernels.h)
+  ops::set_num_threads(0);  // also flushes denormals (see cpu/onednn.h)
   ParamStore& ps = model.params();
-  ps.enable_grads();
+  Grads grads(ps);
+  Activations acts;
   Adam adam(ps.size());
   double last = 0;
   Tensor dlogits;
@@ -140,15 +149,15 @@ inline double train_copy_task(Transformer& model, int steps, bool reverse = fals
     std::vector<const std::vector<int32_t>*> ps_src, ps_tgt;
     for (size_t i = 0; i < src.size(); ++i) ps_src.push_back(&src[i]), ps_tgt.push_back(&tgt[i]);
     TokenBatch b = make_batch(ps_src, ps_tgt);
-    ps.zero_grads();
-    model.forward(b, true, step);
-    const auto stats = label_smoothed_xent(model.logits(), b.tgt_out.data(), 0.0f, kPad, &dlogits,
-                                           1.f / static_cast<float>(b.tgt_tokens()));
+    grads.zero();
+    model.forward(b, acts, true, step);
+    const auto stats = ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.0f, kPad, &dlogits,
+                                                1.f / static_cast<float>(b.tgt_tokens()));
     last = stats.loss / stats.tokens;
-    model.backward(b, dlogits);
+    model.backward(b, acts, dlogits, grads);
     // Warm up, then decay linearly to a tenth: the last steps settle the model.
     const float lr = 3e-3f * std::min(1.f, step / 50.f) * (1.f - 0.9f * step / steps);
-    adam.update(ps.values().data(), ps.grads().data(), lr);
+    adam.update(ps.values(), grads.buffer(), lr);
   }
   return last;
 }

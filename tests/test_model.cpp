@@ -22,12 +22,13 @@ TEST_CASE("multi-head attention equals the per-head reference loop", "[model]") 
   ParamStore store;
   MultiHeadAttention attn(store, "a", D, H, dk, dv, 0.f, false);
   store.allocate(1);
-  for (auto& p : store.params()) fill_random(p.value, 2, 0.3f);
-  Tensor xq(Shape{B * T, D}), xkv(Shape{B * S, D}), mask(Shape{B, S}), y;
+  randomize(store, 2, 0.3f);
+  Tensor xq(Shape{B * T, D}), xkv(Shape{B * S, D}), mask(Shape{B, 1, 1, S}), y;
   fill_random(xq, 3);
   fill_random(xkv, 4);
   mask.data()[S + 3] = mask.data()[S + 4] = -1e9f;  // sentence 1 has 3 real tokens
-  attn.forward(xq, &xkv, B, T, S, AttnMask{mask.data(), {B, 1, 1, S}}, y, false, 0);
+  AttnActs acts;
+  attn.forward(xq, &xkv, B, T, S, &mask, acts, y, false, 0);
 
   auto P = [&](const char* n) { return store.find(std::string("a/") + n)->value.data(); };
   const float *Wq = P("q/weight"), *bq = P("q/bias"), *Wkv = P("kv/weight"), *bkv = P("kv/bias");
@@ -73,17 +74,18 @@ TEST_CASE("padding never changes the outputs at real positions", "[model]") {
     cfg.norm = norm;
     Transformer model(cfg);
     model.init(2);
+    Activations acts;
     std::vector<int32_t> s1{5, 6, 7}, t1{8, 9}, s2{10, 11, 12, 13, 14, 15, 16},
         t2{17, 18, 19, 20, 21, 22};
     TokenBatch alone = make_batch({&s1}, {&t1});
-    model.forward(alone, false, 0);
-    std::vector<float> ref(model.logits().data(), model.logits().data() + model.logits().numel());
+    model.forward(alone, acts, false, 0);
+    std::vector<float> ref(acts.logits.data(), acts.logits.data() + acts.logits.numel());
     TokenBatch padded = make_batch({&s1, &s2}, {&t1, &t2});
-    model.forward(padded, false, 0);
+    model.forward(padded, acts, false, 0);
     const int64_t V = cfg.vocab_size;
     for (int64_t t = 0; t < alone.T; ++t)
       for (int64_t v = 0; v < V; ++v)
-        REQUIRE(model.logits().data()[t * V + v] == Approx(ref[t * V + v]).margin(1e-4));
+        REQUIRE(acts.logits.data()[t * V + v] == Approx(ref[t * V + v]).margin(1e-4));
   }
 }
 
@@ -91,18 +93,19 @@ TEST_CASE("no decoder position sees a later one", "[model]") {
   ModelConfig cfg = tiny_config(30);
   Transformer model(cfg);
   model.init(4);
+  Activations acts;
   std::vector<int32_t> s{5, 6, 7, 8}, a{9, 10, 11, 12, 13}, b{9, 10, 11, 25, 26};
-  model.forward(make_batch({&s}, {&a}), false, 0);
-  std::vector<float> la(model.logits().data(), model.logits().data() + model.logits().numel());
-  model.forward(make_batch({&s}, {&b}), false, 0);
+  model.forward(make_batch({&s}, {&a}), acts, false, 0);
+  std::vector<float> la(acts.logits.data(), acts.logits.data() + acts.logits.numel());
+  model.forward(make_batch({&s}, {&b}), acts, false, 0);
   const int64_t V = cfg.vocab_size;
   // Decoder inputs are <s> y1.., so positions 0..3 see only a[0..2] == b[0..2].
   for (int64_t t = 0; t <= 3; ++t)
     for (int64_t v = 0; v < V; ++v)
-      REQUIRE(model.logits().data()[t * V + v] == Approx(la[t * V + v]).margin(1e-5));
+      REQUIRE(acts.logits.data()[t * V + v] == Approx(la[t * V + v]).margin(1e-5));
   bool changed = false;
   for (int64_t v = 0; v < V; ++v)
-    changed |= std::abs(model.logits().data()[4 * V + v] - la[4 * V + v]) > 1e-4;
+    changed |= std::abs(acts.logits.data()[4 * V + v] - la[4 * V + v]) > 1e-4;
   CHECK(changed);
 }
 
@@ -348,8 +351,20 @@ TEST_CASE("the model reader refuses forged headers, bad numbers and deep or inva
   huge.d_k = huge.d_v = 512;
   CHECK(with_config(config_to_json(huge).dump()).find("has shape") != std::string::npos);
 
+  // All-zero weights are refused: such a model translates everything to "".
+  Transformer zero(cfg);
+  zero.init(3);
+  zero.params().values().zero();  // the padding between parameters is zero already
+  {
+    std::vector<NamedTensor> ts;
+    for (const auto& p : zero.params().params()) ts.push_back({p.name, p.shape, p.value.data()});
+    write_safetensors(
+        bad, {{"format", "nmt"}, {"format_version", "1"}, {"config", config_to_json(cfg).dump()}},
+        ts, {});
+    CHECK(error_loading(bad).find("every weight is zero") != std::string::npos);
+  }
   // Non-finite weights are refused with the tensor's name.
-  model.params().params()[2].value.data()[1] = std::nanf("");
+  model.params().value(&model.params().params()[2]).data()[1] = std::nanf("");
   CHECK(with_config(config_to_json(cfg).dump())
             .find(model.params().params()[2].name + " holds a non-finite value") !=
         std::string::npos);

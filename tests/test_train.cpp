@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "core/cpu_kernels.h"
 #include "core/error.h"
 #include "model/model_file.h"
+#include "ops/ops.h"
 #include "test_helpers.h"
 #include "train/curve_svg.h"
 #include "train/data.h"
@@ -138,7 +138,7 @@ TEST_CASE("learning-rate schedule follows the paper's formula", "[train]") {
 }
 
 TEST_CASE("Adam matches a double-precision reference with bias correction", "[train]") {
-  cpu::set_num_threads(2);
+  ops::set_num_threads(2);
   const int64_t n = 1000;
   std::vector<float> p(n), g(n);
   std::vector<double> rp(n), rm(n, 0), rv(n, 0);
@@ -150,7 +150,8 @@ TEST_CASE("Adam matches a double-precision reference with bias correction", "[tr
   for (int t = 1; t <= 5; ++t) {
     for (int64_t i = 0; i < n; ++i) g[i] = d(gen) * (i % 7 == 0 ? 1e-3f : 1.f);
     const double lr = 1e-3 * t;
-    adam.update(p.data(), g.data(), lr);
+    Tensor pt = Tensor::view_of(p.data(), Shape{n}), gt = Tensor::view_of(g.data(), Shape{n});
+    adam.update(pt, gt, lr);
     for (int64_t i = 0; i < n; ++i) {
       rm[i] = b1 * rm[i] + (1 - b1) * g[i];
       rv[i] = b2 * rv[i] + (1 - b2) * double(g[i]) * g[i];
@@ -167,11 +168,12 @@ TEST_CASE("Adam matches a double-precision reference with bias correction", "[tr
   // The first step moves every parameter by about lr (sign of the gradient).
   Adam fresh(3);
   std::vector<float> q = {0.f, 0.f, 0.f}, gq = {2.f, -0.5f, 1e-4f};
-  fresh.update(q.data(), gq.data(), 0.01);
+  Tensor qt = Tensor::view_of(q.data(), Shape{3}), gqt = Tensor::view_of(gq.data(), Shape{3});
+  fresh.update(qt, gqt, 0.01);
   CHECK(q[0] == Approx(-0.01).epsilon(1e-4));
   CHECK(q[1] == Approx(0.01).epsilon(1e-4));
   CHECK(q[2] == Approx(-0.01).epsilon(1e-3));
-  CHECK(l2_norm(gq.data(), 3) == Approx(std::sqrt(4.0 + 0.25 + 1e-8)));
+  CHECK(ops::l2_norm(gqt) == Approx(std::sqrt(4.0 + 0.25 + 1e-8)));
 }
 
 TEST_CASE("batches hold similar lengths within the token budget and cover the data once",
@@ -210,7 +212,7 @@ TEST_CASE("batches hold similar lengths within the token budget and cover the da
 }
 
 TEST_CASE("golden loss curve of a tiny model", "[train]") {
-  cpu::set_num_threads(2);
+  ops::set_num_threads(2);
   ParallelCorpus c = id_task(300, 11, true);
   Transformer model(small_config(0.1f));
   model.init(7);
@@ -239,7 +241,7 @@ TEST_CASE("golden loss curve of a tiny model", "[train]") {
 }
 
 TEST_CASE("a tiny model learns to copy to near-zero loss", "[train]") {
-  cpu::set_num_threads(2);
+  ops::set_num_threads(2);
   ParallelCorpus c = id_task(1000, 21, false);
   ParallelCorpus valid = id_task(100, 22, false);
   ModelConfig cfg = small_config(0.f);
@@ -271,7 +273,7 @@ TEST_CASE("a tiny model learns to copy to near-zero loss", "[train]") {
 }
 
 TEST_CASE("resuming from a checkpoint repeats the uninterrupted losses exactly", "[train]") {
-  cpu::set_num_threads(2);
+  ops::set_num_threads(2);
   TempDir dir("resume");
   ParallelCorpus c = id_task(120, 31, true);  // a few batches: the run crosses epochs
   const ModelConfig cfg = small_config(0.2f);
@@ -306,7 +308,7 @@ TEST_CASE("resuming from a checkpoint repeats the uninterrupted losses exactly",
 }
 
 TEST_CASE("nmt train end to end: interrupt, resume, logs, best model, averaging", "[train]") {
-  cpu::set_num_threads(2);
+  ops::set_num_threads(2);
   TempDir dir("e2e");
   std::vector<std::string> src, tgt, vsrc, vtgt;
   make_text(400, 41, src, tgt);

@@ -1,9 +1,8 @@
-// Where a tensor lives, and the allocation seam between the backends. Only
-// the backend files know whether CUDA was built in: in a build without it,
-// the CUDA cases throw "built without CUDA support".
+// Where a tensor lives. Only the backends know whether CUDA was built in: in
+// a build without it, asking for the CUDA backend throws "nmt was built
+// without CUDA support", and cuda_available() is false.
 #pragma once
 
-#include <cstddef>
 #include <string>
 
 namespace nmt {
@@ -11,11 +10,8 @@ namespace nmt {
 enum class Device { CPU, CUDA };
 
 const char* device_name(Device d);
-
-// 64-byte aligned on the CPU (one cache line, and AVX-512 loads).
-void* device_alloc(Device d, size_t bytes);
-void device_free(Device d, void* p);
-void device_copy(Device dst_dev, void* dst, Device src_dev, const void* src, size_t bytes);
+// "cpu", "cuda" or "cuda:N" (N is accepted and must be 0 for now).
+Device parse_device(const std::string& name);
 
 // True when the build has CUDA and a GPU is present.
 bool cuda_available();

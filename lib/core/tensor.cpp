@@ -1,11 +1,41 @@
 #include "core/tensor.h"
 
-#include <cstring>
 #include <sstream>
 
+#include "core/backend.h"
 #include "core/error.h"
 
 namespace nmt {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32:
+    case DType::I32:
+      return 4;
+    case DType::BF16:
+    case DType::F16:
+      return 2;
+    case DType::S8:
+      return 1;
+  }
+  return 4;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32:
+      return "f32";
+    case DType::BF16:
+      return "bf16";
+    case DType::F16:
+      return "f16";
+    case DType::S8:
+      return "s8";
+    case DType::I32:
+      return "i32";
+  }
+  return "?";
+}
 
 Shape::Shape(std::initializer_list<int64_t> d) {
   if (d.size() > kMaxDims) throw Error("tensor rank above 4 is not supported");
@@ -34,7 +64,8 @@ std::string Shape::str() const {
   return s.str();
 }
 
-Tensor::Tensor(Shape shape, Device device) : device_(device), owned_(true) {
+Tensor::Tensor(Shape shape, Device device, DType dtype)
+    : dtype_(dtype), device_(device), owned_(true) {
   resize(shape);
   zero();
 }
@@ -44,6 +75,8 @@ Tensor::~Tensor() { release(); }
 Tensor::Tensor(Tensor&& o) noexcept
     : data_(o.data_),
       shape_(o.shape_),
+      strides_(o.strides_),
+      dtype_(o.dtype_),
       device_(o.device_),
       owned_(o.owned_),
       capacity_(o.capacity_) {
@@ -58,6 +91,8 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
     release();
     data_ = o.data_;
     shape_ = o.shape_;
+    strides_ = o.strides_;
+    dtype_ = o.dtype_;
     device_ = o.device_;
     owned_ = o.owned_;
     capacity_ = o.capacity_;
@@ -70,60 +105,95 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
 }
 
 void Tensor::release() {
-  if (owned_ && data_) device_free(device_, data_);
+  if (owned_ && data_) backend(device_).free(data_);
   data_ = nullptr;
   capacity_ = 0;
 }
 
-Tensor Tensor::view_of(float* data, Shape shape, Device device) {
+void Tensor::set_shape(const Shape& s) {
+  shape_ = s;
+  int64_t stride = 1;
+  for (int i = s.ndim - 1; i >= 0; --i) {
+    strides_[i] = stride;
+    stride *= s.dims[i];
+  }
+}
+
+Tensor Tensor::view_of(void* data, Shape shape, DType dtype, Device device) {
   Tensor t;
   t.data_ = data;
-  t.shape_ = shape;
+  t.dtype_ = dtype;
   t.device_ = device;
   t.owned_ = false;
+  t.set_shape(shape);
+  t.capacity_ = shape.numel() * static_cast<int64_t>(dtype_size(dtype));
   return t;
 }
 
 void Tensor::resize(Shape shape) {
-  const int64_t n = shape.numel();
   if (!owned_ && data_ == nullptr && capacity_ == 0) owned_ = true;  // default-constructed
+  const int64_t bytes = shape.numel() * static_cast<int64_t>(dtype_size(dtype_));
   if (!owned_) {
-    if (n > shape_.numel()) throw Error("cannot grow a tensor view");
-    shape_ = shape;
+    // A view may take any shape that fits the memory it was given.
+    if (bytes > capacity_) throw Error("cannot grow a tensor view beyond its memory");
+    set_shape(shape);
     return;
   }
-  if (n > capacity_) {
+  if (bytes > capacity_) {
     release();
     // Grow by half again so that slowly growing shapes settle quickly.
-    const int64_t cap = n + n / 2;
-    data_ = static_cast<float*>(device_alloc(device_, cap * sizeof(float)));
+    const int64_t cap = bytes + bytes / 2;
+    data_ = backend(device_).alloc(static_cast<size_t>(cap));
     capacity_ = cap;
   }
-  shape_ = shape;
+  set_shape(shape);
 }
 
 void Tensor::zero() {
   if (numel() == 0) return;
-  if (device_ == Device::CPU) {
-    std::memset(data_, 0, numel() * sizeof(float));
-  } else {
-    Tensor host(shape_);
-    device_copy(device_, data_, Device::CPU, host.data(), numel() * sizeof(float));
-  }
+  if (!contiguous()) throw Error("zero() of a strided view");
+  backend(device_).zero(data_, bytes());
 }
+
+bool Tensor::contiguous() const {
+  int64_t stride = 1;
+  for (int i = shape_.ndim - 1; i >= 0; --i) {
+    if (shape_.dims[i] != 1 && strides_[i] != stride) return false;
+    stride *= shape_.dims[i];
+  }
+  return true;
+}
+
+float* Tensor::data() {
+  if (dtype_ != DType::F32)
+    throw Error(std::string("f32 access to a ") + dtype_name(dtype_) + " tensor");
+  return static_cast<float*>(data_);
+}
+
+const float* Tensor::data() const { return const_cast<Tensor*>(this)->data(); }
 
 Tensor Tensor::view(Shape shape) const {
   if (shape.numel() != numel())
     throw Error("view " + shape.str() + " does not match tensor " + shape_.str());
-  return view_of(data_, shape, device_);
+  if (!contiguous()) throw Error("view of a strided tensor");
+  return view_of(data_, shape, dtype_, device_);
 }
 
 Tensor Tensor::rows(int64_t begin, int64_t end) const {
   if (begin < 0 || end > dim(0) || begin > end) throw Error("row range out of bounds");
   Shape s = shape_;
   s.dims[0] = end - begin;
-  const int64_t row = dim(0) ? numel() / dim(0) : 0;
-  return view_of(data_ + begin * row, s, device_);
+  Tensor t = view_of(static_cast<char*>(data_) + begin * strides_[0] * dtype_size(dtype_), s,
+                     dtype_, device_);
+  t.strides_ = strides_;
+  return t;
+}
+
+Tensor Tensor::strided(Shape shape, Strides strides, int64_t offset) const {
+  Tensor t =
+      view_of(static_cast<char*>(data_) + offset * dtype_size(dtype_), shape, dtype_, device_);
+  t.strides_ = strides;
+  return t;
 }
 
 void check_shape(const Tensor& t, const Shape& expected, const char* what) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/cpu_kernels.h"
+#include "ops/ops.h"
 
 namespace nmt {
 
@@ -15,7 +15,7 @@ double ForcedScore::mean() const {
   return token_logprobs.empty() ? 0.0 : total() / static_cast<double>(token_logprobs.size());
 }
 
-std::vector<ForcedScore> score_pairs(Transformer& model,
+std::vector<ForcedScore> score_pairs(const Transformer& model,
                                      const std::vector<std::vector<int32_t>>& src,
                                      const std::vector<std::vector<int32_t>>& tgt,
                                      int64_t batch_tokens) {
@@ -27,8 +27,9 @@ std::vector<ForcedScore> score_pairs(Transformer& model,
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return std::max(src[a].size(), tgt[a].size()) < std::max(src[b].size(), tgt[b].size());
   });
+  Activations acts;
   Tensor logp;
-  const int64_t V = model.config().vocab_size;
+  std::vector<float> picked;
   for (size_t i = 0; i < n;) {
     std::vector<const std::vector<int32_t>*> bs, bt;
     std::vector<size_t> idx;
@@ -46,15 +47,14 @@ std::vector<ForcedScore> score_pairs(Transformer& model,
       ++i;
     }
     TokenBatch b = make_batch(bs, bt);
-    model.forward(b, /*training=*/false, 0);
-    logp.resize(model.logits().shape());
-    cpu::softmax(model.logits().data(), logp.data(), b.B * b.T, V, /*log=*/true);
+    model.forward(b, acts, /*training=*/false, 0);
+    ops::log_softmax(acts.logits, logp);
+    ops::pick(logp, b.tgt_out, picked);  // pad positions pick id 0, unused
     for (int64_t r = 0; r < b.B; ++r) {
       auto& s = out[idx[r]].token_logprobs;
       for (int64_t t = 0; t < b.T; ++t) {
-        const int32_t y = b.tgt_out[r * b.T + t];
-        if (y == kPad) break;
-        s.push_back(logp.data()[(r * b.T + t) * V + y]);
+        if (b.tgt_out[r * b.T + t] == kPad) break;
+        s.push_back(picked[r * b.T + t]);
       }
     }
   }

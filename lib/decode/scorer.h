@@ -18,7 +18,7 @@ struct ForcedScore {
 
 // Batches by target tokens (at most batch_tokens padded tokens a batch);
 // results are in input order.
-std::vector<ForcedScore> score_pairs(Transformer& model,
+std::vector<ForcedScore> score_pairs(const Transformer& model,
                                      const std::vector<std::vector<int32_t>>& src,
                                      const std::vector<std::vector<int32_t>>& tgt,
                                      int64_t batch_tokens = 4096);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "ops/ops.h"
 
 namespace nmt {
 
@@ -63,156 +64,175 @@ std::vector<int32_t> backtrack(const Sentence& s, int64_t K, int64_t step, int32
   return out;
 }
 
-}  // namespace
+// One search over a batch: the sentences still live, their back-pointer
+// histories, and the buffers every step reuses (a step allocates only when
+// a sentence finishes and its hypotheses are copied out).
+class BeamSearch {
+ public:
+  BeamSearch(const Transformer& model, const SearchOptions& opts, DecodeState& st)
+      : model_(model), opts_(opts), st_(st), K_(std::max(1, opts.beam)) {}
 
-std::vector<std::vector<Hypothesis>> search(Transformer& model,
-                                            const std::vector<std::vector<int32_t>>& src,
-                                            const SearchOptions& opts, DecodeState& st) {
-  validate(opts);
-  const int64_t B = static_cast<int64_t>(src.size());
-  std::vector<std::vector<Hypothesis>> results(B);
-  if (B == 0) return results;
-  const ModelConfig& cfg = model.config();
-  const int64_t V = cfg.vocab_size;
-  const int64_t K = std::max(1, opts.beam);
-  if (2 * K > V)
-    throw InputError("beam size " + std::to_string(K) + " is too large for the vocabulary");
-  const int64_t n_best = std::min<int64_t>(std::max(1, opts.n_best), K);
+  std::vector<std::vector<Hypothesis>> run(const std::vector<std::vector<int32_t>>& src) {
+    results_.assign(src.size(), {});
+    if (src.empty()) return std::move(results_);
+    start(src);
+    for (int64_t t = 0; !live_.empty(); ++t) {
+      model_.step(st_, tokens_.data(), logp_);
+      candidates_per_row(t);
+      keep_.clear(), rows_.clear(), next_tokens_.clear(), next_live_.clear();
+      for (size_t j = 0; j < live_.size(); ++j) advance(live_[j], j, t);
+      if (next_live_.empty()) break;
+      model_.reorder(st_, keep_, rows_, K_);
+      live_.swap(next_live_);
+      tokens_.swap(next_tokens_);
+    }
+    return std::move(results_);
+  }
 
+ private:
+  void start(const std::vector<std::vector<int32_t>>& src);
+  void candidates_per_row(int64_t t);
+  void advance(Sentence& s, size_t j, int64_t t);
+  void finish(Sentence& s);
+
+  const Transformer& model_;
+  const SearchOptions& opts_;
+  DecodeState& st_;
+  const int64_t K_;
+  int64_t k2_ = 0;  // candidates per hypothesis: with at most K of them </s>, K remain
+  std::vector<std::vector<Hypothesis>> results_;
+  std::vector<Sentence> live_, next_live_;
+  std::vector<int32_t> tokens_, next_tokens_, banned_, top_idx_, eos_col_;
+  std::vector<int64_t> keep_, rows_;
+  std::vector<double> base_, top_val_;
+  std::vector<float> eos_lp_;
+  std::vector<Candidate> cands_, chosen_;
+  Tensor logp_;
+};
+
+void BeamSearch::start(const std::vector<std::vector<int32_t>>& src) {
+  const ModelConfig& cfg = model_.config();
+  const int64_t B = static_cast<int64_t>(src.size()), V = cfg.vocab_size;
+  if (2 * K_ > V)
+    throw InputError("beam size " + std::to_string(K_) + " is too large for the vocabulary");
   // Padded source batch, </s>-terminated.
   int64_t S = 0;
   for (const auto& s : src) S = std::max<int64_t>(S, s.size() + 1);
   if (S > cfg.max_positions)
     throw InputError("source of " + std::to_string(S) + " tokens exceeds max_positions");
   std::vector<int32_t> batch(B * S, kPad);
-  std::vector<Sentence> live(B);
+  live_.assign(B, Sentence());
   int64_t longest = 0;
   for (int64_t b = 0; b < B; ++b) {
     std::copy(src[b].begin(), src[b].end(), batch.begin() + b * S);
     batch[b * S + src[b].size()] = kEos;
-    Sentence& s = live[b];
+    Sentence& s = live_[b];
     s.index = b;
     // In double and clamped before the conversion: validate() bounds a and b,
     // and the model's positions bound the result.
     const double len =
-        std::min<double>(opts.max_len_a * static_cast<double>(src[b].size()) + opts.max_len_b,
+        std::min<double>(opts_.max_len_a * static_cast<double>(src[b].size()) + opts_.max_len_b,
                          static_cast<double>(cfg.max_positions - 1));
     s.max_out = static_cast<int64_t>(len);
-    if (opts.force_length > 0)
-      s.max_out = std::min<int64_t>(opts.force_length, cfg.max_positions - 1);
+    if (opts_.force_length > 0)
+      s.max_out = std::min<int64_t>(opts_.force_length, cfg.max_positions - 1);
     s.max_out = std::max<int64_t>(s.max_out, 0);
-    s.tok.reserve((s.max_out + 1) * K);
-    s.par.reserve((s.max_out + 1) * K);
+    s.tok.reserve((s.max_out + 1) * K_);
+    s.par.reserve((s.max_out + 1) * K_);
     s.live_lp.assign(1, 0.0);
     longest = std::max(longest, s.max_out);
   }
-  model.start_decoding(batch.data(), B, S, K, longest + 1, st);
+  model_.start_decoding(batch.data(), B, S, K_, longest + 1, st_);
+  tokens_.assign(B, kBos);
+  k2_ = 2 * K_;
+  cands_.reserve(2 * K_ * K_);
+  chosen_.reserve(K_);
+}
 
-  std::vector<int32_t> tokens(B, kBos);
-  // Buffers reused across steps: the loop allocates only when a sentence
-  // finishes (its hypotheses are copied out).
-  std::vector<Candidate> cands, chosen;
-  cands.reserve(4 * K * K);
-  chosen.reserve(K);
-  std::vector<int64_t> keep, rows;
-  std::vector<int32_t> next_tokens;
-  std::vector<Sentence> next_live;
-  Tensor logp;
-  const double neg_inf = -std::numeric_limits<double>::infinity();
+// The best 2K continuations of every live hypothesis, scored base + log p,
+// and every row's </s> log-probability (for sentences at their length limit).
+void BeamSearch::candidates_per_row(int64_t t) {
+  const int64_t rows = st_.rows(), beam = st_.beam;
+  base_.resize(rows);
+  for (size_t j = 0; j < live_.size(); ++j)
+    for (int64_t k = 0; k < beam; ++k) base_[j * beam + k] = live_[j].live_lp[k];
+  banned_.assign({kPad, kBos});
+  // Forced length (benchmarks): </s> only once the length is reached; every
+  // sentence has the same limit then.
+  if (opts_.force_length > 0 && t < live_.front().max_out) banned_.push_back(kEos);
+  ops::topk(logp_, base_, k2_, banned_, top_val_, top_idx_);
+  eos_col_.assign(rows, kEos);
+  ops::pick(logp_, eos_col_, eos_lp_);
+}
 
-  for (int64_t t = 0; !live.empty(); ++t) {
-    model.step(st, tokens.data(), logp);
-    const int64_t beam = st.beam;
-    keep.clear();
-    rows.clear();
-    next_tokens.clear();
-    next_live.clear();
-    for (size_t j = 0; j < live.size(); ++j) {
-      Sentence& s = live[j];
-      const bool only_eos = t >= s.max_out;
-      const bool no_eos = opts.force_length > 0 && t < s.max_out;
-      // Top 2K candidates over this sentence's hypotheses: with at most K
-      // of them </s>, at least K remain to continue.
-      cands.clear();
-      for (int64_t k = 0; k < beam; ++k) {
-        const float* lp = logp.data() + (j * beam + k) * V;
-        const double base = s.live_lp[k];
-        if (only_eos) {
-          cands.push_back({base + lp[kEos], static_cast<int32_t>(k), kEos});
-          continue;
-        }
-        for (int64_t v = 0; v < V; ++v) {
-          if ((no_eos && v == kEos) || v == kPad || v == kBos) continue;
-          const double score = base + lp[v];
-          if (static_cast<int64_t>(cands.size()) == 2 * K * (k + 1) &&
-              score <= cands.back().logprob)
-            continue;
-          // Insertion into the small sorted list of this hypothesis.
-          Candidate c{score, static_cast<int32_t>(k), static_cast<int32_t>(v)};
-          auto begin = cands.begin() + 2 * K * k;
-          auto pos = std::upper_bound(
-              begin, cands.end(), c,
-              [](const Candidate& a, const Candidate& b) { return a.logprob > b.logprob; });
-          cands.insert(pos, c);
-          if (static_cast<int64_t>(cands.size()) > 2 * K * (k + 1)) cands.pop_back();
-        }
-      }
-      std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-        return a.logprob > b.logprob;
-      });
-
-      chosen.clear();
-      for (const Candidate& c : cands) {
-        if (static_cast<int64_t>(chosen.size()) == K) break;
-        if (c.token == kEos) {
-          s.fin.push_back({t, c.parent, c.logprob, c.logprob / length_penalty(t + 1, opts)});
-        } else {
-          chosen.push_back(c);
-        }
-      }
-      // Done once K hypotheses have finished and no live one scores better
-      // than the worst of the best K finished at its current length.
-      bool done = chosen.empty();
-      if (!done && static_cast<int64_t>(s.fin.size()) >= K) {
-        std::partial_sort(s.fin.begin(), s.fin.begin() + K, s.fin.end(),
-                          [](const Finished& a, const Finished& b) { return a.score > b.score; });
-        const double worst = s.fin[K - 1].score;
-        const double best_live = chosen.front().logprob / length_penalty(t + 1, opts);
-        done = best_live <= worst;
-      }
-      if (done) {
-        std::stable_sort(s.fin.begin(), s.fin.end(),
-                         [](const Finished& a, const Finished& b) { return a.score > b.score; });
-        auto& out = results[s.index];
-        for (int64_t i = 0; i < n_best && i < static_cast<int64_t>(s.fin.size()); ++i) {
-          const Finished& f = s.fin[i];
-          out.push_back({backtrack(s, K, f.step, f.parent), f.logprob, f.score});
-        }
-        continue;
-      }
-      // Pad the beam to K (only possible with a tiny vocabulary).
-      while (static_cast<int64_t>(chosen.size()) < K) {
-        Candidate c = chosen.back();
-        c.logprob = neg_inf;
-        chosen.push_back(c);
-      }
-      keep.push_back(static_cast<int64_t>(j));
-      s.live_lp.resize(K);
-      for (int64_t k = 0; k < K; ++k) {
-        s.tok.push_back(chosen[k].token);
-        s.par.push_back(chosen[k].parent);
-        s.live_lp[k] = chosen[k].logprob;
-        rows.push_back(static_cast<int64_t>(j) * beam + chosen[k].parent);
-        next_tokens.push_back(chosen[k].token);
-      }
-      next_live.push_back(std::move(s));
+void BeamSearch::advance(Sentence& s, size_t j, int64_t t) {
+  const int64_t beam = st_.beam;
+  cands_.clear();
+  for (int64_t k = 0; k < beam; ++k) {
+    const int64_t r = static_cast<int64_t>(j) * beam + k;
+    if (t >= s.max_out) {
+      cands_.push_back({s.live_lp[k] + eos_lp_[r], static_cast<int32_t>(k), kEos});
+      continue;
     }
-    if (next_live.empty()) break;
-    model.reorder(st, keep, rows, K);
-    live.swap(next_live);
-    tokens.swap(next_tokens);
+    for (int64_t c = 0; c < k2_ && top_idx_[r * k2_ + c] >= 0; ++c)
+      cands_.push_back({top_val_[r * k2_ + c], static_cast<int32_t>(k), top_idx_[r * k2_ + c]});
   }
-  return results;
+  std::stable_sort(cands_.begin(), cands_.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.logprob > b.logprob; });
+  chosen_.clear();
+  for (const Candidate& c : cands_) {
+    if (static_cast<int64_t>(chosen_.size()) == K_) break;
+    if (c.token == kEos)
+      s.fin.push_back({t, c.parent, c.logprob, c.logprob / length_penalty(t + 1, opts_)});
+    else
+      chosen_.push_back(c);
+  }
+  // Done once K hypotheses have finished and no live one scores better
+  // than the worst of the best K finished at its current length.
+  bool done = chosen_.empty();
+  if (!done && static_cast<int64_t>(s.fin.size()) >= K_) {
+    std::partial_sort(s.fin.begin(), s.fin.begin() + K_, s.fin.end(),
+                      [](const Finished& a, const Finished& b) { return a.score > b.score; });
+    done = chosen_.front().logprob / length_penalty(t + 1, opts_) <= s.fin[K_ - 1].score;
+  }
+  if (done) return finish(s);
+  // Pad the beam to K (only possible with a tiny vocabulary).
+  while (static_cast<int64_t>(chosen_.size()) < K_) {
+    Candidate c = chosen_.back();
+    c.logprob = -std::numeric_limits<double>::infinity();
+    chosen_.push_back(c);
+  }
+  keep_.push_back(static_cast<int64_t>(j));
+  s.live_lp.resize(K_);
+  for (int64_t k = 0; k < K_; ++k) {
+    s.tok.push_back(chosen_[k].token);
+    s.par.push_back(chosen_[k].parent);
+    s.live_lp[k] = chosen_[k].logprob;
+    rows_.push_back(static_cast<int64_t>(j) * beam + chosen_[k].parent);
+    next_tokens_.push_back(chosen_[k].token);
+  }
+  next_live_.push_back(std::move(s));
+}
+
+void BeamSearch::finish(Sentence& s) {
+  std::stable_sort(s.fin.begin(), s.fin.end(),
+                   [](const Finished& a, const Finished& b) { return a.score > b.score; });
+  const int64_t n_best = std::min<int64_t>(std::max(1, opts_.n_best), K_);
+  auto& out = results_[s.index];
+  for (int64_t i = 0; i < n_best && i < static_cast<int64_t>(s.fin.size()); ++i) {
+    const Finished& f = s.fin[i];
+    out.push_back({backtrack(s, K_, f.step, f.parent), f.logprob, f.score});
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> search(const Transformer& model,
+                                            const std::vector<std::vector<int32_t>>& src,
+                                            const SearchOptions& opts, DecodeState& st) {
+  validate(opts);
+  BeamSearch search(model, opts, st);
+  return search.run(src);
 }
 
 }  // namespace nmt

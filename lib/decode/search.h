@@ -38,7 +38,7 @@ struct Hypothesis {
 // Translates one batch of id sequences (without </s>); returns, per input
 // and in input order, up to n_best hypotheses sorted best first.
 // `state` is reused across calls so that buffers are not reallocated.
-std::vector<std::vector<Hypothesis>> search(Transformer& model,
+std::vector<std::vector<Hypothesis>> search(const Transformer& model,
                                             const std::vector<std::vector<int32_t>>& src,
                                             const SearchOptions& opts, DecodeState& state);
 

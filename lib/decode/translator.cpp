@@ -7,7 +7,7 @@
 
 namespace nmt {
 
-Translator::Translator(LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
+Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
                        std::function<void(const std::string&)> warn)
     : model_(model),
       opts_(opts),

@@ -27,14 +27,14 @@ struct TranslationResult {
 class Translator {
  public:
   // warn receives one-line warnings (with the 1-based line number).
-  Translator(LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
+  Translator(const LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
              std::function<void(const std::string&)> warn = {});
   // first_line: the 1-based number of lines[0] in the whole input.
   std::vector<TranslationResult> translate(const std::vector<std::string>& lines,
                                            int64_t first_line = 1);
 
  private:
-  LoadedModel& model_;
+  const LoadedModel& model_;
   SearchOptions opts_;
   int64_t batch_tokens_;
   std::function<void(const std::string&)> warn_;

@@ -1,13 +1,12 @@
 // Multi-head scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V,
 // with all heads in one batched GEMM: projections stay in their (rows, H*d)
-// layout and the GEMMs read them through head-split strides, so no head is
+// layout and the GEMMs read them through head-split views, so no head is
 // looped over and nothing is transposed.
 //
 // Self-attention projects Q, K and V with one fused GEMM; encoder-decoder
 // attention projects Q from the decoder and K, V (fused) from the encoder.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 
@@ -16,12 +15,19 @@
 
 namespace nmt {
 
-// An additive mask (0 or a large negative), dense with dims that broadcast
-// against the scores (B, H, T, S): {B,1,1,S} for source padding, {1,1,T,T}
-// for the causal mask.
-struct AttnMask {
-  const float* data = nullptr;
-  std::array<int64_t, 4> dims{};
+// What a forward pass over whole sequences leaves for the backward pass (a
+// training step keeps these in its arena; inference reuses them as scratch).
+struct AttnActs {
+  Tensor proj_q;      // self: (B*T, 2*H*dk + H*dv) Q|K|V; cross: (B*T, H*dk)
+  Tensor proj_kv;     // cross only: (B*S, H*dk + H*dv)
+  Tensor probs;       // (B, H, T, S) after the softmax
+  Tensor probs_drop;  // after attention dropout (empty without it)
+  Tensor ctx;         // (B*T, H*dv)
+};
+
+// Scratch of the backward pass, shared by all layers of a step.
+struct AttnGrads {
+  Tensor dctx, dprobs, dscores, dproj_q, dproj_kv;
 };
 
 // Decoder self-attention cache: keys and values of every position so far,
@@ -32,8 +38,7 @@ struct KVCache {
   int64_t capacity = 0;
 };
 
-// Temporaries for one incremental step, owned by the decoding state so that
-// the model itself stays immutable and shareable.
+// Temporaries of one incremental step, owned by the decoding state.
 struct AttnScratch {
   Tensor proj, scores, ctx;
 };
@@ -44,22 +49,28 @@ class MultiHeadAttention {
   MultiHeadAttention(ParamStore& store, const std::string& name, int64_t d_model, int64_t heads,
                      int64_t d_k, int64_t d_v, float attention_dropout, bool self_attention);
 
-  // Full sequences. xq (B*T, D); xkv (B*S, D), ignored for self-attention.
+  // Whole sequences. xq (B*T, D); xkv (B*S, D), ignored for self-attention.
+  // mask: (B,1,1,S) padding or (1,1,T,T) causal, or null. Attention dropout
+  // (seeded) only when training.
   void forward(const Tensor& xq, const Tensor* xkv, int64_t B, int64_t T, int64_t S,
-               const AttnMask& mask, Tensor& y, bool training, uint64_t seed);
+               const Tensor* mask, AttnActs& a, Tensor& y, bool training, uint64_t seed) const;
   // dxq is assigned; dxkv (cross-attention only) is added to.
-  void backward(const Tensor& xq, const Tensor* xkv, const Tensor& dy, Tensor& dxq, Tensor* dxkv);
+  void backward(const Tensor& xq, const Tensor* xkv, int64_t B, int64_t T, int64_t S,
+                const AttnActs& a, const Tensor& dy, AttnGrads& s, Tensor& dxq, Tensor* dxkv,
+                Grads& g, uint64_t seed) const;
 
   // Cross-attention K and V of the encoder output, once per source batch:
-  // enc (B*S, D) -> kv (B*S, H*d_k + H*d_v).
+  // enc (B*S, D) -> kv (B*S, H*dk + H*dv).
   void project_kv(const Tensor& enc, Tensor& kv) const;
   // One decoder position for N = B*beam hypotheses.
   void step_self(const Tensor& x, KVCache& cache, AttnScratch& s, Tensor& y) const;
   void step_cross(const Tensor& x, const Tensor& kv, int64_t B, int64_t beam, int64_t S,
-                  const AttnMask& mask, AttnScratch& s, Tensor& y) const;
+                  const Tensor& mask, AttnScratch& s, Tensor& y) const;
 
   int64_t k_width() const { return H_ * dk_; }
   int64_t v_width() const { return H_ * dv_; }
+  int64_t num_heads() const { return H_; }
+  bool has_dropout() const { return attn_dropout_ > 0.f; }
 
  private:
   float scale() const;
@@ -70,15 +81,6 @@ class MultiHeadAttention {
   Linear qkv_;     // self: (2*H*dk + H*dv, D)
   Linear q_, kv_;  // cross: (H*dk, D) and (H*dk + H*dv, D)
   Linear out_;     // (D, H*dv)
-
-  // Saved for backward.
-  int64_t B_ = 0, T_ = 0, S_ = 0;
-  uint64_t seed_ = 0;
-  Tensor proj_q_, proj_kv_;  // self: proj_q_ holds Q|K|V
-  Tensor probs_;             // (B, H, T, S) softmax output
-  Tensor probs_drop_;        // after attention dropout, when enabled
-  Tensor ctx_;               // (B*T, H*dv)
-  Tensor dctx_, dprobs_, dscores_, dproj_q_, dproj_kv_;
 };
 
 }  // namespace nmt

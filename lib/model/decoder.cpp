@@ -2,16 +2,10 @@
 
 #include <utility>
 
-#include "core/elementwise.h"
+#include "core/rng.h"
+#include "ops/ops.h"
 
 namespace nmt {
-
-namespace {
-void copy_into(Tensor& dst, const Tensor& src) {
-  dst.resize(src.shape());
-  std::copy(src.data(), src.data() + src.numel(), dst.data());
-}
-}  // namespace
 
 DecoderLayer::DecoderLayer(ParamStore& store, const std::string& name, const ModelConfig& cfg)
     : pre_(cfg.pre_norm()),
@@ -26,105 +20,104 @@ DecoderLayer::DecoderLayer(ParamStore& store, const std::string& name, const Mod
       ln3_(store, name + "/ln3", cfg.d_model, cfg.layer_norm_eps) {}
 
 void DecoderLayer::forward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
-                           const AttnMask& causal, const AttnMask& src_mask, bool training,
-                           uint64_t seed) {
-  seed_ = seed;
-  const int64_t n = x.numel();
+                           const Tensor& causal, const Tensor& src_mask, DecoderLayerActs& a,
+                           bool training, uint64_t seed) const {
   const float p = training ? dropout_ : 0.f;
-  auto sub_residual = [&](const Tensor& in, Tensor& out_branch, Tensor& sum, int site) {
-    cpu::dropout(out_branch.data(), n, p, cpu::mix_seed(seed, site));
-    sum.resize(in.shape());
-    cpu::add(in.data(), out_branch.data(), sum.data(), n);
+  auto sub_residual = [&](const Tensor& in, Tensor& branch, Tensor& sum, uint64_t site) {
+    ops::dropout_(branch, p, mix_seed(seed, site));
+    ops::add(in, branch, sum);
   };
+  NormStats* s1 = training ? &a.ln1 : nullptr;
+  NormStats* s2 = training ? &a.ln2 : nullptr;
+  NormStats* s3 = training ? &a.ln3 : nullptr;
   if (pre_) {
-    ln1_.forward(x, n1_, training);
-    self_.forward(n1_, nullptr, B, T, T, causal, a_, training, cpu::mix_seed(seed, 1));
-    sub_residual(x, a_, r1_, 2);
-    ln2_.forward(r1_, h1_, training);
-    cross_.forward(h1_, &enc, B, T, S, src_mask, c_, training, cpu::mix_seed(seed, 3));
-    sub_residual(r1_, c_, r2_, 4);
-    ln3_.forward(r2_, h2_, training);
-    ffn_.forward(h2_, f_, training, cpu::mix_seed(seed, 5));
-    sub_residual(r2_, f_, r3_, 6);
+    ln1_.forward(x, a.n1, s1);
+    self_.forward(a.n1, nullptr, B, T, T, &causal, a.self_attn, a.a, training, mix_seed(seed, 1));
+    sub_residual(x, a.a, a.r1, 2);
+    ln2_.forward(a.r1, a.h1, s2);
+    cross_.forward(a.h1, &enc, B, T, S, &src_mask, a.cross_attn, a.c, training, mix_seed(seed, 3));
+    sub_residual(a.r1, a.c, a.r2, 4);
+    ln3_.forward(a.r2, a.h2, s3);
+    ffn_.forward(a.h2, a.ffn_hidden, a.f, training, mix_seed(seed, 5));
+    sub_residual(a.r2, a.f, a.r3, 6);
   } else {
-    self_.forward(x, nullptr, B, T, T, causal, a_, training, cpu::mix_seed(seed, 1));
-    sub_residual(x, a_, r1_, 2);
-    ln1_.forward(r1_, h1_, training);
-    cross_.forward(h1_, &enc, B, T, S, src_mask, c_, training, cpu::mix_seed(seed, 3));
-    sub_residual(h1_, c_, r2_, 4);
-    ln2_.forward(r2_, h2_, training);
-    ffn_.forward(h2_, f_, training, cpu::mix_seed(seed, 5));
-    sub_residual(h2_, f_, r3_, 6);
-    ln3_.forward(r3_, h3_, training);
+    self_.forward(x, nullptr, B, T, T, &causal, a.self_attn, a.a, training, mix_seed(seed, 1));
+    sub_residual(x, a.a, a.r1, 2);
+    ln1_.forward(a.r1, a.h1, s1);
+    cross_.forward(a.h1, &enc, B, T, S, &src_mask, a.cross_attn, a.c, training, mix_seed(seed, 3));
+    sub_residual(a.h1, a.c, a.r2, 4);
+    ln2_.forward(a.r2, a.h2, s2);
+    ffn_.forward(a.h2, a.ffn_hidden, a.f, training, mix_seed(seed, 5));
+    sub_residual(a.h2, a.f, a.r3, 6);
+    ln3_.forward(a.r3, a.h3, s3);
   }
 }
 
-void DecoderLayer::backward(const Tensor& x, const Tensor& enc, const Tensor& dy, Tensor& dx,
-                            Tensor& denc) {
-  const int64_t n = x.numel();
-  auto undrop = [&](Tensor& dst, const Tensor& src, int site) {
-    copy_into(dst, src);
-    cpu::dropout_backward(dst.data(), n, dropout_, cpu::mix_seed(seed_, site));
+void DecoderLayer::backward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
+                            const DecoderLayerActs& a, const Tensor& dy, LayerGrads& s, Tensor& dx,
+                            Tensor& denc, Grads& g, uint64_t seed) const {
+  auto undrop = [&](Tensor& dst, const Tensor& src, uint64_t site) {
+    ops::copy(src, dst);
+    ops::dropout_(dst, dropout_, mix_seed(seed, site));
   };
   if (pre_) {
     // y = r2 + drop(ffn(ln3(r2)))
-    undrop(g1_, dy, 6);
-    ffn_.backward(h2_, g1_, g2_);
-    ln3_.backward(r2_, g2_, g3_);
-    cpu::add_inplace(g3_.data(), dy.data(), n);  // g3 = d r2
+    undrop(s.g1, dy, 6);
+    ffn_.backward(a.h2, a.ffn_hidden, s.g1, s.dhidden, s.g2, g, mix_seed(seed, 5));
+    ln3_.backward(a.r2, s.g2, a.ln3, s.g3, g);
+    ops::add_(s.g3, dy);  // g3 = d r2
     // r2 = r1 + drop(cross(ln2(r1)))
-    undrop(g1_, g3_, 4);
-    cross_.backward(h1_, &enc, g1_, g2_, &denc);
-    ln2_.backward(r1_, g2_, g4_);
-    cpu::add_inplace(g4_.data(), g3_.data(), n);  // g4 = d r1
+    undrop(s.g1, s.g3, 4);
+    cross_.backward(a.h1, &enc, B, T, S, a.cross_attn, s.g1, s.attn, s.g2, &denc, g,
+                    mix_seed(seed, 3));
+    ln2_.backward(a.r1, s.g2, a.ln2, s.g4, g);
+    ops::add_(s.g4, s.g3);  // g4 = d r1
     // r1 = x + drop(self(ln1(x)))
-    undrop(g1_, g4_, 2);
-    self_.backward(n1_, nullptr, g1_, g2_, nullptr);
-    ln1_.backward(x, g2_, dx);
-    cpu::add_inplace(dx.data(), g4_.data(), n);
+    undrop(s.g1, s.g4, 2);
+    self_.backward(a.n1, nullptr, B, T, T, a.self_attn, s.g1, s.attn, s.g2, nullptr, g,
+                   mix_seed(seed, 1));
+    ln1_.backward(x, s.g2, a.ln1, dx, g);
+    ops::add_(dx, s.g4);
   } else {
-    ln3_.backward(r3_, dy, g3_);  // d r3
-    undrop(g1_, g3_, 6);
-    ffn_.backward(h2_, g1_, g2_);
-    cpu::add_inplace(g3_.data(), g2_.data(), n);  // d h2
-    ln2_.backward(r2_, g3_, g4_);                 // d r2
-    undrop(g1_, g4_, 4);
-    cross_.backward(h1_, &enc, g1_, g2_, &denc);
-    cpu::add_inplace(g4_.data(), g2_.data(), n);  // d h1
-    ln1_.backward(r1_, g4_, g3_);                 // d r1
-    undrop(g1_, g3_, 2);
-    self_.backward(x, nullptr, g1_, dx, nullptr);
-    cpu::add_inplace(dx.data(), g3_.data(), n);
+    ln3_.backward(a.r3, dy, a.ln3, s.g3, g);  // d r3
+    undrop(s.g1, s.g3, 6);
+    ffn_.backward(a.h2, a.ffn_hidden, s.g1, s.dhidden, s.g2, g, mix_seed(seed, 5));
+    ops::add_(s.g3, s.g2);                      // d h2
+    ln2_.backward(a.r2, s.g3, a.ln2, s.g4, g);  // d r2
+    undrop(s.g1, s.g4, 4);
+    cross_.backward(a.h1, &enc, B, T, S, a.cross_attn, s.g1, s.attn, s.g2, &denc, g,
+                    mix_seed(seed, 3));
+    ops::add_(s.g4, s.g2);                      // d h1
+    ln1_.backward(a.r1, s.g4, a.ln1, s.g3, g);  // d r1
+    undrop(s.g1, s.g3, 2);
+    self_.backward(x, nullptr, B, T, T, a.self_attn, s.g1, s.attn, dx, nullptr, g,
+                   mix_seed(seed, 1));
+    ops::add_(dx, s.g3);
   }
 }
 
 void DecoderLayer::step(const Tensor& x, DecodeState& st, size_t layer, Tensor& y) const {
-  const int64_t n = x.numel();
-  AttnMask src{st.src_mask.data(), {st.B, 1, 1, st.S}};
   AttnScratch& s = st.scratch;
   if (pre_) {
-    ln1_.infer(x, st.h1);
+    ln1_.forward(x, st.h1);
     self_.step_self(st.h1, st.self[layer], s, st.a);
-    st.r.resize(x.shape());
-    cpu::add(x.data(), st.a.data(), st.r.data(), n);  // r1
-    ln2_.infer(st.r, st.h1);
-    cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, src, s, st.a);
-    cpu::add_inplace(st.r.data(), st.a.data(), n);  // r2
-    ln3_.infer(st.r, st.h1);
-    ffn_.infer(st.h1, st.ffn_hidden, st.a);
-    y.resize(x.shape());
-    cpu::add(st.r.data(), st.a.data(), y.data(), n);
+    ops::add(x, st.a, st.r);  // r1
+    ln2_.forward(st.r, st.h1);
+    cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, st.src_mask, s, st.a);
+    ops::add_(st.r, st.a);  // r2
+    ln3_.forward(st.r, st.h1);
+    ffn_.forward(st.h1, st.ffn_hidden, st.a, false, 0);
+    ops::add(st.r, st.a, y);
   } else {
     self_.step_self(x, st.self[layer], s, st.a);
-    st.r.resize(x.shape());
-    cpu::add(x.data(), st.a.data(), st.r.data(), n);
-    ln1_.infer(st.r, st.h1);
-    cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, src, s, st.a);
-    cpu::add(st.h1.data(), st.a.data(), st.r.data(), n);
-    ln2_.infer(st.r, st.h2);
-    ffn_.infer(st.h2, st.ffn_hidden, st.a);
-    cpu::add(st.h2.data(), st.a.data(), st.r.data(), n);
-    ln3_.infer(st.r, y);
+    ops::add(x, st.a, st.r);
+    ln1_.forward(st.r, st.h1);
+    cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, st.src_mask, s, st.a);
+    ops::add(st.h1, st.a, st.r);
+    ln2_.forward(st.r, st.h2);
+    ffn_.forward(st.h2, st.ffn_hidden, st.a, false, 0);
+    ops::add(st.h2, st.a, st.r);
+    ln3_.forward(st.r, y);
   }
 }
 
@@ -136,30 +129,35 @@ Decoder::Decoder(ParamStore& store, const ModelConfig& cfg) : pre_(cfg.pre_norm(
 }
 
 void Decoder::forward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
-                      const AttnMask& causal, const AttnMask& src_mask, bool training,
-                      uint64_t seed) {
+                      const Tensor& causal, const Tensor& src_mask, DecoderActs& a, bool training,
+                      uint64_t seed) const {
   const Tensor* in = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i].forward(*in, enc, B, T, S, causal, src_mask, training, cpu::mix_seed(seed, 200 + i));
-    in = &layers_[i].output();
+    layers_[i].forward(*in, enc, B, T, S, causal, src_mask, a.layers[i], training,
+                       mix_seed(seed, 200 + i));
+    in = &layers_[i].output(a.layers[i]);
   }
-  if (pre_) final_ln_.forward(*in, final_, training);
+  if (pre_) final_ln_.forward(*in, a.final_out, training ? &a.final_ln : nullptr);
 }
 
-const Tensor& Decoder::output() const { return pre_ ? final_ : layers_.back().output(); }
+const Tensor& Decoder::output(const DecoderActs& a) const {
+  return pre_ ? a.final_out : layers_.back().output(a.layers.back());
+}
 
-void Decoder::backward(const Tensor& x, const Tensor& enc, const Tensor& dy, Tensor& dx,
-                       Tensor& denc) {
-  const Tensor* g = &dy;
+void Decoder::backward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
+                       const DecoderActs& a, const Tensor& dy, LayerGrads& s, Tensor& ping,
+                       Tensor& pong, Tensor& dx, Tensor& denc, Grads& g, uint64_t seed) const {
+  const Tensor* grad = &dy;
   if (pre_) {
-    final_ln_.backward(layers_.back().output(), dy, g_a_);
-    g = &g_a_;
+    final_ln_.backward(layers_.back().output(a.layers.back()), dy, a.final_ln, ping, g);
+    grad = &ping;
   }
   for (size_t i = layers_.size(); i-- > 0;) {
-    const Tensor& in = i ? layers_[i - 1].output() : x;
-    Tensor& out = i ? (g == &g_a_ ? g_b_ : g_a_) : dx;
-    layers_[i].backward(in, enc, *g, out, denc);
-    g = &out;
+    const Tensor& in = i ? layers_[i - 1].output(a.layers[i - 1]) : x;
+    Tensor& out = i ? (grad == &ping ? pong : ping) : dx;
+    layers_[i].backward(in, enc, B, T, S, a.layers[i], *grad, s, out, denc, g,
+                        mix_seed(seed, 200 + i));
+    grad = &out;
   }
 }
 
@@ -171,15 +169,11 @@ void Decoder::step(Tensor& x, DecodeState& st, Tensor& y) const {
     layers_[i].step(*in, st, i, *out);
     std::swap(in, out);
   }
-  // After the loop `in` holds the result.
   if (pre_) {
-    final_ln_.infer(*in, *out);
+    final_ln_.forward(*in, *out);
     std::swap(in, out);
   }
-  if (in != &y) {
-    y.resize(in->shape());
-    std::copy(in->data(), in->data() + in->numel(), y.data());
-  }
+  if (in != &y) ops::copy(*in, y);
 }
 
 }  // namespace nmt

@@ -9,37 +9,53 @@
 
 #include "model/attention.h"
 #include "model/config.h"
+#include "model/encoder.h"
 #include "model/layers.h"
 
 namespace nmt {
 
 // Per-request decoding state, kept apart from the immutable model: the
-// self-attention caches, the encoder output's cross-attention K/V (computed
-// once per source batch), the source mask and the step's scratch buffers.
+// encoder's output, the self-attention caches, the cross-attention K/V
+// (computed once per source batch), the source mask and the scratch of the
+// encoder pass and of each step. One model serves any number of these.
 struct DecodeState {
-  int64_t B = 0;                 // live sentences
-  int64_t beam = 1;              // hypotheses per sentence (rows B*beam)
-  int64_t S = 0;                 // source length (padded)
-  int64_t step = 0;              // target positions decoded so far
-  Tensor src_mask;               // (B, S) additive
-  std::vector<Tensor> cross_kv;  // per layer (B*S, H*dk + H*dv)
-  std::vector<KVCache> self;     // per layer
+  int64_t B = 0;                                      // live sentences
+  int64_t beam = 1;                                   // hypotheses per sentence (rows B*beam)
+  int64_t S = 0;                                      // source length (padded)
+  int64_t step = 0;                                   // target positions decoded so far
+  Tensor src_ids{Shape{0}, Device::CPU, DType::I32};  // (B*S)
+  Tensor src_mask;                                    // (B, 1, 1, S) additive
+  std::vector<Tensor> cross_kv;                       // per layer (B*S, H*dk + H*dv)
+  std::vector<KVCache> self;                          // per layer
+  EncoderActs encoder;                                // the encoder pass's scratch
+  Tensor src_x;                                       // (B*S, D)
   AttnScratch scratch;
+  Tensor ids{Shape{0}, Device::CPU, DType::I32};  // this step's input tokens
   Tensor x, y, a, r, h1, h2, ffn_hidden, logits;
   Tensor spare;  // gather target, swapped in to avoid allocation
 
   int64_t rows() const { return B * beam; }
 };
 
+struct DecoderLayerActs {
+  AttnActs self_attn, cross_attn;
+  Tensor ffn_hidden;                           // (B*T, d_ff)
+  Tensor n1, a, r1, h1, c, r2, h2, f, r3, h3;  // (B*T, D); n1: pre-LN, h3: post-LN
+  NormStats ln1, ln2, ln3;
+};
+
 class DecoderLayer {
  public:
   DecoderLayer(ParamStore& store, const std::string& name, const ModelConfig& cfg);
-  // x (B*T, D), enc (B*S, D). Masks: causal {1,1,T,T}, source {B,1,1,S}.
+  // x (B*T, D), enc (B*S, D). Masks: causal (1,1,T,T), source (B,1,1,S).
   void forward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
-               const AttnMask& causal, const AttnMask& src_mask, bool training, uint64_t seed);
+               const Tensor& causal, const Tensor& src_mask, DecoderLayerActs& a, bool training,
+               uint64_t seed) const;
+  const Tensor& output(const DecoderLayerActs& a) const { return pre_ ? a.r3 : a.h3; }
   // dx assigned; denc added to.
-  void backward(const Tensor& x, const Tensor& enc, const Tensor& dy, Tensor& dx, Tensor& denc);
-  const Tensor& output() const { return pre_ ? r3_ : h3_; }
+  void backward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
+                const DecoderLayerActs& a, const Tensor& dy, LayerGrads& s, Tensor& dx,
+                Tensor& denc, Grads& g, uint64_t seed) const;
 
   // One position: x (N, D) -> y (N, D), updating the layer's cache.
   void step(const Tensor& x, DecodeState& st, size_t layer, Tensor& y) const;
@@ -48,31 +64,38 @@ class DecoderLayer {
  private:
   bool pre_;
   float dropout_;
-  uint64_t seed_ = 0;
   MultiHeadAttention self_, cross_;
   FeedForward ffn_;
   LayerNorm ln1_, ln2_, ln3_;
-  Tensor n1_, a_, r1_, h1_, c_, r2_, h2_, f_, r3_, h3_;
-  Tensor g1_, g2_, g3_, g4_;
+};
+
+struct DecoderActs {
+  std::vector<DecoderLayerActs> layers;
+  Tensor final_out;  // pre-LN only
+  NormStats final_ln;
 };
 
 class Decoder {
  public:
   Decoder(ParamStore& store, const ModelConfig& cfg);
   void forward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
-               const AttnMask& causal, const AttnMask& src_mask, bool training, uint64_t seed);
-  const Tensor& output() const;
-  void backward(const Tensor& x, const Tensor& enc, const Tensor& dy, Tensor& dx, Tensor& denc);
+               const Tensor& causal, const Tensor& src_mask, DecoderActs& a, bool training,
+               uint64_t seed) const;
+  const Tensor& output(const DecoderActs& a) const;
+  // ping, pong: (B*T, D) scratch.
+  void backward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
+                const DecoderActs& a, const Tensor& dy, LayerGrads& s, Tensor& ping, Tensor& pong,
+                Tensor& dx, Tensor& denc, Grads& g, uint64_t seed) const;
 
   // x is used as scratch and clobbered.
   void step(Tensor& x, DecodeState& st, Tensor& y) const;
   const std::vector<DecoderLayer>& layers() const { return layers_; }
+  bool pre_norm() const { return pre_; }
 
  private:
   std::vector<DecoderLayer> layers_;
   bool pre_;
   LayerNorm final_ln_;
-  Tensor final_, g_a_, g_b_;
 };
 
 }  // namespace nmt

@@ -2,8 +2,7 @@
 
 #include <cmath>
 
-#include "core/elementwise.h"
-#include "core/error.h"
+#include "ops/ops.h"
 
 namespace nmt {
 
@@ -18,13 +17,9 @@ void sinusoidal_positions(int64_t max_positions, int64_t D, Tensor& table) {
     }
 }
 
-Embeddings::Embeddings(ParamStore& store, const std::string& name, Param* table,
+Embeddings::Embeddings(ParamStore& store, const std::string& name, const Param* table,
                        const ModelConfig& cfg)
-    : table_(table),
-      D_(cfg.d_model),
-      V_(cfg.vocab_size),
-      max_pos_(cfg.max_positions),
-      dropout_(cfg.dropout) {
+    : table_(table), D_(cfg.d_model), max_pos_(cfg.max_positions), dropout_(cfg.dropout) {
   if (cfg.positional == "learned")
     learned_pos_ = store.add(name + "/positions", Shape{max_pos_, D_}, Init::Normal,
                              1.f / std::sqrt(static_cast<float>(D_)));
@@ -34,52 +29,23 @@ void Embeddings::init_tables() {
   if (!learned_pos_ && sinusoids_.empty()) sinusoidal_positions(max_pos_, D_, sinusoids_);
 }
 
-void Embeddings::forward(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0, Tensor& y,
-                         bool training, uint64_t seed) {
-  lookup(tokens, B, T, pos0, y);
-  seed_ = seed;
-  if (training) cpu::dropout(y.data(), y.numel(), dropout_, seed_);
+void Embeddings::forward(const Tensor& tokens, int64_t T, int64_t pos0, Tensor& y, bool training,
+                         uint64_t seed) const {
+  const float scale = std::sqrt(static_cast<float>(D_));
+  ops::embedding(table_->value, tokens, learned_pos_ ? learned_pos_->value : sinusoids_, pos0, T,
+                 scale, y);
+  if (training) ops::dropout_(y, dropout_, seed);
 }
 
-void Embeddings::lookup(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0,
-                        Tensor& y) const {
-  if (pos0 + T > max_pos_)
-    throw Error("sequence of " + std::to_string(pos0 + T) + " tokens exceeds max_positions " +
-                std::to_string(max_pos_));
-  y.resize(Shape{B * T, D_});
-  const float scale = std::sqrt(static_cast<float>(D_));
-  const float* E = table_->value.data();
-  const float* P = learned_pos_ ? learned_pos_->value.data() : sinusoids_.data();
-  for (int64_t r = 0; r < B * T; ++r)
-    if (tokens[r] < 0 || tokens[r] >= V_)
-      throw Error("token id " + std::to_string(tokens[r]) + " is outside the vocabulary of " +
-                  std::to_string(V_));
-#pragma omp parallel for if (B * T * D_ > 65536)
-  for (int64_t r = 0; r < B * T; ++r) {
-    const float* e = E + static_cast<int64_t>(tokens[r]) * D_;
-    const float* p = P + (pos0 + r % T) * D_;
-    float* out = y.data() + r * D_;
-    for (int64_t i = 0; i < D_; ++i) out[i] = e[i] * scale + p[i];
-  }
-}
-
-void Embeddings::backward(const int32_t* tokens, int64_t B, int64_t T, const Tensor& dy) {
-  dscaled_.resize(dy.shape());
-  std::copy(dy.data(), dy.data() + dy.numel(), dscaled_.data());
-  cpu::dropout_backward(dscaled_.data(), dscaled_.numel(), dropout_, seed_);
-  const float scale = std::sqrt(static_cast<float>(D_));
-  float* dE = table_->grad.data();
-  // Sequential over rows: the same token may appear many times, and a fixed
-  // order keeps training deterministic.
-  for (int64_t r = 0; r < B * T; ++r) {
-    const float* g = dscaled_.data() + r * D_;
-    float* de = dE + static_cast<int64_t>(tokens[r]) * D_;
-    for (int64_t i = 0; i < D_; ++i) de[i] += g[i] * scale;
-    if (learned_pos_) {
-      float* dp = learned_pos_->grad.data() + (r % T) * D_;
-      for (int64_t i = 0; i < D_; ++i) dp[i] += g[i];
-    }
-  }
+void Embeddings::backward(const Tensor& tokens, int64_t T, const Tensor& dy, Tensor& dscaled,
+                          Grads& g, uint64_t seed) const {
+  ops::copy(dy, dscaled);
+  ops::dropout_(dscaled, dropout_, seed);
+  Tensor dtable = g.of(table_);
+  Tensor dpos;
+  if (learned_pos_) dpos = g.of(learned_pos_);
+  ops::embedding_backward(tokens, dscaled, T, std::sqrt(static_cast<float>(D_)), dtable,
+                          learned_pos_ ? &dpos : nullptr);
 }
 
 }  // namespace nmt

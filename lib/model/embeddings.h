@@ -19,29 +19,29 @@ class Embeddings {
   Embeddings() = default;
   // table: the (V, D) token matrix, possibly shared with another Embeddings
   // and with the pre-softmax projection.
-  Embeddings(ParamStore& store, const std::string& name, Param* table, const ModelConfig& cfg);
+  Embeddings(ParamStore& store, const std::string& name, const Param* table,
+             const ModelConfig& cfg);
   // Computes the sinusoid table; done with the parameters' allocation, so
   // that a model file is checked before its sizes cost any memory.
   void init_tables();
 
-  // tokens (B, T) row-major; position of column t is pos0 + t.
-  void forward(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0, Tensor& y, bool training,
-               uint64_t seed);
-  // Inference: no dropout, no state written.
-  void lookup(const int32_t* tokens, int64_t B, int64_t T, int64_t pos0, Tensor& y) const;
-  // Adds into the token (and learned position) gradients.
-  void backward(const int32_t* tokens, int64_t B, int64_t T, const Tensor& dy);
+  // tokens (B*T) ids, I32; the position of column t is pos0 + t. Dropout
+  // (seeded) only when training.
+  void forward(const Tensor& tokens, int64_t T, int64_t pos0, Tensor& y, bool training,
+               uint64_t seed) const;
+  // Adds into the token (and learned position) gradients; dscaled: scratch
+  // the size of dy.
+  void backward(const Tensor& tokens, int64_t T, const Tensor& dy, Tensor& dscaled, Grads& g,
+                uint64_t seed) const;
 
-  Param* table() const { return table_; }
+  const Param* table() const { return table_; }
 
  private:
-  Param* table_ = nullptr;
-  Param* learned_pos_ = nullptr;
+  const Param* table_ = nullptr;
+  const Param* learned_pos_ = nullptr;
   Tensor sinusoids_;  // (max_positions, D)
-  int64_t D_ = 0, V_ = 0, max_pos_ = 0;
+  int64_t D_ = 0, max_pos_ = 0;
   float dropout_ = 0.f;
-  uint64_t seed_ = 0;
-  Tensor dscaled_;
 };
 
 }  // namespace nmt

@@ -1,6 +1,7 @@
 #include "model/encoder.h"
 
-#include "core/elementwise.h"
+#include "core/rng.h"
+#include "ops/ops.h"
 
 namespace nmt {
 
@@ -13,66 +14,61 @@ EncoderLayer::EncoderLayer(ParamStore& store, const std::string& name, const Mod
       ln1_(store, name + "/ln1", cfg.d_model, cfg.layer_norm_eps),
       ln2_(store, name + "/ln2", cfg.d_model, cfg.layer_norm_eps) {}
 
-void EncoderLayer::forward(const Tensor& x, int64_t B, int64_t S, const AttnMask& mask,
-                           bool training, uint64_t seed) {
-  seed_ = seed;
-  const int64_t n = x.numel();
+void EncoderLayer::forward(const Tensor& x, int64_t B, int64_t S, const Tensor& mask,
+                           EncoderLayerActs& a, bool training, uint64_t seed) const {
   const float p = training ? dropout_ : 0.f;
+  NormStats* s1 = training ? &a.ln1 : nullptr;
+  NormStats* s2 = training ? &a.ln2 : nullptr;
   if (pre_) {
-    ln1_.forward(x, n1_, training);
-    attn_.forward(n1_, nullptr, B, S, S, mask, a_, training, cpu::mix_seed(seed, 1));
-    cpu::dropout(a_.data(), n, p, cpu::mix_seed(seed, 2));
-    r1_.resize(x.shape());
-    cpu::add(x.data(), a_.data(), r1_.data(), n);
-    ln2_.forward(r1_, h1_, training);
-    ffn_.forward(h1_, f_, training, cpu::mix_seed(seed, 3));
-    cpu::dropout(f_.data(), n, p, cpu::mix_seed(seed, 4));
-    r2_.resize(x.shape());
-    cpu::add(r1_.data(), f_.data(), r2_.data(), n);
+    // r1 = x + drop(attn(ln1(x))); r2 = r1 + drop(ffn(ln2(r1)))
+    ln1_.forward(x, a.n1, s1);
+    attn_.forward(a.n1, nullptr, B, S, S, &mask, a.attn, a.a, training, mix_seed(seed, 1));
+    ops::dropout_(a.a, p, mix_seed(seed, 2));
+    ops::add(x, a.a, a.r1);
+    ln2_.forward(a.r1, a.h1, s2);
+    ffn_.forward(a.h1, a.ffn_hidden, a.f, training, mix_seed(seed, 3));
+    ops::dropout_(a.f, p, mix_seed(seed, 4));
+    ops::add(a.r1, a.f, a.r2);
   } else {
-    attn_.forward(x, nullptr, B, S, S, mask, a_, training, cpu::mix_seed(seed, 1));
-    cpu::dropout(a_.data(), n, p, cpu::mix_seed(seed, 2));
-    r1_.resize(x.shape());
-    cpu::add(x.data(), a_.data(), r1_.data(), n);
-    ln1_.forward(r1_, h1_, training);
-    ffn_.forward(h1_, f_, training, cpu::mix_seed(seed, 3));
-    cpu::dropout(f_.data(), n, p, cpu::mix_seed(seed, 4));
-    r2_.resize(x.shape());
-    cpu::add(h1_.data(), f_.data(), r2_.data(), n);
-    ln2_.forward(r2_, h2_, training);
+    // h1 = ln1(x + drop(attn(x))); h2 = ln2(h1 + drop(ffn(h1)))
+    attn_.forward(x, nullptr, B, S, S, &mask, a.attn, a.a, training, mix_seed(seed, 1));
+    ops::dropout_(a.a, p, mix_seed(seed, 2));
+    ops::add(x, a.a, a.r1);
+    ln1_.forward(a.r1, a.h1, s1);
+    ffn_.forward(a.h1, a.ffn_hidden, a.f, training, mix_seed(seed, 3));
+    ops::dropout_(a.f, p, mix_seed(seed, 4));
+    ops::add(a.h1, a.f, a.r2);
+    ln2_.forward(a.r2, a.h2, s2);
   }
 }
 
-void EncoderLayer::backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
-  const int64_t n = x.numel();
+void EncoderLayer::backward(const Tensor& x, int64_t B, int64_t S, const EncoderLayerActs& a,
+                            const Tensor& dy, LayerGrads& s, Tensor& dx, Grads& g,
+                            uint64_t seed) const {
+  // Dropout's backward pass: the same mask on a copy of the gradient.
+  auto undrop = [&](Tensor& dst, const Tensor& src, uint64_t site) {
+    ops::copy(src, dst);
+    ops::dropout_(dst, dropout_, mix_seed(seed, site));
+  };
   if (pre_) {
-    // y = r1 + drop(ffn(ln2(r1))), r1 = x + drop(attn(ln1(x)))
-    g1_.resize(dy.shape());
-    std::copy(dy.data(), dy.data() + n, g1_.data());
-    cpu::dropout_backward(g1_.data(), n, dropout_, cpu::mix_seed(seed_, 4));
-    ffn_.backward(h1_, g1_, g2_);                // g2 = d ln2 out
-    ln2_.backward(r1_, g2_, g3_);                // g3 = d r1 via ffn branch
-    cpu::add_inplace(g3_.data(), dy.data(), n);  // + residual
-    g1_.resize(dy.shape());
-    std::copy(g3_.data(), g3_.data() + n, g1_.data());
-    cpu::dropout_backward(g1_.data(), n, dropout_, cpu::mix_seed(seed_, 2));
-    attn_.backward(n1_, nullptr, g1_, g2_, nullptr);  // g2 = d n1
-    ln1_.backward(x, g2_, dx);
-    cpu::add_inplace(dx.data(), g3_.data(), n);
+    undrop(s.g1, dy, 4);
+    ffn_.backward(a.h1, a.ffn_hidden, s.g1, s.dhidden, s.g2, g, mix_seed(seed, 3));
+    ln2_.backward(a.r1, s.g2, a.ln2, s.g3, g);  // g3 = d r1 via the ffn branch
+    ops::add_(s.g3, dy);                        // + the residual
+    undrop(s.g1, s.g3, 2);
+    attn_.backward(a.n1, nullptr, B, S, S, a.attn, s.g1, s.attn, s.g2, nullptr, g,
+                   mix_seed(seed, 1));
+    ln1_.backward(x, s.g2, a.ln1, dx, g);
+    ops::add_(dx, s.g3);
   } else {
-    // y = ln2(h1 + drop(ffn(h1))), h1 = ln1(x + drop(attn(x)))
-    ln2_.backward(r2_, dy, g1_);  // g1 = d r2
-    g2_.resize(dy.shape());
-    std::copy(g1_.data(), g1_.data() + n, g2_.data());
-    cpu::dropout_backward(g2_.data(), n, dropout_, cpu::mix_seed(seed_, 4));
-    ffn_.backward(h1_, g2_, g3_);  // g3 = d h1 via ffn
-    cpu::add_inplace(g3_.data(), g1_.data(), n);
-    ln1_.backward(r1_, g3_, g1_);  // g1 = d r1
-    g2_.resize(dy.shape());
-    std::copy(g1_.data(), g1_.data() + n, g2_.data());
-    cpu::dropout_backward(g2_.data(), n, dropout_, cpu::mix_seed(seed_, 2));
-    attn_.backward(x, nullptr, g2_, dx, nullptr);
-    cpu::add_inplace(dx.data(), g1_.data(), n);
+    ln2_.backward(a.r2, dy, a.ln2, s.g1, g);  // g1 = d r2
+    undrop(s.g2, s.g1, 4);
+    ffn_.backward(a.h1, a.ffn_hidden, s.g2, s.dhidden, s.g3, g, mix_seed(seed, 3));
+    ops::add_(s.g3, s.g1);                      // d h1
+    ln1_.backward(a.r1, s.g3, a.ln1, s.g1, g);  // g1 = d r1
+    undrop(s.g2, s.g1, 2);
+    attn_.backward(x, nullptr, B, S, S, a.attn, s.g2, s.attn, dx, nullptr, g, mix_seed(seed, 1));
+    ops::add_(dx, s.g1);
   }
 }
 
@@ -83,29 +79,33 @@ Encoder::Encoder(ParamStore& store, const ModelConfig& cfg) : pre_(cfg.pre_norm(
   if (pre_) final_ln_ = LayerNorm(store, "encoder/final_ln", cfg.d_model, cfg.layer_norm_eps);
 }
 
-void Encoder::forward(const Tensor& x, int64_t B, int64_t S, const AttnMask& mask, bool training,
-                      uint64_t seed) {
+void Encoder::forward(const Tensor& x, int64_t B, int64_t S, const Tensor& mask, EncoderActs& a,
+                      bool training, uint64_t seed) const {
   const Tensor* in = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i].forward(*in, B, S, mask, training, cpu::mix_seed(seed, 100 + i));
-    in = &layers_[i].output();
+    layers_[i].forward(*in, B, S, mask, a.layers[i], training, mix_seed(seed, 100 + i));
+    in = &layers_[i].output(a.layers[i]);
   }
-  if (pre_) final_ln_.forward(*in, final_, training);
+  if (pre_) final_ln_.forward(*in, a.final_out, training ? &a.final_ln : nullptr);
 }
 
-const Tensor& Encoder::output() const { return pre_ ? final_ : layers_.back().output(); }
+const Tensor& Encoder::output(const EncoderActs& a) const {
+  return pre_ ? a.final_out : layers_.back().output(a.layers.back());
+}
 
-void Encoder::backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
-  const Tensor* g = &dy;
+void Encoder::backward(const Tensor& x, int64_t B, int64_t S, const EncoderActs& a,
+                       const Tensor& dy, LayerGrads& s, Tensor& ping, Tensor& pong, Tensor& dx,
+                       Grads& g, uint64_t seed) const {
+  const Tensor* grad = &dy;
   if (pre_) {
-    final_ln_.backward(layers_.back().output(), dy, g_a_);
-    g = &g_a_;
+    final_ln_.backward(layers_.back().output(a.layers.back()), dy, a.final_ln, ping, g);
+    grad = &ping;
   }
   for (size_t i = layers_.size(); i-- > 0;) {
-    const Tensor& in = i ? layers_[i - 1].output() : x;
-    Tensor& out = i ? (g == &g_a_ ? g_b_ : g_a_) : dx;
-    layers_[i].backward(in, *g, out);
-    g = &out;
+    const Tensor& in = i ? layers_[i - 1].output(a.layers[i - 1]) : x;
+    Tensor& out = i ? (grad == &ping ? pong : ping) : dx;
+    layers_[i].backward(in, B, S, a.layers[i], *grad, s, out, g, mix_seed(seed, 100 + i));
+    grad = &out;
   }
 }
 

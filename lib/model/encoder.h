@@ -12,40 +12,66 @@
 
 namespace nmt {
 
+// What one layer's forward pass leaves for its backward pass: (B*S, D)
+// activations, and the norm statistics when training.
+struct EncoderLayerActs {
+  AttnActs attn;
+  Tensor ffn_hidden;                // (B*S, d_ff)
+  Tensor n1, a, r1, h1, f, r2, h2;  // n1: pre-LN only; h2: post-LN only
+  NormStats ln1, ln2;
+};
+
+// The backward pass's scratch, shared by every layer (encoder and decoder)
+// of a step.
+struct LayerGrads {
+  AttnGrads attn;
+  Tensor dhidden;         // (rows, d_ff)
+  Tensor g1, g2, g3, g4;  // (rows, D)
+};
+
 class EncoderLayer {
  public:
   EncoderLayer(ParamStore& store, const std::string& name, const ModelConfig& cfg);
-  // x (B*S, D) -> output() (B*S, D). mask: source padding {B,1,1,S}.
-  void forward(const Tensor& x, int64_t B, int64_t S, const AttnMask& mask, bool training,
-               uint64_t seed);
-  void backward(const Tensor& x, const Tensor& dy, Tensor& dx);
-  const Tensor& output() const { return pre_ ? r2_ : h2_; }
+  // x (B*S, D) -> output(a). mask: source padding (B,1,1,S). Training:
+  // dropout (seeded) and norm statistics; otherwise neither.
+  void forward(const Tensor& x, int64_t B, int64_t S, const Tensor& mask, EncoderLayerActs& a,
+               bool training, uint64_t seed) const;
+  const Tensor& output(const EncoderLayerActs& a) const { return pre_ ? a.r2 : a.h2; }
+  void backward(const Tensor& x, int64_t B, int64_t S, const EncoderLayerActs& a, const Tensor& dy,
+                LayerGrads& s, Tensor& dx, Grads& g, uint64_t seed) const;
 
  private:
   bool pre_;
   float dropout_;
-  uint64_t seed_ = 0;
   MultiHeadAttention attn_;
   FeedForward ffn_;
   LayerNorm ln1_, ln2_;
-  Tensor n1_, a_, r1_, h1_, f_, r2_, h2_;  // (B*S, D) activations kept for backward
-  Tensor g1_, g2_, g3_;                    // gradient scratch
+};
+
+struct EncoderActs {
+  std::vector<EncoderLayerActs> layers;
+  Tensor final_out;  // pre-LN only
+  NormStats final_ln;
 };
 
 class Encoder {
  public:
   Encoder(ParamStore& store, const ModelConfig& cfg);
-  void forward(const Tensor& x, int64_t B, int64_t S, const AttnMask& mask, bool training,
-               uint64_t seed);
-  const Tensor& output() const;
-  // dy: gradient w.r.t. output(); dx: w.r.t. the embeddings x.
-  void backward(const Tensor& x, const Tensor& dy, Tensor& dx);
+  void forward(const Tensor& x, int64_t B, int64_t S, const Tensor& mask, EncoderActs& a,
+               bool training, uint64_t seed) const;
+  const Tensor& output(const EncoderActs& a) const;
+  // dy: gradient w.r.t. output(a); dx: w.r.t. the embeddings x. ping, pong:
+  // (B*S, D) scratch.
+  void backward(const Tensor& x, int64_t B, int64_t S, const EncoderActs& a, const Tensor& dy,
+                LayerGrads& s, Tensor& ping, Tensor& pong, Tensor& dx, Grads& g,
+                uint64_t seed) const;
+  size_t depth() const { return layers_.size(); }
+  bool pre_norm() const { return pre_; }
 
  private:
   std::vector<EncoderLayer> layers_;
   bool pre_;
   LayerNorm final_ln_;  // pre-LN only
-  Tensor final_, g_a_, g_b_;
 };
 
 }  // namespace nmt

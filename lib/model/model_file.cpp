@@ -226,7 +226,15 @@ void load_weights(const FileContents& file, Transformer& model, const std::strin
   // config edited to enormous sizes is refused at once.
   for (auto& p : model.params().params()) file.check_f32(prefix + p.name, p.shape);
   if (!model.params().values().numel()) model.init(0);
-  for (auto& p : model.params().params()) file.read_f32(prefix + p.name, p.shape, p.value.data());
+  for (const Param& p : model.params().params()) {
+    Tensor v = model.params().value(&p);
+    file.read_f32(prefix + p.name, p.shape, v.data());
+  }
+  // A model whose weights are all zero translates everything to nothing:
+  // it was never trained, or its data was wiped.
+  const Tensor& v = model.params().values();
+  if (std::all_of(v.data(), v.data() + v.numel(), [](float x) { return x == 0.f; }))
+    throw InputError(file.source + ": every weight is zero (not a trained model)");
 }
 
 }  // namespace nmt

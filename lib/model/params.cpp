@@ -1,12 +1,13 @@
 #include "model/params.h"
 
 #include <cmath>
+#include <random>
 
 #include "core/error.h"
 
 namespace nmt {
 
-Param* ParamStore::add(const std::string& name, Shape shape, Init init, float init_scale) {
+const Param* ParamStore::add(const std::string& name, Shape shape, Init init, float init_scale) {
   if (values_.numel()) throw Error("parameter " + name + " declared after allocation");
   if (find(name)) throw Error("duplicate parameter name " + name);
   Param p;
@@ -21,8 +22,8 @@ Param* ParamStore::add(const std::string& name, Shape shape, Init init, float in
   return &params_.back();
 }
 
-Param* ParamStore::find(const std::string& name) {
-  for (auto& p : params_)
+const Param* ParamStore::find(const std::string& name) const {
+  for (const auto& p : params_)
     if (p.name == name) return &p;
   return nullptr;
 }
@@ -55,13 +56,5 @@ void ParamStore::allocate(uint64_t seed) {
     }
   }
 }
-
-void ParamStore::enable_grads() {
-  if (grads_.numel()) return;
-  grads_ = Tensor(Shape{total_});
-  for (auto& p : params_) p.grad = Tensor::view_of(grads_.data() + p.offset, p.shape);
-}
-
-void ParamStore::zero_grads() { grads_.zero(); }
 
 }  // namespace nmt

@@ -1,14 +1,14 @@
 // All parameters of a model live in one flat buffer, with hierarchical names
 // ("encoder/layer_3/self_attn/qkv/weight") and views into it. Zeroing
 // gradients, clipping, Adam, checkpoints and averaging are then one loop or
-// one read over the buffer.
+// one read over a buffer. Gradients live apart, in a Grads buffer of the same
+// layout that training owns: the weights a translator reads are never
+// written by a forward or backward pass.
 #pragma once
 
 #include <cstdint>
 #include <deque>
-#include <random>
 #include <string>
-#include <vector>
 
 #include "core/tensor.h"
 
@@ -23,32 +23,42 @@ struct Param {
   float init_scale = 0.f;  // stddev for Normal
   int64_t offset = 0;      // in elements, within the flat buffers
   Tensor value;            // view into ParamStore::values()
-  Tensor grad;             // view into ParamStore::grads(), once enabled
 };
 
 class ParamStore {
  public:
-  // Declares a parameter; its views are bound by allocate(). Pointers stay
+  // Declares a parameter; its view is bound by allocate(). Pointers stay
   // valid for the store's lifetime.
-  Param* add(const std::string& name, Shape shape, Init init, float init_scale = 0.f);
-  // Allocates the values (and initialises them from the seed).
+  const Param* add(const std::string& name, Shape shape, Init init, float init_scale = 0.f);
+  // Allocates the values and initialises them from the seed.
   void allocate(uint64_t seed);
-  // Allocates and binds the gradient buffer (training only).
-  void enable_grads();
-  void zero_grads();
 
-  Param* find(const std::string& name);
+  const Param* find(const std::string& name) const;
+  // A writable view of one parameter's values (loading, optimisers, tests);
+  // the layers read p->value, which they cannot write.
+  Tensor value(const Param* p) { return Tensor::view_of(values_.data() + p->offset, p->shape); }
   const std::deque<Param>& params() const { return params_; }
-  std::deque<Param>& params() { return params_; }
-  int64_t size() const { return total_; }
+  int64_t size() const { return total_; }  // elements, padding included
   Tensor& values() { return values_; }
-  Tensor& grads() { return grads_; }
+  const Tensor& values() const { return values_; }
 
  private:
   std::deque<Param> params_;  // deque: stable addresses for layers' Param*
   int64_t total_ = 0;
   Tensor values_;
-  Tensor grads_;
+};
+
+// Gradients of every parameter of a store, in one buffer with its layout.
+// Layers accumulate into them (see layers.h for the convention).
+class Grads {
+ public:
+  explicit Grads(const ParamStore& store) : buffer_(Shape{store.size()}) {}
+  Tensor of(const Param* p) { return Tensor::view_of(buffer_.data() + p->offset, p->shape); }
+  Tensor& buffer() { return buffer_; }
+  void zero() { buffer_.zero(); }
+
+ private:
+  Tensor buffer_;
 };
 
 }  // namespace nmt

@@ -2,18 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <utility>
 
-#include "core/cpu_kernels.h"
-#include "core/elementwise.h"
 #include "core/error.h"
+#include "core/rng.h"
+#include "ops/ops.h"
 
 namespace nmt {
-
-namespace {
-constexpr float kMasked = -1e9f;  // large but finite: no inf - inf in backward
-}
 
 int64_t TokenBatch::src_tokens() const {
   return std::count_if(src.begin(), src.end(), [](int32_t t) { return t != kPad; });
@@ -67,70 +62,133 @@ void Transformer::init(uint64_t seed) {
   tgt_embed_->init_tables();
 }
 
-void Transformer::build_src_mask(const int32_t* src, int64_t B, int64_t S, Tensor& mask) const {
-  mask.resize(Shape{B, S});
-  for (int64_t i = 0; i < B * S; ++i) mask.data()[i] = src[i] == kPad ? kMasked : 0.f;
+void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool training) const {
+  a.B = B, a.S = S, a.T = T, a.training = training;
+  const int64_t D = cfg_.d_model, F = cfg_.d_ff, H = cfg_.heads, Wk = cfg_.qk_width(),
+                Wv = cfg_.v_width(), V = cfg_.vocab_size;
+  const int64_t Ns = B * S, Nt = B * T, M = std::max(S, T), Nmax = B * M;
+  const int64_t drop = training && cfg_.attention_dropout > 0.f ? B : 0;
+  const int64_t stat = training ? 1 : 0, pre = cfg_.pre_norm() ? 1 : 0;
+  a.encoder.layers.resize(encoder_->depth());
+  a.decoder.layers.resize(decoder_->layers().size());
+  a.arena.lay_out([&](Arena& ar) {
+    auto attn = [&](AttnActs& x, int64_t rows_q, int64_t rows_kv, int64_t Tq, int64_t Sk,
+                    bool self) {
+      ar.take(x.proj_q, Shape{rows_q, self ? 2 * Wk + Wv : Wk});
+      ar.take(x.proj_kv, Shape{self ? 0 : rows_kv, Wk + Wv});
+      ar.take(x.probs, Shape{B, H, Tq, Sk});
+      ar.take(x.probs_drop, Shape{drop, H, Tq, Sk});
+      ar.take(x.ctx, Shape{rows_q, Wv});
+    };
+    auto stats = [&](NormStats& s, int64_t rows) {
+      ar.take(s.mean, Shape{stat * rows});
+      ar.take(s.var, Shape{stat * rows});
+    };
+    ar.take(a.src_ids, Shape{Ns}, DType::I32);
+    ar.take(a.tgt_ids, Shape{Nt}, DType::I32);
+    ar.take(a.tgt_out_ids, Shape{Nt}, DType::I32);
+    ar.take(a.src_mask, Shape{B, 1, 1, S});
+    ar.take(a.causal, Shape{1, 1, T, T});
+    ar.take(a.src_x, Shape{Ns, D});
+    ar.take(a.tgt_x, Shape{Nt, D});
+    for (EncoderLayerActs& l : a.encoder.layers) {
+      attn(l.attn, Ns, Ns, S, S, true);
+      ar.take(l.ffn_hidden, Shape{Ns, F});
+      for (Tensor* t : {&l.n1, &l.a, &l.r1, &l.h1, &l.f, &l.r2, &l.h2}) ar.take(*t, Shape{Ns, D});
+      stats(l.ln1, Ns), stats(l.ln2, Ns);
+    }
+    ar.take(a.encoder.final_out, Shape{pre * Ns, D});
+    stats(a.encoder.final_ln, pre * Ns);
+    for (DecoderLayerActs& l : a.decoder.layers) {
+      attn(l.self_attn, Nt, Nt, T, T, true);
+      attn(l.cross_attn, Nt, Ns, T, S, false);
+      ar.take(l.ffn_hidden, Shape{Nt, F});
+      for (Tensor* t : {&l.n1, &l.a, &l.r1, &l.h1, &l.c, &l.r2, &l.h2, &l.f, &l.r3, &l.h3})
+        ar.take(*t, Shape{Nt, D});
+      stats(l.ln1, Nt), stats(l.ln2, Nt), stats(l.ln3, Nt);
+    }
+    ar.take(a.decoder.final_out, Shape{pre * Nt, D});
+    stats(a.decoder.final_ln, pre * Nt);
+    ar.take(a.logits, Shape{Nt, V});
+    if (!training) return;
+    // The backward pass's scratch, shared by the layers: sized for the
+    // larger of the encoder's and decoder's shapes.
+    LayerGrads& g = a.grads;
+    ar.take(g.attn.dctx, Shape{Nmax, Wv});
+    ar.take(g.attn.dprobs, Shape{B, H, M, M});
+    ar.take(g.attn.dscores, Shape{B, H, M, M});
+    ar.take(g.attn.dproj_q, Shape{Nmax, 2 * Wk + Wv});
+    ar.take(g.attn.dproj_kv, Shape{Ns, Wk + Wv});
+    ar.take(g.dhidden, Shape{Nmax, F});
+    for (Tensor* t : {&g.g1, &g.g2, &g.g3, &g.g4, &a.ping, &a.pong, &a.demb})
+      ar.take(*t, Shape{Nmax, D});
+    ar.take(a.dh, Shape{Nt, D});
+    ar.take(a.dtgt_x, Shape{Nt, D});
+    ar.take(a.denc, Shape{Ns, D});
+    ar.take(a.dsrc_x, Shape{Ns, D});
+  });
 }
 
 void Transformer::project_output(const Tensor& h, Tensor& logits) const {
-  const int64_t N = h.dim(0), D = cfg_.d_model, V = cfg_.vocab_size;
-  logits.resize(Shape{N, V});
-  cpu::gemm(cpu::mat(h.data(), N, D, D), cpu::mat_t(out_proj_->value.data(), V, D, D),
-            cpu::mat(logits.data(), N, V, V));
+  ops::matmul(h, false, out_proj_->value, true, logits);
 }
 
-void Transformer::forward(const TokenBatch& b, bool training, uint64_t seed) {
-  build_src_mask(b.src.data(), b.B, b.S, src_mask_);
-  causal_.resize(Shape{b.T, b.T});
-  for (int64_t i = 0; i < b.T; ++i)
-    for (int64_t j = 0; j < b.T; ++j) causal_.data()[i * b.T + j] = j > i ? kMasked : 0.f;
-  const AttnMask src_mask{src_mask_.data(), {b.B, 1, 1, b.S}};
-  const AttnMask causal{causal_.data(), {1, 1, b.T, b.T}};
-
-  src_embed_->forward(b.src.data(), b.B, b.S, 0, src_x_, training, cpu::mix_seed(seed, 11));
-  encoder_->forward(src_x_, b.B, b.S, src_mask, training, cpu::mix_seed(seed, 12));
-  tgt_embed_->forward(b.tgt_in.data(), b.B, b.T, 0, tgt_x_, training, cpu::mix_seed(seed, 13));
-  decoder_->forward(tgt_x_, encoder_->output(), b.B, b.T, b.S, causal, src_mask, training,
-                    cpu::mix_seed(seed, 14));
-  project_output(decoder_->output(), logits_);
+void Transformer::forward(const TokenBatch& b, Activations& a, bool training, uint64_t seed) const {
+  lay_out(a, b.B, b.S, b.T, training);
+  a.seed = seed;
+  ops::upload(b.src.data(), a.src_ids);
+  ops::upload(b.tgt_in.data(), a.tgt_ids);
+  ops::upload(b.tgt_out.data(), a.tgt_out_ids);
+  ops::padding_mask(a.src_ids, kPad, a.src_mask);
+  ops::causal_mask(a.causal);
+  src_embed_->forward(a.src_ids, b.S, 0, a.src_x, training, mix_seed(seed, 11));
+  encoder_->forward(a.src_x, b.B, b.S, a.src_mask, a.encoder, training, mix_seed(seed, 12));
+  tgt_embed_->forward(a.tgt_ids, b.T, 0, a.tgt_x, training, mix_seed(seed, 13));
+  decoder_->forward(a.tgt_x, encoder_->output(a.encoder), b.B, b.T, b.S, a.causal, a.src_mask,
+                    a.decoder, training, mix_seed(seed, 14));
+  project_output(decoder_->output(a.decoder), a.logits);
 }
 
-void Transformer::backward(const TokenBatch& b, const Tensor& dlogits) {
-  const int64_t N = b.B * b.T, D = cfg_.d_model, V = cfg_.vocab_size;
-  const Tensor& h = decoder_->output();
+void Transformer::backward(const TokenBatch& b, Activations& a, const Tensor& dlogits,
+                           Grads& g) const {
+  if (!a.training || a.B != b.B || a.S != b.S || a.T != b.T)
+    throw Error("backward: the activations are not from a training pass over this batch");
+  const Tensor& h = decoder_->output(a.decoder);
   // dh = dlogits E ; dE += dlogits^T h
-  dh_.resize(Shape{N, D});
-  cpu::gemm(cpu::mat(dlogits.data(), N, V, V), cpu::mat(out_proj_->value.data(), V, D, D),
-            cpu::mat(dh_.data(), N, D, D));
-  cpu::GemmAttr acc;
+  ops::matmul(dlogits, false, out_proj_->value, false, a.dh);
+  ops::MatmulOpts acc;
   acc.accumulate = true;
-  cpu::gemm(cpu::mat_t(dlogits.data(), N, V, V), cpu::mat(h.data(), N, D, D),
-            cpu::mat(out_proj_->grad.data(), V, D, D), acc);
-
-  denc_.resize(encoder_->output().shape());
-  denc_.zero();
-  decoder_->backward(tgt_x_, encoder_->output(), dh_, dtgt_x_, denc_);
-  tgt_embed_->backward(b.tgt_in.data(), b.B, b.T, dtgt_x_);
-  encoder_->backward(src_x_, denc_, dsrc_x_);
-  src_embed_->backward(b.src.data(), b.B, b.S, dsrc_x_);
+  Tensor dE = g.of(out_proj_);
+  ops::matmul(dlogits, true, h, false, dE, acc);
+  a.denc.zero();
+  const Tensor& enc = encoder_->output(a.encoder);
+  decoder_->backward(a.tgt_x, enc, b.B, b.T, b.S, a.decoder, a.dh, a.grads, a.ping, a.pong,
+                     a.dtgt_x, a.denc, g, mix_seed(a.seed, 14));
+  tgt_embed_->backward(a.tgt_ids, b.T, a.dtgt_x, a.demb, g, mix_seed(a.seed, 13));
+  encoder_->backward(a.src_x, b.B, b.S, a.encoder, a.denc, a.grads, a.ping, a.pong, a.dsrc_x, g,
+                     mix_seed(a.seed, 12));
+  src_embed_->backward(a.src_ids, b.S, a.dsrc_x, a.demb, g, mix_seed(a.seed, 11));
 }
 
 void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
-                                 int64_t max_len, DecodeState& st) {
+                                 int64_t max_len, DecodeState& st) const {
   if (max_len > cfg_.max_positions) max_len = cfg_.max_positions;
   st.B = B;
   st.beam = 1;  // beams fan out after the first step
   st.S = S;
   st.step = 0;
-  build_src_mask(src, B, S, st.src_mask);
-  const AttnMask mask{st.src_mask.data(), {B, 1, 1, S}};
-  src_embed_->lookup(src, B, S, 0, src_x_);
-  encoder_->forward(src_x_, B, S, mask, /*training=*/false, 0);
+  st.src_ids.resize(Shape{B * S});
+  ops::upload(src, st.src_ids);
+  st.src_mask.resize(Shape{B, 1, 1, S});
+  ops::padding_mask(st.src_ids, kPad, st.src_mask);
+  src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
+  st.encoder.layers.resize(encoder_->depth());
+  encoder_->forward(st.src_x, B, S, st.src_mask, st.encoder, false, 0);
   const auto& layers = decoder_->layers();
   st.cross_kv.resize(layers.size());
   st.self.resize(layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
-    layers[i].cross_attention().project_kv(encoder_->output(), st.cross_kv[i]);
+    layers[i].cross_attention().project_kv(encoder_->output(st.encoder), st.cross_kv[i]);
     KVCache& c = st.self[i];
     c.len = 0;
     c.capacity = max_len;
@@ -140,12 +198,12 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
 }
 
 void Transformer::step(DecodeState& st, const int32_t* last_tokens, Tensor& log_probs) const {
-  const int64_t N = st.rows(), V = cfg_.vocab_size;
-  tgt_embed_->lookup(last_tokens, N, 1, st.step, st.x);
+  st.ids.resize(Shape{st.rows()});
+  ops::upload(last_tokens, st.ids);
+  tgt_embed_->forward(st.ids, 1, st.step, st.x, false, 0);
   decoder_->step(st.x, st, st.y);
   project_output(st.y, st.logits);
-  log_probs.resize(Shape{N, V});
-  cpu::softmax(st.logits.data(), log_probs.data(), N, V, /*log=*/true);
+  ops::log_softmax(st.logits, log_probs);
   ++st.step;
 }
 
@@ -154,35 +212,30 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
   const int64_t newB = static_cast<int64_t>(keep.size());
   const int64_t N = static_cast<int64_t>(rows.size());
   if (N != newB * new_beam) throw Error("reorder: rows do not match sentences x beam");
-  // Gathers rows of row_elems floats; the first dimension scales with the
-  // number of rows (it may hold several rows per index, as kv does).
-  auto gather = [&](Tensor& t, const std::vector<int64_t>& idx, int64_t row_elems) {
-    Shape s = t.shape();
-    s.dims[0] = static_cast<int64_t>(idx.size()) * row_elems / (t.numel() / t.dim(0));
-    st.spare.resize(s);
-    for (size_t i = 0; i < idx.size(); ++i)
-      std::memcpy(st.spare.data() + i * row_elems, t.data() + idx[i] * row_elems,
-                  row_elems * sizeof(float));
-    std::swap(t, st.spare);
-  };
   bool identity_rows = N == st.rows();
   for (int64_t i = 0; identity_rows && i < N; ++i) identity_rows = rows[i] == i;
   if (!identity_rows) {
+    // Only the filled prefix of each cache row is copied.
     for (KVCache& c : st.self) {
-      // Only the filled prefix of each row matters, but rows are strided by
-      // capacity; copy whole rows to keep the gather simple.
-      gather(c.k, rows, c.capacity * cfg_.qk_width());
-      gather(c.v, rows, c.capacity * cfg_.v_width());
+      ops::gather_cache(c.k, rows, c.len, st.spare);
+      std::swap(c.k, st.spare);
+      ops::gather_cache(c.v, rows, c.len, st.spare);
+      std::swap(c.v, st.spare);
     }
   }
   bool identity_keep = newB == st.B;
   for (int64_t i = 0; identity_keep && i < newB; ++i) identity_keep = keep[i] == i;
   if (!identity_keep) {
-    const int64_t kvw = cfg_.qk_width() + cfg_.v_width();
+    // Sentence-major: one row per sentence, all its source positions.
+    const int64_t S = st.S, kvw = cfg_.qk_width() + cfg_.v_width();
     for (Tensor& kv : st.cross_kv) {
-      gather(kv, keep, st.S * kvw);
+      ops::gather_rows(kv.view(Shape{st.B, S * kvw}), keep, st.spare);
+      std::swap(kv, st.spare);
+      kv.resize(Shape{newB * S, kvw});
     }
-    gather(st.src_mask, keep, st.S);
+    ops::gather_rows(st.src_mask.view(Shape{st.B, S}), keep, st.spare);
+    std::swap(st.src_mask, st.spare);
+    st.src_mask.resize(Shape{newB, 1, 1, S});
   }
   st.B = newB;
   st.beam = new_beam;

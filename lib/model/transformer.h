@@ -2,6 +2,11 @@
 // (shared between source, target and the pre-softmax projection when
 // tie_embeddings), encoder, decoder and output projection.
 //
+// The model is immutable once loaded: every pass is a const member that
+// reads the weights and writes only the run state it is given, an
+// Activations arena for teacher-forced passes (training, scoring) or a
+// DecodeState for translation, so one model serves many threads.
+//
 // Token ids follow the SentencePiece model trained by `nmt train`:
 // 0 <pad>, 1 <unk>, 2 <s>, 3 </s>. Sources end in </s>; the decoder input is
 // <s> followed by the target, and its output is the target followed by </s>.
@@ -11,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/arena.h"
 #include "model/config.h"
 #include "model/decoder.h"
 #include "model/embeddings.h"
@@ -35,6 +41,26 @@ struct TokenBatch {
 TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
                       const std::vector<const std::vector<int32_t>*>& tgt);
 
+// The run state of one teacher-forced step: every tensor the forward pass
+// keeps for the backward pass, and the backward pass's scratch, as views
+// into one arena laid out for the batch's shape.
+struct Activations {
+  int64_t B = 0, S = 0, T = 0;
+  bool training = false;
+  uint64_t seed = 0;        // dropout masks are regenerated from it
+  Tensor src_ids, tgt_ids;  // (B*S), (B*T) I32: source, decoder input
+  Tensor tgt_out_ids;       // (B*T) I32: the targets the loss reads
+  Tensor src_mask, causal;  // (B,1,1,S), (1,1,T,T)
+  Tensor src_x, tgt_x;      // embeddings (B*S, D), (B*T, D)
+  EncoderActs encoder;
+  DecoderActs decoder;
+  Tensor logits;  // (B*T, V)
+  // Backward scratch (training only).
+  LayerGrads grads;
+  Tensor dh, dtgt_x, denc, dsrc_x, ping, pong, demb;
+  Arena arena;
+};
+
 class Transformer {
  public:
   explicit Transformer(const ModelConfig& cfg);
@@ -43,17 +69,19 @@ class Transformer {
 
   const ModelConfig& config() const { return cfg_; }
   ParamStore& params() { return store_; }
+  const ParamStore& params() const { return store_; }
 
-  // Teacher-forced pass: logits() becomes (B*T, V).
-  void forward(const TokenBatch& batch, bool training, uint64_t seed);
-  const Tensor& logits() const { return logits_; }
-  // Accumulates every parameter gradient from dlogits (B*T, V).
-  void backward(const TokenBatch& batch, const Tensor& dlogits);
+  // Teacher-forced pass; a.logits becomes (B*T, V). Training: dropout from
+  // the seed, and what backward() needs is kept in a.
+  void forward(const TokenBatch& batch, Activations& a, bool training, uint64_t seed) const;
+  // Accumulates every parameter gradient from dlogits (B*T, V), after a
+  // training forward pass over the same batch into the same a.
+  void backward(const TokenBatch& batch, Activations& a, const Tensor& dlogits, Grads& g) const;
 
   // Decoding: runs the encoder once over src (B, S), computes every layer's
   // cross-attention K/V, and sizes the caches for up to max_len positions.
   void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam, int64_t max_len,
-                      DecodeState& st);
+                      DecodeState& st) const;
   // Feeds last_tokens (B*beam) at position st.step; log_probs (B*beam, V).
   void step(DecodeState& st, const int32_t* last_tokens, Tensor& log_probs) const;
   // Keeps sentences `keep` (indices into the current B), and for the new
@@ -66,21 +94,17 @@ class Transformer {
   double flops_per_token(int64_t src_len, int64_t tgt_len) const;
 
  private:
-  void build_src_mask(const int32_t* src, int64_t B, int64_t S, Tensor& mask) const;
+  void lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool training) const;
   void project_output(const Tensor& h, Tensor& logits) const;
 
   ModelConfig cfg_;
   ParamStore store_;
-  Param* src_table_ = nullptr;
-  Param* tgt_table_ = nullptr;
-  Param* out_proj_ = nullptr;  // == tgt_table_ when tied
+  const Param* src_table_ = nullptr;
+  const Param* tgt_table_ = nullptr;
+  const Param* out_proj_ = nullptr;  // == tgt_table_ when tied
   std::unique_ptr<Embeddings> src_embed_, tgt_embed_;
   std::unique_ptr<Encoder> encoder_;
   std::unique_ptr<Decoder> decoder_;
-
-  // Training activations and gradients.
-  Tensor src_x_, tgt_x_, src_mask_, causal_, logits_;
-  Tensor dh_, dtgt_x_, denc_, dsrc_x_;
 };
 
 }  // namespace nmt

@@ -4,8 +4,8 @@
 #include <numeric>
 #include <random>
 
-#include "core/elementwise.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "io/text_file.h"
 #include "model/vocab.h"
 
@@ -121,7 +121,7 @@ std::vector<std::vector<int64_t>> cut(const ParallelCorpus& c, const std::vector
 
 std::vector<std::vector<int64_t>> make_batches(const ParallelCorpus& corpus, int64_t batch_tokens,
                                                uint64_t seed, int64_t epoch) {
-  std::mt19937_64 rng(cpu::mix_seed(seed, 0x5eed0000ull + static_cast<uint64_t>(epoch)));
+  std::mt19937_64 rng(mix_seed(seed, 0x5eed0000ull + static_cast<uint64_t>(epoch)));
   std::vector<int64_t> order(corpus.size());
   std::iota(order.begin(), order.end(), 0);
   shuffle(order, rng);

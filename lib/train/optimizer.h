@@ -1,7 +1,7 @@
 // Adam over the flat parameter buffer and the paper's learning-rate schedule
 // (section 5.3): lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5),
 // here times a user scale. Both moments live in flat buffers the size of the
-// parameter buffer, so an update is one loop and a checkpoint two tensors.
+// parameter buffer, so an update is one op and a checkpoint two tensors.
 #pragma once
 
 #include <cstdint>
@@ -21,11 +21,11 @@ struct AdamOptions {
 
 class Adam {
  public:
-  Adam(int64_t n, AdamOptions opts = {});
+  explicit Adam(int64_t n, AdamOptions opts = {});
   // One update with bias correction (Kingma & Ba):
   //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  t += 1
   //   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
-  void update(float* params, const float* grads, double lr);
+  void update(Tensor& params, const Tensor& grads, double lr);
   Tensor& m() { return m_; }
   Tensor& v() { return v_; }
   int64_t t() const { return t_; }
@@ -37,10 +37,5 @@ class Adam {
   Tensor m_, v_;  // (n)
   int64_t t_ = 0;
 };
-
-// L2 norm of a buffer, summed in fixed chunks so that the result does not
-// depend on the thread count.
-double l2_norm(const float* x, int64_t n);
-void scale_buffer(float* x, int64_t n, float s);
 
 }  // namespace nmt

@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <vector>
 
-#include "core/cpu_kernels.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "model/config.h"
+#include "ops/ops.h"
 
 namespace nmt {
 
@@ -97,7 +97,7 @@ json options_to_json(const TrainOptions& o) {
               {"early_stop", o.early_stop},
               {"best_metric", o.best_metric},
               {"log_every", o.log_every},
-              {"threads", cpu::num_threads()}};
+              {"threads", ops::num_threads()}};
 }
 
 void validate_options(const TrainOptions& o) {

@@ -15,14 +15,14 @@
 #include <memory>
 #include <random>
 
-#include "core/cpu_kernels.h"
-#include "core/elementwise.h"
 #include "core/error.h"
 #include "core/format.h"
+#include "core/rng.h"
 #include "io/atomic_file.h"
 #include "io/file_lock.h"
 #include "model/model_file.h"
 #include "model/vocab.h"
+#include "ops/ops.h"
 #include "train/train_log.h"
 
 namespace nmt {
@@ -179,7 +179,7 @@ void TrainRun::open_previous_run() {
     // A joint vocabulary from a sample of both sides.
     constexpr size_t kSamplePerSide = 300000;
     std::vector<std::string> sample;
-    std::mt19937_64 rng(cpu::mix_seed(opts_.seed, 0x5e9));
+    std::mt19937_64 rng(mix_seed(opts_.seed, 0x5e9));
     for (const auto* side : {&src_, &tgt_}) {
       if (side->size() <= kSamplePerSide) {
         sample.insert(sample.end(), side->begin(), side->end());
@@ -189,7 +189,7 @@ void TrainRun::open_previous_run() {
     }
     log("training a joint SentencePiece vocabulary of " + std::to_string(size) + " pieces on " +
         std::to_string(sample.size()) + " sentences");
-    vocab_ = Vocab::train(sample, size, "unigram", cpu::num_threads());
+    vocab_ = Vocab::train(sample, size, "unigram", ops::num_threads());
     log("vocabulary: " + std::to_string(vocab_.size()) + " pieces");
   }
   spm_ = vocab_.bytes();
@@ -261,7 +261,7 @@ void TrainRun::open_log() {
   log("model: " + cfg_.name + ", " + human_number(double(model_->parameter_count())) +
       " parameters; " + std::to_string(bpe) +
       " batches of <= " + std::to_string(opts_.batch_tokens) + " tokens per epoch, " +
-      std::to_string(opts_.update_freq) + " per update; " + std::to_string(cpu::num_threads()) +
+      std::to_string(opts_.update_freq) + " per update; " + std::to_string(ops::num_threads()) +
       " threads");
 }
 

@@ -12,32 +12,28 @@
 #include <random>
 #include <sstream>
 
-#include "core/cpu_kernels.h"
-#include "core/elementwise.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "decode/search.h"
 #include "io/json.h"
 #include "metrics/bleu.h"
 #include "model/model_file.h"
 #include "model/vocab.h"
-#include "train/loss.h"
+#include "ops/ops.h"
 
 namespace nmt {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// ---------------------------------------------------------------------------
-// Trainer
-
 Trainer::Trainer(Transformer& model, const ParallelCorpus& train, const TrainOptions& opts)
     : model_(model),
       train_(train),
       opts_(opts),
       stream_(train, opts.batch_tokens, opts.seed),
-      adam_(model.params().size()) {
+      adam_(model.params().size()),
+      grads_(model.params()) {
   if (!model.params().values().numel()) throw Error("Trainer: the model is not initialised");
-  model.params().enable_grads();
 }
 
 StepStats Trainer::step() {
@@ -54,28 +50,28 @@ StepStats Trainer::step() {
     s.sentences += b.B;
   }
   ParamStore& ps = model_.params();
-  ps.zero_grads();
+  grads_.zero();
   // The loss of an update is normalised by all its target tokens, so K
   // accumulated batches equal one K times as large.
   const float grad_scale = 1.f / static_cast<float>(std::max<int64_t>(s.tgt_tokens, 1));
-  const uint64_t step_seed = cpu::mix_seed(opts_.seed, static_cast<uint64_t>(step_ + 1));
+  const uint64_t step_seed = mix_seed(opts_.seed, static_cast<uint64_t>(step_ + 1));
   double loss = 0, nll = 0;
   for (size_t k = 0; k < batches.size(); ++k) {
     const TokenBatch& b = batches[k];
-    model_.forward(b, true, cpu::mix_seed(step_seed, k));
-    const LossStats l = label_smoothed_xent(model_.logits(), b.tgt_out.data(), cfg.label_smoothing,
-                                            kPad, &dlogits_, grad_scale);
+    model_.forward(b, acts_, true, mix_seed(step_seed, k));
+    const ops::LossTotals l = ops::label_smoothed_xent(
+        acts_.logits, acts_.tgt_out_ids, cfg.label_smoothing, kPad, &dlogits_, grad_scale);
     loss += l.loss;
     nll += l.nll;
-    model_.backward(b, dlogits_);
+    model_.backward(b, acts_, dlogits_, grads_);
   }
-  Tensor& grads = ps.grads();
-  s.grad_norm = l2_norm(grads.data(), grads.numel());
+  Tensor& grads = grads_.buffer();
+  s.grad_norm = ops::l2_norm(grads);
   if (opts_.clip_norm > 0 && s.grad_norm > opts_.clip_norm)
-    scale_buffer(grads.data(), grads.numel(), static_cast<float>(opts_.clip_norm / s.grad_norm));
+    ops::scale_(grads, static_cast<float>(opts_.clip_norm / s.grad_norm));
   ++step_;
   s.lr = noam_lr(step_, cfg.d_model, opts_.warmup_steps, opts_.lr_scale);
-  adam_.update(ps.values().data(), grads.data(), s.lr);
+  adam_.update(ps.values(), grads, s.lr);
 
   const double tok = static_cast<double>(std::max<int64_t>(s.tgt_tokens, 1));
   s.step = step_;
@@ -110,9 +106,9 @@ ValidStats Trainer::validate(const ParallelCorpus& valid, const Vocab* vocab,
   double loss = 0, nll = 0;
   for (const auto& idx : sequential_batches(valid, opts_.batch_tokens)) {
     const TokenBatch b = gather_batch(valid, idx);
-    model_.forward(b, false, 0);
-    const LossStats l = label_smoothed_xent(model_.logits(), b.tgt_out.data(), cfg.label_smoothing,
-                                            kPad, nullptr, 1.f);
+    model_.forward(b, acts_, false, 0);
+    const ops::LossTotals l = ops::label_smoothed_xent(acts_.logits, acts_.tgt_out_ids,
+                                                       cfg.label_smoothing, kPad, nullptr, 1.f);
     loss += l.loss;
     nll += l.nll;
     v.tokens += l.tokens;
@@ -123,8 +119,15 @@ ValidStats Trainer::validate(const ParallelCorpus& valid, const Vocab* vocab,
   v.nll = nll / tok;
   v.ppl = std::exp(v.nll);
   if (max_bleu < 0 || valid.size() == 0) return v;
+  greedy_bleu(valid, vocab, ref_lines, max_bleu, v);
+  return v;
+}
 
+void Trainer::greedy_bleu(const ParallelCorpus& valid, const Vocab* vocab,
+                          const std::vector<std::string>* ref_lines, int64_t max_bleu,
+                          ValidStats& v) const {
   // Greedy decoding of the first n sentences, in length-sorted groups.
+  const ModelConfig& cfg = model_.config();
   const int64_t n = max_bleu == 0 ? valid.size() : std::min<int64_t>(valid.size(), max_bleu);
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
@@ -163,7 +166,6 @@ ValidStats Trainer::validate(const ParallelCorpus& valid, const Vocab* vocab,
   v.bleu_text = b.text();
   v.bleu_sentences = n;
   v.hyps = std::move(hyps);
-  return v;
 }
 
 namespace {

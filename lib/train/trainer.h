@@ -100,13 +100,20 @@ class Trainer {
   int64_t batches_per_epoch() { return stream_.batches_per_epoch(); }
   Adam& adam() { return adam_; }
   Transformer& model() { return model_; }
+  Grads& grads() { return grads_; }
 
  private:
+  void greedy_bleu(const ParallelCorpus& valid, const Vocab* vocab,
+                   const std::vector<std::string>* ref_lines, int64_t max_bleu,
+                   ValidStats& v) const;
+
   Transformer& model_;
   const ParallelCorpus& train_;
   TrainOptions opts_;
   BatchStream stream_;
   Adam adam_;
+  Grads grads_;
+  Activations acts_;  // the step's arena, reused by every batch
   int64_t step_ = 0;
   Tensor dlogits_;
 };

@@ -1,4 +1,4 @@
-#include "core/cpu_kernels.h"
+#include "cpu/onednn.h"
 
 #include <omp.h>
 #include <xmmintrin.h>
@@ -151,23 +151,7 @@ std::string backend_version() {
          std::to_string(v->patch) + " (ISA " + isa + ")";
 }
 
-MatRef mat(const float* p, int64_t rows, int64_t cols, int64_t ld) {
-  return {p, {1, 1, rows, cols}, {rows * ld, rows * ld, ld, 1}};
-}
-
-MatRef mat_t(const float* p, int64_t rows, int64_t cols, int64_t ld) {
-  return {p, {1, 1, cols, rows}, {rows * ld, rows * ld, 1, ld}};
-}
-
-MatRef heads(const float* p, int64_t B, int64_t H, int64_t T, int64_t dk, int64_t ld) {
-  return {p, {B, H, T, dk}, {T * ld, dk, ld, 1}};
-}
-
-MatRef heads_t(const float* p, int64_t B, int64_t H, int64_t T, int64_t dk, int64_t ld) {
-  return {p, {B, H, dk, T}, {T * ld, dk, 1, ld}};
-}
-
-void gemm(const MatRef& a, const MatRef& b, const MatRef& dst, const GemmAttr& attr) {
+void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
   if (a.dims[3] != b.dims[2] || a.dims[2] != dst.dims[2] || b.dims[3] != dst.dims[3])
     throw Error("gemm: inner or outer dimensions do not match");
   Key key;

@@ -1,5 +1,5 @@
-// CPU kernels on raw pointers: the oneDNN primitives (GEMM, softmax, layer
-// normalisation) behind a cache that builds each primitive once per shape.
+// The CPU backend's oneDNN part: GEMM, softmax and layer normalisation
+// primitives behind a cache that builds each primitive once per shape.
 //
 // Every primitive is keyed by its op, dimensions, strides and attributes and
 // kept in a per-thread cache together with its memory objects, so a call in a
@@ -11,43 +11,19 @@
 #include <cstdint>
 #include <string>
 
+#include "core/backend.h"
+
 namespace nmt::cpu {
 
 // 0: all cores. Also flushes denormals to zero on every thread.
 void set_num_threads(int n);
 int num_threads();
 
-// A batch of matrices: dims {B, H, rows, cols} with element strides. A
-// transposed matrix is the same memory with the last two strides swapped, and
-// a head-split activation (B*T, H*dk) is dims {B, H, T, dk} with strides
-// {T*ld, dk, ld, 1}, so attention needs no transposing copies.
-struct MatRef {
-  const float* ptr = nullptr;
-  std::array<int64_t, 4> dims{};
-  std::array<int64_t, 4> strides{};
-};
-
-// Row-major (rows x cols) matrix with leading dimension ld.
-MatRef mat(const float* p, int64_t rows, int64_t cols, int64_t ld);
-// Its transpose, i.e. (cols x rows), reading the same memory.
-MatRef mat_t(const float* p, int64_t rows, int64_t cols, int64_t ld);
-// Head-split view of (B*T, ld) activations: dims {B, H, T, dk}.
-MatRef heads(const float* p, int64_t B, int64_t H, int64_t T, int64_t dk, int64_t ld);
-// The same with the last two dims swapped: {B, H, dk, T} (for K^T).
-MatRef heads_t(const float* p, int64_t B, int64_t H, int64_t T, int64_t dk, int64_t ld);
-
-struct GemmAttr {
-  float alpha = 1.f;
-  bool accumulate = false;      // dst += alpha * a @ b (gradient accumulation)
-  const float* bias = nullptr;  // (cols) added to every row
-  bool relu = false;
-};
-
 // dst = alpha * a @ b (+ bias) (relu) (+ dst if accumulate).
 // (Attention masks are not fused as a binary post-op: oneDNN 2.6 runs a
 // broadcast binary post-op on batched matmul up to 80x slower than the GEMM
 // itself, so cpu::add_mask applies them before the softmax instead.)
-void gemm(const MatRef& a, const MatRef& b, const MatRef& dst, const GemmAttr& attr = {});
+void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr = {});
 
 // Softmax (or log-softmax) over the last axis of a (rows, cols) matrix.
 void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log = false);

@@ -1,0 +1,146 @@
+// The seam between the ops tier (lib/ops) and the devices: one abstract
+// Backend per device, implemented by lib/cpu (oneDNN and OpenMP loops) and
+// lib/cuda (cuBLAS and kernels). Only the backends know how; the ops tier
+// checks shapes and picks the backend from a tensor's device; nothing above
+// the ops tier knows that backends exist. Adding a device means implementing
+// this class and nothing else.
+//
+// Everything here works on raw device pointers and sizes: no oneDNN, CUDA or
+// tensor types cross the seam.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/device.h"
+
+namespace nmt {
+
+// A batch of matrices: dims {B, H, rows, cols} with element strides. A
+// transposed matrix is the same memory with the last two strides swapped,
+// and a head-split activation (B*T, H*d) is dims {B, H, T, d} with strides
+// {T*ld, d, ld, 1}.
+struct MatDesc {
+  const float* ptr = nullptr;
+  std::array<int64_t, 4> dims{};
+  std::array<int64_t, 4> strides{};
+};
+
+struct GemmAttr {
+  float alpha = 1.f;
+  bool accumulate = false;      // dst += alpha * a @ b (gradient accumulation)
+  const float* bias = nullptr;  // (cols) added to every row
+  bool relu = false;
+};
+
+// Label-smoothed cross-entropy totals over the non-pad rows.
+struct XentTotals {
+  double loss = 0, nll = 0;
+  int64_t tokens = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string version() const = 0;
+  virtual void set_num_threads(int n) = 0;  // 0: all cores (a per-thread setting)
+  virtual int num_threads() const = 0;
+  // Primitives (GEMM plans, kernels' launch set-ups) built on this thread:
+  // a warm hot loop must build none.
+  virtual int64_t primitives_created() const = 0;
+
+  // Memory. Allocations are aligned for the device's widest loads.
+  virtual void* alloc(size_t bytes) = 0;
+  virtual void free(void* p) = 0;
+  virtual void to_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual void from_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void zero(void* p, size_t bytes) = 0;
+  // rows x len floats from src (rows src_ld apart) to dst (dst_ld apart).
+  virtual void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows,
+                         int64_t len) = 0;
+  // Row i of dst (rows dst_ld apart) = row idx[i] of src (rows src_ld
+  // apart), `len` floats each.
+  virtual void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n,
+                           int64_t len, float* dst, int64_t dst_ld) = 0;
+
+  // GEMM: dst = alpha * a @ b (+ bias) (relu) (+ dst).
+  virtual void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst,
+                    const GemmAttr& attr) = 0;
+
+  // Softmax or log-softmax over the last axis of (rows, cols).
+  virtual void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) = 0;
+  virtual void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
+                                int64_t cols) = 0;
+  // scores (B, H, T, S) += mask broadcast from mask_dims (a dim of 1 broadcasts).
+  virtual void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
+                        const std::array<int64_t, 4>& mask_dims) = 0;
+
+  // -1e9 where ids[i] == pad, else 0; and the (T, T) causal mask.
+  virtual void padding_mask(const int32_t* ids, int64_t n, int32_t pad, float* mask) = 0;
+  virtual void causal_mask(int64_t T, float* mask) = 0;
+
+  // Layer normalisation over the last axis of (rows, D); mean and var are
+  // written when given (training), for the backward pass.
+  virtual void layer_norm(const float* x, const float* gamma, const float* beta, float* y,
+                          float* mean, float* var, int64_t rows, int64_t D, float eps) = 0;
+  // dx assigned; dgamma and dbeta accumulated.
+  virtual void layer_norm_backward(const float* x, const float* dy, const float* gamma,
+                                   const float* mean, const float* var, float* dx, float* dgamma,
+                                   float* dbeta, int64_t rows, int64_t D, float eps) = 0;
+
+  // Element-wise.
+  virtual void add(const float* a, const float* b, float* dst, int64_t n) = 0;
+  virtual void add_inplace(float* dst, const float* src, int64_t n) = 0;
+  virtual void scale(float* x, int64_t n, float s) = 0;
+  // Dropout from the counter hash of (seed, index): mask-free, identical on
+  // every device and thread count.
+  virtual void dropout(float* x, int64_t n, float p, uint64_t seed) = 0;
+  virtual void relu_backward(const float* y, float* dy, int64_t n) = 0;
+  virtual void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) = 0;
+
+  // out[r] = table[tokens[r]] * scale + positions[pos0 + r % T], (n, D).
+  virtual void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D,
+                         float scale, const float* positions, int64_t pos0, int64_t T,
+                         float* out) = 0;
+  // dtable[tokens[r]] += dy[r] * scale; dpositions[r % T] += dy[r] (if given).
+  virtual void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale,
+                                  const float* dy, float* dtable, float* dpositions, int64_t T) = 0;
+
+  // Label-smoothed cross-entropy of logits (N, V) against targets (pad rows
+  // ignored); dlogits (optional) receives d(loss * grad_scale)/dlogits.
+  virtual XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V,
+                          float eps, int32_t pad, float* dlogits, float grad_scale) = 0;
+
+  // Adam with folded bias corrections:
+  // p -= step * m / (sqrt(v) * inv_sqrt_c2 + eps).
+  virtual void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1,
+                    float beta2, float step, float inv_sqrt_c2, float eps) = 0;
+  // Sum of squares, in a fixed order (thread-count independent).
+  virtual double sum_squares(const float* x, int64_t n) = 0;
+
+  // host_out[i] = x[i, host_cols[i]] for x (N, V).
+  virtual void pick(const float* x, int64_t N, int64_t V, const int32_t* host_cols,
+                    float* host_out) = 0;
+  // Per row r of log-probabilities (rows, V): the k largest of
+  // base[r] + logp[r, v] over v not in `banned` (sorted, best first).
+  virtual void topk(const float* logp, const double* base, int64_t rows, int64_t V, int64_t k,
+                    const int32_t* banned, int64_t n_banned, double* values,
+                    int32_t* indices) = 0;  // values, indices: host memory
+};
+
+// The backend of a device. In a build without CUDA, Device::CUDA throws
+// "nmt was built without CUDA support".
+Backend& backend(Device d);
+
+// Defined by each backend (lib/cpu, lib/cuda; core/device.cpp stands in for
+// CUDA in a build without it).
+Backend& cpu_backend();
+Backend& cuda_backend();
+// "not built", or the CUDA version and devices, for --version.
+std::string cuda_build_info();
+
+}  // namespace nmt

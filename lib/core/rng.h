@@ -1,0 +1,33 @@
+// The counter-based hash behind every random choice in training: dropout
+// masks, per-step and per-layer seeds. A pure function of (seed, counter),
+// so a mask needs no storage (the backward pass regenerates it), does not
+// depend on how a loop is split over threads, and is bit-identical on every
+// device (the CUDA kernels call this same function).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define NMT_HOST_DEVICE __host__ __device__
+#else
+#define NMT_HOST_DEVICE
+#endif
+
+namespace nmt {
+
+// splitmix64 of a combination of the two.
+NMT_HOST_DEVICE inline uint64_t mix_seed(uint64_t a, uint64_t b) {
+  uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Dropout of element i: 0 with probability p, else x / (1 - p).
+NMT_HOST_DEVICE inline float dropout_value(float x, uint64_t seed, uint64_t i, uint32_t threshold,
+                                           float keep) {
+  const uint32_t r = static_cast<uint32_t>(mix_seed(seed, i) >> 32);
+  return r < threshold ? 0.f : x * keep;
+}
+
+}  // namespace nmt

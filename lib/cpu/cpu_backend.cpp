@@ -1,0 +1,128 @@
+// The CPU backend: oneDNN primitives for the GEMMs, softmax and layer norm
+// (cpu/onednn), OpenMP loops for the rest (cpu/loops), 64-byte aligned host
+// memory.
+#include <cstdlib>
+#include <cstring>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "cpu/loops.h"
+#include "cpu/onednn.h"
+
+namespace nmt {
+
+namespace {
+
+constexpr float kMasked = -1e9f;
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::CPU; }
+  std::string version() const override { return cpu::backend_version(); }
+  void set_num_threads(int n) override { cpu::set_num_threads(n); }
+  int num_threads() const override { return cpu::num_threads(); }
+  int64_t primitives_created() const override { return cpu::primitives_created(); }
+
+  void* alloc(size_t bytes) override {
+    // 64 bytes: one cache line, and AVX-512 loads.
+    const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void free(void* p) override { std::free(p); }
+  void to_host(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
+  void from_host(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
+  void copy(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
+  void zero(void* p, size_t n) override { std::memset(p, 0, n); }
+  void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows,
+                 int64_t len) override {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + r * dst_ld, src + r * src_ld, static_cast<size_t>(len) * sizeof(float));
+  }
+  void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
+                   float* dst, int64_t dst_ld) override {
+    cpu::gather_rows(src, src_ld, idx, n, len, dst, dst_ld);
+  }
+
+  void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) override {
+    cpu::gemm(a, b, dst, attr);
+  }
+  void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) override {
+    cpu::softmax(src, dst, rows, cols, log);
+  }
+  void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
+                        int64_t cols) override {
+    cpu::softmax_backward(y, dy, dx, rows, cols);
+  }
+  void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
+                const std::array<int64_t, 4>& mask_dims) override {
+    cpu::add_mask(scores, dims, mask, mask_dims);
+  }
+  void padding_mask(const int32_t* ids, int64_t n, int32_t pad, float* mask) override {
+    for (int64_t i = 0; i < n; ++i) mask[i] = ids[i] == pad ? kMasked : 0.f;
+  }
+  void causal_mask(int64_t T, float* mask) override {
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) mask[i * T + j] = j > i ? kMasked : 0.f;
+  }
+  void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                  float* var, int64_t rows, int64_t D, float eps) override {
+    cpu::layer_norm(x, y, gamma, beta, mean, var, rows, D, eps, mean != nullptr);
+  }
+  void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
+                           const float* var, float* dx, float* dgamma, float* dbeta, int64_t rows,
+                           int64_t D, float eps) override {
+    cpu::layer_norm_backward(x, dy, gamma, mean, var, dx, dgamma, dbeta, rows, D, eps);
+  }
+
+  void add(const float* a, const float* b, float* dst, int64_t n) override {
+    cpu::add(a, b, dst, n);
+  }
+  void add_inplace(float* dst, const float* src, int64_t n) override {
+    cpu::add_inplace(dst, src, n);
+  }
+  void scale(float* x, int64_t n, float s) override { cpu::scale(x, n, s); }
+  void dropout(float* x, int64_t n, float p, uint64_t seed) override {
+    cpu::dropout(x, n, p, seed);
+  }
+  void relu_backward(const float* y, float* dy, int64_t n) override {
+    cpu::relu_backward(y, dy, n);
+  }
+  void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) override {
+    cpu::add_column_sums(src, dst, rows, cols);
+  }
+  void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
+                 const float* positions, int64_t pos0, int64_t T, float* out) override {
+    cpu::embedding(table, tokens, n, D, scale, positions, pos0, T, out);
+  }
+  void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,
+                          float* dtable, float* dpositions, int64_t T) override {
+    cpu::embedding_backward(tokens, n, D, scale, dy, dtable, dpositions, T);
+  }
+  XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
+                  int32_t pad, float* dlogits, float grad_scale) override {
+    return cpu::xent(logits, targets, N, V, eps, pad, dlogits, grad_scale);
+  }
+  void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
+            float step, float inv_sqrt_c2, float eps) override {
+    cpu::adam(p, g, m, v, n, beta1, beta2, step, inv_sqrt_c2, eps);
+  }
+  double sum_squares(const float* x, int64_t n) override { return cpu::sum_squares(x, n); }
+  void pick(const float* x, int64_t N, int64_t V, const int32_t* cols, float* out) override {
+    for (int64_t i = 0; i < N; ++i) out[i] = x[i * V + cols[i]];
+  }
+  void topk(const float* logp, const double* base, int64_t rows, int64_t V, int64_t k,
+            const int32_t* banned, int64_t n_banned, double* values, int32_t* indices) override {
+    cpu::topk(logp, base, rows, V, k, banned, n_banned, values, indices);
+  }
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  static CpuBackend b;
+  return b;
+}
+
+}  // namespace nmt

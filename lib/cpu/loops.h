@@ -1,0 +1,40 @@
+// The CPU backend's loops: the kernels oneDNN has no primitive for, or where
+// a plain OpenMP loop is as fast. Reductions that feed training run in a
+// fixed order, so results do not depend on the thread count.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/backend.h"
+
+namespace nmt::cpu {
+
+void add(const float* a, const float* b, float* dst, int64_t n);
+void add_inplace(float* dst, const float* src, int64_t n);
+void scale(float* x, int64_t n, float s);
+void dropout(float* x, int64_t n, float p, uint64_t seed);
+void relu_backward(const float* y, float* dy, int64_t n);
+void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols);
+void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
+              const std::array<int64_t, 4>& mask_dims);
+
+void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
+               const float* positions, int64_t pos0, int64_t T, float* out);
+void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,
+                        float* dtable, float* dpositions, int64_t T);
+
+XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
+                int32_t pad, float* dlogits, float grad_scale);
+
+void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
+          float step, float inv_sqrt_c2, float eps);
+double sum_squares(const float* x, int64_t n);
+
+void topk(const float* logp, const double* base, int64_t rows, int64_t V, int64_t k,
+          const int32_t* banned, int64_t n_banned, double* values, int32_t* indices);
+
+void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
+                 float* dst, int64_t dst_ld);
+
+}  // namespace nmt::cpu

@@ -1,0 +1,336 @@
+#include "ops/ops.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/backend.h"
+#include "core/error.h"
+
+namespace nmt::ops {
+
+namespace {
+
+[[noreturn]] void fail(const char* op, const std::string& what) {
+  throw Error(std::string(op) + ": " + what);
+}
+
+void same_device(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = *ts.begin();
+  for (const Tensor* t : ts)
+    if (t && t->device() != first->device())
+      fail(op, std::string("operands on different devices (") + device_name(first->device()) +
+                   " and " + device_name(t->device()) + ")");
+}
+
+void need_f32(const char* op, std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t && t->dtype() != DType::F32)
+      fail(op, std::string("expected f32, got ") + dtype_name(t->dtype()));
+}
+
+void need_contiguous(const char* op, std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t && !t->contiguous()) fail(op, "expected a contiguous tensor");
+}
+
+Backend& be(const Tensor& t) { return backend(t.device()); }
+
+// A 2-D tensor (possibly a strided view) as a batch of one matrix.
+MatDesc mat(const Tensor& t, bool trans) {
+  const int64_t r = t.dim(0), c = t.dim(1), sr = t.strides()[0], sc = t.strides()[1];
+  MatDesc d;
+  d.ptr = t.data();
+  if (trans)
+    d.dims = {1, 1, c, r}, d.strides = {r * c, r * c, sc, sr};
+  else
+    d.dims = {1, 1, r, c}, d.strides = {r * c, r * c, sr, sc};
+  return d;
+}
+
+MatDesc mat4(const Tensor& t) {
+  MatDesc d;
+  d.ptr = t.data();
+  for (int i = 0; i < 4; ++i) d.dims[i] = t.dim(i), d.strides[i] = t.strides()[i];
+  return d;
+}
+
+int64_t rows_of(const Tensor& t) { return t.ndim() ? t.numel() / t.dim(-1) : 0; }
+
+}  // namespace
+
+void set_num_threads(int n) { backend(Device::CPU).set_num_threads(n); }
+int num_threads() { return backend(Device::CPU).num_threads(); }
+int64_t primitives_created() { return backend(Device::CPU).primitives_created(); }
+
+void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
+            const MatmulOpts& o) {
+  if (a.ndim() != 2 || b.ndim() != 2) fail("matmul", "expected 2-D tensors");
+  same_device("matmul", {&a, &b, &c, o.bias});
+  need_f32("matmul", {&a, &b, o.bias});
+  const int64_t M = trans_a ? a.dim(1) : a.dim(0), K = trans_a ? a.dim(0) : a.dim(1);
+  const int64_t Kb = trans_b ? b.dim(1) : b.dim(0), N = trans_b ? b.dim(0) : b.dim(1);
+  if (K != Kb)
+    fail("matmul",
+         "inner dimensions " + std::to_string(K) + " and " + std::to_string(Kb) + " differ");
+  if (o.bias && o.bias->numel() != N) fail("matmul", "bias does not match the output width");
+  if (!o.accumulate) c.resize(Shape{M, N});
+  check_shape(c, Shape{M, N}, "matmul output");
+  GemmAttr attr;
+  attr.alpha = o.alpha;
+  attr.accumulate = o.accumulate;
+  attr.bias = o.bias ? o.bias->data() : nullptr;
+  attr.relu = o.relu;
+  be(a).gemm(mat(a, trans_a), mat(b, trans_b), mat(c, false), attr);
+}
+
+void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu) {
+  const int64_t in = w.dim(1);
+  if (x.numel() % in != 0)
+    fail("linear", "input width does not match the weight's " + std::to_string(in));
+  MatmulOpts o;
+  o.bias = b;
+  o.relu = relu;
+  if (x.ndim() == 2) return matmul(x, false, w, true, y, o);
+  matmul(x.view(Shape{x.numel() / in, in}), false, w, true, y, o);
+}
+
+void bmm(const Tensor& a, const Tensor& b, Tensor& c, float alpha, bool accumulate) {
+  if (a.ndim() != 4 || b.ndim() != 4 || c.ndim() != 4) fail("bmm", "expected 4-D tensors");
+  same_device("bmm", {&a, &b, &c});
+  need_f32("bmm", {&a, &b, &c});
+  for (int i = 0; i < 2; ++i)
+    if (a.dim(i) != b.dim(i) || a.dim(i) != c.dim(i)) fail("bmm", "batch dimensions differ");
+  if (a.dim(3) != b.dim(2) || a.dim(2) != c.dim(2) || b.dim(3) != c.dim(3))
+    fail("bmm", "matrix dimensions " + a.shape().str() + " x " + b.shape().str() + " -> " +
+                    c.shape().str() + " do not match");
+  GemmAttr attr;
+  attr.alpha = alpha;
+  attr.accumulate = accumulate;
+  be(a).gemm(mat4(a), mat4(b), mat4(c), attr);
+}
+
+Tensor heads(const Tensor& x, int64_t B, int64_t T, int64_t H, int64_t d, int64_t col) {
+  if (x.ndim() != 2 || !x.contiguous()) fail("heads", "expected a contiguous 2-D tensor");
+  const int64_t ld = x.dim(1);
+  if (x.dim(0) != B * T || col + H * d > ld) fail("heads", "the heads do not fit the tensor");
+  return x.strided(Shape{B, H, T, d}, {T * ld, d, ld, 1}, col);
+}
+
+Tensor transposed(const Tensor& v) {
+  Shape s = v.shape();
+  Strides st = v.strides();
+  std::swap(s.dims[2], s.dims[3]);
+  std::swap(st[2], st[3]);
+  return v.strided(s, st);
+}
+
+void softmax(const Tensor& x, Tensor& y) {
+  need_contiguous("softmax", {&x});
+  if (&x != &y) y.resize(x.shape());
+  be(x).softmax(x.data(), y.data(), rows_of(x), x.dim(-1), false);
+}
+
+void log_softmax(const Tensor& x, Tensor& y) {
+  need_contiguous("log_softmax", {&x});
+  if (&x != &y) y.resize(x.shape());
+  be(x).softmax(x.data(), y.data(), rows_of(x), x.dim(-1), true);
+}
+
+void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+  if (y.shape() != dy.shape()) fail("softmax_backward", "y and dy differ in shape");
+  dx.resize(y.shape());
+  be(y).softmax_backward(y.data(), dy.data(), dx.data(), rows_of(y), y.dim(-1));
+}
+
+void masked_softmax_(Tensor& scores, const Tensor* mask) {
+  if (scores.ndim() != 4) fail("masked_softmax", "expected (B, H, T, S) scores");
+  need_contiguous("masked_softmax", {&scores, mask});
+  if (mask) {
+    if (mask->ndim() != 4) fail("masked_softmax", "expected a 4-D mask");
+    std::array<int64_t, 4> d, md;
+    for (int i = 0; i < 4; ++i) {
+      d[i] = scores.dim(i), md[i] = mask->dim(i);
+      if (md[i] != 1 && md[i] != d[i])
+        fail("masked_softmax",
+             "mask " + mask->shape().str() + " does not broadcast to " + scores.shape().str());
+    }
+    be(scores).add_mask(scores.data(), d, mask->data(), md);
+  }
+  be(scores).softmax(scores.data(), scores.data(), rows_of(scores), scores.dim(3), false);
+}
+
+void padding_mask(const Tensor& ids, int32_t pad, Tensor& mask) {
+  if (ids.dtype() != DType::I32 || mask.ndim() != 4 || mask.numel() != ids.numel())
+    fail("padding_mask", "expected i32 ids and a (B,1,1,S) mask of as many entries");
+  be(ids).padding_mask(ids.data_as<int32_t>(), ids.numel(), pad, mask.data());
+}
+
+void causal_mask(Tensor& mask) {
+  if (mask.ndim() != 4 || mask.dim(2) != mask.dim(3)) fail("causal_mask", "expected (1,1,T,T)");
+  be(mask).causal_mask(mask.dim(2), mask.data());
+}
+
+void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y,
+                Tensor* mean, Tensor* var) {
+  const int64_t D = gamma.numel(), rows = x.numel() / D;
+  if (x.dim(-1) != D) fail("layer_norm", "width does not match gamma");
+  y.resize(x.shape());
+  if (mean) mean->resize(Shape{rows}), var->resize(Shape{rows});
+  be(x).layer_norm(x.data(), gamma.data(), beta.data(), y.data(), mean ? mean->data() : nullptr,
+                   var ? var->data() : nullptr, rows, D, eps);
+}
+
+void layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                         const Tensor& var, float eps, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  const int64_t D = gamma.numel(), rows = x.numel() / D;
+  dx.resize(x.shape());
+  be(x).layer_norm_backward(x.data(), dy.data(), gamma.data(), mean.data(), var.data(), dx.data(),
+                            dgamma.data(), dbeta.data(), rows, D, eps);
+}
+
+void add(const Tensor& a, const Tensor& b, Tensor& out) {
+  if (a.numel() != b.numel()) fail("add", "sizes differ");
+  same_device("add", {&a, &b, &out});
+  out.resize(a.shape());
+  be(a).add(a.data(), b.data(), out.data(), a.numel());
+}
+
+void add_(Tensor& dst, const Tensor& src) {
+  if (dst.numel() != src.numel()) fail("add_", "sizes differ");
+  same_device("add_", {&dst, &src});
+  be(dst).add_inplace(dst.data(), src.data(), dst.numel());
+}
+
+void scale_(Tensor& x, float s) { be(x).scale(x.data(), x.numel(), s); }
+
+void copy(const Tensor& src, Tensor& dst) {
+  need_contiguous("copy", {&src});
+  same_device("copy", {&src, &dst});
+  dst.resize(src.shape());
+  be(src).copy(dst.raw(), src.raw(), src.bytes());
+}
+
+void upload(const void* host, Tensor& dst) {
+  if (!dst.contiguous()) fail("upload", "expected a contiguous tensor");
+  be(dst).from_host(dst.raw(), host, dst.bytes());
+}
+
+void copy_rows(const Tensor& src, Tensor& dst) {
+  if (src.ndim() != 2 || dst.ndim() != 2 || src.shape() != dst.shape())
+    fail("copy_rows", "expected 2-D views of one shape");
+  if (src.strides()[1] != 1 || dst.strides()[1] != 1) fail("copy_rows", "rows must be contiguous");
+  same_device("copy_rows", {&src, &dst});
+  be(src).copy_rows(src.data(), src.strides()[0], dst.data(), dst.strides()[0], src.dim(0),
+                    src.dim(1));
+}
+
+void dropout_(Tensor& x, float p, uint64_t seed) {
+  if (p <= 0.f) return;
+  if (!(p < 1.f)) fail("dropout", "probability must be below 1");
+  be(x).dropout(x.data(), x.numel(), p, seed);
+}
+
+void relu_backward_(const Tensor& y, Tensor& dy) {
+  if (y.numel() != dy.numel()) fail("relu_backward", "sizes differ");
+  be(y).relu_backward(y.data(), dy.data(), y.numel());
+}
+
+void add_column_sums(const Tensor& src, Tensor& dst) {
+  const int64_t cols = dst.numel();
+  if (src.numel() % cols != 0) fail("add_column_sums", "widths differ");
+  be(src).add_column_sums(src.data(), dst.data(), src.numel() / cols, cols);
+}
+
+void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int64_t pos0,
+               int64_t T, float scale, Tensor& out) {
+  if (tokens.dtype() != DType::I32) fail("embedding", "token ids must be i32");
+  same_device("embedding", {&table, &tokens, &positions, &out});
+  const int64_t V = table.dim(0), D = table.dim(1), n = tokens.numel();
+  if (pos0 + T > positions.dim(0))
+    throw Error("sequence of " + std::to_string(pos0 + T) + " tokens exceeds max_positions " +
+                std::to_string(positions.dim(0)));
+  if (tokens.device() == Device::CPU)
+    for (int64_t r = 0; r < n; ++r) {
+      const int32_t t = tokens.data_as<int32_t>()[r];
+      if (t < 0 || t >= V)
+        throw Error("token id " + std::to_string(t) + " is outside the vocabulary of " +
+                    std::to_string(V));
+    }
+  out.resize(Shape{n, D});
+  be(table).embedding(table.data(), tokens.data_as<int32_t>(), n, D, scale, positions.data(), pos0,
+                      T, out.data());
+}
+
+void embedding_backward(const Tensor& tokens, const Tensor& dy, int64_t T, float scale,
+                        Tensor& dtable, Tensor* dpositions) {
+  const int64_t D = dtable.dim(1);
+  be(dy).embedding_backward(tokens.data_as<int32_t>(), tokens.numel(), D, scale, dy.data(),
+                            dtable.data(), dpositions ? dpositions->data() : nullptr, T);
+}
+
+LossTotals label_smoothed_xent(const Tensor& logits, const Tensor& targets, float eps, int32_t pad,
+                               Tensor* dlogits, float grad_scale) {
+  if (targets.dtype() != DType::I32) fail("xent", "targets must be i32");
+  const int64_t N = logits.dim(0), V = logits.dim(1);
+  if (targets.numel() != N) fail("xent", "one target per logits row expected");
+  if (dlogits) dlogits->resize(logits.shape());
+  const XentTotals t = be(logits).xent(logits.data(), targets.data_as<int32_t>(), N, V, eps, pad,
+                                       dlogits ? dlogits->data() : nullptr, grad_scale);
+  return {t.loss, t.nll, t.tokens};
+}
+
+void adam_update(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const AdamStep& s) {
+  const int64_t n = p.numel();
+  if (g.numel() != n || m.numel() != n || v.numel() != n) fail("adam", "buffer sizes differ");
+  // p -= lr/c1 * m / (sqrt(v)/sqrt(c2) + eps): the corrections fold into two
+  // scalars, so the loop reads each buffer once.
+  const double c1 = 1.0 - std::pow(s.beta1, double(s.t));
+  const double c2 = 1.0 - std::pow(s.beta2, double(s.t));
+  be(p).adam(p.data(), g.data(), m.data(), v.data(), n, static_cast<float>(s.beta1),
+             static_cast<float>(s.beta2), static_cast<float>(s.lr / c1),
+             static_cast<float>(1.0 / std::sqrt(c2)), static_cast<float>(s.eps));
+}
+
+double l2_norm(const Tensor& x) { return std::sqrt(be(x).sum_squares(x.data(), x.numel())); }
+
+void topk(const Tensor& logp, const std::vector<double>& base, int64_t k,
+          const std::vector<int32_t>& banned, std::vector<double>& values,
+          std::vector<int32_t>& indices) {
+  const int64_t rows = logp.dim(0), V = logp.dim(1);
+  if (static_cast<int64_t>(base.size()) != rows) fail("topk", "one base score per row expected");
+  if (k > V) fail("topk", "k exceeds the vocabulary");
+  values.resize(rows * k);
+  indices.resize(rows * k);
+  be(logp).topk(logp.data(), base.data(), rows, V, k, banned.data(),
+                static_cast<int64_t>(banned.size()), values.data(), indices.data());
+}
+
+void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out) {
+  const int64_t N = x.dim(0), V = x.dim(1);
+  if (static_cast<int64_t>(cols.size()) != N) fail("pick", "one column per row expected");
+  for (int32_t c : cols)
+    if (c < 0 || c >= V) fail("pick", "column " + std::to_string(c) + " out of range");
+  out.resize(N);
+  be(x).pick(x.data(), N, V, cols.data(), out.data());
+}
+
+void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst) {
+  need_contiguous("gather_rows", {&src});
+  const int64_t row = src.dim(0) ? src.numel() / src.dim(0) : 0;
+  Shape s = src.shape();
+  s.dims[0] = static_cast<int64_t>(idx.size());
+  dst.resize(s);
+  be(src).gather_rows(src.data(), row, idx.data(), static_cast<int64_t>(idx.size()), row,
+                      dst.data(), row);
+}
+
+void gather_cache(const Tensor& src, const std::vector<int64_t>& idx, int64_t len, Tensor& dst) {
+  if (src.ndim() != 3) fail("gather_cache", "expected a (N, capacity, W) cache");
+  const int64_t cap = src.dim(1), W = src.dim(2);
+  if (len > cap) fail("gather_cache", "length exceeds the capacity");
+  dst.resize(Shape{static_cast<int64_t>(idx.size()), cap, W});
+  be(src).gather_rows(src.data(), cap * W, idx.data(), static_cast<int64_t>(idx.size()), len * W,
+                      dst.data(), cap * W);
+}
+
+}  // namespace nmt::ops

@@ -1,0 +1,141 @@
+// The ops tier: every computation the model, training and decoding do, on
+// Tensors. Each op checks shapes, dtypes and devices and hands raw pointers
+// to the tensor's backend (core/backend.h); nothing above this header knows
+// which backend that is.
+//
+// Conventions: outputs are resized (capacity permitting, without
+// allocation) unless an op says it accumulates; in-place ops end in '_'.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace nmt::ops {
+
+// Threads of the CPU backend for the calling thread (0: all cores).
+void set_num_threads(int n);
+int num_threads();
+// Primitives built so far on this thread (a warm loop must build none).
+int64_t primitives_created();
+
+// ---- Matrix products -----------------------------------------------------
+
+struct MatmulOpts {
+  float alpha = 1.f;
+  bool accumulate = false;       // c += ... (beta = 1)
+  const Tensor* bias = nullptr;  // (N) added to every row
+  bool relu = false;
+};
+
+// c (M, N) = alpha * op(a) op(b) (+ bias) (relu) (+ c), op a transpose when
+// asked. 2-D tensors; a and b may be strided views.
+void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
+            const MatmulOpts& opts = {});
+// y (N, out) = x (N, in) W^T (+ b) (relu): the Linear layer's product, W
+// stored (out, in).
+void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu = false);
+
+// Batched over the first two dims: c (B, H, M, N) = alpha * a (B, H, M, K)
+// b (B, H, K, N) (+ c). Any of the three may be strided views (head splits,
+// transposes); c must have its shape already.
+void bmm(const Tensor& a, const Tensor& b, Tensor& c, float alpha = 1.f, bool accumulate = false);
+
+// The (B, H, T, d) view of heads [h*d, (h+1)*d) of columns starting at
+// `col` in a (B*T, ld) matrix: attention reads Q, K, V without copies.
+Tensor heads(const Tensor& x, int64_t B, int64_t T, int64_t H, int64_t d, int64_t col);
+// The same view with its last two dims swapped (for K^T).
+Tensor transposed(const Tensor& v);
+
+// ---- Softmax, masks, layer norm ------------------------------------------
+
+// Over the last axis, of contiguous tensors (x may be y).
+void softmax(const Tensor& x, Tensor& y);
+void log_softmax(const Tensor& x, Tensor& y);
+// dx = softmax backward, from the forward output y.
+void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+// scores (B, H, T, S) += mask, a 4-D tensor broadcast over its size-1 dims
+// ({B,1,1,S} source padding, {1,1,T,T} causal), then softmax over S.
+void masked_softmax_(Tensor& scores, const Tensor* mask);
+
+// y = LN(x) over the last axis; mean and var (rows) written when given.
+void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y,
+                Tensor* mean = nullptr, Tensor* var = nullptr);
+// dx assigned; dgamma and dbeta accumulated.
+void layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                         const Tensor& var, float eps, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+
+// Additive masks: -1e9 (large but finite: no inf - inf in a backward pass)
+// where attention must not look. padding: (B,1,1,S) from ids (B*S);
+// causal: (1,1,T,T), position t sees positions <= t.
+void padding_mask(const Tensor& ids, int32_t pad, Tensor& mask);
+void causal_mask(Tensor& mask);
+
+// ---- Element-wise ---------------------------------------------------------
+
+void add(const Tensor& a, const Tensor& b, Tensor& out);  // out = a + b
+void add_(Tensor& dst, const Tensor& src);                // dst += src
+void scale_(Tensor& x, float s);
+void copy(const Tensor& src, Tensor& dst);  // dst resized to src's shape
+// Host memory into a tensor (of its shape and dtype) on its device.
+void upload(const void* host, Tensor& dst);
+// Copies a (rows, len) block between 2-D views whose rows are contiguous but
+// strided apart (appending a position to every row of a KV cache).
+void copy_rows(const Tensor& src, Tensor& dst);
+// Counter-hash dropout in place; the backward pass is the same call with the
+// same seed on the gradient.
+void dropout_(Tensor& x, float p, uint64_t seed);
+void relu_backward_(const Tensor& y, Tensor& dy);      // dy = 0 where y <= 0
+void add_column_sums(const Tensor& src, Tensor& dst);  // dst (N) += sum over rows of src (M, N)
+
+// ---- Embeddings and loss --------------------------------------------------
+
+// out (n, D) = table[tokens] * scale + positions[pos0 + r % T]; tokens are
+// n = B*T ids (I32), range-checked against the table.
+void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int64_t pos0,
+               int64_t T, float scale, Tensor& out);
+// dtable[tokens] += dy * scale; dpositions[r % T] += dy (when given).
+void embedding_backward(const Tensor& tokens, const Tensor& dy, int64_t T, float scale,
+                        Tensor& dtable, Tensor* dpositions);
+
+struct LossTotals {
+  double loss = 0;  // label-smoothed, summed over tokens
+  double nll = 0;   // negative log-likelihood, summed
+  int64_t tokens = 0;
+};
+// Label-smoothed cross-entropy of logits (N, V) against targets (N, I32);
+// pad rows count for nothing. dlogits, when given, receives
+// d(loss * grad_scale)/dlogits.
+LossTotals label_smoothed_xent(const Tensor& logits, const Tensor& targets, float eps, int32_t pad,
+                               Tensor* dlogits, float grad_scale);
+
+// ---- Optimiser ------------------------------------------------------------
+
+struct AdamStep {
+  double beta1 = 0.9, beta2 = 0.98, eps = 1e-9;  // the bias corrections use them in double
+  double lr = 0;
+  int64_t t = 1;  // this update's number, from 1 (bias correction)
+};
+void adam_update(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamStep& s);
+// L2 norm, summed in a fixed order (thread-count independent).
+double l2_norm(const Tensor& x);
+
+// ---- Decoding ---------------------------------------------------------------
+
+// Per row r of log-probabilities (rows, V): the k best base[r] + logp[r, v]
+// over v not in `banned`, best first (ties: lower id first).
+void topk(const Tensor& logp, const std::vector<double>& base, int64_t k,
+          const std::vector<int32_t>& banned, std::vector<double>& values,
+          std::vector<int32_t>& indices);
+// out[i] = x[i, cols[i]] for a (N, V) tensor, into host memory (forced
+// decoding reads the log-probabilities of the given targets).
+void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out);
+// dst rows = src rows idx (src, dst contiguous with rows of equal width).
+void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst);
+// Rows of a cache (N, capacity, W): row i of dst gets row idx[i] of src, its
+// first `len` positions only (the filled prefix).
+void gather_cache(const Tensor& src, const std::vector<int64_t>& idx, int64_t len, Tensor& dst);
+
+}  // namespace nmt::ops

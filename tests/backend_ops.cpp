@@ -1,0 +1,462 @@
+// The backend parity harness, after ggml's test-backend-ops: every op of the
+// ops tier, at several shapes (edge cases included), on one device, against
+// naive reference loops in double precision, forward and backward, with a
+// tolerance per dtype. The device is the first argument:
+//
+//   nmt_backend_ops cpu   (always)
+//   nmt_backend_ops cuda  (exits 77, which ctest reports as skipped, where
+//                          the build has no CUDA or the machine no GPU)
+//
+// Inputs live on the host; each op runs on copies placed on the device, and
+// its results come back to the host for comparison. A backend added later
+// runs the same cases unchanged.
+#define CATCH_CONFIG_RUNNER
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/device.h"
+#include "core/rng.h"
+#include "ops/ops.h"
+
+using namespace nmt;
+
+namespace {
+
+Device g_device = Device::CPU;
+
+// Relative tolerance of an op's result, by dtype: f32 arithmetic against a
+// double reference.
+double tolerance(DType t) {
+  switch (t) {
+    case DType::F32:
+      return 2e-5;
+    case DType::BF16:
+      return 1e-2;
+    case DType::F16:
+      return 2e-3;
+    default:
+      return 0;
+  }
+}
+// The dtypes every op is checked in today; reduced precisions join here.
+const std::vector<DType> kDtypes = {DType::F32};
+
+std::vector<float> randv(int64_t n, uint32_t seed, float scale = 1.f) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+// A device tensor holding host values (f32 or i32).
+Tensor dev(const std::vector<float>& v, Shape s) {
+  Tensor t(s, g_device);
+  ops::upload(v.data(), t);
+  return t;
+}
+Tensor dev_ids(const std::vector<int32_t>& v, Shape s) {
+  Tensor t(s, g_device, DType::I32);
+  ops::upload(v.data(), t);
+  return t;
+}
+std::vector<float> host(const Tensor& t) {
+  std::vector<float> v(t.numel());
+  backend(t.device()).to_host(v.data(), t.raw(), t.bytes());
+  return v;
+}
+
+// ||a - ref|| / ||ref|| (where ref is all zeros: ||a - ref||), which NaN
+// never passes.
+void expect_close(const std::vector<float>& a, const std::vector<double>& ref, double tol,
+                  const std::string& what) {
+  REQUIRE(a.size() == ref.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(std::isfinite(a[i]));
+    diff += (a[i] - ref[i]) * (a[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  const double rel = std::sqrt(diff) / (norm > 0 ? std::sqrt(norm) : 1.0);
+  INFO(what << ": relative error " << rel << " (tolerance " << tol << ")");
+  CHECK(rel <= tol);
+}
+
+std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+struct Mm {
+  int64_t M, K, N;
+};
+
+}  // namespace
+
+TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate", "[ops][gemm]") {
+  for (DType dt : kDtypes)
+    for (Mm s : {Mm{1, 1, 1}, Mm{7, 5, 3}, Mm{33, 64, 17}, Mm{128, 96, 200}, Mm{1, 256, 512}})
+      for (int variant = 0; variant < 6; ++variant) {
+        const bool ta = variant == 1, tb = variant == 2, bias = variant == 3, relu = variant == 4,
+                   acc = variant == 5;
+        const float alpha = variant == 5 ? 0.5f : 1.f;
+        auto A = randv(s.M * s.K, 1), Bm = randv(s.K * s.N, 2), bv = randv(s.N, 3),
+             C0 = randv(s.M * s.N, 4);
+        // Stored as op(A) needs: A^T is (K, M), B^T is (N, K).
+        std::vector<float> As(A.size()), Bs(Bm.size());
+        for (int64_t i = 0; i < s.M; ++i)
+          for (int64_t k = 0; k < s.K; ++k) As[ta ? k * s.M + i : i * s.K + k] = A[i * s.K + k];
+        for (int64_t k = 0; k < s.K; ++k)
+          for (int64_t j = 0; j < s.N; ++j) Bs[tb ? j * s.K + k : k * s.N + j] = Bm[k * s.N + j];
+        Tensor a = dev(As, ta ? Shape{s.K, s.M} : Shape{s.M, s.K});
+        Tensor b = dev(Bs, tb ? Shape{s.N, s.K} : Shape{s.K, s.N});
+        Tensor bt = dev(bv, Shape{s.N});
+        Tensor c = dev(C0, Shape{s.M, s.N});
+        ops::MatmulOpts o;
+        o.alpha = alpha;
+        o.bias = bias ? &bt : nullptr;
+        o.relu = relu;
+        o.accumulate = acc;
+        ops::matmul(a, ta, b, tb, c, o);
+        std::vector<double> ref(s.M * s.N);
+        for (int64_t i = 0; i < s.M; ++i)
+          for (int64_t j = 0; j < s.N; ++j) {
+            double r = 0;
+            for (int64_t k = 0; k < s.K; ++k) r += double(A[i * s.K + k]) * Bm[k * s.N + j];
+            r *= alpha;
+            if (bias) r += bv[j];
+            if (relu && r < 0) r = 0;
+            if (acc) r += C0[i * s.N + j];
+            ref[i * s.N + j] = r;
+          }
+        expect_close(host(c), ref, tolerance(dt),
+                     "matmul " + std::to_string(s.M) + "x" + std::to_string(s.K) + "x" +
+                         std::to_string(s.N) + " variant " + std::to_string(variant));
+      }
+}
+
+TEST_CASE("bmm over batch x heads through head-split and transposed views", "[ops][gemm]") {
+  struct Shp {
+    int64_t B, H, T, S, d;
+  };
+  for (DType dt : kDtypes)
+    for (Shp s :
+         {Shp{1, 1, 1, 1, 1}, Shp{2, 3, 4, 5, 8}, Shp{3, 4, 1, 9, 16}, Shp{2, 8, 30, 30, 64}})
+      for (bool acc : {false, true}) {
+        // Q (B*T, H*d) and K (B*S, ld) with K's heads starting at column 3.
+        const int64_t ld = s.H * s.d + 5;
+        auto Q = randv(s.B * s.T * s.H * s.d, 1), Kx = randv(s.B * s.S * ld, 2),
+             C0 = randv(s.B * s.H * s.T * s.S, 3);
+        Tensor q = dev(Q, Shape{s.B * s.T, s.H * s.d}), k = dev(Kx, Shape{s.B * s.S, ld});
+        Tensor c = dev(C0, Shape{s.B, s.H, s.T, s.S});
+        const float alpha = 0.25f;
+        ops::bmm(ops::heads(q, s.B, s.T, s.H, s.d, 0),
+                 ops::transposed(ops::heads(k, s.B, s.S, s.H, s.d, 3)), c, alpha, acc);
+        std::vector<double> ref(C0.size());
+        for (int64_t b = 0; b < s.B; ++b)
+          for (int64_t h = 0; h < s.H; ++h)
+            for (int64_t t = 0; t < s.T; ++t)
+              for (int64_t u = 0; u < s.S; ++u) {
+                double r = 0;
+                for (int64_t i = 0; i < s.d; ++i)
+                  r += double(Q[(b * s.T + t) * s.H * s.d + h * s.d + i]) *
+                       Kx[(b * s.S + u) * ld + 3 + h * s.d + i];
+                const int64_t o = ((b * s.H + h) * s.T + t) * s.S + u;
+                ref[o] = alpha * r + (acc ? C0[o] : 0.0);
+              }
+        expect_close(host(c), ref, tolerance(dt), "bmm");
+      }
+}
+
+TEST_CASE("softmax and log-softmax forward, softmax backward", "[ops][softmax]") {
+  for (DType dt : kDtypes)
+    for (auto [rows, cols] :
+         std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {64, 1000}, {5, 8000}}) {
+      auto X = randv(rows * cols, 1, 3.f), dY = randv(rows * cols, 2);
+      Tensor x = dev(X, Shape{rows, cols}), y, ly, dx;
+      ops::softmax(x, y);
+      ops::log_softmax(x, ly);
+      Tensor dy = dev(dY, Shape{rows, cols});
+      ops::softmax_backward(y, dy, dx);
+      std::vector<double> p(X.size()), lp(X.size()), g(X.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        double mx = -1e300, z = 0, dot = 0;
+        for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, double(X[r * cols + c]));
+        for (int64_t c = 0; c < cols; ++c) z += std::exp(X[r * cols + c] - mx);
+        for (int64_t c = 0; c < cols; ++c) {
+          p[r * cols + c] = std::exp(X[r * cols + c] - mx) / z;
+          lp[r * cols + c] = X[r * cols + c] - mx - std::log(z);
+          dot += p[r * cols + c] * dY[r * cols + c];
+        }
+        for (int64_t c = 0; c < cols; ++c)
+          g[r * cols + c] = p[r * cols + c] * (dY[r * cols + c] - dot);
+      }
+      expect_close(host(y), p, tolerance(dt), "softmax");
+      expect_close(host(ly), lp, tolerance(dt), "log_softmax");
+      expect_close(host(dx), g, 10 * tolerance(dt), "softmax_backward");
+    }
+}
+
+TEST_CASE("masked softmax with padding and causal masks", "[ops][softmax]") {
+  const int64_t B = 2, H = 3, T = 4, S = 5;
+  std::vector<int32_t> ids = {7, 8, 9, 3, 0, 5, 6, 3, 0, 0};  // the second sentence is shorter
+  Tensor mask(Shape{B, 1, 1, S}, g_device), causal(Shape{1, 1, T, T}, g_device);
+  ops::padding_mask(dev_ids(ids, Shape{B * S}), 0, mask);
+  ops::causal_mask(causal);
+  const auto hm = host(mask), hc = host(causal);
+  for (int64_t i = 0; i < B * S; ++i) CHECK(hm[i] == (ids[i] == 0 ? -1e9f : 0.f));
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < T; ++j) CHECK(hc[i * T + j] == (j > i ? -1e9f : 0.f));
+  for (int kind = 0; kind < 2; ++kind) {
+    const int64_t cols = kind == 0 ? S : T;
+    auto X = randv(B * H * T * cols, 3);
+    Tensor x = dev(X, Shape{B, H, T, cols});
+    ops::masked_softmax_(x, kind == 0 ? &mask : &causal);
+    std::vector<double> ref(X.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t t = 0; t < T; ++t) {
+          const int64_t row = ((b * H + h) * T + t) * cols;
+          auto m = [&](int64_t c) { return kind == 0 ? hm[b * S + c] : hc[t * T + c]; };
+          double mx = -1e300, z = 0;
+          for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, double(X[row + c]) + m(c));
+          for (int64_t c = 0; c < cols; ++c) z += std::exp(X[row + c] + m(c) - mx);
+          for (int64_t c = 0; c < cols; ++c) ref[row + c] = std::exp(X[row + c] + m(c) - mx) / z;
+        }
+    expect_close(host(x), ref, tolerance(DType::F32), kind == 0 ? "padding" : "causal");
+  }
+}
+
+TEST_CASE("layer norm forward (with and without statistics) and backward", "[ops][norm]") {
+  for (DType dt : kDtypes)
+    for (auto [rows, D] : std::vector<std::pair<int64_t, int64_t>>{{1, 4}, {7, 16}, {96, 512}}) {
+      const float eps = 1e-6f;
+      auto X = randv(rows * D, 1, 2.f), G = randv(D, 2), Bv = randv(D, 3), dY = randv(rows * D, 4),
+           dG0 = randv(D, 5), dB0 = randv(D, 6);
+      Tensor x = dev(X, Shape{rows, D}), gamma = dev(G, Shape{D}), beta = dev(Bv, Shape{D});
+      Tensor y, y2, dx, mean(Shape{0}, g_device), var(Shape{0}, g_device);
+      ops::layer_norm(x, gamma, beta, eps, y, &mean, &var);
+      ops::layer_norm(x, gamma, beta, eps, y2);
+      Tensor dy = dev(dY, Shape{rows, D}), dg = dev(dG0, Shape{D}), db = dev(dB0, Shape{D});
+      ops::layer_norm_backward(x, dy, gamma, mean, var, eps, dx, dg, db);
+      std::vector<double> ry(X.size()), rdx(X.size()), rdg(dG0.begin(), dG0.end()),
+          rdb(dB0.begin(), dB0.end());
+      for (int64_t r = 0; r < rows; ++r) {
+        double mu = 0, v = 0;
+        for (int64_t i = 0; i < D; ++i) mu += X[r * D + i];
+        mu /= D;
+        for (int64_t i = 0; i < D; ++i) v += (X[r * D + i] - mu) * (X[r * D + i] - mu);
+        v /= D;
+        const double rs = 1 / std::sqrt(v + eps);
+        double mg = 0, mgx = 0;  // means of g = dy * gamma and of g * xhat
+        for (int64_t i = 0; i < D; ++i) {
+          const double xh = (X[r * D + i] - mu) * rs, gi = dY[r * D + i] * G[i];
+          ry[r * D + i] = xh * G[i] + Bv[i];
+          mg += gi / D, mgx += gi * xh / D;
+          rdg[i] += dY[r * D + i] * xh;
+          rdb[i] += dY[r * D + i];
+        }
+        for (int64_t i = 0; i < D; ++i) {
+          const double xh = (X[r * D + i] - mu) * rs;
+          rdx[r * D + i] = rs * (dY[r * D + i] * G[i] - mg - xh * mgx);
+        }
+      }
+      expect_close(host(y), ry, 10 * tolerance(dt), "layer_norm");
+      expect_close(host(y2), ry, 10 * tolerance(dt), "layer_norm without statistics");
+      expect_close(host(dx), rdx, 50 * tolerance(dt), "layer_norm_backward dx");
+      expect_close(host(dg), rdg, 10 * tolerance(dt), "layer_norm_backward dgamma (accumulated)");
+      expect_close(host(db), rdb, 10 * tolerance(dt), "layer_norm_backward dbeta (accumulated)");
+    }
+}
+
+TEST_CASE("element-wise: add, add_, scale_, copy, copy_rows, relu backward, column sums",
+          "[ops][elementwise]") {
+  for (int64_t n : {1, 100, 70000}) {
+    auto A = randv(n, 1), B = randv(n, 2);
+    Tensor a = dev(A, Shape{n}), b = dev(B, Shape{n}), out;
+    ops::add(a, b, out);
+    std::vector<double> r(n);
+    for (int64_t i = 0; i < n; ++i) r[i] = double(A[i]) + B[i];
+    expect_close(host(out), r, 1e-7, "add");
+    ops::add_(a, b);
+    expect_close(host(a), r, 1e-7, "add_");
+    ops::scale_(a, 0.5f);
+    for (auto& x : r) x *= 0.5;
+    expect_close(host(a), r, 1e-7, "scale_");
+    Tensor c;
+    ops::copy(a, c);
+    CHECK(host(c) == host(a));
+    Tensor y = dev(A, Shape{n}), dy = dev(B, Shape{n});
+    ops::relu_backward_(y, dy);
+    for (int64_t i = 0; i < n; ++i) r[i] = A[i] > 0 ? B[i] : 0.0;
+    expect_close(host(dy), r, 0, "relu_backward");
+  }
+  auto S = randv(300 * 40, 3), D0 = randv(40, 4);
+  Tensor src = dev(S, Shape{300, 40}), dst = dev(D0, Shape{40});
+  ops::add_column_sums(src, dst);
+  std::vector<double> r(D0.begin(), D0.end());
+  for (int64_t i = 0; i < 300; ++i)
+    for (int64_t j = 0; j < 40; ++j) r[j] += S[i * 40 + j];
+  expect_close(host(dst), r, tolerance(DType::F32), "add_column_sums");
+  // copy_rows: 3 rows of 4 from a (3, 10) matrix at column 2 into a (3, 6) one at column 1.
+  auto X = randv(30, 5), Y = randv(18, 6);
+  Tensor x = dev(X, Shape{3, 10}), yv = dev(Y, Shape{3, 6});
+  Tensor dv = yv.strided(Shape{3, 4}, {6, 1, 0, 0}, 1);
+  ops::copy_rows(x.strided(Shape{3, 4}, {10, 1, 0, 0}, 2), dv);
+  std::vector<double> ry(Y.begin(), Y.end());
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) ry[i * 6 + 1 + j] = X[i * 10 + 2 + j];
+  expect_close(host(yv), ry, 0, "copy_rows");
+}
+
+TEST_CASE("dropout is the counter hash, the same on every device and thread count",
+          "[ops][elementwise]") {
+  for (float p : {0.f, 0.1f, 0.5f}) {
+    const int64_t n = 100000;
+    auto X = randv(n, 1);
+    Tensor x = dev(X, Shape{n});
+    ops::dropout_(x, p, 1234);
+    std::vector<double> ref(n);
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ref[i] =
+          p > 0 ? dropout_value(X[i], 1234, i, uint32_t(p * 4294967296.0), 1.f / (1.f - p)) : X[i];
+      dropped += ref[i] == 0;
+    }
+    expect_close(host(x), ref, 0, "dropout");
+    CHECK(std::abs(double(dropped) / n - p) < 0.01);
+  }
+}
+
+TEST_CASE("embedding lookup and its scatter-add gradient", "[ops][embedding]") {
+  const int64_t V = 11, D = 6, B = 3, T = 4, P = 16, pos0 = 2;
+  const float scale = 2.5f;
+  auto E = randv(V * D, 1), Pe = randv(P * D, 2), dY = randv(B * T * D, 3), dE0 = randv(V * D, 4),
+       dP0 = randv(P * D, 5);
+  std::vector<int32_t> tok = {1, 4, 4, 0, 10, 4, 2, 2, 7, 7, 7, 3};  // repeats on purpose
+  Tensor table = dev(E, Shape{V, D}), pos = dev(Pe, Shape{P, D}), ids = dev_ids(tok, Shape{B * T});
+  Tensor out;
+  ops::embedding(table, ids, pos, pos0, T, scale, out);
+  std::vector<double> r(B * T * D);
+  for (int64_t i = 0; i < B * T; ++i)
+    for (int64_t d = 0; d < D; ++d)
+      r[i * D + d] = double(E[tok[i] * D + d]) * scale + Pe[(pos0 + i % T) * D + d];
+  expect_close(host(out), r, tolerance(DType::F32), "embedding");
+  Tensor dy = dev(dY, Shape{B * T, D}), dE = dev(dE0, Shape{V, D}), dP = dev(dP0, Shape{P, D});
+  ops::embedding_backward(ids, dy, T, scale, dE, &dP);
+  std::vector<double> rE(dE0.begin(), dE0.end()), rP(dP0.begin(), dP0.end());
+  for (int64_t i = 0; i < B * T; ++i)
+    for (int64_t d = 0; d < D; ++d) {
+      rE[tok[i] * D + d] += double(dY[i * D + d]) * scale;
+      rP[(i % T) * D + d] += dY[i * D + d];
+    }
+  expect_close(host(dE), rE, tolerance(DType::F32), "embedding_backward table");
+  expect_close(host(dP), rP, tolerance(DType::F32), "embedding_backward positions");
+  // Ids are range-checked where they can be read without a copy back.
+  if (g_device == Device::CPU)
+    CHECK_THROWS(ops::embedding(table, dev_ids({0, 11, 2, 3}, Shape{4}), pos, 0, 4, 1.f, out));
+}
+
+TEST_CASE("label-smoothed cross-entropy: totals and gradient, pads ignored", "[ops][loss]") {
+  for (auto [N, V] : std::vector<std::pair<int64_t, int64_t>>{{1, 5}, {9, 37}, {64, 8000}}) {
+    const float eps = 0.1f, scale = 1.f / 7;
+    auto X = randv(N * V, 1, 2.f);
+    std::vector<int32_t> tgt(N);
+    for (int64_t i = 0; i < N; ++i) tgt[i] = i % 4 == 3 ? 0 : int32_t((i * 7 + 1) % V);
+    Tensor x = dev(X, Shape{N, V}), t = dev_ids(tgt, Shape{N}), dx;
+    const auto totals = ops::label_smoothed_xent(x, t, eps, 0, &dx, scale);
+    double loss = 0, nll = 0;
+    int64_t tokens = 0;
+    std::vector<double> g(N * V, 0.0);
+    for (int64_t i = 0; i < N; ++i) {
+      if (tgt[i] == 0) continue;
+      double mx = -1e300, z = 0, sum = 0;
+      for (int64_t v = 0; v < V; ++v) mx = std::max(mx, double(X[i * V + v]));
+      for (int64_t v = 0; v < V; ++v) z += std::exp(X[i * V + v] - mx), sum += X[i * V + v];
+      const double lz = mx + std::log(z), lp = X[i * V + tgt[i]] - lz;
+      nll -= lp;
+      loss += -(1 - eps) * lp - eps * (sum / V - lz);
+      ++tokens;
+      for (int64_t v = 0; v < V; ++v)
+        g[i * V + v] = (std::exp(X[i * V + v] - lz) - eps / V - (v == tgt[i]) * (1 - eps)) * scale;
+    }
+    CHECK(totals.tokens == tokens);
+    CHECK(totals.loss == Approx(loss).epsilon(1e-6));
+    CHECK(totals.nll == Approx(nll).epsilon(1e-6));
+    expect_close(host(dx), g, 10 * tolerance(DType::F32), "xent gradient");
+  }
+}
+
+TEST_CASE("Adam update and the gradient norm", "[ops][optim]") {
+  const int64_t n = 5000;
+  auto P = randv(n, 1), G = randv(n, 2, 0.1f);
+  Tensor p = dev(P, Shape{n}), g = dev(G, Shape{n}), m(Shape{n}, g_device), v(Shape{n}, g_device);
+  std::vector<double> rp(P.begin(), P.end()), rm(n, 0), rv(n, 0);
+  for (int64_t t = 1; t <= 3; ++t) {
+    ops::AdamStep s;
+    s.lr = 1e-3;
+    s.t = t;
+    ops::adam_update(p, g, m, v, s);
+    for (int64_t i = 0; i < n; ++i) {
+      rm[i] = 0.9 * rm[i] + 0.1 * G[i];
+      rv[i] = 0.98 * rv[i] + 0.02 * double(G[i]) * G[i];
+      const double mh = rm[i] / (1 - std::pow(0.9, t)), vh = rv[i] / (1 - std::pow(0.98, t));
+      rp[i] -= 1e-3 * mh / (std::sqrt(vh) + 1e-9);
+    }
+  }
+  expect_close(host(p), rp, 1e-6, "adam");
+  double ss = 0;
+  for (float x : G) ss += double(x) * x;
+  CHECK(ops::l2_norm(g) == Approx(std::sqrt(ss)).epsilon(1e-9));
+}
+
+TEST_CASE("top-k with banned ids and ties, pick, gather rows and cache prefixes", "[ops][decode]") {
+  const int64_t rows = 3, V = 50, k = 6;
+  auto L = randv(rows * V, 1);
+  L[1 * V + 10] = L[1 * V + 20] = 5.f;  // a tie: the lower id comes first
+  Tensor lp = dev(L, Shape{rows, V});
+  std::vector<double> base = {0.5, -1.0, 2.0}, vals;
+  std::vector<int32_t> idx;
+  ops::topk(lp, base, k, {0, 2}, vals, idx);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<std::pair<double, int32_t>> all;
+    for (int32_t v = 0; v < V; ++v)
+      if (v != 0 && v != 2) all.push_back({-(base[r] + L[r * V + v]), v});
+    std::sort(all.begin(), all.end());
+    for (int64_t j = 0; j < k; ++j) {
+      CHECK(idx[r * k + j] == all[j].second);
+      CHECK(vals[r * k + j] == Approx(-all[j].first).epsilon(1e-12));
+    }
+  }
+  std::vector<float> picked;
+  ops::pick(lp, {4, 10, 49}, picked);
+  CHECK(picked == std::vector<float>{L[4], L[V + 10], L[2 * V + 49]});
+  // Rows 2, 0, 2 of a (3, 4, 2) tensor, and the first 2 of 4 positions of a cache.
+  auto X = randv(24, 2);
+  Tensor x = dev(X, Shape{3, 4, 2}), g, c;
+  ops::gather_rows(x, {2, 0, 2}, g);
+  auto hg = host(g);
+  for (int i = 0; i < 8; ++i)
+    CHECK((hg[i] == X[16 + i] && hg[8 + i] == X[i] && hg[16 + i] == X[16 + i]));
+  ops::gather_cache(x, {1, 1}, 2, c);
+  auto hc = host(c);
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < 4; ++i) CHECK(hc[r * 8 + i] == X[8 + i]);
+}
+
+int main(int argc, char** argv) {
+  std::string device = argc > 1 && argv[1][0] != '-' ? argv[1] : "cpu";
+  if (device == "cuda" && !cuda_available()) {
+    std::cout << "backend parity on cuda: skipped (no CUDA device, or built without CUDA)\n";
+    return 77;
+  }
+  g_device = parse_device(device);
+  std::vector<char*> rest = {argv[0]};
+  for (int i = argc > 1 && argv[1][0] != '-' ? 2 : 1; i < argc; ++i) rest.push_back(argv[i]);
+  std::cout << "backend parity on " << device << ": " << backend(g_device).version() << "\n";
+  return Catch::Session().run(static_cast<int>(rest.size()), rest.data());
+}
