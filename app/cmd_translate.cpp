@@ -41,6 +41,7 @@ struct Opts {
   int64_t batch_tokens = 4096;
   int window = 1024;
   int threads = 0;
+  int workers = 1;
 };
 
 // Thrown when stdout is closed under us (`| head`): the run ends quietly.
@@ -184,10 +185,11 @@ void run(Opts& o) {
     fs::create_directories(o.output_dir, ec);
     if (ec) throw InputError("cannot create --output-dir " + o.output_dir + ": " + ec.message());
   }
-  ops::set_num_threads(o.threads);
   LoadedModel model = load_model(o.model);
-  Translator tr(model, o.search, o.batch_tokens,
-                [](const std::string& w) { std::cerr << "nmt: warning: " << w << "\n"; });
+  Translator tr(
+      model, o.search, o.batch_tokens,
+      [](const std::string& w) { std::cerr << "nmt: warning: " << w << "\n"; }, o.workers,
+      o.threads);
   try {
     if (!o.output_dir.empty()) {
       for (size_t i = 0; i < o.inputs.size(); ++i) {
@@ -243,7 +245,13 @@ void register_translate(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--window", o->window, "Lines read ahead and sorted by length")
       ->check(CLI::Range(1, 1 << 20));
-  add_threads_option(cmd, o->threads);
+  cmd->add_option("--threads", o->threads,
+                  "CPU threads of each worker (0: the cores shared out among the workers)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--workers", o->workers,
+                  "Translators sharing the one loaded model, each on its own threads; batches "
+                  "are shared out among them, and the output is the same for any number")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--max-length-a", o->search.max_len_a,
                   "Max output length = a * source length + b")
       ->check(finite_range(0.0, 100.0));

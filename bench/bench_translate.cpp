@@ -12,7 +12,9 @@
 // length-sorted windows, token batches), on test_2016_flickr by default,
 // with BLEU against the reference:
 //   build/bench/bench_translate --real MODEL [--src F] [--ref F] [--threads N]
-//                               [--beam K] [--batch-tokens N] [--repeat R]
+//                               [--workers W] [--beam K] [--batch-tokens N] [--repeat R]
+// (threads: per worker). Primitives counts the primitives built during a
+// timed pass: 0 once the shapes of real text have been seen.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +48,7 @@ int real_text(int argc, char** argv) {
   const std::string src_path = arg_value(argc, argv, "--src", data + "test_2016_flickr.en.gz");
   const std::string ref_path = arg_value(argc, argv, "--ref", data + "test_2016_flickr.de.gz");
   const int threads = std::stoi(arg_value(argc, argv, "--threads", "2"));
+  const int workers = std::stoi(arg_value(argc, argv, "--workers", "1"));
   const int repeat = std::stoi(arg_value(argc, argv, "--repeat", "3"));
   SearchOptions opts;
   opts.beam = std::stoi(arg_value(argc, argv, "--beam", "4"));
@@ -56,11 +59,12 @@ int real_text(int argc, char** argv) {
   LoadedModel model = load_model(model_path);
   const std::vector<std::string> src = io::read_lines(src_path);
   const std::vector<std::string> ref = io::read_lines(ref_path);
-  Translator tr(model, opts, batch_tokens);
+  Translator tr(model, opts, batch_tokens, {}, workers, threads);
   tr.translate(src);  // warm-up: the shapes a first pass over this text needs
-  std::printf("real text: %s, %zu sentences, beam %d, batch-tokens %lld, %d threads\n",
-              src_path.c_str(), src.size(), opts.beam, static_cast<long long>(batch_tokens),
-              threads);
+  std::printf(
+      "real text: %s, %zu sentences, beam %d, batch-tokens %lld, %d worker(s) x %d thread(s)\n",
+      src_path.c_str(), src.size(), opts.beam, static_cast<long long>(batch_tokens), workers,
+      threads);
   std::printf("%8s %10s %12s %12s %8s\n", "run", "sent/s", "tgt tok/s", "primitives", "BLEU");
   for (int r = 0; r < repeat; ++r) {
     const int64_t prims = ops::primitives_created();

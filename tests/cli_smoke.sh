@@ -25,6 +25,15 @@ printf 'a\nb\n' | "$NMT" translate -m "$WORK/m.nmt" --beam 2 --n-best 2 >"$WORK/
 grep -q '^1 ||| ' "$WORK/nbest.txt" || fail "n-best format"
 printf 'a\n' | "$NMT" translate -m "$WORK/m.nmt" --format jsonl | grep -q '"translation"' || fail "jsonl"
 
+# Workers share one model; the output does not depend on how many there are.
+"$NMT" translate -m "$WORK/m.nmt" -i "$toy/dev.en" --beam 2 --workers 1 --threads 1 >"$WORK/w1.txt" 2>/dev/null \
+  || fail "translate --workers 1"
+"$NMT" translate -m "$WORK/m.nmt" -i "$toy/dev.en" --beam 2 --workers 3 --window 64 --batch-tokens 300 >"$WORK/w3.txt" 2>/dev/null \
+  || fail "translate --workers 3"
+"$NMT" translate -m "$WORK/m.nmt" -i "$toy/dev.en" --beam 2 --window 64 --batch-tokens 300 >"$WORK/w1b.txt" 2>/dev/null
+cmp -s "$WORK/w3.txt" "$WORK/w1b.txt" || fail "--workers 3 differs from --workers 1"
+[ "$(wc -l <"$WORK/w1.txt")" -eq "$(wc -l <"$toy/dev.en")" ] || fail "--workers: line count"
+
 # Interactive use: a line written into an open pipe comes back before the
 # input ends (nmt flushes a window as soon as more input would block).
 coproc NMTP { "$NMT" translate -m "$WORK/m.nmt" --beam 1 2>/dev/null; }

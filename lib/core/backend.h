@@ -48,8 +48,8 @@ class Backend {
   virtual std::string version() const = 0;
   virtual void set_num_threads(int n) = 0;  // 0: all cores (a per-thread setting)
   virtual int num_threads() const = 0;
-  // Primitives (GEMM plans, kernels' launch set-ups) built on this thread:
-  // a warm hot loop must build none.
+  // Primitives (GEMM plans, kernels' launch set-ups) built so far by every
+  // thread: a warm hot loop must build none.
   virtual int64_t primitives_created() const = 0;
 
   // Memory. Allocations are aligned for the device's widest loads.

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <xmmintrin.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -64,7 +65,8 @@ struct Entry {
 };
 
 thread_local std::unordered_map<Key, Entry, KeyHash> cache;
-thread_local int64_t created = 0;
+// Counted over all threads: translation workers build their own primitives.
+std::atomic<int64_t> created{0};
 
 int64_t bits(float f) {
   int32_t i;

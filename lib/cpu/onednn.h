@@ -43,7 +43,7 @@ void layer_norm_backward(const float* src, const float* diff_dst, const float* g
 // "oneDNN 2.6.3 (cpu runtime OMP, ISA avx512_core_amx)" for --version.
 std::string backend_version();
 
-// Number of primitives built on this thread so far (tests check that a warm
+// Number of primitives built so far, by every thread (tests check that a warm
 // hot loop builds none).
 int64_t primitives_created();
 

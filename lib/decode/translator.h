@@ -3,10 +3,20 @@
 // length within the window and packed into batches by tokens, translated,
 // and returned in input order, one result per input line. Empty lines give
 // empty translations without touching the model.
+//
+// Workers: the batches of a window are shared out among N worker threads
+// (CTranslate2's inter_threads), each with its own decoding state, its own
+// CPU threads and its own primitive cache, all reading the one immutable
+// model. Batches do not depend on the number of workers, so neither does
+// the output.
 #pragma once
 
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "decode/search.h"
@@ -27,18 +37,45 @@ struct TranslationResult {
 class Translator {
  public:
   // warn receives one-line warnings (with the 1-based line number).
+  // threads_per_worker: CPU threads of each worker (0: the cores shared out).
   Translator(const LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
-             std::function<void(const std::string&)> warn = {});
+             std::function<void(const std::string&)> warn = {}, int workers = 1,
+             int threads_per_worker = 0);
+  ~Translator();
+  Translator(const Translator&) = delete;
+  Translator& operator=(const Translator&) = delete;
+
   // first_line: the 1-based number of lines[0] in the whole input.
   std::vector<TranslationResult> translate(const std::vector<std::string>& lines,
                                            int64_t first_line = 1);
 
  private:
+  struct Batch {
+    std::vector<std::vector<int32_t>> src;
+    std::vector<size_t> index;  // positions in the window
+    std::vector<std::vector<Hypothesis>> hyps;
+  };
+  std::vector<std::vector<int32_t>> encode(const std::vector<std::string>& lines,
+                                           int64_t first_line) const;
+  std::vector<Batch> make_batches(std::vector<std::vector<int32_t>>& ids) const;
+  void run(std::vector<Batch>& batches);
+  void work(int worker);
+
   const LoadedModel& model_;
   SearchOptions opts_;
   int64_t batch_tokens_;
   std::function<void(const std::string&)> warn_;
-  DecodeState state_;
+  int threads_per_worker_;
+
+  // The pool: a window's batches, handed out one at a time.
+  std::mutex mu_;
+  std::condition_variable work_ready_, work_done_;
+  std::vector<Batch>* jobs_ = nullptr;
+  size_t next_job_ = 0, jobs_done_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace nmt

@@ -18,7 +18,7 @@ namespace nmt::ops {
 // Threads of the CPU backend for the calling thread (0: all cores).
 void set_num_threads(int n);
 int num_threads();
-// Primitives built so far on this thread (a warm loop must build none).
+// Primitives built so far, by every thread (a warm loop must build none).
 int64_t primitives_created();
 
 // ---- Matrix products -----------------------------------------------------
