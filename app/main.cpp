@@ -11,6 +11,7 @@
 #include <map>
 
 #include "commands.h"
+#include "core/comm.h"
 #include "core/error.h"
 #include "core/suggest.h"
 
@@ -123,12 +124,15 @@ int main(int argc, char** argv) {
     return usage_error(prefix, e.what());
   } catch (const nmt::Error& e) {
     std::cerr << "nmt: error: " << e.what() << "\n";
+    nmt::abort_if_distributed(1);
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "nmt: error: out of memory\n";
+    nmt::abort_if_distributed(1);
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "nmt: error: " << e.what() << "\n";
+    nmt::abort_if_distributed(1);
     return 1;
   }
   return nmt::app::exit_code();

@@ -60,7 +60,7 @@ for ck in "$OUT".ckpt/step-*.nmt "$OUT"; do
   step=$(basename "$ck" .nmt | sed 's/^step-0*//')
   [ "$ck" = "$OUT" ] && step=final
   "$NMT" translate -m "$ck" -i "$data/test_2016_flickr.en.gz" -o "$OUT.hyp" --beam 4 --threads "$THREADS" 2>/dev/null
-  bleu=$("$NMT" score --metric bleu -r "$data/test_2016_flickr.de.gz" "$OUT.hyp" | head -1)
+  bleu=$("$NMT" score "$data/test_2016_flickr.de.gz" -i "$OUT.hyp" --no-signature | head -1)
   if [ "$step" = final ]; then mins="end"; else
     mins=$(python3 -c "import json,sys
 for l in open('$log'):

@@ -3,7 +3,8 @@
 # Idempotent: with everything present it changes nothing and needs no network.
 set -euo pipefail
 pkgs="build-essential cmake pkg-config libcli11-dev libsentencepiece-dev sentencepiece
-      libdnnl-dev nlohmann-json3-dev catch2 libicu-dev zlib1g-dev clang libomp-dev time"
+      libdnnl-dev nlohmann-json3-dev catch2 libicu-dev zlib1g-dev clang libomp-dev time
+      openmpi-bin libopenmpi-dev"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

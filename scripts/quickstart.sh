@@ -84,6 +84,6 @@ paste <(gzip -cdf "$test_src" | head -5) <(head -5 "$hyp") | sed 's/\t/\n  -> /'
 echo
 echo "== Test BLEU ($(gzip -cdf "$test_src" | wc -l) sentences) =="
 gzip -cdf "$test_tgt" > "$OUT.test.ref"
-"$NMT" score -r "$OUT.test.ref" "$hyp"
+"$NMT" score "$OUT.test.ref" -i "$hyp"
 echo
 echo "Learning curve: $OUT.curve.svg   metrics: $OUT.log.jsonl"

@@ -3,6 +3,7 @@
 #include "core/device.h"
 
 #include "core/backend.h"
+#include "core/comm.h"
 #include "core/error.h"
 
 namespace nmt {
@@ -20,7 +21,8 @@ Device parse_device(const std::string& name) {
 Backend& backend(Device d) { return d == Device::CPU ? cpu_backend() : cuda_backend(); }
 
 std::string backends_info() {
-  return "cpu: " + cpu_backend().version() + "; cuda: " + cuda_build_info() + "; mpi: not built";
+  return "cpu: " + cpu_backend().version() + "; cuda: " + cuda_build_info() +
+         "; mpi: " + mpi_build_info();
 }
 
 }  // namespace nmt

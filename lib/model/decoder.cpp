@@ -123,8 +123,11 @@ void DecoderLayer::step(const Tensor& x, DecodeState& st, size_t layer, Tensor& 
 
 Decoder::Decoder(ParamStore& store, const ModelConfig& cfg) : pre_(cfg.pre_norm()) {
   layers_.reserve(cfg.decoder_layers);
-  for (int i = 0; i < cfg.decoder_layers; ++i)
+  for (int i = 0; i < cfg.decoder_layers; ++i) {
+    const int64_t begin = store.size();
     layers_.emplace_back(store, "decoder/layer_" + std::to_string(i), cfg);
+    ranges_.push_back({begin, store.size()});
+  }
   if (pre_) final_ln_ = LayerNorm(store, "decoder/final_ln", cfg.d_model, cfg.layer_norm_eps);
 }
 
@@ -157,6 +160,7 @@ void Decoder::backward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T,
     Tensor& out = i ? (grad == &ping ? pong : ping) : dx;
     layers_[i].backward(in, enc, B, T, S, a.layers[i], *grad, s, out, denc, g,
                         mix_seed(seed, 200 + i));
+    g.ready(ranges_[i].first, ranges_[i].second);
     grad = &out;
   }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/attention.h"
@@ -96,6 +97,8 @@ class Decoder {
   std::vector<DecoderLayer> layers_;
   bool pre_;
   LayerNorm final_ln_;
+  // Each layer's parameters in the flat buffer, for Grads::ready().
+  std::vector<std::pair<int64_t, int64_t>> ranges_;
 };
 
 }  // namespace nmt

@@ -74,8 +74,11 @@ void EncoderLayer::backward(const Tensor& x, int64_t B, int64_t S, const Encoder
 
 Encoder::Encoder(ParamStore& store, const ModelConfig& cfg) : pre_(cfg.pre_norm()) {
   layers_.reserve(cfg.encoder_layers);
-  for (int i = 0; i < cfg.encoder_layers; ++i)
+  for (int i = 0; i < cfg.encoder_layers; ++i) {
+    const int64_t begin = store.size();
     layers_.emplace_back(store, "encoder/layer_" + std::to_string(i), cfg);
+    ranges_.push_back({begin, store.size()});
+  }
   if (pre_) final_ln_ = LayerNorm(store, "encoder/final_ln", cfg.d_model, cfg.layer_norm_eps);
 }
 
@@ -105,6 +108,7 @@ void Encoder::backward(const Tensor& x, int64_t B, int64_t S, const EncoderActs&
     const Tensor& in = i ? layers_[i - 1].output(a.layers[i - 1]) : x;
     Tensor& out = i ? (grad == &ping ? pong : ping) : dx;
     layers_[i].backward(in, B, S, a.layers[i], *grad, s, out, g, mix_seed(seed, 100 + i));
+    g.ready(ranges_[i].first, ranges_[i].second);
     grad = &out;
   }
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/attention.h"
@@ -72,6 +73,8 @@ class Encoder {
   std::vector<EncoderLayer> layers_;
   bool pre_;
   LayerNorm final_ln_;  // pre-LN only
+  // Each layer's parameters in the flat buffer, for Grads::ready().
+  std::vector<std::pair<int64_t, int64_t>> ranges_;
 };
 
 }  // namespace nmt

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 
 #include "core/tensor.h"
@@ -49,7 +50,10 @@ class ParamStore {
 };
 
 // Gradients of every parameter of a store, in one buffer with its layout.
-// Layers accumulate into them (see layers.h for the convention).
+// Layers accumulate into them (see layers.h for the convention). A backward
+// pass announces each layer's range of the buffer once that layer is done,
+// so that a distributed run can start summing it across processes while the
+// layers below are still being computed.
 class Grads {
  public:
   explicit Grads(const ParamStore& store) : buffer_(Shape{store.size()}) {}
@@ -57,8 +61,16 @@ class Grads {
   Tensor& buffer() { return buffer_; }
   void zero() { buffer_.zero(); }
 
+  // Elements [begin, end) of the buffer hold their final values for this
+  // backward pass.
+  void ready(int64_t begin, int64_t end) {
+    if (on_ready_) on_ready_(begin, end);
+  }
+  void on_ready(std::function<void(int64_t, int64_t)> f) { on_ready_ = std::move(f); }
+
  private:
   Tensor buffer_;
+  std::function<void(int64_t, int64_t)> on_ready_;
 };
 
 }  // namespace nmt

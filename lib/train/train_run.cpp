@@ -5,6 +5,11 @@
 //   4. the loop: an update, then validation, checkpoint and stop checks;
 //   5. the end: a last checkpoint and validation, then the final model (the
 //      better of the last weights and the checkpoint average, if asked).
+//
+// In a distributed run every process trains (Trainer::step sums their
+// gradients); only rank 0 locks, logs, validates and writes files, and the
+// decisions that depend on a clock, a signal or a validation are agreed on
+// after every update (agree()), so that all processes stop at the same step.
 #include "train/train_run.h"
 
 #include <algorithm>
@@ -13,8 +18,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <random>
 
+#include "core/comm.h"
 #include "core/error.h"
 #include "core/format.h"
 #include "core/rng.h"
@@ -59,22 +66,29 @@ class TrainRun {
 
   TrainResult run() {
     validate_options(opts_);
-    io::FileLock lock(opts_.out + ".lock", opts_.out);
-    clear_stale_temps();
+    std::optional<io::FileLock> lock;
+    if (root()) {
+      lock.emplace(opts_.out + ".lock", opts_.out);
+      clear_stale_temps();
+    }
     read_data();
     open_previous_run();
     encode_data();
     build_model();
-    open_log();
+    if (root()) open_log();
     loop();
-    finish();
+    if (root()) finish();
+    result_.steps = trainer_->steps();
+    result_.interrupted = result_.stop_reason == "interrupted";
     return std::move(result_);
   }
 
  private:
+  bool root() const { return comm_.rank() == 0; }
   void log(const std::string& s) {
-    if (cb_.log) cb_.log(s);
+    if (root() && cb_.log) cb_.log(s);
   }
+  void agree();
   bool has_valid() const { return !opts_.valid_src.empty(); }
 
   void clear_stale_temps();
@@ -98,6 +112,10 @@ class TrainRun {
   ModelConfig cfg_;
   TrainOptions opts_;
   const TrainCallbacks& cb_;
+  Comm& comm_ = world();
+  // Agreed by every process after each update: a stop signal anywhere, and
+  // rank 0's time budget and early stopping.
+  bool signalled_ = false, out_of_time_ = false, early_stop_agreed_ = false;
   const Clock::time_point start_ = Clock::now();
 
   std::vector<std::string> src_, tgt_, vsrc_, vtgt_;
@@ -165,6 +183,11 @@ void TrainRun::open_previous_run() {
       log("warning: --update-freq differs from the checkpoint's (" +
           std::to_string(rs.update_freq) +
           "); the run will not repeat an uninterrupted one exactly");
+    if (rs.ranks != comm_.size())
+      log("warning: the checkpoint was trained by " + std::to_string(rs.ranks) +
+          " process(es), this run has " + std::to_string(comm_.size()) + ": an update now takes " +
+          std::to_string(comm_.size()) + " x --update-freq batches, so the batch size and the " +
+          "order in which batches meet the optimiser change from here on");
     log("resuming from " + ckpts.back() + " at step " + std::to_string(rs.step) + " (epoch " +
         std::to_string(rs.epoch) + ", batch " + std::to_string(rs.batch_index) + ")");
     return;
@@ -189,7 +212,11 @@ void TrainRun::open_previous_run() {
     }
     log("training a joint SentencePiece vocabulary of " + std::to_string(size) + " pieces on " +
         std::to_string(sample.size()) + " sentences");
-    vocab_ = Vocab::train(sample, size, "unigram", ops::num_threads());
+    // One vocabulary for all processes: rank 0 trains it and sends it.
+    std::string bytes;
+    if (root()) bytes = Vocab::train(sample, size, "unigram", ops::num_threads()).bytes();
+    comm_.broadcast(bytes, 0);
+    vocab_ = Vocab::from_bytes(bytes);
     log("vocabulary: " + std::to_string(vocab_.size()) + " pieces");
   }
   spm_ = vocab_.bytes();
@@ -261,22 +288,34 @@ void TrainRun::open_log() {
   log("model: " + cfg_.name + ", " + human_number(double(model_->parameter_count())) +
       " parameters; " + std::to_string(bpe) +
       " batches of <= " + std::to_string(opts_.batch_tokens) + " tokens per epoch, " +
-      std::to_string(opts_.update_freq) + " per update; " + std::to_string(ops::num_threads()) +
-      " threads");
+      std::to_string(opts_.update_freq) + " per update per process; " +
+      std::to_string(ops::num_threads()) + " threads; " + comm_.describe());
 }
 
+void TrainRun::agree() {
+  int64_t flags[3] = {
+      cb_.stop && cb_.stop->load() != 0,
+      root() && opts_.max_minutes > 0 && seconds_since(start_) >= opts_.max_minutes * 60,
+      root() && early_stopped_};
+  comm_.max(flags, 3);
+  signalled_ = flags[0], out_of_time_ = flags[1], early_stop_agreed_ = flags[2];
+}
+
+// Every input here is the same in every process: step counts, epochs and
+// the agreed flags.
 bool TrainRun::stop_now() {
+  agree();
   std::string& reason = result_.stop_reason;
   const int64_t steps = trainer_->steps();
   if (opts_.max_steps > 0 && steps >= opts_.max_steps)
     reason = "max-steps";
   else if (opts_.max_epochs > 0 && trainer_->epoch() >= opts_.max_epochs)
     reason = "max-epochs";
-  else if (opts_.max_minutes > 0 && seconds_since(start_) >= opts_.max_minutes * 60)
+  else if (out_of_time_)
     reason = "max-minutes";
-  else if (early_stopped_)
+  else if (early_stop_agreed_)
     reason = "early-stop";
-  else if (cb_.stop && cb_.stop->load() != 0)
+  else if (signalled_)
     reason = "interrupted";
   return !reason.empty();
 }
@@ -294,6 +333,7 @@ void TrainRun::loop() {
 
 void TrainRun::after_update(const StepStats& s) {
   result_.losses.push_back(s.loss);
+  if (!root()) return;  // logs, validation and checkpoints are rank 0's
   log_->write({{"type", "train"},
                {"step", s.step},
                {"epoch", s.epoch_progress},
@@ -491,7 +531,6 @@ void TrainRun::choose_final_weights() {
 void TrainRun::finish() {
   const int64_t steps = trainer_->steps();
   result_.interrupted = result_.stop_reason == "interrupted";
-  result_.steps = steps;
   if (steps > last_ckpt_step_ || list_checkpoints(opts_.out).empty()) save_checkpoint();
   if (!result_.interrupted) {
     if (has_valid() && last_valid_step_ != steps) validate(false);

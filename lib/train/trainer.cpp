@@ -26,64 +26,77 @@ namespace nmt {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-Trainer::Trainer(Transformer& model, const ParallelCorpus& train, const TrainOptions& opts)
+Trainer::Trainer(Transformer& model, const ParallelCorpus& train, const TrainOptions& opts,
+                 Comm& comm)
     : model_(model),
       train_(train),
       opts_(opts),
+      comm_(comm),
       stream_(train, opts.batch_tokens, opts.seed),
       adam_(model.params().size()),
-      grads_(model.params()) {
+      grads_(model.params()),
+      sync_(comm, grads_) {
   if (!model.params().values().numel()) throw Error("Trainer: the model is not initialised");
 }
 
+// An update takes update_freq x ranks batches off the stream, in an order
+// that depends only on the seed; this process computes every ranks-th one,
+// starting at its rank, so that N processes compute what one does with
+// --update-freq N (the gradients summed, the loss normalised by all the
+// update's target tokens).
 StepStats Trainer::step() {
   const auto t0 = std::chrono::steady_clock::now();
-  const ModelConfig& cfg = model_.config();
-  std::vector<TokenBatch> batches;
-  batches.reserve(opts_.update_freq);
-  for (int64_t k = 0; k < opts_.update_freq; ++k)
-    batches.push_back(gather_batch(train_, stream_.next()));
+  const int ranks = comm_.size(), rank = comm_.rank();
+  std::vector<std::pair<int64_t, TokenBatch>> mine;  // (index within the update, batch)
   StepStats s;
-  for (const auto& b : batches) {
-    s.tgt_tokens += b.tgt_tokens();
-    s.src_tokens += b.src_tokens();
-    s.sentences += b.B;
+  for (int64_t k = 0; k < opts_.update_freq * ranks; ++k) {
+    const std::vector<int64_t>& idx = stream_.next();
+    s.sentences += static_cast<int64_t>(idx.size());
+    for (int64_t i : idx) {
+      s.src_tokens += static_cast<int64_t>(train_.src[i].size()) + 1;
+      s.tgt_tokens += static_cast<int64_t>(train_.tgt[i].size()) + 1;
+    }
+    if (k % ranks == rank) mine.emplace_back(k, gather_batch(train_, idx));
   }
-  ParamStore& ps = model_.params();
   grads_.zero();
-  // The loss of an update is normalised by all its target tokens, so K
-  // accumulated batches equal one K times as large.
   const float grad_scale = 1.f / static_cast<float>(std::max<int64_t>(s.tgt_tokens, 1));
   const uint64_t step_seed = mix_seed(opts_.seed, static_cast<uint64_t>(step_ + 1));
-  double loss = 0, nll = 0;
-  for (size_t k = 0; k < batches.size(); ++k) {
-    const TokenBatch& b = batches[k];
-    model_.forward(b, acts_, true, mix_seed(step_seed, k));
-    const ops::LossTotals l = ops::label_smoothed_xent(
-        acts_.logits, acts_.tgt_out_ids, cfg.label_smoothing, kPad, &dlogits_, grad_scale);
-    loss += l.loss;
-    nll += l.nll;
+  double totals[2] = {0, 0};  // loss, nll over this process's batches
+  for (size_t j = 0; j < mine.size(); ++j) {
+    const auto& [k, b] = mine[j];
+    model_.forward(b, acts_, true, mix_seed(step_seed, static_cast<uint64_t>(k)));
+    const ops::LossTotals l =
+        ops::label_smoothed_xent(acts_.logits, acts_.tgt_out_ids, model_.config().label_smoothing,
+                                 kPad, &dlogits_, grad_scale);
+    totals[0] += l.loss;
+    totals[1] += l.nll;
+    if (j + 1 == mine.size()) sync_.arm();  // the last pass: sum layers as they finish
     model_.backward(b, acts_, dlogits_, grads_);
   }
+  sync_.finish();
+  comm_.sum(totals, 2);
+  apply_update(s);
+  const double tok = static_cast<double>(std::max<int64_t>(s.tgt_tokens, 1));
+  s.loss = totals[0] / tok;
+  s.nll = totals[1] / tok;
+  s.ppl = std::exp(s.nll);
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+void Trainer::apply_update(StepStats& s) {
   Tensor& grads = grads_.buffer();
   s.grad_norm = ops::l2_norm(grads);
   if (opts_.clip_norm > 0 && s.grad_norm > opts_.clip_norm)
     ops::scale_(grads, static_cast<float>(opts_.clip_norm / s.grad_norm));
   ++step_;
-  s.lr = noam_lr(step_, cfg.d_model, opts_.warmup_steps, opts_.lr_scale);
-  adam_.update(ps.values(), grads, s.lr);
-
-  const double tok = static_cast<double>(std::max<int64_t>(s.tgt_tokens, 1));
+  s.lr = noam_lr(step_, model_.config().d_model, opts_.warmup_steps, opts_.lr_scale);
+  adam_.update(model_.params().values(), grads, s.lr);
   s.step = step_;
-  s.loss = loss / tok;
-  s.nll = nll / tok;
-  s.ppl = std::exp(s.nll);
   s.epoch = stream_.epoch();
   s.epoch_progress =
       static_cast<double>(stream_.epoch()) +
       static_cast<double>(stream_.index()) / static_cast<double>(stream_.batches_per_epoch());
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return s;
 }
 
 namespace {
@@ -186,6 +199,7 @@ void Trainer::save(const std::string& path, const std::string& spm_model, const 
                    {"batch_tokens", opts_.batch_tokens},
                    {"update_freq", opts_.update_freq},
                    {"train_pairs", train_.size()},
+                   {"ranks", comm_.size()},
                    {"extra", extra}};
   meta["training_state"] = st.dump();
   std::vector<NamedTensor> tensors;
@@ -220,6 +234,7 @@ TrainState read_train_state(const FileContents& f) {
   s.batch_tokens = field("batch_tokens");
   s.update_freq = field("update_freq");
   s.train_pairs = field("train_pairs");
+  s.ranks = j.contains("ranks") ? field("ranks") : 1;
   if (j.contains("extra")) {
     if (!j["extra"].is_object())
       throw InputError(f.source + ": damaged training_state: \"extra\" is not an object");

@@ -29,9 +29,11 @@
 #include <string>
 #include <vector>
 
+#include "core/comm.h"
 #include "model/config.h"
 #include "model/transformer.h"
 #include "train/data.h"
+#include "train/grad_sync.h"
 #include "train/optimizer.h"
 #include "train/options.h"
 
@@ -68,6 +70,7 @@ struct TrainState {
   int64_t step = 0, epoch = 0, batch_index = 0;
   uint64_t seed = 0;
   int64_t adam_t = 0, batch_tokens = 0, update_freq = 0, train_pairs = 0;
+  int64_t ranks = 1;                                // processes that trained it
   nlohmann::json extra = nlohmann::json::object();  // the loop's own state
 };
 
@@ -75,7 +78,9 @@ class Trainer {
  public:
   // The model must have been initialised (or loaded). The corpus must
   // outlive the trainer.
-  Trainer(Transformer& model, const ParallelCorpus& train, const TrainOptions& opts);
+  // comm: the processes of a data-parallel run (see step()).
+  Trainer(Transformer& model, const ParallelCorpus& train, const TrainOptions& opts,
+          Comm& comm = world());
 
   // One update of update_freq batches.
   StepStats step();
@@ -107,12 +112,16 @@ class Trainer {
                    const std::vector<std::string>* ref_lines, int64_t max_bleu,
                    ValidStats& v) const;
 
+  void apply_update(StepStats& s);
+
   Transformer& model_;
   const ParallelCorpus& train_;
   TrainOptions opts_;
+  Comm& comm_;
   BatchStream stream_;
   Adam adam_;
   Grads grads_;
+  GradSync sync_;
   Activations acts_;  // the step's arena, reused by every batch
   int64_t step_ = 0;
   Tensor dlogits_;
