@@ -13,6 +13,7 @@
 // with BLEU against the reference:
 //   build/bench/bench_translate --real MODEL [--src F] [--ref F] [--threads N]
 //                               [--workers W] [--beam K] [--batch-tokens N] [--repeat R]
+//                               [--warmup-lines N]
 // (threads: per worker). Primitives counts the primitives built during a
 // timed pass: 0 once the shapes of real text have been seen.
 #include <algorithm>
@@ -57,10 +58,20 @@ int real_text(int argc, char** argv) {
   double nominal, measured;
   bench::print_peak(threads, &nominal, &measured);
   LoadedModel model = load_model(model_path);
-  const std::vector<std::string> src = io::read_lines(src_path);
-  const std::vector<std::string> ref = io::read_lines(ref_path);
+  std::vector<std::string> src = io::read_lines(src_path);
+  std::vector<std::string> ref = io::read_lines(ref_path);
   Translator tr(model, opts, batch_tokens, {}, workers, threads);
-  tr.translate(src);  // warm-up: the shapes a first pass over this text needs
+  // Warm-up: by default a pass over the same text (every shape it needs is
+  // then built); --warmup-lines N warms up on the first N lines only and
+  // times the rest, whose shapes are new.
+  const size_t warm = std::stoul(arg_value(argc, argv, "--warmup-lines", "0"));
+  if (warm > 0 && warm < src.size()) {
+    tr.translate({src.begin(), src.begin() + static_cast<std::ptrdiff_t>(warm)});
+    src.erase(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(warm));
+    ref.erase(ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(warm));
+  } else {
+    tr.translate(src);
+  }
   std::printf(
       "real text: %s, %zu sentences, beam %d, batch-tokens %lld, %d worker(s) x %d thread(s)\n",
       src_path.c_str(), src.size(), opts.beam, static_cast<long long>(batch_tokens), workers,

@@ -97,12 +97,15 @@ struct Mm {
 
 }  // namespace
 
-TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate", "[ops][gemm]") {
+TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate, constant weights",
+          "[ops][gemm]") {
   for (DType dt : kDtypes)
     for (Mm s : {Mm{1, 1, 1}, Mm{7, 5, 3}, Mm{33, 64, 17}, Mm{128, 96, 200}, Mm{1, 256, 512}})
-      for (int variant = 0; variant < 6; ++variant) {
-        const bool ta = variant == 1, tb = variant == 2, bias = variant == 3, relu = variant == 4,
-                   acc = variant == 5;
+      for (int variant = 0; variant < 7; ++variant) {
+        // 6: the weights are constant (a frozen model's), so the backend may
+        // repack them once and reuse the copy.
+        const bool ta = variant == 1, tb = variant == 2 || variant == 6, bias = variant == 3,
+                   relu = variant == 4, acc = variant == 5, constant = variant == 6;
         const float alpha = variant == 5 ? 0.5f : 1.f;
         auto A = randv(s.M * s.K, 1), Bm = randv(s.K * s.N, 2), bv = randv(s.N, 3),
              C0 = randv(s.M * s.N, 4);
@@ -121,7 +124,12 @@ TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate", "[ops][gem
         o.bias = bias ? &bt : nullptr;
         o.relu = relu;
         o.accumulate = acc;
+        o.constant_b = constant ? 4242 : 0;
         ops::matmul(a, ta, b, tb, c, o);
+        if (constant) {
+          ops::matmul(a, ta, b, tb, c, o);  // the second call uses the kept copy
+          backend(g_device).forget_constants(4242);
+        }
         std::vector<double> ref(s.M * s.N);
         for (int64_t i = 0; i < s.M; ++i)
           for (int64_t j = 0; j < s.N; ++j) {

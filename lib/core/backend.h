@@ -33,6 +33,13 @@ struct GemmAttr {
   bool accumulate = false;      // dst += alpha * a @ b (gradient accumulation)
   const float* bias = nullptr;  // (cols) added to every row
   bool relu = false;
+  // Non-zero: b is a weight matrix that never changes again, owned by this
+  // id (a frozen ParamStore); the backend may keep a repacked copy of it
+  // until forget_constants(id).
+  uint64_t constant_b = 0;
+  // The shape changes from call to call (attention's batched products):
+  // prefer a plan that serves any shape to one built per shape.
+  bool varying_shape = false;
 };
 
 // Label-smoothed cross-entropy totals over the non-pad rows.
@@ -70,6 +77,8 @@ class Backend {
   // GEMM: dst = alpha * a @ b (+ bias) (relu) (+ dst).
   virtual void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst,
                     const GemmAttr& attr) = 0;
+  // The constant weights of this owner are going away: drop what was kept.
+  virtual void forget_constants(uint64_t owner) = 0;
 
   // Softmax or log-softmax over the last axis of (rows, cols).
   virtual void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) = 0;

@@ -1,6 +1,7 @@
 // The CPU backend: oneDNN primitives for the GEMMs, softmax and layer norm
 // (cpu/onednn), OpenMP loops for the rest (cpu/loops), 64-byte aligned host
 // memory.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -14,6 +15,7 @@ namespace nmt {
 namespace {
 
 constexpr float kMasked = -1e9f;
+constexpr int64_t kLoopSoftmaxCols = 1024;
 
 class CpuBackend final : public Backend {
  public:
@@ -46,10 +48,19 @@ class CpuBackend final : public Backend {
   }
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) override {
-    cpu::gemm(a, b, dst, attr);
+    if (attr.varying_shape)
+      cpu::gemm_runtime(a, b, dst, attr);
+    else
+      cpu::gemm(a, b, dst, attr);
   }
+  void forget_constants(uint64_t owner) override { cpu::forget_constants(owner); }
   void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) override {
-    cpu::softmax(src, dst, rows, cols, log);
+    // oneDNN's kernel for vocabulary-wide rows (a primitive per row count,
+    // which stays bounded); loops for attention's short, ever-changing rows.
+    if (!log && cols <= kLoopSoftmaxCols)
+      cpu::softmax_rows(src, dst, rows, cols);
+    else
+      cpu::softmax(src, dst, rows, cols, log);
   }
   void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
                         int64_t cols) override {
@@ -68,7 +79,10 @@ class CpuBackend final : public Backend {
   }
   void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                   float* var, int64_t rows, int64_t D, float eps) override {
-    cpu::layer_norm(x, y, gamma, beta, mean, var, rows, D, eps, mean != nullptr);
+    if (mean)
+      cpu::layer_norm(x, y, gamma, beta, mean, var, rows, D, eps, true);
+    else
+      cpu::layer_norm_rows(x, y, gamma, beta, rows, D, eps);
   }
   void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
                            const float* var, float* dx, float* dgamma, float* dbeta, int64_t rows,

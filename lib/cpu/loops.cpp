@@ -70,6 +70,43 @@ void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) {
   }
 }
 
+void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {
+#pragma omp parallel for if (rows * cols > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = src + r * cols;
+    float* y = dst + r * cols;
+    float mx = x[0];
+    for (int64_t c = 1; c < cols; ++c) mx = std::max(mx, x[c]);
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t c = 0; c < cols; ++c) {
+      y[c] = std::exp(x[c] - mx);
+      sum += y[c];
+    }
+    const float inv = 1.f / sum;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) y[c] *= inv;
+  }
+}
+
+void layer_norm_rows(const float* src, float* dst, const float* gamma, const float* beta,
+                     int64_t rows, int64_t D, float eps) {
+#pragma omp parallel for if (rows * D > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = src + r * D;
+    float* y = dst + r * D;
+    float mean = 0.f, var = 0.f;
+#pragma omp simd reduction(+ : mean)
+    for (int64_t i = 0; i < D; ++i) mean += x[i];
+    mean /= static_cast<float>(D);
+#pragma omp simd reduction(+ : var)
+    for (int64_t i = 0; i < D; ++i) var += (x[i] - mean) * (x[i] - mean);
+    const float rstd = 1.f / std::sqrt(var / static_cast<float>(D) + eps);
+#pragma omp simd
+    for (int64_t i = 0; i < D; ++i) y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
+  }
+}
+
 void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
                const float* positions, int64_t pos0, int64_t T, float* out) {
 #pragma omp parallel for if (n * D > 65536)

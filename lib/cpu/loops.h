@@ -19,6 +19,13 @@ void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols);
 void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
               const std::array<int64_t, 4>& mask_dims);
 
+// Softmax over rows of a few hundred columns at most (attention), and layer
+// normalisation without statistics (inference): plain vectorised loops, so
+// the row counts and lengths of real text need no primitive per shape.
+void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols);
+void layer_norm_rows(const float* src, float* dst, const float* gamma, const float* beta,
+                     int64_t rows, int64_t D, float eps);
+
 void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
                const float* positions, int64_t pos0, int64_t T, float* out);
 void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,

@@ -3,10 +3,15 @@
 #include <omp.h>
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -60,11 +65,21 @@ struct KeyHash {
 struct Entry {
   dnnl::primitive prim;
   std::unordered_map<int, memory> args;
+  memory::desc packed_from;   // constant weights: their plain layout
+  std::string packed_layout;  // and the packed one, as packed_weights() keys it
   void set(int arg, const void* p) { args.at(arg).set_data_handle(const_cast<void*>(p)); }
   void run() { prim.execute(ctx().stream, args); }
 };
 
-thread_local std::unordered_map<Key, Entry, KeyHash> cache;
+// Least recently used first out: a long-running process with very varied
+// input (a shape per batch size and length) keeps the shapes in use and
+// drops the stale ones one at a time.
+struct Cached {
+  Entry entry;
+  std::list<Key>::iterator age;  // position in `recent`, most recent first
+};
+thread_local std::unordered_map<Key, Cached, KeyHash> cache;
+thread_local std::list<Key> recent;
 // Counted over all threads: translation workers build their own primitives.
 std::atomic<int64_t> created{0};
 
@@ -94,12 +109,15 @@ memory::desc md2(int64_t rows, int64_t cols) {
 template <typename Build>
 Entry& lookup(const Key& key, Build&& build) {
   auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  // Decoding sees one shape per (batch, length) pair; a long-running process
-  // with very varied input could collect them without end, so start over
-  // past a generous bound (rebuilding costs microseconds per primitive).
+  if (it != cache.end()) {
+    recent.splice(recent.begin(), recent, it->second.age);
+    return it->second.entry;
+  }
   constexpr size_t kMaxCached = 8192;
-  if (cache.size() >= kMaxCached) cache.clear();
+  if (cache.size() >= kMaxCached) {
+    cache.erase(recent.back());
+    recent.pop_back();
+  }
   Entry e;
   try {
     build(e);
@@ -107,7 +125,8 @@ Entry& lookup(const Key& key, Build&& build) {
     throw Error(std::string("oneDNN could not build a primitive: ") + err.what());
   }
   ++created;
-  return cache.emplace(key, std::move(e)).first->second;
+  recent.push_front(key);
+  return cache.emplace(key, Cached{std::move(e), recent.begin()}).first->second.entry;
 }
 
 memory mem(const memory::desc& d) { return memory(d, ctx().engine, DNNL_MEMORY_NONE); }
@@ -153,9 +172,72 @@ std::string backend_version() {
          std::to_string(v->patch) + " (ISA " + isa + ")";
 }
 
+namespace {
+
+// Constant weights (a frozen model's) repacked once into the layout oneDNN
+// prefers for a GEMM, shared by every thread: at the small M of a decoding
+// step, plain weights are repacked by the GEMM itself on every call, which
+// costs more than the product (5x on the output projection at M = 8).
+struct Packed {
+  uint64_t owner;
+  const void* src;
+  std::string layout;  // the bytes of the packed memory descriptor
+  std::shared_ptr<void> data;
+};
+std::mutex packed_mu;
+std::vector<Packed> packed;             // guarded by packed_mu
+std::atomic<uint64_t> packed_epoch{0};  // bumped when an owner's copies are dropped
+
+std::string layout_of(const memory::desc& d) {
+  return std::string(reinterpret_cast<const char*>(&d.data), sizeof(d.data));
+}
+
+// The packed copy of weights `b` (plain layout b_md) in layout `want`,
+// made on first use. A per-thread memo keeps the hot path lock-free.
+void* packed_weights(uint64_t owner, const float* b, const memory::desc& b_md,
+                     const memory::desc& want, const std::string& layout) {
+  struct Memo {
+    uint64_t owner;
+    const void* src;
+    std::string layout;
+    void* data;
+  };
+  thread_local std::vector<Memo> memo;
+  thread_local uint64_t memo_epoch = 0;
+  if (memo_epoch != packed_epoch.load()) memo.clear(), memo_epoch = packed_epoch.load();
+  for (const Memo& m : memo)
+    if (m.owner == owner && m.src == b && m.layout == layout) return m.data;
+  std::lock_guard<std::mutex> lock(packed_mu);
+  void* data = nullptr;
+  for (const Packed& p : packed)
+    if (p.owner == owner && p.src == b && p.layout == layout) data = p.data.get();
+  if (!data) {
+    std::shared_ptr<void> buf(std::aligned_alloc(64, (want.get_size() + 63) / 64 * 64), std::free);
+    if (!buf) throw Error("out of memory packing weights");
+    memory from(b_md, ctx().engine, const_cast<float*>(b)), to(want, ctx().engine, buf.get());
+    dnnl::reorder(from, to).execute(ctx().stream, from, to);
+    ctx().stream.wait();
+    data = buf.get();
+    packed.push_back({owner, b, layout, std::move(buf)});
+  }
+  memo.push_back({owner, b, layout, data});
+  return data;
+}
+
+}  // namespace
+
+void forget_constants(uint64_t owner) {
+  std::lock_guard<std::mutex> lock(packed_mu);
+  packed.erase(std::remove_if(packed.begin(), packed.end(),
+                              [&](const Packed& p) { return p.owner == owner; }),
+               packed.end());
+  ++packed_epoch;
+}
+
 void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
   if (a.dims[3] != b.dims[2] || a.dims[2] != dst.dims[2] || b.dims[3] != dst.dims[3])
     throw Error("gemm: inner or outer dimensions do not match");
+  const bool pack = attr.constant_b != 0;
   Key key;
   key.add(1);
   key.add(a.dims);
@@ -165,11 +247,12 @@ void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr
   key.add(dst.dims);
   key.add(dst.strides);
   key.add(bits(attr.alpha));
-  key.add(attr.accumulate * 1 + (attr.bias != nullptr) * 2 + attr.relu * 4);
+  key.add(attr.accumulate * 1 + (attr.bias != nullptr) * 2 + attr.relu * 4 + pack * 8);
 
   Entry& e = lookup(key, [&](Entry& e) {
     auto a_md = md4(a.dims, a.strides);
-    auto b_md = md4(b.dims, b.strides);
+    auto b_md = pack ? memory::desc(memory::dims(b.dims.begin(), b.dims.end()), dt::f32, tag::any)
+                     : md4(b.dims, b.strides);
     auto c_md = md4(dst.dims, dst.strides);
     memory::desc bias_md;
     if (attr.bias) bias_md = md_dense({1, 1, 1, dst.dims[3]});
@@ -184,14 +267,103 @@ void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr
     dnnl::matmul::primitive_desc pd(d, pa, ctx().engine);
     e.prim = dnnl::matmul(pd);
     e.args.emplace(DNNL_ARG_SRC, mem(a_md));
-    e.args.emplace(DNNL_ARG_WEIGHTS, mem(b_md));
+    e.args.emplace(DNNL_ARG_WEIGHTS, mem(pack ? pd.weights_desc() : b_md));
     e.args.emplace(DNNL_ARG_DST, mem(c_md));
     if (attr.bias) e.args.emplace(DNNL_ARG_BIAS, mem(bias_md));
+    if (pack) {
+      e.packed_from = md4(b.dims, b.strides);
+      e.packed_layout = layout_of(pd.weights_desc());
+    }
   });
+  e.set(DNNL_ARG_SRC, a.ptr);
+  e.set(DNNL_ARG_WEIGHTS,
+        pack ? packed_weights(attr.constant_b, b.ptr, e.packed_from,
+                              e.args.at(DNNL_ARG_WEIGHTS).get_desc(), e.packed_layout)
+             : b.ptr);
+  e.set(DNNL_ARG_DST, dst.ptr);
+  if (attr.bias) e.set(DNNL_ARG_BIAS, attr.bias);
+  e.run();
+}
+
+namespace {
+
+// Attention's batched GEMMs change shape with every batch and step (rows,
+// sentence lengths, cache capacity). Built with oneDNN runtime dimensions
+// (all but the heads and the reduction) and runtime strides (all but the
+// unit ones), one primitive serves every shape, and it runs the same jit
+// kernel a fixed shape would get; only the cheap memory objects are per shape.
+struct RuntimeShapes {
+  std::unordered_map<Key, std::array<memory, 3>, KeyHash> mems;
+};
+thread_local std::unordered_map<const Entry*, RuntimeShapes> runtime_shapes;
+
+memory::desc runtime_md(const std::array<int64_t, 4>& d, const std::array<int64_t, 4>& s,
+                        bool static_dim1, int static_dim) {
+  constexpr int64_t R = DNNL_RUNTIME_DIM_VAL;
+  memory::dims dims(4), strides(4);
+  for (int i = 0; i < 4; ++i) {
+    dims[i] = (i == 1 && static_dim1) || i == static_dim ? d[i] : R;
+    strides[i] = s[i] == 1 ? 1 : R;
+  }
+  return memory::desc(dims, dt::f32, strides);
+}
+
+// Strides as md4 gives them to oneDNN (size-1 dims made dense).
+std::array<int64_t, 4> fixed_strides(const MatDesc& m) {
+  std::array<int64_t, 4> s = m.strides;
+  for (int i = 2; i >= 0; --i)
+    if (m.dims[i] == 1) s[i] = s[i + 1] * m.dims[i + 1];
+  return s;
+}
+
+int64_t unit_pattern(const std::array<int64_t, 4>& s) {
+  int64_t bits = 0;
+  for (int i = 0; i < 4; ++i) bits |= int64_t(s[i] == 1) << i;
+  return bits;
+}
+
+}  // namespace
+
+void gemm_runtime(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
+  if (a.dims[3] != b.dims[2] || a.dims[2] != dst.dims[2] || b.dims[3] != dst.dims[3] ||
+      a.dims[0] != b.dims[0] || a.dims[1] != b.dims[1] || attr.bias || attr.relu)
+    throw Error("gemm: batched operands do not match");
+  const auto sa = fixed_strides(a), sb = fixed_strides(b), sc = fixed_strides(dst);
+  Key key;
+  key.add(7);
+  key.add(a.dims[1]);
+  key.add(a.dims[3]);
+  key.add(unit_pattern(sa) | unit_pattern(sb) << 4 | unit_pattern(sc) << 8);
+  key.add(bits(attr.alpha));
+  key.add(attr.accumulate);
+  Entry& e = lookup(key, [&](Entry& e) {
+    dnnl::primitive_attr pa;
+    if (attr.alpha != 1.f) pa.set_output_scales(0, {attr.alpha});
+    dnnl::post_ops ops;
+    if (attr.accumulate) ops.append_sum(1.f);
+    pa.set_post_ops(ops);
+    dnnl::matmul::desc d(runtime_md(a.dims, sa, true, 3), runtime_md(b.dims, sb, true, 2),
+                         runtime_md(dst.dims, sc, true, -1));
+    e.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, pa, ctx().engine));
+  });
+  RuntimeShapes& rs = runtime_shapes[&e];
+  Key shape;
+  for (const MatDesc* m : {&a, &b, &dst}) shape.add(m->dims), shape.add(m->strides);
+  auto it = rs.mems.find(shape);
+  if (it == rs.mems.end()) {
+    if (rs.mems.size() >= 4096) rs.mems.clear();  // memory objects only: cheap to remake
+    it = rs.mems
+             .emplace(shape, std::array<memory, 3>{mem(md4(a.dims, a.strides)),
+                                                   mem(md4(b.dims, b.strides)),
+                                                   mem(md4(dst.dims, dst.strides))})
+             .first;
+  }
+  e.args[DNNL_ARG_SRC] = it->second[0];
+  e.args[DNNL_ARG_WEIGHTS] = it->second[1];
+  e.args[DNNL_ARG_DST] = it->second[2];
   e.set(DNNL_ARG_SRC, a.ptr);
   e.set(DNNL_ARG_WEIGHTS, b.ptr);
   e.set(DNNL_ARG_DST, dst.ptr);
-  if (attr.bias) e.set(DNNL_ARG_BIAS, attr.bias);
   e.run();
 }
 

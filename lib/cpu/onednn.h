@@ -25,6 +25,13 @@ int num_threads();
 // itself, so cpu::add_mask applies them before the softmax instead.)
 void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr = {});
 
+// The same for batched GEMMs whose shape changes from call to call (every
+// dim but the second and the reduction): one primitive serves them all.
+void gemm_runtime(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr);
+
+// Drops the packed copies of an owner's constant weights (GemmAttr::constant_b).
+void forget_constants(uint64_t owner);
+
 // Softmax (or log-softmax) over the last axis of a (rows, cols) matrix.
 void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log = false);
 // diff_src = softmax backward, from the forward output dst.

@@ -16,6 +16,7 @@ LoadedModel load_model(const std::string& path) {
                      " pieces but the model only " + std::to_string(m.config.vocab_size));
   m.net = std::make_unique<Transformer>(m.config);
   load_weights(f, *m.net);
+  m.net->params().freeze();  // translation and scoring never change it
   return m;
 }
 

@@ -1,11 +1,23 @@
 #include "model/params.h"
 
+#include <atomic>
 #include <cmath>
 #include <random>
 
+#include "core/backend.h"
 #include "core/error.h"
 
 namespace nmt {
+
+namespace {
+std::atomic<uint64_t> next_store_id{1};
+}  // namespace
+
+ParamStore::ParamStore() : id_(next_store_id++) {}
+
+ParamStore::~ParamStore() {
+  if (frozen_ && values_.numel()) backend(values_.device()).forget_constants(id_);
+}
 
 const Param* ParamStore::add(const std::string& name, Shape shape, Init init, float init_scale) {
   if (values_.numel()) throw Error("parameter " + name + " declared after allocation");
@@ -15,6 +27,7 @@ const Param* ParamStore::add(const std::string& name, Shape shape, Init init, fl
   p.shape = shape;
   p.init = init;
   p.init_scale = init_scale;
+  p.store = this;
   // Keep every parameter 64-byte aligned inside the flat buffer.
   p.offset = total_;
   total_ += (shape.numel() + 15) / 16 * 16;

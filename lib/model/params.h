@@ -24,10 +24,16 @@ struct Param {
   float init_scale = 0.f;  // stddev for Normal
   int64_t offset = 0;      // in elements, within the flat buffers
   Tensor value;            // view into ParamStore::values()
+  const class ParamStore* store = nullptr;
 };
 
 class ParamStore {
  public:
+  ParamStore();
+  ~ParamStore();
+  ParamStore(const ParamStore&) = delete;
+  ParamStore& operator=(const ParamStore&) = delete;
+
   // Declares a parameter; its view is bound by allocate(). Pointers stay
   // valid for the store's lifetime.
   const Param* add(const std::string& name, Shape shape, Init init, float init_scale = 0.f);
@@ -40,6 +46,11 @@ class ParamStore {
   Tensor value(const Param* p) { return Tensor::view_of(values_.data() + p->offset, p->shape); }
   const std::deque<Param>& params() const { return params_; }
   int64_t size() const { return total_; }  // elements, padding included
+  // Promises that the values never change again (a model loaded to
+  // translate or score): backends may then keep repacked copies of the
+  // weights. constant_id() is 0 until then.
+  void freeze() { frozen_ = true; }
+  uint64_t constant_id() const { return frozen_ ? id_ : 0; }
   Tensor& values() { return values_; }
   const Tensor& values() const { return values_; }
 
@@ -47,6 +58,8 @@ class ParamStore {
   std::deque<Param> params_;  // deque: stable addresses for layers' Param*
   int64_t total_ = 0;
   Tensor values_;
+  uint64_t id_;
+  bool frozen_ = false;
 };
 
 // Gradients of every parameter of a store, in one buffer with its layout.

@@ -130,7 +130,9 @@ void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool 
 }
 
 void Transformer::project_output(const Tensor& h, Tensor& logits) const {
-  ops::matmul(h, false, out_proj_->value, true, logits);
+  ops::MatmulOpts o;
+  o.constant_b = store_.constant_id();
+  ops::matmul(h, false, out_proj_->value, true, logits, o);
 }
 
 void Transformer::forward(const TokenBatch& b, Activations& a, bool training, uint64_t seed) const {
@@ -172,7 +174,10 @@ void Transformer::backward(const TokenBatch& b, Activations& a, const Tensor& dl
 
 void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
                                  int64_t max_len, DecodeState& st) const {
-  if (max_len > cfg_.max_positions) max_len = cfg_.max_positions;
+  // The cache capacity is a stride of every attention GEMM over it, so a
+  // capacity per batch would build new primitives for every batch: round it
+  // up to a multiple of 32 (a few values instead of one per length).
+  max_len = std::min<int64_t>((max_len + 31) / 32 * 32, cfg_.max_positions);
   st.B = B;
   st.beam = 1;  // beams fan out after the first step
   st.S = S;

@@ -80,16 +80,19 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
   attr.accumulate = o.accumulate;
   attr.bias = o.bias ? o.bias->data() : nullptr;
   attr.relu = o.relu;
+  attr.constant_b = o.constant_b;
   be(a).gemm(mat(a, trans_a), mat(b, trans_b), mat(c, false), attr);
 }
 
-void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu) {
+void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu,
+            uint64_t constant_w) {
   const int64_t in = w.dim(1);
   if (x.numel() % in != 0)
     fail("linear", "input width does not match the weight's " + std::to_string(in));
   MatmulOpts o;
   o.bias = b;
   o.relu = relu;
+  o.constant_b = constant_w;
   if (x.ndim() == 2) return matmul(x, false, w, true, y, o);
   matmul(x.view(Shape{x.numel() / in, in}), false, w, true, y, o);
 }
@@ -106,6 +109,7 @@ void bmm(const Tensor& a, const Tensor& b, Tensor& c, float alpha, bool accumula
   GemmAttr attr;
   attr.alpha = alpha;
   attr.accumulate = accumulate;
+  attr.varying_shape = true;
   be(a).gemm(mat4(a), mat4(b), mat4(c), attr);
 }
 

@@ -28,6 +28,7 @@ struct MatmulOpts {
   bool accumulate = false;       // c += ... (beta = 1)
   const Tensor* bias = nullptr;  // (N) added to every row
   bool relu = false;
+  uint64_t constant_b = 0;  // b never changes again (see GemmAttr::constant_b)
 };
 
 // c (M, N) = alpha * op(a) op(b) (+ bias) (relu) (+ c), op a transpose when
@@ -36,7 +37,9 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
             const MatmulOpts& opts = {});
 // y (N, out) = x (N, in) W^T (+ b) (relu): the Linear layer's product, W
 // stored (out, in).
-void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu = false);
+// constant_w: as MatmulOpts::constant_b.
+void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu = false,
+            uint64_t constant_w = 0);
 
 // Batched over the first two dims: c (B, H, M, N) = alpha * a (B, H, M, K)
 // b (B, H, K, N) (+ c). Any of the three may be strided views (head splits,
