@@ -27,12 +27,13 @@ class SingleProcess final : public Comm {
 Comm* g_world = nullptr;  // set once world() has made it
 
 // The rank and size a launcher gave this process, from its environment:
-// Open MPI's mpirun, PMI (MPICH, Intel MPI, Slurm's PMI) or srun itself.
+// Open MPI's mpirun, PMI (MPICH, Intel MPI, Slurm's PMI) or srun itself (the
+// tasks of its job step: a batch script's own environment names the whole
+// allocation and must not count).
 bool launched_as(int* rank, int* size) {
   const char* pairs[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                             {"PMI_RANK", "PMI_SIZE"},
-                            {"PMIX_RANK", "PMIX_SIZE"},
-                            {"SLURM_PROCID", "SLURM_NTASKS"}};
+                            {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
   for (auto& p : pairs) {
     const char* r = std::getenv(p[0]);
     const char* s = std::getenv(p[1]);
