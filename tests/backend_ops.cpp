@@ -180,7 +180,7 @@ TEST_CASE("bmm over batch x heads through head-split and transposed views", "[op
       }
 }
 
-TEST_CASE("softmax and log-softmax forward, softmax backward", "[ops][softmax]") {
+TEST_CASE("softmax and log-softmax, forward and backward", "[ops][softmax]") {
   for (DType dt : kDtypes)
     for (auto [rows, cols] :
          std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {64, 1000}, {5, 8000}}) {
@@ -188,9 +188,10 @@ TEST_CASE("softmax and log-softmax forward, softmax backward", "[ops][softmax]")
       Tensor x = dev(X, Shape{rows, cols}), y, ly, dx;
       ops::softmax(x, y);
       ops::log_softmax(x, ly);
-      Tensor dy = dev(dY, Shape{rows, cols});
+      Tensor dy = dev(dY, Shape{rows, cols}), ldx;
       ops::softmax_backward(y, dy, dx);
-      std::vector<double> p(X.size()), lp(X.size()), g(X.size());
+      ops::log_softmax_backward(ly, dy, ldx);
+      std::vector<double> p(X.size()), lp(X.size()), g(X.size()), lg(X.size());
       for (int64_t r = 0; r < rows; ++r) {
         double mx = -1e300, z = 0, dot = 0;
         for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, double(X[r * cols + c]));
@@ -200,12 +201,17 @@ TEST_CASE("softmax and log-softmax forward, softmax backward", "[ops][softmax]")
           lp[r * cols + c] = X[r * cols + c] - mx - std::log(z);
           dot += p[r * cols + c] * dY[r * cols + c];
         }
-        for (int64_t c = 0; c < cols; ++c)
+        double sum_dy = 0;
+        for (int64_t c = 0; c < cols; ++c) sum_dy += dY[r * cols + c];
+        for (int64_t c = 0; c < cols; ++c) {
           g[r * cols + c] = p[r * cols + c] * (dY[r * cols + c] - dot);
+          lg[r * cols + c] = dY[r * cols + c] - p[r * cols + c] * sum_dy;
+        }
       }
       expect_close(host(y), p, tolerance(dt), "softmax");
       expect_close(host(ly), lp, tolerance(dt), "log_softmax");
       expect_close(host(dx), g, 10 * tolerance(dt), "softmax_backward");
+      expect_close(host(ldx), lg, 10 * tolerance(dt), "log_softmax_backward");
     }
 }
 

@@ -89,6 +89,21 @@ void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {
   }
 }
 
+void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
+                          int64_t cols) {
+#pragma omp parallel for if (rows * cols > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* yr = y + r * cols;
+    const float* g = dy + r * cols;
+    float* o = dx + r * cols;
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t c = 0; c < cols; ++c) sum += g[c];
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) o[c] = g[c] - std::exp(yr[c]) * sum;
+  }
+}
+
 void layer_norm_rows(const float* src, float* dst, const float* gamma, const float* beta,
                      int64_t rows, int64_t D, float eps) {
 #pragma omp parallel for if (rows * D > 32768)

@@ -147,6 +147,9 @@ class CudaBackend final : public Backend {
   void softmax_backward(const float*, const float*, float*, int64_t, int64_t) override {
     missing("softmax_backward");
   }
+  void log_softmax_backward(const float*, const float*, float*, int64_t, int64_t) override {
+    missing("log_softmax_backward");
+  }
   void add_mask(float*, const std::array<int64_t, 4>&, const float*,
                 const std::array<int64_t, 4>&) override {
     missing("add_mask");
