@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
     cfg.vocab_size = 8000;
     Transformer model(cfg);
     model.init(1);
+    model.params().freeze();  // as a loaded model is: weights packed once
     const double flops_per_tok = model.flops_per_token(25, out_len);
     for (int beam : {1, 4}) {
       for (int batch : {1, 32}) {

@@ -71,7 +71,7 @@ void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) {
 }
 
 void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {
-#pragma omp parallel for if (rows * cols > 32768)
+#pragma omp parallel for if (rows * cols > 4096)
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = src + r * cols;
     float* y = dst + r * cols;
@@ -106,7 +106,7 @@ void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t ro
 
 void layer_norm_rows(const float* src, float* dst, const float* gamma, const float* beta,
                      int64_t rows, int64_t D, float eps) {
-#pragma omp parallel for if (rows * D > 32768)
+#pragma omp parallel for if (rows * D > 4096)
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = src + r * D;
     float* y = dst + r * D;
