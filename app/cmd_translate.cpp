@@ -42,6 +42,7 @@ struct Opts {
   int window = 1024;
   int threads = 0;
   int workers = 1;
+  std::string compute;  // empty: the model file's
 };
 
 // Thrown when stdout is closed under us (`| head`): the run ends quietly.
@@ -185,7 +186,7 @@ void run(Opts& o) {
     fs::create_directories(o.output_dir, ec);
     if (ec) throw InputError("cannot create --output-dir " + o.output_dir + ": " + ec.message());
   }
-  LoadedModel model = load_model(o.model);
+  LoadedModel model = load_model(o.model, o.compute);
   Translator tr(
       model, o.search, o.batch_tokens,
       [](const std::string& w) { std::cerr << "nmt: warning: " << w << "\n"; }, o.workers,
@@ -227,6 +228,10 @@ void register_translate(CLI::App& app) {
   cmd->add_option("--suffix", o->suffix,
                   "With --output-dir, replace each input's language extension (and .gz) by "
                   "this (test.en.gz -> test.de); by default .hyp is appended (test.en.hyp)");
+  cmd->add_option("--compute-type", o->compute,
+                  "f32, bf16 (AVX512-BF16 or AMX CPUs) or int8 for the weight products; "
+                  "default: the model's (int8 after nmt quantize, else f32)")
+      ->check(CLI::IsMember({"f32", "float32", "bf16", "bfloat16", "int8"}));
   cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")->check(CLI::Range(1, 1024));
   cmd->add_option("--alpha", o->search.alpha, "GNMT length penalty exponent")
       ->check(finite_range(0.0, 10.0));

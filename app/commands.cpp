@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -150,6 +152,7 @@ nlohmann::ordered_json model_info(const std::string& path) {
   std::snprintf(hex, sizeof hex, "%08x", crc);
   j["crc32"] = hex;
   j["format"] = "safetensors, nmt format " + f.metadata.at("format_version");
+  j["weights"] = compute_type_name(m.compute);
   j["config"] = config_to_json(m.config);
   j["parameters"] = m.net->parameter_count();
   j["vocabulary"] = {{"pieces", m.vocab.size()}, {"sample", sample_pieces(m.vocab, 12)}};
@@ -168,8 +171,9 @@ nlohmann::ordered_json model_info(const std::string& path) {
 void print_info(const nlohmann::ordered_json& j) {
   const auto& c = j["config"];
   std::printf("file         %s\n", j["file"].get<std::string>().c_str());
-  std::printf("format       %s, %s, crc32 %s\n", j["format"].get<std::string>().c_str(),
-              human(j["bytes"].get<double>(), "B").c_str(), j["crc32"].get<std::string>().c_str());
+  std::printf("format       %s, %s weights, %s, crc32 %s\n", j["format"].get<std::string>().c_str(),
+              j["weights"].get<std::string>().c_str(), human(j["bytes"].get<double>(), "B").c_str(),
+              j["crc32"].get<std::string>().c_str());
   std::printf(
       "config       %s: %d+%d layers, d_model %d, d_ff %d, %d heads, %s-LN, %s positions "
       "(max %d), %s embeddings\n",
@@ -217,9 +221,44 @@ void register_info_impl(CLI::App& app) {
   });
 }
 
+void register_quantize_impl(CLI::App& app) {
+  struct Opts {
+    std::string model, out;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand(
+      "quantize",
+      "Write an int8 copy of a model: every weight matrix as s8 rows with a scale each, about "
+      "a quarter of the size; nmt translate then computes in int8 by default");
+  cmd->add_option("model", o->model, "Model file written by nmt train")->required();
+  cmd->add_option("-o,--out", o->out, "The int8 model file to write")->required();
+  cmd->callback([o] {
+    std::error_code ec;
+    if (std::filesystem::equivalent(o->model, o->out, ec))
+      throw UsageError("-o " + o->out +
+                       " is the input model itself; write the int8 copy elsewhere");
+    ModelConfig cfg;
+    std::string spm;
+    FileContents f = open_model(o->model, cfg, spm);
+    auto q = f.metadata.find("quantization");
+    if (q != f.metadata.end())
+      throw InputError(o->model + " is already quantised (" + q->second + ")");
+    Transformer net(cfg);
+    load_weights(f, net);
+    std::map<std::string, std::string> keep;  // what nmt info shows of its training
+    for (const char* k : {"step", "training_options", "training_data"})
+      if (auto it = f.metadata.find(k); it != f.metadata.end()) keep[k] = it->second;
+    save_model(o->out, net, spm, keep, /*int8=*/true);
+    std::fprintf(stderr, "nmt: wrote %s (int8, %s; the f32 model is %s)\n", o->out.c_str(),
+                 human(double(std::filesystem::file_size(o->out)), "B").c_str(),
+                 human(double(std::filesystem::file_size(o->model)), "B").c_str());
+  });
+}
+
 }  // namespace
 
 void register_summary(CLI::App& app) { register_summary_impl(app); }
+void register_quantize(CLI::App& app) { register_quantize_impl(app); }
 void register_info(CLI::App& app) { register_info_impl(app); }
 
 void register_all(CLI::App& app) {
@@ -227,6 +266,7 @@ void register_all(CLI::App& app) {
   register_translate(app);
   register_score(app);
   register_info(app);
+  register_quantize(app);
   register_summary(app);
 }
 

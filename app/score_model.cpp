@@ -17,7 +17,7 @@ namespace nmt::app {
 
 int run_model_score(const ModelScoreArgs& args) {
   ops::set_num_threads(args.threads);
-  LoadedModel m = load_model(args.model);
+  LoadedModel m = load_model(args.model, args.compute);
   std::vector<std::string> src, tgt;
   if (!args.tgt.empty()) {
     src = io::read_lines(args.src.empty() ? "-" : args.src);

@@ -19,6 +19,7 @@ struct ModelScoreArgs {
   double alpha = 0.6;           // --alpha: exponent of the GNMT length penalty in "score"
   int batch_tokens = 4096;      // --batch-tokens: batch budget in target tokens
   int threads = 0;              // --threads: CPU threads; 0 = all cores
+  std::string compute;          // --compute-type: empty = the model file's
 };
 
 // Runs model scoring and prints its results; returns the exit status.

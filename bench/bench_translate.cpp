@@ -4,7 +4,7 @@
 // machine: random weights, a vocabulary of 8000, sources of 20-30 random
 // tokens, outputs forced to exactly 30 tokens (</s> suppressed until then),
 // greedy and beam 4, batch 1 and 32:
-//   build/bench/bench_translate [threads] [sentences]
+//   build/bench/bench_translate [threads] [sentences] [--compute-type f32|bf16|int8]
 //
 // Real text, which the fixed protocol hides the costs of (varied lengths,
 // sentences leaving the batch, new shapes as the cache grows): a trained
@@ -13,7 +13,7 @@
 // with BLEU against the reference:
 //   build/bench/bench_translate --real MODEL [--src F] [--ref F] [--threads N]
 //                               [--workers W] [--beam K] [--batch-tokens N] [--repeat R]
-//                               [--warmup-lines N]
+//                               [--warmup-lines N] [--compute-type f32|bf16|int8]
 // (threads: per worker). Primitives counts the primitives built during a
 // timed pass: 0 once the shapes of real text have been seen.
 #include <algorithm>
@@ -30,6 +30,7 @@
 #include "metrics/bleu.h"
 #include "model/config.h"
 #include "model/loaded_model.h"
+#include "model/quantise.h"
 #include "model/transformer.h"
 #include "ops/ops.h"
 
@@ -57,7 +58,7 @@ int real_text(int argc, char** argv) {
   ops::set_num_threads(threads);
   double nominal, measured;
   bench::print_peak(threads, &nominal, &measured);
-  LoadedModel model = load_model(model_path);
+  LoadedModel model = load_model(model_path, arg_value(argc, argv, "--compute-type", ""));
   std::vector<std::string> src = io::read_lines(src_path);
   std::vector<std::string> ref = io::read_lines(ref_path);
   Translator tr(model, opts, batch_tokens, {}, workers, threads);
@@ -73,9 +74,10 @@ int real_text(int argc, char** argv) {
     tr.translate(src);
   }
   std::printf(
-      "real text: %s, %zu sentences, beam %d, batch-tokens %lld, %d worker(s) x %d thread(s)\n",
-      src_path.c_str(), src.size(), opts.beam, static_cast<long long>(batch_tokens), workers,
-      threads);
+      "real text: %s, %zu sentences, %s, beam %d, batch-tokens %lld, %d worker(s) x %d "
+      "thread(s)\n",
+      src_path.c_str(), src.size(), compute_type_name(model.compute), opts.beam,
+      static_cast<long long>(batch_tokens), workers, threads);
   std::printf("%8s %10s %12s %12s %8s\n", "run", "sent/s", "tgt tok/s", "primitives", "BLEU");
   for (int r = 0; r < repeat; ++r) {
     const int64_t prims = ops::primitives_created();
@@ -97,8 +99,9 @@ int real_text(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--real") return real_text(argc, argv);
-  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
-  const int n = argc > 2 ? std::atoi(argv[2]) : 64;
+  const int threads = argc > 1 && argv[1][0] != '-' ? std::atoi(argv[1]) : 2;
+  const int n = argc > 2 && argv[2][0] != '-' ? std::atoi(argv[2]) : 64;
+  const ComputeType compute = parse_compute_type(arg_value(argc, argv, "--compute-type", "f32"));
   ops::set_num_threads(threads);
   double nominal, measured;
   bench::print_peak(threads, &nominal, &measured);
@@ -110,6 +113,7 @@ int main(int argc, char** argv) {
     for (auto& t : s) t = tok(g);
   }
   const int out_len = 30;
+  std::printf("fixed protocol, %s\n", compute_type_name(compute));
   std::printf("%-18s %5s %6s %10s %12s %10s %8s\n", "model", "beam", "batch", "sent/s", "tgt tok/s",
               "GFLOP/s", "%peak");
   for (const char* name : {"transformer-small", "transformer-base"}) {
@@ -117,7 +121,7 @@ int main(int argc, char** argv) {
     cfg.vocab_size = 8000;
     Transformer model(cfg);
     model.init(1);
-    model.params().freeze();  // as a loaded model is: weights packed once
+    freeze_for_inference(model.params(), compute);  // as a loaded model is
     const double flops_per_tok = model.flops_per_token(25, out_len);
     for (int beam : {1, 4}) {
       for (int batch : {1, 32}) {

@@ -89,8 +89,6 @@ void expect_close(const std::vector<float>& a, const std::vector<double>& ref, d
   CHECK(rel <= tol);
 }
 
-std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
-
 struct Mm {
   int64_t M, K, N;
 };
@@ -145,6 +143,52 @@ TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate, constant we
                      "matmul " + std::to_string(s.M) + "x" + std::to_string(s.K) + "x" +
                          std::to_string(s.N) + " variant " + std::to_string(variant));
       }
+}
+
+TEST_CASE("matmul with constant weights in f32, bf16 and int8, over row counts", "[ops][gemm]") {
+  // The weights path splits rows into pieces (256-row chunks and tails) and
+  // may pick a packed layout per shape: each row count exercises another mix.
+  const int64_t K = 96, N = 80;
+  auto W = randv(N * K, 2), bv = randv(N, 3);
+  Tensor w = dev(W, Shape{N, K}), bt = dev(bv, Shape{N});
+  for (ComputeType ct : {ComputeType::F32, ComputeType::BF16, ComputeType::INT8}) {
+    const std::string why = backend(g_device).unsupported(ct);
+    if (!why.empty()) {
+      WARN(compute_type_name(ct) << " skipped: " << why);
+      continue;
+    }
+    // bf16 keeps 8 mantissa bits of each operand; int8 quantises the weights
+    // per output channel and the activations per call.
+    const double tol = ct == ComputeType::F32    ? tolerance(DType::F32)
+                       : ct == ComputeType::BF16 ? 1e-2
+                                                 : 2e-2;
+    const uint64_t owner = 5151 + static_cast<uint64_t>(ct);
+    for (int64_t M : {1, 5, 17, 33, 40, 300, 600})
+      for (int variant = 0; variant < 3; ++variant) {
+        const bool bias = variant >= 1, relu = variant == 2;
+        auto A = randv(M * K, 10 + M);
+        Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
+        ops::MatmulOpts o;
+        o.bias = bias ? &bt : nullptr;
+        o.relu = relu;
+        o.constant_b = owner;
+        o.compute = ct;
+        ops::matmul(a, false, w, true, c, o);
+        std::vector<double> ref(M * N);
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            double r = 0;
+            for (int64_t k = 0; k < K; ++k) r += double(A[i * K + k]) * W[j * K + k];
+            if (bias) r += bv[j];
+            if (relu && r < 0) r = 0;
+            ref[i * N + j] = r;
+          }
+        expect_close(host(c), ref, tol,
+                     std::string(compute_type_name(ct)) + " M=" + std::to_string(M) + " variant " +
+                         std::to_string(variant));
+      }
+    backend(g_device).forget_constants(owner);
+  }
 }
 
 TEST_CASE("bmm over batch x heads through head-split and transposed views", "[ops][gemm]") {
@@ -428,24 +472,40 @@ TEST_CASE("Adam update and the gradient norm", "[ops][optim]") {
   CHECK(ops::l2_norm(g) == Approx(std::sqrt(ss)).epsilon(1e-9));
 }
 
-TEST_CASE("top-k with banned ids and ties, pick, gather rows and cache prefixes", "[ops][decode]") {
+TEST_CASE("top-k of a log-softmax with banned ids and ties, pick, gather rows and cache prefixes",
+          "[ops][decode]") {
   const int64_t rows = 3, V = 50, k = 6;
   auto L = randv(rows * V, 1);
   L[1 * V + 10] = L[1 * V + 20] = 5.f;  // a tie: the lower id comes first
-  Tensor lp = dev(L, Shape{rows, V});
+  L[2 * V + 33] = 40.f;                 // a row whose mass sits on one id
+  Tensor logits = dev(L, Shape{rows, V});
   std::vector<double> base = {0.5, -1.0, 2.0}, vals;
   std::vector<int32_t> idx;
-  ops::topk(lp, base, k, {0, 2}, vals, idx);
+  std::vector<float> eos;
+  ops::topk_log_softmax(logits, base, k, {0, 2}, 7, vals, idx, eos);
   for (int64_t r = 0; r < rows; ++r) {
+    // The reference: a log-softmax in double, then a full sort.
+    double mx = -1e300, sum = 0;
+    for (int32_t v = 0; v < V; ++v) mx = std::max(mx, double(L[r * V + v]));
+    for (int32_t v = 0; v < V; ++v) sum += std::exp(double(L[r * V + v]) - mx);
+    const double lse = mx + std::log(sum);
     std::vector<std::pair<double, int32_t>> all;
     for (int32_t v = 0; v < V; ++v)
-      if (v != 0 && v != 2) all.push_back({-(base[r] + L[r * V + v]), v});
-    std::sort(all.begin(), all.end());
+      if (v != 0 && v != 2) all.push_back({-(base[r] + L[r * V + v] - lse), v});
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     for (int64_t j = 0; j < k; ++j) {
       CHECK(idx[r * k + j] == all[j].second);
-      CHECK(vals[r * k + j] == Approx(-all[j].first).epsilon(1e-12));
+      CHECK(vals[r * k + j] == Approx(-all[j].first).margin(1e-5));
     }
+    CHECK(eos[r] == Approx(L[r * V + 7] - lse).margin(1e-5));
   }
+  // Fewer candidates than k: the rest are -inf with id -1.
+  ops::topk_log_softmax(logits, std::vector<double>(rows, 0.0), V, {0, 2}, 7, vals, idx, eos);
+  CHECK(idx[V - 1] == -1);
+  CHECK(idx[V - 3] != -1);
+  CHECK(std::isinf(vals[V - 1]));
+  Tensor lp = dev(L, Shape{rows, V});
   std::vector<float> picked;
   ops::pick(lp, {4, 10, 49}, picked);
   CHECK(picked == std::vector<float>{L[4], L[V + 10], L[2 * V + 49]});

@@ -54,6 +54,21 @@ head -3 "$toy/dev.en" >"$WORK/s.txt"; head -3 "$toy/dev.de" >"$WORK/t.txt"
 head -1 "$WORK/score.txt" | grep -q '^logprob	tokens	logprob_per_token	score$' || fail "score -m: header"
 "$NMT" score --metric bleu "$WORK/t.txt" -i "$WORK/t.txt" | grep -q '^BLEU|nrefs:1|.* = 100.00 ' || fail "score --metric bleu"
 
+# An int8 copy: about a quarter of the size, said so by info, and it
+# translates as the f32 model does when told to compute in int8.
+"$NMT" quantize "$WORK/m.nmt" -o "$WORK/m8.nmt" 2>/dev/null || fail "quantize"
+f32_bytes=$(stat -c %s "$WORK/m.nmt") s8_bytes=$(stat -c %s "$WORK/m8.nmt")
+# Each weight goes from 4 bytes to 1; the vocabulary and metadata stay.
+params=$("$NMT" info "$WORK/m.nmt" | sed -n 's/^parameters .*(\([0-9]*\))$/\1/p')
+[ -n "$params" ] && [ $((f32_bytes - s8_bytes)) -gt $((params * 5 / 2)) ] \
+  || fail "quantize: $s8_bytes bytes from $f32_bytes for $params parameters"
+"$NMT" info "$WORK/m8.nmt" | grep -q "int8 weights" || fail "info: no int8 weights shown"
+"$NMT" translate -m "$WORK/m8.nmt" -i "$toy/dev.en" --beam 2 >"$WORK/q8.txt" 2>/dev/null || fail "translate int8 model"
+"$NMT" translate -m "$WORK/m.nmt" -i "$toy/dev.en" --beam 2 --compute-type int8 >"$WORK/q32.txt" 2>/dev/null \
+  || fail "translate --compute-type int8"
+cmp -s "$WORK/q8.txt" "$WORK/q32.txt" || fail "the int8 file and --compute-type int8 translate differently"
+[ "$(wc -l <"$WORK/q8.txt")" -eq "$(wc -l <"$toy/dev.en")" ] || fail "int8: line count"
+
 # Bad input: one line on stderr, non-zero exit, no crash.
 expect_error() {  # pattern, command...
   local pat=$1; shift
@@ -71,4 +86,10 @@ expect_error "not valid JSON" "$NMT" summary -c "$WORK/bad.json"
 printf 'x\ny\n' >"$WORK/two.txt"; printf 'x\n' >"$WORK/one.txt"
 expect_error "2.*1\|1.*2" "$NMT" score --metric bleu "$WORK/one.txt" -i "$WORK/two.txt"
 expect_error "line" "$NMT" train -c transformer-tiny --train-src "$WORK/two.txt" --train-tgt "$WORK/one.txt" --out "$WORK/x.nmt"
+cp "$WORK/m.nmt" "$WORK/keep.nmt"
+expect_error "input model itself" "$NMT" quantize "$WORK/m.nmt" -o "$WORK/m.nmt"
+cmp -s "$WORK/m.nmt" "$WORK/keep.nmt" || fail "quantize onto itself changed the model"
+expect_error "already" "$NMT" quantize "$WORK/m8.nmt" -o "$WORK/m88.nmt"
+expect_error "compute-type: fp7 not in" "$NMT" translate -m "$WORK/m.nmt" --compute-type fp7
+ONEDNN_MAX_CPU_ISA=AVX2 expect_error "bf16.*avx2" "$NMT" translate -m "$WORK/m.nmt" --compute-type bf16
 echo "cli smoke: all checks passed"

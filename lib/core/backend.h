@@ -37,6 +37,7 @@ struct GemmAttr {
   // id (a frozen ParamStore); the backend may keep a repacked copy of it
   // until forget_constants(id).
   uint64_t constant_b = 0;
+  ComputeType compute = ComputeType::F32;  // with constant_b only
   // The shape changes from call to call (attention's batched products):
   // prefer a plan that serves any shape to one built per shape.
   bool varying_shape = false;
@@ -79,6 +80,9 @@ class Backend {
                     const GemmAttr& attr) = 0;
   // The constant weights of this owner are going away: drop what was kept.
   virtual void forget_constants(uint64_t owner) = 0;
+  // Empty if GEMMs against constant weights can run in `t` here, else why
+  // not ("bf16 needs a CPU with AVX512-BF16 or AMX; this one has avx2").
+  virtual std::string unsupported(ComputeType t) const = 0;
 
   // Softmax or log-softmax over the last axis of (rows, cols).
   virtual void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) = 0;
@@ -136,11 +140,13 @@ class Backend {
   // host_out[i] = x[i, host_cols[i]] for x (N, V).
   virtual void pick(const float* x, int64_t N, int64_t V, const int32_t* host_cols,
                     float* host_out) = 0;
-  // Per row r of log-probabilities (rows, V): the k largest of
-  // base[r] + logp[r, v] over v not in `banned` (sorted, best first).
-  virtual void topk(const float* logp, const double* base, int64_t rows, int64_t V, int64_t k,
-                    const int32_t* banned, int64_t n_banned, double* values,
-                    int32_t* indices) = 0;  // values, indices: host memory
+  // A search step, per row r of logits (rows, V), with log-probabilities
+  // lp = logits - logsumexp(row) (never stored): the k largest of
+  // base[r] + lp[v] over v not in `banned` (sorted, best first, ties: lower
+  // id first), and lp[col] in col_lp[r]. Host outputs.
+  virtual void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V,
+                                int64_t k, const int32_t* banned, int64_t n_banned, int32_t col,
+                                double* values, int32_t* indices, float* col_lp) = 0;
 };
 
 // The backend of a device. In a build without CUDA, Device::CUDA throws

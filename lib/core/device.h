@@ -13,6 +13,15 @@ const char* device_name(Device d);
 // "cpu", "cuda" or "cuda:N" (N is accepted and must be 0 for now).
 Device parse_device(const std::string& name);
 
+// What the products against a loaded model's weights compute in: f32, or
+// the weights (and each call's activations) converted to bf16, or to int8
+// with a scale per output channel and one per call. Sums are f32 (s32 for
+// int8); everything else (attention, softmax, layer norm) stays f32.
+enum class ComputeType { F32, BF16, INT8 };
+const char* compute_type_name(ComputeType t);  // "f32", "bf16", "int8"
+// f32/float32, bf16/bfloat16 or int8; throws InputError naming the choices.
+ComputeType parse_compute_type(const std::string& name);
+
 // True when the build has CUDA and a GPU is present.
 bool cuda_available();
 

@@ -50,10 +50,17 @@ class CpuBackend final : public Backend {
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) override {
     if (attr.varying_shape)
       cpu::gemm_runtime(a, b, dst, attr);
+    else if (attr.constant_b && !attr.accumulate)
+      cpu::gemm_weights(a, b, dst, attr);
     else
       cpu::gemm(a, b, dst, attr);
   }
   void forget_constants(uint64_t owner) override { cpu::forget_constants(owner); }
+  std::string unsupported(ComputeType t) const override {
+    if (t == ComputeType::BF16 && !cpu::has_bf16())
+      return "bf16 needs a CPU with AVX512-BF16 or AMX; this one has " + cpu::isa_name();
+    return "";
+  }
   void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) override {
     // oneDNN's kernel for vocabulary-wide rows (a primitive per row count,
     // which stays bounded); loops for attention's short, ever-changing rows.
@@ -130,9 +137,10 @@ class CpuBackend final : public Backend {
   void pick(const float* x, int64_t N, int64_t V, const int32_t* cols, float* out) override {
     for (int64_t i = 0; i < N; ++i) out[i] = x[i * V + cols[i]];
   }
-  void topk(const float* logp, const double* base, int64_t rows, int64_t V, int64_t k,
-            const int32_t* banned, int64_t n_banned, double* values, int32_t* indices) override {
-    cpu::topk(logp, base, rows, V, k, banned, n_banned, values, indices);
+  void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
+                        const int32_t* banned, int64_t n_banned, int32_t col, double* values,
+                        int32_t* indices, float* col_lp) override {
+    cpu::topk_log_softmax(logits, base, rows, V, k, banned, n_banned, col, values, indices, col_lp);
   }
 };
 

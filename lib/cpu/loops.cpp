@@ -89,8 +89,7 @@ void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {
   }
 }
 
-void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
-                          int64_t cols) {
+void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols) {
 #pragma omp parallel for if (rows * cols > 32768)
   for (int64_t r = 0; r < rows; ++r) {
     const float* yr = y + r * cols;
@@ -218,32 +217,51 @@ double sum_squares(const float* x, int64_t n) {
   return s;
 }
 
-void topk(const float* logp, const double* base, int64_t rows, int64_t V, int64_t k,
-          const int32_t* banned, int64_t n_banned, double* values, int32_t* indices) {
-  // A small sorted list per row; ties keep the lower index first.
-#pragma omp parallel for if (rows * V > 65536)
+void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
+                      const int32_t* banned, int64_t n_banned, int32_t col, double* values,
+                      int32_t* indices, float* col_lp) {
+  // One row per thread: a vectorised log-sum-exp, then the k best logits
+  // (their order is the log-probabilities' order) in a small sorted list.
+  // A block of 16 logits is passed over at once when none beats the k-th.
+#pragma omp parallel for schedule(static) if (rows * V > 32768)
   for (int64_t r = 0; r < rows; ++r) {
-    double* val = values + r * k;
+    const float* x = logits + r * V;
+    float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+    for (int64_t v = 0; v < V; ++v) mx = x[v] > mx ? x[v] : mx;
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t v = 0; v < V; ++v) sum += std::exp(x[v] - mx);
+    const float lse = mx + std::log(sum);
+    col_lp[r] = x[col] - lse;
+    double* val = values + r * k;  // the logits while selecting
     int32_t* idx = indices + r * k;
     int64_t filled = 0;
-    const float* lp = logp + r * V;
-    const double b = base ? base[r] : 0.0;
-    for (int64_t v = 0; v < V; ++v) {
-      bool skip = false;
-      for (int64_t q = 0; q < n_banned; ++q) skip |= banned[q] == v;
-      if (skip) continue;
-      const double s = b + lp[v];
-      if (filled == k && s <= val[k - 1]) continue;
-      int64_t pos = filled < k ? filled : k - 1;
-      while (pos > 0 && val[pos - 1] < s) {
-        val[pos] = val[pos - 1];
-        idx[pos] = idx[pos - 1];
-        --pos;
+    float worst = -INFINITY;  // the k-th best so far, once there are k
+    for (int64_t v0 = 0; v0 < V; v0 += 16) {
+      const int64_t end = std::min(V, v0 + 16);
+      bool any = false;
+      for (int64_t v = v0; v < end; ++v) any |= x[v] > worst;
+      if (!any && filled == k) continue;
+      for (int64_t v = v0; v < end; ++v) {
+        if (filled == k && !(x[v] > worst)) continue;
+        bool skip = false;
+        for (int64_t q = 0; q < n_banned; ++q) skip |= banned[q] == v;
+        if (skip) continue;
+        int64_t pos = filled < k ? filled : k - 1;
+        while (pos > 0 && val[pos - 1] < x[v]) {
+          val[pos] = val[pos - 1];
+          idx[pos] = idx[pos - 1];
+          --pos;
+        }
+        val[pos] = x[v];
+        idx[pos] = static_cast<int32_t>(v);
+        if (filled < k) ++filled;
+        if (filled == k) worst = static_cast<float>(val[k - 1]);
       }
-      val[pos] = s;
-      idx[pos] = static_cast<int32_t>(v);
-      if (filled < k) ++filled;
     }
+    const double b = base ? base[r] : 0.0;
+    for (int64_t j = 0; j < filled; ++j) val[j] = b + (static_cast<float>(val[j]) - lse);
     for (int64_t j = filled; j < k; ++j) val[j] = -INFINITY, idx[j] = -1;
   }
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "cpu/primitive_cache.h"
 
 namespace nmt::cpu {
 namespace {
@@ -25,52 +26,19 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-// One engine and stream per thread, as oneDNN recommends for CPU.
-struct Context {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-};
+}  // namespace
 
 Context& ctx() {
   thread_local Context c;
   return c;
 }
 
-// Cache key: the op and every number that shapes the primitive.
-struct Key {
-  static constexpr int kMax = 40;
-  std::array<int64_t, kMax> v{};
-  int n = 0;
-  void add(int64_t x) {
-    if (n == kMax) throw Error("primitive key overflow");
-    v[n++] = x;
-  }
-  template <size_t N>
-  void add(const std::array<int64_t, N>& a) {
-    for (int64_t x : a) add(x);
-  }
-  bool operator==(const Key& o) const {
-    return n == o.n && std::memcmp(v.data(), o.v.data(), n * sizeof(int64_t)) == 0;
-  }
-};
+void Key::add(int64_t x) {
+  if (n == kMax) throw Error("primitive key overflow");
+  v[n++] = x;
+}
 
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < k.n; ++i) h = (h ^ static_cast<uint64_t>(k.v[i])) * 1099511628211ull;
-    return h;
-  }
-};
-
-// A built primitive with its argument memories; calls swap the data handles.
-struct Entry {
-  dnnl::primitive prim;
-  std::unordered_map<int, memory> args;
-  memory::desc packed_from;   // constant weights: their plain layout
-  std::string packed_layout;  // and the packed one, as packed_weights() keys it
-  void set(int arg, const void* p) { args.at(arg).set_data_handle(const_cast<void*>(p)); }
-  void run() { prim.execute(ctx().stream, args); }
-};
+namespace {
 
 // Least recently used first out: a long-running process with very varied
 // input (a shape per batch size and length) keeps the shapes in use and
@@ -83,12 +51,6 @@ thread_local std::unordered_map<Key, Cached, KeyHash> cache;
 thread_local std::list<Key> recent;
 // Counted over all threads: translation workers build their own primitives.
 std::atomic<int64_t> created{0};
-
-int64_t bits(float f) {
-  int32_t i;
-  std::memcpy(&i, &f, 4);
-  return i;
-}
 
 memory::desc md4(const std::array<int64_t, 4>& d, std::array<int64_t, 4> s) {
   // The stride of a dimension of size 1 is never used, but oneDNN 2.6 reads
@@ -107,8 +69,9 @@ memory::desc md2(int64_t rows, int64_t cols) {
   return memory::desc({rows, cols}, dt::f32, tag::ab);
 }
 
-template <typename Build>
-Entry& lookup(const Key& key, Build&& build) {
+}  // namespace
+
+Entry& lookup(const Key& key, const std::function<void(Entry&)>& build) {
   auto it = cache.find(key);
   if (it != cache.end()) {
     recent.splice(recent.begin(), recent, it->second.age);
@@ -130,10 +93,6 @@ Entry& lookup(const Key& key, Build&& build) {
   return cache.emplace(key, Cached{std::move(e), recent.begin()}).first->second.entry;
 }
 
-memory mem(const memory::desc& d) { return memory(d, ctx().engine, DNNL_MEMORY_NONE); }
-
-}  // namespace
-
 void set_num_threads(int n) {
   omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
   // Flush denormals to zero on every worker: Adam's second moments and
@@ -146,104 +105,38 @@ void set_num_threads(int n) {
 int num_threads() { return omp_get_max_threads(); }
 int64_t primitives_created() { return created; }
 
-std::string backend_version() {
-  const dnnl_version_t* v = dnnl_version();
-  std::string isa;
+std::string isa_name() {
   switch (dnnl::get_effective_cpu_isa()) {
     case dnnl::cpu_isa::avx2:
-      isa = "avx2";
-      break;
+      return "avx2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
     case dnnl::cpu_isa::avx512_core:
-      isa = "avx512_core";
-      break;
+      return "avx512_core";
     case dnnl::cpu_isa::avx512_core_vnni:
-      isa = "avx512_core_vnni";
-      break;
+      return "avx512_core_vnni";
     case dnnl::cpu_isa::avx512_core_bf16:
-      isa = "avx512_core_bf16";
-      break;
+      return "avx512_core_bf16";
     case dnnl::cpu_isa::avx512_core_amx:
-      isa = "avx512_core_amx";
-      break;
+      return "avx512_core_amx";
     default:
-      isa = "other";
-      break;
+      return "other";
   }
+}
+
+std::string backend_version() {
+  const dnnl_version_t* v = dnnl_version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch) + " (ISA " + isa + ")";
+         std::to_string(v->patch) + " (ISA " + isa_name() + ")";
 }
 
 namespace {
 
-// Constant weights (a frozen model's) repacked once into the layout oneDNN
-// prefers for a GEMM, shared by every thread: at the small M of a decoding
-// step, plain weights are repacked by the GEMM itself on every call, which
-// costs more than the product (5x on the output projection at M = 8).
-struct Packed {
-  uint64_t owner;
-  const void* src;
-  std::string layout;  // the bytes of the packed memory descriptor
-  std::shared_ptr<void> data;
-};
-std::mutex packed_mu;
-std::vector<Packed> packed;             // guarded by packed_mu
-std::atomic<uint64_t> packed_epoch{0};  // bumped when an owner's copies are dropped
-
-std::string layout_of(const memory::desc& d) {
-  return std::string(reinterpret_cast<const char*>(&d.data), sizeof(d.data));
-}
-
-// The packed copy of weights `b` (plain layout b_md) in layout `want`,
-// made on first use. A per-thread memo keeps the hot path lock-free.
-void* packed_weights(uint64_t owner, const float* b, const memory::desc& b_md,
-                     const memory::desc& want, const std::string& layout) {
-  struct Memo {
-    uint64_t owner;
-    const void* src;
-    std::string layout;
-    void* data;
-  };
-  thread_local std::vector<Memo> memo;
-  thread_local uint64_t memo_epoch = 0;
-  if (memo_epoch != packed_epoch.load()) memo.clear(), memo_epoch = packed_epoch.load();
-  for (const Memo& m : memo)
-    if (m.owner == owner && m.src == b && m.layout == layout) return m.data;
-  std::lock_guard<std::mutex> lock(packed_mu);
-  void* data = nullptr;
-  for (const Packed& p : packed)
-    if (p.owner == owner && p.src == b && p.layout == layout) data = p.data.get();
-  if (!data) {
-    std::shared_ptr<void> buf(std::aligned_alloc(64, (want.get_size() + 63) / 64 * 64), std::free);
-    if (!buf) throw Error("out of memory packing weights");
-    memory from(b_md, ctx().engine, const_cast<float*>(b)), to(want, ctx().engine, buf.get());
-    dnnl::reorder(from, to).execute(ctx().stream, from, to);
-    ctx().stream.wait();
-    data = buf.get();
-    packed.push_back({owner, b, layout, std::move(buf)});
-  }
-  memo.push_back({owner, b, layout, data});
-  return data;
-}
-
-}  // namespace
-
-void forget_constants(uint64_t owner) {
-  std::lock_guard<std::mutex> lock(packed_mu);
-  packed.erase(std::remove_if(packed.begin(), packed.end(),
-                              [&](const Packed& p) { return p.owner == owner; }),
-               packed.end());
-  ++packed_epoch;
-}
-
-namespace {
-
-// Builds a matmul primitive for these operands into e; `packed_b` lets oneDNN
-// choose the weights' layout (they must then be repacked into it).
+// A matmul primitive for these operands into e.
 void build_matmul(Entry& e, const MatDesc& a, const MatDesc& b, const MatDesc& dst,
-                  const GemmAttr& attr, bool packed_b) {
+                  const GemmAttr& attr) {
   auto a_md = md4(a.dims, a.strides);
-  auto b_md = packed_b ? memory::desc(memory::dims(b.dims.begin(), b.dims.end()), dt::f32, tag::any)
-                       : md4(b.dims, b.strides);
+  auto b_md = md4(b.dims, b.strides);
   auto c_md = md4(dst.dims, dst.strides);
   memory::desc bias_md;
   if (attr.bias) bias_md = md_dense({1, 1, 1, dst.dims[3]});
@@ -258,57 +151,9 @@ void build_matmul(Entry& e, const MatDesc& a, const MatDesc& b, const MatDesc& d
   dnnl::matmul::primitive_desc pd(d, pa, ctx().engine);
   e.prim = dnnl::matmul(pd);
   e.args.emplace(DNNL_ARG_SRC, mem(a_md));
-  e.args.emplace(DNNL_ARG_WEIGHTS, mem(packed_b ? pd.weights_desc() : b_md));
+  e.args.emplace(DNNL_ARG_WEIGHTS, mem(b_md));
   e.args.emplace(DNNL_ARG_DST, mem(c_md));
   if (attr.bias) e.args.emplace(DNNL_ARG_BIAS, mem(bias_md));
-  if (packed_b) {
-    e.packed_from = md4(b.dims, b.strides);
-    e.packed_layout = layout_of(pd.weights_desc());
-  }
-}
-
-void bind(Entry& e, const MatDesc& a, const void* weights, const MatDesc& dst,
-          const GemmAttr& attr) {
-  e.set(DNNL_ARG_SRC, a.ptr);
-  e.set(DNNL_ARG_WEIGHTS, weights);
-  e.set(DNNL_ARG_DST, dst.ptr);
-  if (attr.bias) e.set(DNNL_ARG_BIAS, attr.bias);
-}
-
-// The fastest of three runs, in seconds.
-double time_runs(Entry& e) {
-  double best = 1e30;
-  e.run();  // warm-up
-  for (int r = 0; r < 3; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    e.run();
-    ctx().stream.wait();
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
-// Repacked weights are not always faster: at some shapes oneDNN's kernel on
-// the plain layout wins (measured: 20-30% for a (2048 -> 512) projection at
-// M <= 32, while the vocabulary projection runs 1.5x faster packed). So the
-// first call of each shape times both on the real operands and keeps the
-// faster; the packed copy is shared only if packing won somewhere.
-void choose_layout(Entry& e, const MatDesc& a, const MatDesc& b, const MatDesc& dst,
-                   const GemmAttr& attr) {
-  build_matmul(e, a, b, dst, attr, /*packed_b=*/false);
-  if (attr.accumulate) return;  // trial runs would add into dst
-  Entry packed;
-  build_matmul(packed, a, b, dst, attr, /*packed_b=*/true);
-  const memory::desc want = packed.args.at(DNNL_ARG_WEIGHTS).get_desc();
-  std::shared_ptr<void> tmp(std::aligned_alloc(64, (want.get_size() + 63) / 64 * 64), std::free);
-  if (!tmp) return;
-  memory from(packed.packed_from, ctx().engine, const_cast<float*>(b.ptr)),
-      to(want, ctx().engine, tmp.get());
-  dnnl::reorder(from, to).execute(ctx().stream, from, to);
-  bind(e, a, b.ptr, dst, attr);
-  bind(packed, a, tmp.get(), dst, attr);
-  if (time_runs(packed) < 0.95 * time_runs(e)) e = std::move(packed);
 }
 
 }  // namespace
@@ -316,7 +161,6 @@ void choose_layout(Entry& e, const MatDesc& a, const MatDesc& b, const MatDesc& 
 void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
   if (a.dims[3] != b.dims[2] || a.dims[2] != dst.dims[2] || b.dims[3] != dst.dims[3])
     throw Error("gemm: inner or outer dimensions do not match");
-  const bool constant = attr.constant_b != 0;
   Key key;
   key.add(1);
   key.add(a.dims);
@@ -326,19 +170,12 @@ void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr
   key.add(dst.dims);
   key.add(dst.strides);
   key.add(bits(attr.alpha));
-  key.add(attr.accumulate * 1 + (attr.bias != nullptr) * 2 + attr.relu * 4 + constant * 8);
-  Entry& e = lookup(key, [&](Entry& e) {
-    if (constant)
-      choose_layout(e, a, b, dst, attr);
-    else
-      build_matmul(e, a, b, dst, attr, false);
-  });
-  const bool packed = !e.packed_layout.empty();
-  bind(e, a,
-       packed ? packed_weights(attr.constant_b, b.ptr, e.packed_from,
-                               e.args.at(DNNL_ARG_WEIGHTS).get_desc(), e.packed_layout)
-              : b.ptr,
-       dst, attr);
+  key.add(attr.accumulate * 1 + (attr.bias != nullptr) * 2 + attr.relu * 4);
+  Entry& e = lookup(key, [&](Entry& e) { build_matmul(e, a, b, dst, attr); });
+  e.set(DNNL_ARG_SRC, a.ptr);
+  e.set(DNNL_ARG_WEIGHTS, b.ptr);
+  e.set(DNNL_ARG_DST, dst.ptr);
+  if (attr.bias) e.set(DNNL_ARG_BIAS, attr.bias);
   e.run();
 }
 

@@ -29,8 +29,13 @@ void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr
 // dim but the second and the reduction): one primitive serves them all.
 void gemm_runtime(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr);
 
-// Drops the packed copies of an owner's constant weights (GemmAttr::constant_b).
+// The same against constant weights (GemmAttr::constant_b), in the compute
+// type attr.compute (weights_gemm.cpp).
+void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr);
+// Drops the packed copies of an owner's constant weights.
 void forget_constants(uint64_t owner);
+// Whether this CPU (as oneDNN may use it) has AVX512-BF16 or AMX.
+bool has_bf16();
 
 // Softmax (or log-softmax) over the last axis of a (rows, cols) matrix.
 void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log = false);
@@ -47,6 +52,8 @@ void layer_norm_backward(const float* src, const float* diff_dst, const float* g
                          const float* mean, const float* var, float* diff_src, float* diff_gamma,
                          float* diff_beta, int64_t rows, int64_t D, float eps);
 
+// The instruction set oneDNN uses here: "avx2", "avx512_core_amx", ...
+std::string isa_name();
 // "oneDNN 2.6.3 (cpu runtime OMP, ISA avx512_core_amx)" for --version.
 std::string backend_version();
 

@@ -142,6 +142,10 @@ class CudaBackend final : public Backend {
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) override;
   void forget_constants(uint64_t) override {}
+  std::string unsupported(ComputeType t) const override {
+    if (t == ComputeType::F32) return "";
+    return std::string(compute_type_name(t)) + " is not implemented on CUDA yet (f32 only)";
+  }
 
   void softmax(const float*, float*, int64_t, int64_t, bool) override { missing("softmax"); }
   void softmax_backward(const float*, const float*, float*, int64_t, int64_t) override {
@@ -217,9 +221,9 @@ class CudaBackend final : public Backend {
   }
   double sum_squares(const float*, int64_t) override { missing("sum_squares"); }
   void pick(const float*, int64_t, int64_t, const int32_t*, float*) override { missing("pick"); }
-  void topk(const float*, const double*, int64_t, int64_t, int64_t, const int32_t*, int64_t,
-            double*, int32_t*) override {
-    missing("topk");
+  void topk_log_softmax(const float*, const double*, int64_t, int64_t, int64_t, const int32_t*,
+                        int64_t, int32_t, double*, int32_t*, float*) override {
+    missing("topk_log_softmax");
   }
 
  private:

@@ -77,8 +77,7 @@ class BeamSearch {
     if (src.empty()) return std::move(results_);
     start(src);
     for (int64_t t = 0; !live_.empty(); ++t) {
-      model_.step(st_, tokens_.data(), logp_);
-      candidates_per_row(t);
+      candidates_per_row(model_.step(st_, tokens_.data()), t);
       keep_.clear(), rows_.clear(), next_tokens_.clear(), next_live_.clear();
       for (size_t j = 0; j < live_.size(); ++j) advance(live_[j], j, t);
       if (next_live_.empty()) break;
@@ -91,7 +90,7 @@ class BeamSearch {
 
  private:
   void start(const std::vector<std::vector<int32_t>>& src);
-  void candidates_per_row(int64_t t);
+  void candidates_per_row(const Tensor& logits, int64_t t);
   void advance(Sentence& s, size_t j, int64_t t);
   void finish(Sentence& s);
 
@@ -102,12 +101,11 @@ class BeamSearch {
   int64_t k2_ = 0;  // candidates per hypothesis: with at most K of them </s>, K remain
   std::vector<std::vector<Hypothesis>> results_;
   std::vector<Sentence> live_, next_live_;
-  std::vector<int32_t> tokens_, next_tokens_, banned_, top_idx_, eos_col_;
+  std::vector<int32_t> tokens_, next_tokens_, banned_, top_idx_;
   std::vector<int64_t> keep_, rows_;
   std::vector<double> base_, top_val_;
   std::vector<float> eos_lp_;
   std::vector<Candidate> cands_, chosen_;
-  Tensor logp_;
 };
 
 void BeamSearch::start(const std::vector<std::vector<int32_t>>& src) {
@@ -151,7 +149,7 @@ void BeamSearch::start(const std::vector<std::vector<int32_t>>& src) {
 
 // The best 2K continuations of every live hypothesis, scored base + log p,
 // and every row's </s> log-probability (for sentences at their length limit).
-void BeamSearch::candidates_per_row(int64_t t) {
+void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
   const int64_t rows = st_.rows(), beam = st_.beam;
   base_.resize(rows);
   for (size_t j = 0; j < live_.size(); ++j)
@@ -160,9 +158,7 @@ void BeamSearch::candidates_per_row(int64_t t) {
   // Forced length (benchmarks): </s> only once the length is reached; every
   // sentence has the same limit then.
   if (opts_.force_length > 0 && t < live_.front().max_out) banned_.push_back(kEos);
-  ops::topk(logp_, base_, k2_, banned_, top_val_, top_idx_);
-  eos_col_.assign(rows, kEos);
-  ops::pick(logp_, eos_col_, eos_lp_);
+  ops::topk_log_softmax(logits, base_, k2_, banned_, kEos, top_val_, top_idx_, eos_lp_);
 }
 
 void BeamSearch::advance(Sentence& s, size_t j, int64_t t) {

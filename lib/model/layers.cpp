@@ -10,7 +10,8 @@ Linear::Linear(ParamStore& store, const std::string& name, int64_t in, int64_t o
 }
 
 void Linear::forward(const Tensor& x, Tensor& y, bool relu) const {
-  ops::linear(x, w->value, b ? &b->value : nullptr, y, relu, w->store->constant_id());
+  ops::linear(x, w->value, b ? &b->value : nullptr, y, relu, w->store->constant_id(),
+              w->store->compute_type());
 }
 
 void Linear::backward(const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx,

@@ -2,10 +2,11 @@
 
 #include "core/error.h"
 #include "model/model_file.h"
+#include "model/quantise.h"
 
 namespace nmt {
 
-LoadedModel load_model(const std::string& path) {
+LoadedModel load_model(const std::string& path, const std::string& compute) {
   LoadedModel m;
   std::string spm;
   FileContents f = open_model(path, m.config, spm);
@@ -14,9 +15,15 @@ LoadedModel load_model(const std::string& path) {
   if (m.vocab.size() > m.config.vocab_size)
     throw InputError(path + ": vocabulary has " + std::to_string(m.vocab.size()) +
                      " pieces but the model only " + std::to_string(m.config.vocab_size));
+  auto q = f.metadata.find("quantization");
+  const bool int8_file = q != f.metadata.end() && q->second == "int8";
+  m.compute = compute.empty() ? (int8_file ? ComputeType::INT8 : ComputeType::F32)
+                              : parse_compute_type(compute);
   m.net = std::make_unique<Transformer>(m.config);
   load_weights(f, *m.net);
-  m.net->params().freeze();  // translation and scoring never change it
+  // Translation and scoring never change it. int8 from an f32 file rounds
+  // the weights as nmt quantize would have written them.
+  freeze_for_inference(m.net->params(), m.compute);
   return m;
 }
 

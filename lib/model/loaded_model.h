@@ -14,9 +14,13 @@ struct LoadedModel {
   ModelConfig config;
   Vocab vocab;
   std::unique_ptr<Transformer> net;
+  ComputeType compute = ComputeType::F32;
 };
 
 // Throws InputError naming the file for anything missing, truncated or wrong.
-LoadedModel load_model(const std::string& path);
+// compute: "f32", "bf16" or "int8"; empty: the file's ("int8" for a file that
+// nmt quantize wrote, else "f32"). A compute type this CPU cannot run is an
+// InputError that says why.
+LoadedModel load_model(const std::string& path, const std::string& compute = "");
 
 }  // namespace nmt

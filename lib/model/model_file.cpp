@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "io/json.h"
+#include "model/quantise.h"
 #include "model/transformer.h"
 
 namespace nmt {
@@ -24,11 +26,14 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
   header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& t : tensors) {
-    const uint64_t bytes = t.shape.numel() * sizeof(float);
+    if (t.dtype != DType::F32 && t.dtype != DType::S8)
+      throw Error(std::string("cannot write a ") + dtype_name(t.dtype) + " tensor");
+    const uint64_t bytes = t.shape.numel() * dtype_size(t.dtype);
     json shape = json::array();
     for (int i = 0; i < t.shape.ndim; ++i) shape.push_back(t.shape[i]);
-    header[t.name] = {
-        {"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[t.name] = {{"dtype", t.dtype == DType::F32 ? "F32" : "I8"},
+                      {"shape", shape},
+                      {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   for (const auto& [name, bytes] : byte_tensors) {
@@ -46,7 +51,7 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(hlen >> (8 * i));
   out.write(len, 8);
   out.write(h);
-  for (const auto& t : tensors) out.write(t.data, t.shape.numel() * sizeof(float));
+  for (const auto& t : tensors) out.write(t.data, t.shape.numel() * dtype_size(t.dtype));
   for (const auto& kv : byte_tensors) out.write(kv.second);
   out.commit();
 }
@@ -62,7 +67,7 @@ FileContents::Entry parse_entry(const std::string& name, const json& t,
       !t["data_offsets"].is_array())
     throw bad("tensor " + name + " has a malformed entry");
   e.dtype = t["dtype"].get<std::string>();
-  const uint64_t elem = e.dtype == "F32" ? 4 : e.dtype == "U8" ? 1 : 0;
+  const uint64_t elem = e.dtype == "F32" ? 4 : e.dtype == "U8" || e.dtype == "I8" ? 1 : 0;
   if (!elem) throw bad("tensor " + name + " has unsupported dtype " + e.dtype);
   uint64_t bytes = elem;
   for (const json& d : t["shape"]) {
@@ -161,6 +166,14 @@ void FileContents::check_f32(const std::string& name, const Shape& shape) const 
   if (it == tensors.end()) throw InputError(source + ": missing tensor " + name);
   const Entry& e = it->second;
   std::vector<int64_t> want(shape.dims.begin(), shape.dims.begin() + shape.ndim);
+  if (e.dtype == "I8" && e.shape == want && shape.ndim == 2) {
+    auto s = tensors.find(name + ".scale");
+    if (s == tensors.end() || s->second.dtype != "F32" ||
+        s->second.shape != std::vector<int64_t>{shape[0]})
+      throw InputError(source + ": int8 tensor " + name + " has no F32 scale per row (" + name +
+                       ".scale)");
+    return;
+  }
   if (e.dtype != "F32" || e.shape != want) {
     std::string got;
     for (auto d : e.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
@@ -172,8 +185,16 @@ void FileContents::check_f32(const std::string& name, const Shape& shape) const 
 void FileContents::read_f32(const std::string& name, const Shape& shape, float* dst) const {
   check_f32(name, shape);
   const Entry& e = tensors.at(name);
-  std::memcpy(dst, data.data() + e.begin, e.end - e.begin);
   const int64_t n = shape.numel();
+  if (e.dtype == "I8") {
+    std::vector<float> scale(shape[0]);
+    read_f32(name + ".scale", Shape{shape[0]}, scale.data());
+    const auto* q = reinterpret_cast<const int8_t*>(data.data() + e.begin);
+    const int64_t cols = shape[1];
+    for (int64_t i = 0; i < n; ++i) dst[i] = q[i] * scale[i / cols];
+  } else {
+    std::memcpy(dst, data.data() + e.begin, e.end - e.begin);
+  }
   int64_t bad = -1;
 #pragma omp parallel for reduction(max : bad) if (n > (1 << 16))
   for (int64_t i = 0; i < n; ++i)
@@ -190,14 +211,23 @@ std::string FileContents::read_bytes(const std::string& name) const {
 }
 
 void save_model(const std::string& path, Transformer& model, const std::string& spm_model,
-                const std::map<std::string, std::string>& extra_metadata) {
+                const std::map<std::string, std::string>& extra_metadata, bool int8) {
   std::map<std::string, std::string> meta = extra_metadata;
   meta["format"] = "nmt";
   meta["format_version"] = std::to_string(kModelFormatVersion);
   meta["config"] = config_to_json(model.config()).dump();
+  if (int8) meta["quantization"] = "int8";
   std::vector<NamedTensor> tensors;
-  for (const auto& p : model.params().params())
-    tensors.push_back({p.name, p.shape, p.value.data()});
+  std::deque<Int8Rows> rows;  // the int8 tensors' storage, until written
+  for (const auto& p : model.params().params()) {
+    if (!int8 || !quantised_in_int8(p)) {
+      tensors.push_back({p.name, p.shape, p.value.data()});
+      continue;
+    }
+    const Int8Rows& q = rows.emplace_back(quantise_rows(p.value.data(), p.shape[0], p.shape[1]));
+    tensors.push_back({p.name, p.shape, q.values.data(), DType::S8});
+    tensors.push_back({p.name + ".scale", Shape{p.shape[0]}, q.scales.data()});
+  }
   std::map<std::string, std::string> bytes;
   if (!spm_model.empty()) bytes["vocab/sentencepiece"] = spm_model;
   write_safetensors(path, meta, tensors, bytes);

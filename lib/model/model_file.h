@@ -25,7 +25,8 @@ constexpr int kModelFormatVersion = 1;
 struct NamedTensor {
   std::string name;
   Shape shape;
-  const float* data = nullptr;
+  const void* data = nullptr;
+  DType dtype = DType::F32;  // F32 or S8 (written as safetensors' I8)
 };
 
 struct FileContents {
@@ -39,10 +40,11 @@ struct FileContents {
   std::vector<char> data;  // the byte buffer after the header
 
   bool has(const std::string& name) const { return tensors.count(name) > 0; }
-  // Throws InputError naming the file unless the tensor is F32 of this shape.
+  // Throws InputError naming the file unless the tensor has this shape and
+  // is F32, or I8 with an F32 scale per row in "NAME.scale" (an int8 model).
   void check_f32(const std::string& name, const Shape& shape) const;
-  // Copies an F32 tensor into dst after checking its shape, and refuses
-  // NaN and infinite values, naming the tensor.
+  // Copies the tensor into dst as f32 (I8 rows times their scales) after
+  // checking its shape, and refuses NaN and infinite values, naming it.
   void read_f32(const std::string& name, const Shape& shape, float* dst) const;
   std::string read_bytes(const std::string& name) const;
   std::string source;
@@ -59,9 +61,12 @@ FileContents read_safetensors(const std::string& path);
 
 class Transformer;
 
-// A model ready to translate: config, vocabulary bytes and weights.
+// A model ready to translate: config, vocabulary bytes and weights. int8
+// stores every weight matrix as I8 rows with an F32 scale each ("NAME" and
+// "NAME.scale", see model/quantise.h) and marks the file "quantization":
+// "int8", which translation then computes in by default.
 void save_model(const std::string& path, Transformer& model, const std::string& spm_model,
-                const std::map<std::string, std::string>& extra_metadata = {});
+                const std::map<std::string, std::string>& extra_metadata = {}, bool int8 = false);
 // Loads config and SentencePiece bytes; the caller builds the Transformer
 // from the config and then calls load_weights.
 FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& spm_model);

@@ -48,9 +48,13 @@ class ParamStore {
   int64_t size() const { return total_; }  // elements, padding included
   // Promises that the values never change again (a model loaded to
   // translate or score): backends may then keep repacked copies of the
-  // weights. constant_id() is 0 until then.
-  void freeze() { frozen_ = true; }
+  // weights, converted to `compute`. constant_id() is 0 until then.
+  void freeze(ComputeType compute = ComputeType::F32) {
+    frozen_ = true;
+    compute_ = compute;
+  }
   uint64_t constant_id() const { return frozen_ ? id_ : 0; }
+  ComputeType compute_type() const { return compute_; }
   Tensor& values() { return values_; }
   const Tensor& values() const { return values_; }
 
@@ -60,6 +64,7 @@ class ParamStore {
   Tensor values_;
   uint64_t id_;
   bool frozen_ = false;
+  ComputeType compute_ = ComputeType::F32;
 };
 
 // Gradients of every parameter of a store, in one buffer with its layout.

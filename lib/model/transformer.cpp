@@ -132,6 +132,7 @@ void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool 
 void Transformer::project_output(const Tensor& h, Tensor& logits) const {
   ops::MatmulOpts o;
   o.constant_b = store_.constant_id();
+  o.compute = store_.compute_type();
   ops::matmul(h, false, out_proj_->value, true, logits, o);
 }
 
@@ -202,14 +203,14 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   }
 }
 
-void Transformer::step(DecodeState& st, const int32_t* last_tokens, Tensor& log_probs) const {
+const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) const {
   st.ids.resize(Shape{st.rows()});
   ops::upload(last_tokens, st.ids);
   tgt_embed_->forward(st.ids, 1, st.step, st.x, false, 0);
   decoder_->step(st.x, st, st.y);
   project_output(st.y, st.logits);
-  ops::log_softmax(st.logits, log_probs);
   ++st.step;
+  return st.logits;
 }
 
 void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,

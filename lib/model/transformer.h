@@ -82,8 +82,9 @@ class Transformer {
   // cross-attention K/V, and sizes the caches for up to max_len positions.
   void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam, int64_t max_len,
                       DecodeState& st) const;
-  // Feeds last_tokens (B*beam) at position st.step; log_probs (B*beam, V).
-  void step(DecodeState& st, const int32_t* last_tokens, Tensor& log_probs) const;
+  // Feeds last_tokens (B*beam) at position st.step; returns the logits
+  // (B*beam, V), valid until the next step.
+  const Tensor& step(DecodeState& st, const int32_t* last_tokens) const;
   // Keeps sentences `keep` (indices into the current B), and for the new
   // rows takes the cache of old row `rows[i]`; beam becomes new_beam.
   void reorder(DecodeState& st, const std::vector<int64_t>& keep, const std::vector<int64_t>& rows,

@@ -81,11 +81,12 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
   attr.bias = o.bias ? o.bias->data() : nullptr;
   attr.relu = o.relu;
   attr.constant_b = o.constant_b;
+  attr.compute = o.compute;
   be(a).gemm(mat(a, trans_a), mat(b, trans_b), mat(c, false), attr);
 }
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu,
-            uint64_t constant_w) {
+            uint64_t constant_w, ComputeType compute) {
   const int64_t in = w.dim(1);
   if (x.numel() % in != 0)
     fail("linear", "input width does not match the weight's " + std::to_string(in));
@@ -93,6 +94,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool r
   o.bias = b;
   o.relu = relu;
   o.constant_b = constant_w;
+  o.compute = compute;
   if (x.ndim() == 2) return matmul(x, false, w, true, y, o);
   matmul(x.view(Shape{x.numel() / in, in}), false, w, true, y, o);
 }
@@ -303,16 +305,23 @@ void adam_update(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const AdamSte
 
 double l2_norm(const Tensor& x) { return std::sqrt(be(x).sum_squares(x.data(), x.numel())); }
 
-void topk(const Tensor& logp, const std::vector<double>& base, int64_t k,
-          const std::vector<int32_t>& banned, std::vector<double>& values,
-          std::vector<int32_t>& indices) {
-  const int64_t rows = logp.dim(0), V = logp.dim(1);
-  if (static_cast<int64_t>(base.size()) != rows) fail("topk", "one base score per row expected");
-  if (k > V) fail("topk", "k exceeds the vocabulary");
+void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int64_t k,
+                      const std::vector<int32_t>& banned, int32_t col, std::vector<double>& values,
+                      std::vector<int32_t>& indices, std::vector<float>& col_lp) {
+  if (logits.ndim() != 2) fail("topk_log_softmax", "expected a 2-D tensor");
+  need_contiguous("topk_log_softmax", {&logits});
+  const int64_t rows = logits.dim(0), V = logits.dim(1);
+  if (static_cast<int64_t>(base.size()) != rows)
+    fail("topk_log_softmax", "one base score per row expected");
+  if (k < 1 || k > V) fail("topk_log_softmax", "k must be from 1 to the vocabulary size");
+  if (col < 0 || col >= V)
+    fail("topk_log_softmax", "column " + std::to_string(col) + " out of range");
   values.resize(rows * k);
   indices.resize(rows * k);
-  be(logp).topk(logp.data(), base.data(), rows, V, k, banned.data(),
-                static_cast<int64_t>(banned.size()), values.data(), indices.data());
+  col_lp.resize(rows);
+  be(logits).topk_log_softmax(logits.data(), base.data(), rows, V, k, banned.data(),
+                              static_cast<int64_t>(banned.size()), col, values.data(),
+                              indices.data(), col_lp.data());
 }
 
 void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out) {

@@ -28,7 +28,8 @@ struct MatmulOpts {
   bool accumulate = false;       // c += ... (beta = 1)
   const Tensor* bias = nullptr;  // (N) added to every row
   bool relu = false;
-  uint64_t constant_b = 0;  // b never changes again (see GemmAttr::constant_b)
+  uint64_t constant_b = 0;                 // b never changes again (see GemmAttr::constant_b)
+  ComputeType compute = ComputeType::F32;  // with constant_b: what the product runs in
 };
 
 // c (M, N) = alpha * op(a) op(b) (+ bias) (relu) (+ c), op a transpose when
@@ -37,9 +38,9 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
             const MatmulOpts& opts = {});
 // y (N, out) = x (N, in) W^T (+ b) (relu): the Linear layer's product, W
 // stored (out, in).
-// constant_w: as MatmulOpts::constant_b.
+// constant_w, compute: as MatmulOpts::constant_b and compute.
 void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu = false,
-            uint64_t constant_w = 0);
+            uint64_t constant_w = 0, ComputeType compute = ComputeType::F32);
 
 // Batched over the first two dims: c (B, H, M, N) = alpha * a (B, H, M, K)
 // b (B, H, K, N) (+ c). Any of the three may be strided views (head splits,
@@ -130,11 +131,12 @@ double l2_norm(const Tensor& x);
 
 // ---- Decoding ---------------------------------------------------------------
 
-// Per row r of log-probabilities (rows, V): the k best base[r] + logp[r, v]
-// over v not in `banned`, best first (ties: lower id first).
-void topk(const Tensor& logp, const std::vector<double>& base, int64_t k,
-          const std::vector<int32_t>& banned, std::vector<double>& values,
-          std::vector<int32_t>& indices);
+// A search step over logits (rows, V), whose log-softmax it never stores:
+// per row r, the k best base[r] + logp[r, v] over v not in `banned`, best
+// first (ties: lower id first), and logp[r, col] in col_lp[r].
+void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int64_t k,
+                      const std::vector<int32_t>& banned, int32_t col, std::vector<double>& values,
+                      std::vector<int32_t>& indices, std::vector<float>& col_lp);
 // out[i] = x[i, cols[i]] for a (N, V) tensor, into host memory (forced
 // decoding reads the log-probabilities of the given targets).
 void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out);

@@ -1,0 +1,72 @@
+// The CPU backend's primitive cache, shared by its oneDNN files: one engine
+// and stream per thread, and every primitive built once per key (the op and
+// every number that shapes it) together with its memory objects, so a call
+// in a hot loop only swaps data pointers and executes.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <unordered_map>
+
+namespace nmt::cpu {
+
+// One engine and stream per thread, as oneDNN recommends for CPU.
+struct Context {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+};
+Context& ctx();
+
+struct Key {
+  static constexpr int kMax = 40;
+  std::array<int64_t, kMax> v{};
+  int n = 0;
+  void add(int64_t x);
+  template <size_t N>
+  void add(const std::array<int64_t, N>& a) {
+    for (int64_t x : a) add(x);
+  }
+  bool operator==(const Key& o) const {
+    return n == o.n && std::memcmp(v.data(), o.v.data(), n * sizeof(int64_t)) == 0;
+  }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < k.n; ++i) h = (h ^ static_cast<uint64_t>(k.v[i])) * 1099511628211ull;
+    return h;
+  }
+};
+
+// A built primitive with its argument memories; calls swap the data handles.
+struct Entry {
+  dnnl::primitive prim;
+  std::unordered_map<int, dnnl::memory> args;
+  int packed = 0;  // constant weights: their packed layout's id (weights_gemm.cpp), 0: plain
+  void set(int arg, const void* p) { args.at(arg).set_data_handle(const_cast<void*>(p)); }
+  void run() { prim.execute(ctx().stream, args); }
+};
+
+// The calling thread's entry for `key`, built by build(Entry&) on first use
+// (counted in primitives_created). Least recently used entries go first
+// when the cache is full.
+Entry& lookup(const Key& key, const std::function<void(Entry&)>& build);
+
+// A memory object without data (bound per call).
+inline dnnl::memory mem(const dnnl::memory::desc& d) {
+  return dnnl::memory(d, ctx().engine, DNNL_MEMORY_NONE);
+}
+
+inline int64_t bits(float f) {
+  int32_t i;
+  std::memcpy(&i, &f, 4);
+  return i;
+}
+
+}  // namespace nmt::cpu

@@ -1,0 +1,32 @@
+// int8 weights: every weight matrix (Linear weights and the tied embedding,
+// which is also the output projection) stored as s8 rows, each with the
+// scale max|row| / 127. A row is one output channel of its product, as
+// oneDNN's per-channel output scales and CTranslate2's int8 have it.
+//
+// `nmt quantize` writes these; `--compute-type int8` on an f32 model rounds
+// its weights the same way at load, so both give the same translations.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/params.h"
+
+namespace nmt {
+
+struct Int8Rows {
+  std::vector<int8_t> values;  // (rows, cols)
+  std::vector<float> scales;   // (rows)
+};
+
+bool quantised_in_int8(const Param& p);
+Int8Rows quantise_rows(const float* w, int64_t rows, int64_t cols);
+// Replaces every quantised matrix of the store by its int8 rounding
+// (values * scale), in place. Rounding twice changes nothing.
+void round_to_int8(ParamStore& store);
+
+// Makes a model's weights constant for translation or scoring in `compute`:
+// int8 rounds them first. Throws InputError if the CPU cannot run `compute`.
+void freeze_for_inference(ParamStore& store, ComputeType compute);
+
+}  // namespace nmt
