@@ -522,6 +522,30 @@ TEST_CASE("top-k of a log-softmax with banned ids and ties, pick, gather rows an
     for (int i = 0; i < 4; ++i) CHECK(hc[r * 8 + i] == X[8 + i]);
 }
 
+TEST_CASE("reorder a cache in place as gather_cache does", "[ops][decode]") {
+  // Swaps, cycles, fan-out from one parent, rows dropped, and more rows
+  // than before (the first step of a beam).
+  const int64_t N = 6, cap = 5, W = 3, len = 4;
+  const std::vector<std::vector<int64_t>> orders = {{0, 1, 2, 3, 4, 5},
+                                                    {1, 0, 2, 3, 5, 4},
+                                                    {1, 2, 0, 4, 5, 3},
+                                                    {0, 0, 0, 3, 3, 1},
+                                                    {5, 4, 3, 2, 1, 0},
+                                                    {2, 2, 5},
+                                                    {4, 0},
+                                                    {0, 0, 1, 1, 2, 2, 3, 3}};
+  for (const auto& idx : orders) {
+    auto X = randv(N * cap * W, 9);
+    Tensor cache = dev(X, Shape{N, cap, W}), want, scratch;
+    ops::gather_cache(cache, idx, len, want);
+    ops::reorder_cache(cache, idx, len, scratch);
+    REQUIRE(cache.dim(0) == static_cast<int64_t>(idx.size()));
+    auto got = host(cache), ref = host(want);
+    for (size_t r = 0; r < idx.size(); ++r)
+      for (int64_t p = 0; p < len * W; ++p) CHECK(got[r * cap * W + p] == ref[r * cap * W + p]);
+  }
+}
+
 int main(int argc, char** argv) {
   std::string device = argc > 1 && argv[1][0] != '-' ? argv[1] : "cpu";
   if (device == "cuda" && !cuda_available()) {

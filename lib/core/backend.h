@@ -70,10 +70,11 @@ class Backend {
   // rows x len floats from src (rows src_ld apart) to dst (dst_ld apart).
   virtual void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows,
                          int64_t len) = 0;
-  // Row i of dst (rows dst_ld apart) = row idx[i] of src (rows src_ld
-  // apart), `len` floats each.
+  // Row dst_idx[i] (or i, if dst_idx is null) of dst, rows dst_ld apart,
+  // = row idx[i] of src, rows src_ld apart; `len` floats each. The rows
+  // written must not be among those read.
   virtual void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n,
-                           int64_t len, float* dst, int64_t dst_ld) = 0;
+                           int64_t len, float* dst, int64_t dst_ld, const int64_t* dst_idx) = 0;
 
   // GEMM: dst = alpha * a @ b (+ bias) (relu) (+ dst).
   virtual void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst,

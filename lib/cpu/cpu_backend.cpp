@@ -43,8 +43,8 @@ class CpuBackend final : public Backend {
       std::memcpy(dst + r * dst_ld, src + r * src_ld, static_cast<size_t>(len) * sizeof(float));
   }
   void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
-                   float* dst, int64_t dst_ld) override {
-    cpu::gather_rows(src, src_ld, idx, n, len, dst, dst_ld);
+                   float* dst, int64_t dst_ld, const int64_t* dst_idx) override {
+    cpu::gather_rows(src, src_ld, idx, n, len, dst, dst_ld, dst_idx);
   }
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) override {

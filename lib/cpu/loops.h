@@ -45,6 +45,6 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
                       int32_t* indices, float* col_lp);
 
 void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
-                 float* dst, int64_t dst_ld);
+                 float* dst, int64_t dst_ld, const int64_t* dst_idx);
 
 }  // namespace nmt::cpu

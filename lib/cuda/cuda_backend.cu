@@ -134,9 +134,10 @@ class CudaBackend final : public Backend {
                             len * sizeof(float), rows, cudaMemcpyDeviceToDevice));
   }
   void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
-                   float* dst, int64_t dst_ld) override {
+                   float* dst, int64_t dst_ld, const int64_t* dst_idx) override {
     for (int64_t i = 0; i < n; ++i)
-      CUDA_CHECK(cudaMemcpy(dst + i * dst_ld, src + idx[i] * src_ld, len * sizeof(float),
+      CUDA_CHECK(cudaMemcpy(dst + (dst_idx ? dst_idx[i] : i) * dst_ld, src + idx[i] * src_ld,
+                            len * sizeof(float),
                             cudaMemcpyDeviceToDevice));
   }
 

@@ -221,12 +221,10 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
   bool identity_rows = N == st.rows();
   for (int64_t i = 0; identity_rows && i < N; ++i) identity_rows = rows[i] == i;
   if (!identity_rows) {
-    // Only the filled prefix of each cache row is copied.
+    // Only the filled prefix of the rows whose history changes is copied.
     for (KVCache& c : st.self) {
-      ops::gather_cache(c.k, rows, c.len, st.spare);
-      std::swap(c.k, st.spare);
-      ops::gather_cache(c.v, rows, c.len, st.spare);
-      std::swap(c.v, st.spare);
+      ops::reorder_cache(c.k, rows, c.len, st.spare);
+      ops::reorder_cache(c.v, rows, c.len, st.spare);
     }
   }
   bool identity_keep = newB == st.B;

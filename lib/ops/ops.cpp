@@ -340,7 +340,7 @@ void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst
   s.dims[0] = static_cast<int64_t>(idx.size());
   dst.resize(s);
   be(src).gather_rows(src.data(), row, idx.data(), static_cast<int64_t>(idx.size()), row,
-                      dst.data(), row);
+                      dst.data(), row, nullptr);
 }
 
 void gather_cache(const Tensor& src, const std::vector<int64_t>& idx, int64_t len, Tensor& dst) {
@@ -349,7 +349,53 @@ void gather_cache(const Tensor& src, const std::vector<int64_t>& idx, int64_t le
   if (len > cap) fail("gather_cache", "length exceeds the capacity");
   dst.resize(Shape{static_cast<int64_t>(idx.size()), cap, W});
   be(src).gather_rows(src.data(), cap * W, idx.data(), static_cast<int64_t>(idx.size()), len * W,
-                      dst.data(), cap * W);
+                      dst.data(), cap * W, nullptr);
+}
+
+void reorder_cache(Tensor& cache, const std::vector<int64_t>& idx, int64_t len, Tensor& scratch) {
+  if (cache.ndim() != 3) fail("reorder_cache", "expected a (N, capacity, W) cache");
+  need_contiguous("reorder_cache", {&cache});
+  const int64_t N = cache.dim(0), cap = cache.dim(1), W = cache.dim(2);
+  const int64_t n = static_cast<int64_t>(idx.size());
+  if (len > cap) fail("reorder_cache", "length exceeds the capacity");
+  for (int64_t s : idx)
+    if (s < 0 || s >= N) fail("reorder_cache", "row " + std::to_string(s) + " out of range");
+  if (n > N) {  // more rows than before (a beam opening up): no room in place
+    gather_cache(cache, idx, len, scratch);
+    std::swap(cache, scratch);
+    return;
+  }
+  // In place: a row that keeps its own history is not touched. A source row
+  // that is itself overwritten is saved first; every other source is read
+  // where it is. Host-side lists are per thread and only grow.
+  thread_local std::vector<int64_t> slot, saved, from_saved, to_saved, from_cache, to_cache;
+  slot.assign(N, -1);
+  saved.clear(), from_saved.clear(), to_saved.clear(), from_cache.clear(), to_cache.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t s = idx[i];
+    if (s == i || slot[s] >= 0) continue;
+    if (s < n && idx[s] != s) slot[s] = static_cast<int64_t>(saved.size()), saved.push_back(s);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t s = idx[i];
+    if (s == i) continue;
+    if (slot[s] >= 0)
+      from_saved.push_back(slot[s]), to_saved.push_back(i);
+    else
+      from_cache.push_back(s), to_cache.push_back(i);
+  }
+  const int64_t row = len * W;
+  auto& b = be(cache);
+  if (!saved.empty()) {
+    scratch.resize(Shape{static_cast<int64_t>(saved.size()), std::max<int64_t>(row, 1)});
+    b.gather_rows(cache.data(), cap * W, saved.data(), static_cast<int64_t>(saved.size()), row,
+                  scratch.data(), row, nullptr);
+    b.gather_rows(scratch.data(), row, from_saved.data(), static_cast<int64_t>(from_saved.size()),
+                  row, cache.data(), cap * W, to_saved.data());
+  }
+  b.gather_rows(cache.data(), cap * W, from_cache.data(), static_cast<int64_t>(from_cache.size()),
+                row, cache.data(), cap * W, to_cache.data());
+  cache.resize(Shape{n, cap, W});
 }
 
 }  // namespace nmt::ops

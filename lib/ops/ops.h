@@ -145,5 +145,9 @@ void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst
 // Rows of a cache (N, capacity, W): row i of dst gets row idx[i] of src, its
 // first `len` positions only (the filled prefix).
 void gather_cache(const Tensor& src, const std::vector<int64_t>& idx, int64_t len, Tensor& dst);
+// The same reordering of a cache in place, copying only the rows whose
+// history changes (beam search keeps many): scratch holds the rows that are
+// read after being overwritten. Grows through scratch if idx is longer.
+void reorder_cache(Tensor& cache, const std::vector<int64_t>& idx, int64_t len, Tensor& scratch);
 
 }  // namespace nmt::ops
