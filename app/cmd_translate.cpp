@@ -41,7 +41,7 @@ struct Opts {
   int64_t batch_tokens = 4096;
   int window = 1024;
   int threads = 0;
-  int workers = 1;
+  int workers = 0;
   std::string compute;  // empty: the model file's
 };
 
@@ -251,12 +251,14 @@ void register_translate(CLI::App& app) {
   cmd->add_option("--window", o->window, "Lines read ahead and sorted by length")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--threads", o->threads,
-                  "CPU threads of each worker (0: the cores shared out among the workers)")
+                  "CPU threads of each worker (0: the cores shared out among the workers "
+                  "that a window keeps busy)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--workers", o->workers,
                   "Translators sharing the one loaded model, each on its own threads; batches "
-                  "are shared out among them, and the output is the same for any number")
-      ->check(CLI::Range(1, 256));
+                  "are shared out among them, and the output is the same for any number "
+                  "(0: min(cores, 4))")
+      ->check(CLI::Range(0, 256));
   cmd->add_option("--max-length-a", o->search.max_len_a,
                   "Max output length = a * source length + b")
       ->check(finite_range(0.0, 100.0));

@@ -14,13 +14,15 @@
 //   build/bench/bench_translate --real MODEL [--src F] [--ref F] [--threads N]
 //                               [--workers W] [--beam K] [--batch-tokens N] [--repeat R]
 //                               [--warmup-lines N] [--compute-type f32|bf16|int8]
-// (threads: per worker). Primitives counts the primitives built during a
+// (threads: per worker; 0 and 0, the defaults, are nmt translate's: min(cores, 4)
+// workers sharing the cores). Primitives counts the primitives built during a
 // timed pass: 0 once the shapes of real text have been seen.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_common.h"
@@ -49,15 +51,17 @@ int real_text(int argc, char** argv) {
   const std::string model_path = arg_value(argc, argv, "--real", "");
   const std::string src_path = arg_value(argc, argv, "--src", data + "test_2016_flickr.en.gz");
   const std::string ref_path = arg_value(argc, argv, "--ref", data + "test_2016_flickr.de.gz");
-  const int threads = std::stoi(arg_value(argc, argv, "--threads", "2"));
-  const int workers = std::stoi(arg_value(argc, argv, "--workers", "1"));
+  // 0, 0: nmt translate's defaults (workers and threads chosen for the machine).
+  const int threads = std::stoi(arg_value(argc, argv, "--threads", "0"));
+  const int workers = std::stoi(arg_value(argc, argv, "--workers", "0"));
   const int repeat = std::stoi(arg_value(argc, argv, "--repeat", "3"));
   SearchOptions opts;
   opts.beam = std::stoi(arg_value(argc, argv, "--beam", "4"));
   const int64_t batch_tokens = std::stoll(arg_value(argc, argv, "--batch-tokens", "4096"));
-  ops::set_num_threads(threads);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ops::set_num_threads(cores);
   double nominal, measured;
-  bench::print_peak(threads, &nominal, &measured);
+  bench::print_peak(cores, &nominal, &measured);
   LoadedModel model = load_model(model_path, arg_value(argc, argv, "--compute-type", ""));
   std::vector<std::string> src = io::read_lines(src_path);
   std::vector<std::string> ref = io::read_lines(ref_path);
@@ -77,7 +81,7 @@ int real_text(int argc, char** argv) {
       "real text: %s, %zu sentences, %s, beam %d, batch-tokens %lld, %d worker(s) x %d "
       "thread(s)\n",
       src_path.c_str(), src.size(), compute_type_name(model.compute), opts.beam,
-      static_cast<long long>(batch_tokens), workers, threads);
+      static_cast<long long>(batch_tokens), tr.workers(), tr.threads_per_worker());
   std::printf("%8s %10s %12s %12s %8s\n", "run", "sent/s", "tgt tok/s", "primitives", "BLEU");
   for (int r = 0; r < repeat; ++r) {
     const int64_t prims = ops::primitives_created();

@@ -71,7 +71,11 @@ memory::desc md2(int64_t rows, int64_t cols) {
 
 }  // namespace
 
-Entry& lookup(const Key& key, const std::function<void(Entry&)>& build) {
+Entry& lookup(const Key& shape_key, const std::function<void(Entry&)>& build) {
+  // oneDNN fixes a primitive's thread partitioning when it builds it, so a
+  // worker that changes its thread count (translator.cpp) needs others.
+  Key key = shape_key;
+  key.add(omp_get_max_threads());
   auto it = cache.find(key);
   if (it != cache.end()) {
     recent.splice(recent.begin(), recent, it->second.age);

@@ -16,9 +16,14 @@ Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t bat
       batch_tokens_(std::max<int64_t>(batch_tokens, 1)),
       warn_(std::move(warn)) {
   validate(opts_);
-  workers = std::max(workers, 1);
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads_per_worker_ = threads_per_worker > 0 ? threads_per_worker : std::max(1, cores / workers);
+  cores_ = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Several single-threaded workers beat one multi-threaded one on batch
+  // throughput (decoding's small products scale poorly across threads);
+  // four bound the memory their decoding states take.
+  if (workers <= 0) workers = std::min(cores_, 4);
+  workers_ = workers;
+  adapt_threads_ = threads_per_worker <= 0;
+  threads_per_worker_ = threads_per_worker > 0 ? threads_per_worker : std::max(1, cores_ / workers);
   for (int w = 0; w < workers; ++w) threads_.emplace_back([this, w] { work(w); });
 }
 
@@ -34,7 +39,8 @@ Translator::~Translator() {
 // A worker: its own CPU threads and decoding state for its whole life, so
 // that its primitives and buffers are built once.
 void Translator::work(int) {
-  ops::set_num_threads(threads_per_worker_);
+  int threads = threads_per_worker_;
+  ops::set_num_threads(threads);
   DecodeState state;
   uint64_t seen = 0;
   for (;;) {
@@ -45,8 +51,12 @@ void Translator::work(int) {
       seen = generation_;  // this window is handed out; wait for the next
       continue;
     }
+    // Fewer batches than workers leave workers idle: those busy take their cores.
+    const int busy = static_cast<int>(std::min<size_t>(jobs_->size(), workers_));
+    const int want = adapt_threads_ ? std::max(1, cores_ / busy) : threads_per_worker_;
     Batch& b = (*jobs_)[next_job_++];
     lock.unlock();
+    if (want != threads) ops::set_num_threads(threads = want);
     try {
       b.hyps = search(*model_.net, b.src, opts_, state);
     } catch (...) {

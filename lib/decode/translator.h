@@ -37,7 +37,9 @@ struct TranslationResult {
 class Translator {
  public:
   // warn receives one-line warnings (with the 1-based line number).
-  // threads_per_worker: CPU threads of each worker (0: the cores shared out).
+  // workers: 0 picks min(cores, 4). threads_per_worker: CPU threads of each
+  // worker; 0 shares the cores out among the workers that a window keeps
+  // busy, so a window of one batch (a line typed into a pipe) runs on all.
   Translator(const LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
              std::function<void(const std::string&)> warn = {}, int workers = 1,
              int threads_per_worker = 0);
@@ -46,6 +48,9 @@ class Translator {
   Translator& operator=(const Translator&) = delete;
 
   // first_line: the 1-based number of lines[0] in the whole input.
+  int workers() const { return workers_; }
+  int threads_per_worker() const { return threads_per_worker_; }
+
   std::vector<TranslationResult> translate(const std::vector<std::string>& lines,
                                            int64_t first_line = 1);
 
@@ -65,7 +70,10 @@ class Translator {
   SearchOptions opts_;
   int64_t batch_tokens_;
   std::function<void(const std::string&)> warn_;
-  int threads_per_worker_;
+  int threads_per_worker_;  // when every worker is busy
+  int cores_;
+  int workers_;
+  bool adapt_threads_;  // threads were not given: share the cores among busy workers
 
   // The pool: a window's batches, handed out one at a time.
   std::mutex mu_;
