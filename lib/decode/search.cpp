@@ -81,6 +81,7 @@ class BeamSearch {
       keep_.clear(), rows_.clear(), next_tokens_.clear(), next_live_.clear();
       for (size_t j = 0; j < live_.size(); ++j) advance(live_[j], j, t);
       if (next_live_.empty()) break;
+      fill_holes();
       model_.reorder(st_, keep_, rows_, K_);
       live_.swap(next_live_);
       tokens_.swap(next_tokens_);
@@ -93,6 +94,7 @@ class BeamSearch {
   void candidates_per_row(const Tensor& logits, int64_t t);
   void advance(Sentence& s, size_t j, int64_t t);
   void finish(Sentence& s);
+  void fill_holes();
 
   const Transformer& model_;
   const SearchOptions& opts_;
@@ -102,7 +104,11 @@ class BeamSearch {
   std::vector<std::vector<Hypothesis>> results_;
   std::vector<Sentence> live_, next_live_;
   std::vector<int32_t> tokens_, next_tokens_, banned_, top_idx_;
-  std::vector<int64_t> keep_, rows_;
+  std::vector<int64_t> keep_, rows_, slot_of_;
+  std::vector<char> placed_;
+  std::vector<int64_t> pos_, keep_tmp_, rows_tmp_;
+  std::vector<int32_t> tokens_tmp_;
+  std::vector<Sentence> live_tmp_;
   std::vector<double> base_, top_val_;
   std::vector<float> eos_lp_;
   std::vector<Candidate> cands_, chosen_;
@@ -198,16 +204,63 @@ void BeamSearch::advance(Sentence& s, size_t j, int64_t t) {
     c.logprob = -std::numeric_limits<double>::infinity();
     chosen_.push_back(c);
   }
+  // Slot k takes the best child of hypothesis k where there is one, so that
+  // its cached keys and values stay where they are (the reorder copies only
+  // rows that move); the other children fill the free slots in score order.
+  // Which slot holds a hypothesis changes nothing else.
+  slot_of_.assign(K_, -1);
+  placed_.assign(K_, 0);
+  for (int64_t c = 0; c < K_; ++c) {
+    const int32_t p = chosen_[c].parent;
+    if (slot_of_[p] < 0) slot_of_[p] = c, placed_[c] = 1;
+  }
+  for (int64_t c = 0, free = 0; c < K_; ++c) {
+    if (placed_[c]) continue;
+    while (slot_of_[free] >= 0) ++free;
+    slot_of_[free] = c;
+  }
   keep_.push_back(static_cast<int64_t>(j));
   s.live_lp.resize(K_);
   for (int64_t k = 0; k < K_; ++k) {
-    s.tok.push_back(chosen_[k].token);
-    s.par.push_back(chosen_[k].parent);
-    s.live_lp[k] = chosen_[k].logprob;
-    rows_.push_back(static_cast<int64_t>(j) * beam + chosen_[k].parent);
-    next_tokens_.push_back(chosen_[k].token);
+    const Candidate& c = chosen_[slot_of_[k]];
+    s.tok.push_back(c.token);
+    s.par.push_back(c.parent);
+    s.live_lp[k] = c.logprob;
+    rows_.push_back(static_cast<int64_t>(j) * beam + c.parent);
+    next_tokens_.push_back(c.token);
   }
   next_live_.push_back(std::move(s));
+}
+
+// Finished sentences leave holes in the batch. Rather than close them up,
+// which moves every later sentence's rows (nearly all rows, as some sentence
+// finishes at almost every step), the last sentences move into the holes
+// and all others stay where their cached rows are.
+void BeamSearch::fill_holes() {
+  const int64_t n = static_cast<int64_t>(keep_.size());
+  pos_.assign(n, -1);  // new position -> index into next_live_ (old order)
+  for (int64_t i = 0; i < n; ++i)
+    if (keep_[i] < n) pos_[keep_[i]] = i;
+  bool identity = true;
+  for (int64_t i = 0, q = 0; i < n; ++i) {
+    if (keep_[i] < n) continue;
+    while (pos_[q] >= 0) ++q;
+    pos_[q] = i;
+  }
+  for (int64_t q = 0; q < n && identity; ++q) identity = pos_[q] == q;
+  if (identity) return;
+  live_tmp_.clear();
+  keep_tmp_.clear(), rows_tmp_.clear(), tokens_tmp_.clear();
+  for (int64_t q = 0; q < n; ++q) {
+    const int64_t i = pos_[q];
+    live_tmp_.push_back(std::move(next_live_[i]));
+    keep_tmp_.push_back(keep_[i]);
+    rows_tmp_.insert(rows_tmp_.end(), rows_.begin() + i * K_, rows_.begin() + (i + 1) * K_);
+    tokens_tmp_.insert(tokens_tmp_.end(), next_tokens_.begin() + i * K_,
+                       next_tokens_.begin() + (i + 1) * K_);
+  }
+  next_live_.swap(live_tmp_);
+  keep_.swap(keep_tmp_), rows_.swap(rows_tmp_), next_tokens_.swap(tokens_tmp_);
 }
 
 void BeamSearch::finish(Sentence& s) {

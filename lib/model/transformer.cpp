@@ -218,6 +218,7 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
   const int64_t newB = static_cast<int64_t>(keep.size());
   const int64_t N = static_cast<int64_t>(rows.size());
   if (N != newB * new_beam) throw Error("reorder: rows do not match sentences x beam");
+  if (newB > st.B) throw Error("reorder: more sentences than the batch holds");
   bool identity_rows = N == st.rows();
   for (int64_t i = 0; identity_rows && i < N; ++i) identity_rows = rows[i] == i;
   if (!identity_rows) {
@@ -231,14 +232,16 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
   for (int64_t i = 0; identity_keep && i < newB; ++i) identity_keep = keep[i] == i;
   if (!identity_keep) {
     // Sentence-major: one row per sentence, all its source positions.
+    // In place, as the self-attention caches: sentences that stay put are
+    // not copied (keep never holds more sentences than before).
     const int64_t S = st.S, kvw = cfg_.qk_width() + cfg_.v_width();
     for (Tensor& kv : st.cross_kv) {
-      ops::gather_rows(kv.view(Shape{st.B, S * kvw}), keep, st.spare);
-      std::swap(kv, st.spare);
+      Tensor rows3 = kv.view(Shape{st.B, S, kvw});
+      ops::reorder_cache(rows3, keep, S, st.spare);
       kv.resize(Shape{newB * S, kvw});
     }
-    ops::gather_rows(st.src_mask.view(Shape{st.B, S}), keep, st.spare);
-    std::swap(st.src_mask, st.spare);
+    Tensor mask3 = st.src_mask.view(Shape{st.B, 1, S});
+    ops::reorder_cache(mask3, keep, 1, st.spare);
     st.src_mask.resize(Shape{newB, 1, 1, S});
   }
   st.B = newB;
