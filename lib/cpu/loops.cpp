@@ -211,12 +211,19 @@ XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t 
     float mx = x[0];
 #pragma omp simd reduction(max : mx)
     for (int64_t j = 0; j < V; ++j) mx = x[j] > mx ? x[j] : mx;
-    // exp in float (vectorised), sums in double: a vocabulary of 37k terms.
+    // exp in float and sums in float over blocks of 1024 (vectorised), the
+    // blocks summed in double: a vocabulary may hold 37k terms.
     double z = 0, sum_x = 0;
-#pragma omp simd reduction(+ : z, sum_x)
-    for (int64_t j = 0; j < V; ++j) {
-      z += exp_simd(x[j] - mx);
-      sum_x += x[j];
+    for (int64_t j0 = 0; j0 < V; j0 += 1024) {
+      const int64_t j1 = std::min(V, j0 + 1024);
+      float zb = 0.f, sb = 0.f;
+#pragma omp simd reduction(+ : zb, sb)
+      for (int64_t j = j0; j < j1; ++j) {
+        zb += exp_simd(x[j] - mx);
+        sb += x[j];
+      }
+      z += zb;
+      sum_x += sb;
     }
     const double logz = mx + std::log(z);
     const double lp_target = x[targets[i]] - logz;
