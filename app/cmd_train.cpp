@@ -123,6 +123,12 @@ void register_train(CLI::App& app) {
             ->check(CLI::IsMember({"bleu", "loss"})),
         "best_metric");
   int_opt("--log-every", "log_every", "Steps between progress lines when stderr is not a terminal");
+  shown(cmd->add_option_function<std::string>(
+               "--compute-type", given("compute_type"),
+               "f32, or bf16: mixed precision, the products in bf16 with f32 accumulation "
+               "(weights, gradients, Adam and the loss stay f32); needs AVX512-BF16 or AMX")
+            ->check(CLI::IsMember({"f32", "bf16"})),
+        "compute_type");
 
   cmd->callback([cli] {
     ops::set_num_threads(cli->threads);

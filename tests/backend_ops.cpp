@@ -191,6 +191,53 @@ TEST_CASE("matmul with constant weights in f32, bf16 and int8, over row counts",
   }
 }
 
+TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[ops][gemm]") {
+  const std::string why = backend(g_device).unsupported(ComputeType::BF16);
+  if (!why.empty()) {
+    WARN("bf16 skipped: " << why);
+    return;
+  }
+  for (Mm s : {Mm{1, 7, 3}, Mm{33, 64, 17}, Mm{128, 96, 200}, Mm{300, 40, 1}})
+    for (int variant = 0; variant < 6; ++variant) {
+      // 0 plain, 1 a transposed (dY^T X), 2 b transposed (x W^T), 3 bias and
+      // ReLU, 4 accumulate with alpha, 5 both transposed.
+      const bool ta = variant == 1 || variant == 5, tb = variant == 2 || variant == 5;
+      const bool bias = variant == 3, relu = variant == 3, acc = variant == 4;
+      const float alpha = acc ? 0.5f : 1.f;
+      auto A = randv(s.M * s.K, 1), Bm = randv(s.K * s.N, 2), bv = randv(s.N, 3),
+           C0 = randv(s.M * s.N, 4);
+      std::vector<float> As(A.size()), Bs(Bm.size());
+      for (int64_t i = 0; i < s.M; ++i)
+        for (int64_t k = 0; k < s.K; ++k) As[ta ? k * s.M + i : i * s.K + k] = A[i * s.K + k];
+      for (int64_t k = 0; k < s.K; ++k)
+        for (int64_t j = 0; j < s.N; ++j) Bs[tb ? j * s.K + k : k * s.N + j] = Bm[k * s.N + j];
+      Tensor a = dev(As, ta ? Shape{s.K, s.M} : Shape{s.M, s.K});
+      Tensor b = dev(Bs, tb ? Shape{s.N, s.K} : Shape{s.K, s.N});
+      Tensor bt = dev(bv, Shape{s.N}), c = dev(C0, Shape{s.M, s.N});
+      ops::MatmulOpts o;
+      o.alpha = alpha;
+      o.bias = bias ? &bt : nullptr;
+      o.relu = relu;
+      o.accumulate = acc;
+      o.compute = ComputeType::BF16;
+      ops::matmul(a, ta, b, tb, c, o);
+      std::vector<double> ref(s.M * s.N);
+      for (int64_t i = 0; i < s.M; ++i)
+        for (int64_t j = 0; j < s.N; ++j) {
+          double r = 0;
+          for (int64_t k = 0; k < s.K; ++k) r += double(A[i * s.K + k]) * Bm[k * s.N + j];
+          r *= alpha;
+          if (bias) r += bv[j];
+          if (relu && r < 0) r = 0;
+          if (acc) r += C0[i * s.N + j];
+          ref[i * s.N + j] = r;
+        }
+      expect_close(host(c), ref, 1e-2,
+                   "bf16 " + std::to_string(s.M) + "x" + std::to_string(s.K) + "x" +
+                       std::to_string(s.N) + " variant " + std::to_string(variant));
+    }
+}
+
 TEST_CASE("bmm over batch x heads through head-split and transposed views", "[ops][gemm]") {
   struct Shp {
     int64_t B, H, T, S, d;

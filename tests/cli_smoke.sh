@@ -92,4 +92,6 @@ cmp -s "$WORK/m.nmt" "$WORK/keep.nmt" || fail "quantize onto itself changed the 
 expect_error "already" "$NMT" quantize "$WORK/m8.nmt" -o "$WORK/m88.nmt"
 expect_error "compute-type: fp7 not in" "$NMT" translate -m "$WORK/m.nmt" --compute-type fp7
 ONEDNN_MAX_CPU_ISA=AVX2 expect_error "bf16.*avx2" "$NMT" translate -m "$WORK/m.nmt" --compute-type bf16
+ONEDNN_MAX_CPU_ISA=AVX2 expect_error "compute-type bf16.*avx2" "$NMT" train -c transformer-tiny \
+  --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out "$WORK/b.nmt" --compute-type bf16
 echo "cli smoke: all checks passed"

@@ -37,7 +37,10 @@ struct GemmAttr {
   // id (a frozen ParamStore); the backend may keep a repacked copy of it
   // until forget_constants(id).
   uint64_t constant_b = 0;
-  ComputeType compute = ComputeType::F32;  // with constant_b only
+  // What the product runs in: with constant_b, any; otherwise f32, or bf16
+  // (mixed-precision training: bf16 operands, f32 accumulation and result).
+  // Attention's batched products (varying_shape) always run in f32.
+  ComputeType compute = ComputeType::F32;
   // The shape changes from call to call (attention's batched products):
   // prefer a plan that serves any shape to one built per shape.
   bool varying_shape = false;

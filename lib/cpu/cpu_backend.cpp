@@ -52,6 +52,8 @@ class CpuBackend final : public Backend {
       cpu::gemm_runtime(a, b, dst, attr);
     else if (attr.constant_b && !attr.accumulate)
       cpu::gemm_weights(a, b, dst, attr);
+    else if (attr.compute == ComputeType::BF16)
+      cpu::gemm_bf16(a, b, dst, attr);
     else
       cpu::gemm(a, b, dst, attr);
   }

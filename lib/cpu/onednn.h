@@ -32,6 +32,9 @@ void gemm_runtime(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
 // The same against constant weights (GemmAttr::constant_b), in the compute
 // type attr.compute (weights_gemm.cpp).
 void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr);
+// The same for unbatched operands that change (training), in bf16 with f32
+// accumulation and result (bf16_gemm.cpp).
+void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr);
 // Drops the packed copies of an owner's constant weights.
 void forget_constants(uint64_t owner);
 // Whether this CPU (as oneDNN may use it) has AVX512-BF16 or AMX.

@@ -198,6 +198,7 @@ const std::vector<TrainingKey>& training_keys() {
       {"early_stop", TrainingKey::kInt, 0, false},
       {"best_metric", TrainingKey::kMetric, 0, false},
       {"log_every", TrainingKey::kInt, 1, false},
+      {"compute_type", TrainingKey::kCompute, 0, false},
   };
   return keys;
 }
@@ -221,6 +222,11 @@ void check_training_value(const TrainingKey& k, const json& v, const std::string
   if (k.kind == TrainingKey::kMetric) {
     if (!v.is_string() || (v != "bleu" && v != "loss"))
       throw InputError(name + ": expected \"bleu\" or \"loss\", got " + v.dump());
+    return;
+  }
+  if (k.kind == TrainingKey::kCompute) {
+    if (!v.is_string() || (v != "f32" && v != "bf16"))
+      throw InputError(name + ": expected \"f32\" or \"bf16\", got " + v.dump());
     return;
   }
   const std::string want = std::string(k.kind == TrainingKey::kInt ? "an integer " : "a number ") +

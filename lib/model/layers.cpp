@@ -19,10 +19,12 @@ void Linear::backward(const Tensor& x, const Tensor& dy, Tensor* dx, bool accumu
   if (dx) {
     ops::MatmulOpts o;
     o.accumulate = accumulate_dx;
+    o.compute = w->store->compute_type();
     ops::matmul(dy, false, w->value, false, *dx, o);
   }
   ops::MatmulOpts acc;
   acc.accumulate = true;
+  acc.compute = w->store->compute_type();
   Tensor dw = g.of(w);
   ops::matmul(dy, true, x, false, dw, acc);
   if (b) {

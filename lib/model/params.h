@@ -54,6 +54,9 @@ class ParamStore {
     compute_ = compute;
   }
   uint64_t constant_id() const { return frozen_ ? id_ : 0; }
+  // Training in another compute type (bf16: mixed precision) without
+  // freezing: the products convert the weights per call.
+  void set_compute_type(ComputeType compute) { compute_ = compute; }
   ComputeType compute_type() const { return compute_; }
   Tensor& values() { return values_; }
   const Tensor& values() const { return values_; }

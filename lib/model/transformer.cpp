@@ -158,9 +158,12 @@ void Transformer::backward(const TokenBatch& b, Activations& a, const Tensor& dl
     throw Error("backward: the activations are not from a training pass over this batch");
   const Tensor& h = decoder_->output(a.decoder);
   // dh = dlogits E ; dE += dlogits^T h
-  ops::matmul(dlogits, false, out_proj_->value, false, a.dh);
+  ops::MatmulOpts o;
+  o.compute = store_.compute_type();
+  ops::matmul(dlogits, false, out_proj_->value, false, a.dh, o);
   ops::MatmulOpts acc;
   acc.accumulate = true;
+  acc.compute = store_.compute_type();
   Tensor dE = g.of(out_proj_);
   ops::matmul(dlogits, true, h, false, dE, acc);
   a.denc.zero();

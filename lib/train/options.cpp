@@ -55,6 +55,8 @@ void apply_training_json(const json& j, TrainOptions& o, const std::string& sour
       o.log_every = i64();
     else if (k == "best_metric")
       o.best_metric = v.get<std::string>();
+    else if (k == "compute_type")
+      o.compute_type = v.get<std::string>();
   }
 }
 
@@ -97,6 +99,7 @@ json options_to_json(const TrainOptions& o) {
               {"early_stop", o.early_stop},
               {"best_metric", o.best_metric},
               {"log_every", o.log_every},
+              {"compute_type", o.compute_type},
               {"threads", ops::num_threads()}};
 }
 

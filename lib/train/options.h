@@ -36,6 +36,9 @@ struct TrainOptions {
   int64_t early_stop = 0;        // stop after N validations without improvement (0: never)
   std::string best_metric = "bleu";  // or "loss"
   int64_t log_every = 100;           // steps between plain progress lines (not on a terminal)
+  // "bf16": mixed precision (the products in bf16 with f32 accumulation;
+  // weights, gradients, optimiser and loss in f32).
+  std::string compute_type = "f32";
 };
 
 // Applies a "training" JSON object (from the config, or the command-line

@@ -21,6 +21,7 @@
 #include <optional>
 #include <random>
 
+#include "core/backend.h"
 #include "core/comm.h"
 #include "core/error.h"
 #include "core/format.h"
@@ -66,6 +67,9 @@ class TrainRun {
 
   TrainResult run() {
     validate_options(opts_);
+    // Before reading any data: the models are built on the CPU backend.
+    const std::string why = backend(Device{}).unsupported(parse_compute_type(opts_.compute_type));
+    if (!why.empty()) throw InputError("--compute-type " + opts_.compute_type + ": " + why);
     std::optional<io::FileLock> lock;
     if (root()) {
       lock.emplace(opts_.out + ".lock", opts_.out);
@@ -248,6 +252,7 @@ void TrainRun::encode_data() {
 void TrainRun::build_model() {
   model_ = std::make_unique<Transformer>(cfg_);
   model_->init(opts_.seed);
+  model_->params().set_compute_type(parse_compute_type(opts_.compute_type));
   trainer_ = std::make_unique<Trainer>(*model_, train_c_, opts_);
   if (resume_file_) {
     const TrainState rs = trainer_->load(*resume_file_);

@@ -1,0 +1,105 @@
+// Mixed-precision products for training (`nmt train --compute-type bf16`):
+// both operands are rounded to bf16 per call and multiplied on oneDNN's bf16
+// kernels (AMX tiles or AVX512-BF16 dot products) with f32 accumulation and
+// an f32 result; bias, ReLU, alpha and accumulation stay fused. The master
+// weights, gradients, optimiser state, softmax, layer norm and the loss stay
+// in f32, as in PyTorch's autocast.
+//
+// An operand is converted in the orientation it has in memory (row- or
+// column-major), so the conversion streams along rows and the transposed
+// products of the backward pass need no transposing copy.
+#include <omp.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "cpu/onednn.h"
+#include "cpu/primitive_cache.h"
+
+namespace nmt::cpu {
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+
+// Round to nearest even; a NaN stays a (quiet) NaN.
+inline uint16_t to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
+}
+
+// The 2-D operand m, densely in bf16: rows of a row-major operand, columns
+// of a column-major one. Returns the dense strides.
+std::array<int64_t, 2> convert(const MatDesc& m, uint16_t* out) {
+  const int64_t R = m.dims[2], C = m.dims[3];
+  const bool row_major = m.strides[3] == 1 || C == 1;
+  const int64_t lines = row_major ? R : C, len = row_major ? C : R;
+  const int64_t ld = row_major ? m.strides[2] : m.strides[3];
+#pragma omp parallel for schedule(static) if (R * C > 65536)
+  for (int64_t i = 0; i < lines; ++i) {
+    const float* src = m.ptr + i * ld;
+    uint16_t* dst = out + i * len;
+#pragma omp simd
+    for (int64_t j = 0; j < len; ++j) dst[j] = to_bf16(src[j]);
+  }
+  // A single row is dense either way; give oneDNN the plain strides then.
+  return row_major || R == 1 ? std::array<int64_t, 2>{C, 1} : std::array<int64_t, 2>{1, R};
+}
+
+// Per-thread buffers that only grow: no allocation once warm.
+thread_local std::vector<uint16_t> a_bf16, b_bf16;
+
+uint16_t* scratch(std::vector<uint16_t>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace
+
+void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
+  const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
+  if (K != b.dims[2] || M != dst.dims[2] || N != dst.dims[3] || dst.strides[3] != 1 ||
+      a.dims[0] * a.dims[1] != 1 || b.dims[0] * b.dims[1] != 1 || dst.dims[0] * dst.dims[1] != 1)
+    throw Error("gemm: bf16 products need unbatched operands and a row-major result");
+  if (!has_bf16()) throw Error("bf16 needs a CPU with AVX512-BF16 or AMX");
+  uint16_t* a16 = scratch(a_bf16, M * K);
+  uint16_t* b16 = scratch(b_bf16, K * N);
+  const auto sa = convert(a, a16), sb = convert(b, b16);
+  Key key;
+  key.add(9);
+  key.add(M), key.add(K), key.add(N);
+  key.add(sa[1] == 1 ? 0 : 1);
+  key.add(sb[1] == 1 ? 0 : 1);
+  key.add(dst.strides[2]);
+  key.add(bits(attr.alpha));
+  key.add(attr.accumulate * 1 + (attr.bias != nullptr) * 2 + attr.relu * 4);
+  Entry& e = lookup(key, [&](Entry& e) {
+    const memory::desc a_md({M, K}, dt::bf16, {sa[0], sa[1]});
+    const memory::desc b_md({K, N}, dt::bf16, {sb[0], sb[1]});
+    const memory::desc c_md({M, N}, dt::f32, {dst.strides[2], 1});
+    const memory::desc bias_md({1, N}, dt::f32, memory::format_tag::ab);
+    dnnl::primitive_attr pa;
+    if (attr.alpha != 1.f) pa.set_output_scales(0, {attr.alpha});
+    dnnl::post_ops ops;
+    if (attr.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (attr.accumulate) ops.append_sum(1.f);
+    pa.set_post_ops(ops);
+    const dnnl::matmul::desc d = attr.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
+                                           : dnnl::matmul::desc(a_md, b_md, c_md);
+    e.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, pa, ctx().engine));
+    e.args.emplace(DNNL_ARG_SRC, mem(a_md));
+    e.args.emplace(DNNL_ARG_WEIGHTS, mem(b_md));
+    e.args.emplace(DNNL_ARG_DST, mem(c_md));
+    if (attr.bias) e.args.emplace(DNNL_ARG_BIAS, mem(bias_md));
+  });
+  e.set(DNNL_ARG_SRC, a16);
+  e.set(DNNL_ARG_WEIGHTS, b16);
+  e.set(DNNL_ARG_DST, dst.ptr);
+  if (attr.bias) e.set(DNNL_ARG_BIAS, attr.bias);
+  e.run();
+}
+
+}  // namespace nmt::cpu
