@@ -6,7 +6,8 @@
 # flops per token), peak memory and validation perplexity.
 #
 #   bench/train_multi30k.sh              # MINUTES=120 CKPT_MINUTES=10 by default
-# Environment: NMT, MINUTES, CKPT_MINUTES, OUT, THREADS, PEAK_GFLOPS (default:
+# Environment: NMT, MINUTES, CKPT_MINUTES, OUT, THREADS, COMPUTE (f32 or bf16,
+# nmt train --compute-type), PEAK_GFLOPS (default:
 # measured by bench_gemm's FMA loop, if built).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +16,7 @@ MINUTES=${MINUTES:-120}
 CKPT_MINUTES=${CKPT_MINUTES:-10}
 OUT=${OUT:-$root/runs/multi30k/en-de.nmt}
 THREADS=${THREADS:-2}
+COMPUTE=${COMPUTE:-f32}
 data=${DATA:-$root/../shared/data/multi30k}
 for f in train.en.gz train.de.gz val.en.gz val.de.gz test_2016_flickr.en.gz test_2016_flickr.de.gz; do
   [ -s "$data/$f" ] || { echo "train_multi30k: missing $data/$f (set DATA)" >&2; exit 1; }
@@ -28,6 +30,7 @@ if [ ! -s "$OUT" ]; then
     --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
     --valid-src "$data/val.en.gz" --valid-tgt "$data/val.de.gz" --out "$OUT" \
     --batch-tokens 4096 --warmup 1000 --lr-scale 0.5 --threads "$THREADS" --seed 1 \
+    --compute-type "$COMPUTE" \
     --max-minutes "$MINUTES" --checkpoint-minutes "$CKPT_MINUTES" --checkpoint-every 1000000 \
     --keep-checkpoints 0 --average-last 5 --valid-every 500 --valid-sentences 500 --log-every 200 \
     2> >(tee "$OUT.train.err" >&2)
