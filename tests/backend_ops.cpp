@@ -271,6 +271,58 @@ TEST_CASE("bmm over batch x heads through head-split and transposed views", "[op
       }
 }
 
+TEST_CASE("attend: a decoding step's fused attention against the unfused formula",
+          "[ops][attention]") {
+  struct Shp {
+    int64_t B, H, M, L, dk, dv;
+  };
+  for (Shp s : {Shp{1, 1, 1, 1, 1, 1}, Shp{3, 4, 1, 7, 16, 16}, Shp{2, 2, 4, 9, 8, 12},
+                Shp{5, 8, 4, 40, 64, 64}})
+    for (bool masked : {false, true}) {
+      // q from a (B*M, H*dk + 3) projection; k and v share one (B*L, ld) buffer.
+      const int64_t qld = s.H * s.dk + 3, ld = s.H * (s.dk + s.dv) + 5;
+      auto Q = randv(s.B * s.M * qld, 1), KV = randv(s.B * s.L * ld, 2);
+      std::vector<float> Mk(s.B * s.L, 0.f);
+      if (masked)
+        for (int64_t b = 0; b < s.B; ++b)
+          for (int64_t j = s.L / 2 + 1; j < s.L; ++j) Mk[b * s.L + j] = -1e9f;
+      Tensor qb = dev(Q, Shape{s.B * s.M, qld}), kvb = dev(KV, Shape{s.B * s.L, ld});
+      Tensor mask = dev(Mk, Shape{s.B, 1, 1, s.L}), out(Shape{s.B * s.M, s.H * s.dv}, g_device);
+      const Tensor q = qb.strided(Shape{s.B, s.H, s.M, s.dk}, {s.M * qld, s.dk, qld, 1}, 3);
+      const Tensor k = kvb.strided(Shape{s.B, s.H, s.L, s.dk}, {s.L * ld, s.dk, ld, 1}, 5);
+      const Tensor v =
+          kvb.strided(Shape{s.B, s.H, s.L, s.dv}, {s.L * ld, s.dv, ld, 1}, 5 + s.H * s.dk);
+      Tensor ctx = out.strided(Shape{s.B, s.H, s.M, s.dv}, {s.M * s.H * s.dv, s.dv, s.H * s.dv, 1});
+      const float scale = 0.3f;
+      ops::attend(q, k, v, masked ? &mask : nullptr, scale, ctx);
+      std::vector<double> ref(s.B * s.M * s.H * s.dv);
+      for (int64_t b = 0; b < s.B; ++b)
+        for (int64_t h = 0; h < s.H; ++h)
+          for (int64_t i = 0; i < s.M; ++i) {
+            std::vector<double> p(s.L);
+            double mx = -1e300, z = 0;
+            for (int64_t j = 0; j < s.L; ++j) {
+              double d = 0;
+              for (int64_t x = 0; x < s.dk; ++x)
+                d += double(Q[(b * s.M + i) * qld + 3 + h * s.dk + x]) *
+                     KV[(b * s.L + j) * ld + 5 + h * s.dk + x];
+              p[j] = scale * d + Mk[b * s.L + j];
+              mx = std::max(mx, p[j]);
+            }
+            for (double& x : p) z += (x = std::exp(x - mx));
+            for (int64_t x = 0; x < s.dv; ++x) {
+              double o = 0;
+              for (int64_t j = 0; j < s.L; ++j)
+                o += p[j] / z * KV[(b * s.L + j) * ld + 5 + s.H * s.dk + h * s.dv + x];
+              ref[(b * s.M + i) * s.H * s.dv + h * s.dv + x] = o;
+            }
+          }
+      expect_close(host(out), ref, tolerance(DType::F32),
+                   "attend B" + std::to_string(s.B) + " L" + std::to_string(s.L) +
+                       (masked ? " masked" : ""));
+    }
+}
+
 TEST_CASE("softmax and log-softmax, forward and backward", "[ops][softmax]") {
   for (DType dt : kDtypes)
     for (auto [rows, cols] :

@@ -98,6 +98,14 @@ class Backend {
   virtual void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
                         const std::array<int64_t, 4>& mask_dims) = 0;
 
+  // Attention of a few queries per (batch, head), as a decoding step has
+  // them (each hypothesis against its own cache; a sentence's beam against
+  // its source), in one pass: ctx[b,h,i] = sum_j p_j v[b,h,j] with
+  // p = softmax_j(scale q[b,h,i] . k[b,h,j] + mask[b,j]). Operands are 4-D
+  // views (B, H, rows, width) with unit last stride; mask (B, L) or null.
+  virtual void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask,
+                      float scale, const MatDesc& ctx) = 0;
+
   // -1e9 where ids[i] == pad, else 0; and the (T, T) causal mask.
   virtual void padding_mask(const int32_t* ids, int64_t n, int32_t pad, float* mask) = 0;
   virtual void causal_mask(int64_t T, float* mask) = 0;

@@ -83,6 +83,10 @@ class CpuBackend final : public Backend {
                 const std::array<int64_t, 4>& mask_dims) override {
     cpu::add_mask(scores, dims, mask, mask_dims);
   }
+  void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
+              const MatDesc& ctx) override {
+    cpu::attend(q, k, v, mask, scale, ctx);
+  }
   void padding_mask(const int32_t* ids, int64_t n, int32_t pad, float* mask) override {
     for (int64_t i = 0; i < n; ++i) mask[i] = ids[i] == pad ? kMasked : 0.f;
   }

@@ -18,6 +18,9 @@ void relu_backward(const float* y, float* dy, int64_t n);
 void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols);
 void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
               const std::array<int64_t, 4>& mask_dims);
+// See Backend::attend.
+void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
+            const MatDesc& ctx);
 
 // Softmax over rows of a few hundred columns at most (attention), and layer
 // normalisation without statistics (inference): plain vectorised loops, so

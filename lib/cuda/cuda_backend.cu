@@ -159,6 +159,10 @@ class CudaBackend final : public Backend {
                 const std::array<int64_t, 4>&) override {
     missing("add_mask");
   }
+  void attend(const MatDesc&, const MatDesc&, const MatDesc&, const float*, float,
+              const MatDesc&) override {
+    missing("attend");
+  }
   void padding_mask(const int32_t* ids, int64_t n, int32_t pad, float* mask) override {
     padding_mask_kernel<<<blocks_for(n), kThreads>>>(ids, n, pad, mask);
     check_launch();

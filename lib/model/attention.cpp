@@ -116,15 +116,12 @@ void MultiHeadAttention::step_self(const Tensor& x, KVCache& cache, AttnScratch&
   ops::copy_rows(s.proj.strided(Shape{N, Wk}, {ld, 1, 0, 0}, Wk), k_new);
   ops::copy_rows(s.proj.strided(Shape{N, Wv}, {ld, 1, 0, 0}, 2 * Wk), v_new);
   const int64_t L = ++cache.len;
-  s.scores.resize(Shape{N, H_, 1, L});
   const Tensor q = s.proj.strided(Shape{N, H_, 1, dk_}, {ld, dk_, ld, 1});
-  const Tensor kt = cache.k.strided(Shape{N, H_, dk_, L}, {cap * Wk, dk_, 1, Wk});
-  ops::bmm(q, kt, s.scores, scale());
-  ops::softmax(s.scores, s.scores);
-  s.ctx.resize(Shape{N, Wv});
+  const Tensor k = cache.k.strided(Shape{N, H_, L, dk_}, {cap * Wk, dk_, Wk, 1});
   const Tensor v = cache.v.strided(Shape{N, H_, L, dv_}, {cap * Wv, dv_, Wv, 1});
+  s.ctx.resize(Shape{N, Wv});
   Tensor ctx = s.ctx.strided(Shape{N, H_, 1, dv_}, {Wv, dv_, Wv, 1});
-  ops::bmm(s.scores, v, ctx);
+  ops::attend(q, k, v, nullptr, scale(), ctx);
   out_.forward(s.ctx, y);
 }
 
@@ -135,13 +132,10 @@ void MultiHeadAttention::step_cross(const Tensor& x, const Tensor& kv, int64_t B
   // that sentence's query positions and share its keys and values unchanged.
   const int64_t Wk = H_ * dk_, Wv = H_ * dv_;
   q_.forward(x, s.proj);
-  s.scores.resize(Shape{B, H_, beam, S});
   const Tensor q = s.proj.strided(Shape{B, H_, beam, dk_}, {beam * Wk, dk_, Wk, 1});
-  ops::bmm(q, transposed(heads(kv, B, S, H_, dk_, 0)), s.scores, scale());
-  ops::masked_softmax_(s.scores, &mask);
   s.ctx.resize(Shape{B * beam, Wv});
   Tensor ctx = s.ctx.strided(Shape{B, H_, beam, dv_}, {beam * Wv, dv_, Wv, 1});
-  ops::bmm(s.scores, heads(kv, B, S, H_, dv_, Wk), ctx);
+  ops::attend(q, heads(kv, B, S, H_, dk_, 0), heads(kv, B, S, H_, dv_, Wk), &mask, scale(), ctx);
   out_.forward(s.ctx, y);
 }
 

@@ -115,6 +115,27 @@ void bmm(const Tensor& a, const Tensor& b, Tensor& c, float alpha, bool accumula
   be(a).gemm(mat4(a), mat4(b), mat4(c), attr);
 }
 
+void attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, float scale,
+            Tensor& ctx) {
+  if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || ctx.ndim() != 4)
+    fail("attend", "expected 4-D views (batch, heads, rows, width)");
+  same_device("attend", {&q, &k, &v, &ctx});
+  need_f32("attend", {&q, &k, &v, &ctx});
+  for (int i = 0; i < 2; ++i)
+    if (q.dim(i) != k.dim(i) || q.dim(i) != v.dim(i) || q.dim(i) != ctx.dim(i))
+      fail("attend", "batch or head dimensions differ");
+  if (q.dim(3) != k.dim(3) || k.dim(2) != v.dim(2) || q.dim(2) != ctx.dim(2) ||
+      v.dim(3) != ctx.dim(3))
+    fail("attend", "shapes " + q.shape().str() + ", " + k.shape().str() + ", " + v.shape().str() +
+                       " -> " + ctx.shape().str() + " do not match");
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&q, &k, &v, &ctx})
+    if (t->strides()[3] != 1) fail("attend", "the last dimension must be contiguous");
+  if (k.dim(2) < 1) fail("attend", "nothing to attend to");
+  if (mask && (mask->numel() != q.dim(0) * k.dim(2) || !mask->contiguous()))
+    fail("attend", "the mask must hold one (batch, key) entry each");
+  be(q).attend(mat4(q), mat4(k), mat4(v), mask ? mask->data() : nullptr, scale, mat4(ctx));
+}
+
 Tensor heads(const Tensor& x, int64_t B, int64_t T, int64_t H, int64_t d, int64_t col) {
   if (x.ndim() != 2 || !x.contiguous()) fail("heads", "expected a contiguous 2-D tensor");
   const int64_t ld = x.dim(1);

@@ -46,6 +46,12 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool r
 // b (B, H, K, N) (+ c). Any of the three may be strided views (head splits,
 // transposes); c must have its shape already.
 void bmm(const Tensor& a, const Tensor& b, Tensor& c, float alpha = 1.f, bool accumulate = false);
+// Attention of the few queries of a decoding step, fused (see
+// Backend::attend): q (B, H, M, dk), k (B, H, L, dk), v (B, H, L, dv) and
+// ctx (B, H, M, dv) are views with a contiguous last dimension; mask holds
+// an additive (B, L) key mask or is null.
+void attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, float scale,
+            Tensor& ctx);
 
 // The (B, H, T, d) view of heads [h*d, (h+1)*d) of columns starting at
 // `col` in a (B*T, ld) matrix: attention reads Q, K, V without copies.
