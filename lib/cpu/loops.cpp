@@ -99,13 +99,32 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
         const float* m = mask ? mask + b * L : nullptr;
         for (int64_t i = 0; i < M; ++i) {
           const float* qi = q.ptr + b * q.strides[0] + h * q.strides[1] + i * q.strides[2];
-          float mx = -INFINITY;
-          for (int64_t j = 0; j < L; ++j) {
-            const float* kj = kb + j * k.strides[2];
+          // Four keys at a time: four independent accumulators instead of
+          // one dependent chain of FMAs per key.
+          const int64_t ks = k.strides[2];
+          int64_t j = 0;
+          for (; j + 4 <= L; j += 4) {
+            const float *k0 = kb + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
+            float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
+#pragma omp simd reduction(+ : d0, d1, d2, d3)
+            for (int64_t x = 0; x < D; ++x) {
+              d0 += qi[x] * k0[x];
+              d1 += qi[x] * k1[x];
+              d2 += qi[x] * k2[x];
+              d3 += qi[x] * k3[x];
+            }
+            s[j] = d0, s[j + 1] = d1, s[j + 2] = d2, s[j + 3] = d3;
+          }
+          for (; j < L; ++j) {
+            const float* kj = kb + j * ks;
             float dot = 0.f;
 #pragma omp simd reduction(+ : dot)
             for (int64_t x = 0; x < D; ++x) dot += qi[x] * kj[x];
-            s[j] = dot * scale + (m ? m[j] : 0.f);
+            s[j] = dot;
+          }
+          float mx = -INFINITY;
+          for (j = 0; j < L; ++j) {
+            s[j] = s[j] * scale + (m ? m[j] : 0.f);
             mx = s[j] > mx ? s[j] : mx;
           }
           float sum = 0.f;
@@ -119,8 +138,17 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
                      i * ctx.strides[2];
 #pragma omp simd
           for (int64_t x = 0; x < Dv; ++x) o[x] = 0.f;
-          for (int64_t j = 0; j < L; ++j) {
-            const float* vj = vb + j * v.strides[2];
+          const int64_t vs = v.strides[2];
+          for (j = 0; j + 4 <= L; j += 4) {
+            const float *v0 = vb + j * vs, *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
+            const float p0 = s[j] * inv, p1 = s[j + 1] * inv, p2 = s[j + 2] * inv,
+                        p3 = s[j + 3] * inv;
+#pragma omp simd
+            for (int64_t x = 0; x < Dv; ++x)
+              o[x] += p0 * v0[x] + p1 * v1[x] + p2 * v2[x] + p3 * v3[x];
+          }
+          for (; j < L; ++j) {
+            const float* vj = vb + j * vs;
             const float p = s[j] * inv;
 #pragma omp simd
             for (int64_t x = 0; x < Dv; ++x) o[x] += p * vj[x];
@@ -330,32 +358,25 @@ double sum_squares(const float* x, int64_t n) {
 void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                       const int32_t* banned, int64_t n_banned, int32_t col, double* values,
                       int32_t* indices, float* col_lp) {
-  // One row per thread: a vectorised log-sum-exp, then the k best logits
-  // (their order is the log-probabilities' order) in a small sorted list.
-  // A block of 32 logits is passed over at once when none beats the k-th.
+  // One row per thread, two passes: the k best logits (their order is the
+  // log-probabilities' order) in a small sorted list, with the row's maximum
+  // from the same vectorised block maxima that pass over a block of 32 when
+  // none beats the k-th; then a vectorised log-sum-exp.
 #pragma omp parallel for schedule(static) if (rows * V > 32768)
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = logits + r * V;
-    float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-    for (int64_t v = 0; v < V; ++v) mx = x[v] > mx ? x[v] : mx;
-    float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);
-    const float lse = mx + std::log(sum);
-    col_lp[r] = x[col] - lse;
     double* val = values + r * k;  // the logits while selecting
     int32_t* idx = indices + r * k;
     int64_t filled = 0;
     float worst = -INFINITY;  // the k-th best so far, once there are k
+    float mx = -INFINITY;
     for (int64_t v0 = 0; v0 < V; v0 += 32) {
       const int64_t end = std::min(V, v0 + 32);
-      if (filled == k) {
-        float block_max = -INFINITY;  // a vectorised max decides most blocks
+      float block_max = -INFINITY;
 #pragma omp simd reduction(max : block_max)
-        for (int64_t v = v0; v < end; ++v) block_max = x[v] > block_max ? x[v] : block_max;
-        if (!(block_max > worst)) continue;
-      }
+      for (int64_t v = v0; v < end; ++v) block_max = x[v] > block_max ? x[v] : block_max;
+      mx = block_max > mx ? block_max : mx;
+      if (filled == k && !(block_max > worst)) continue;
       for (int64_t v = v0; v < end; ++v) {
         if (filled == k && !(x[v] > worst)) continue;
         bool skip = false;
@@ -373,6 +394,11 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
         if (filled == k) worst = static_cast<float>(val[k - 1]);
       }
     }
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);
+    const float lse = mx + std::log(sum);
+    col_lp[r] = x[col] - lse;
     const double b = base ? base[r] : 0.0;
     for (int64_t j = 0; j < filled; ++j) val[j] = b + (static_cast<float>(val[j]) - lse);
     for (int64_t j = filled; j < k; ++j) val[j] = -INFINITY, idx[j] = -1;
