@@ -93,6 +93,33 @@ struct Mm {
   int64_t M, K, N;
 };
 
+// A (rows, cols) row-major matrix as op() needs it stored: transposed, (cols, rows).
+std::vector<float> stored(const std::vector<float>& x, int64_t rows, int64_t cols, bool trans) {
+  if (!trans) return x;
+  std::vector<float> t(x.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = x[i * cols + j];
+  return t;
+}
+
+// alpha A B (+ bias) (relu) (+ C0), in double.
+std::vector<double> gemm_reference(const std::vector<float>& A, const std::vector<float>& B,
+                                   const std::vector<float>& bias, const std::vector<float>& C0,
+                                   Mm s, float alpha, bool with_bias, bool relu, bool acc) {
+  std::vector<double> ref(s.M * s.N);
+  for (int64_t i = 0; i < s.M; ++i)
+    for (int64_t j = 0; j < s.N; ++j) {
+      double r = 0;
+      for (int64_t k = 0; k < s.K; ++k) r += double(A[i * s.K + k]) * B[k * s.N + j];
+      r *= alpha;
+      if (with_bias) r += bias[j];
+      if (relu && r < 0) r = 0;
+      if (acc) r += C0[i * s.N + j];
+      ref[i * s.N + j] = r;
+    }
+  return ref;
+}
+
 }  // namespace
 
 TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate, constant weights",
@@ -107,14 +134,8 @@ TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate, constant we
         const float alpha = variant == 5 ? 0.5f : 1.f;
         auto A = randv(s.M * s.K, 1), Bm = randv(s.K * s.N, 2), bv = randv(s.N, 3),
              C0 = randv(s.M * s.N, 4);
-        // Stored as op(A) needs: A^T is (K, M), B^T is (N, K).
-        std::vector<float> As(A.size()), Bs(Bm.size());
-        for (int64_t i = 0; i < s.M; ++i)
-          for (int64_t k = 0; k < s.K; ++k) As[ta ? k * s.M + i : i * s.K + k] = A[i * s.K + k];
-        for (int64_t k = 0; k < s.K; ++k)
-          for (int64_t j = 0; j < s.N; ++j) Bs[tb ? j * s.K + k : k * s.N + j] = Bm[k * s.N + j];
-        Tensor a = dev(As, ta ? Shape{s.K, s.M} : Shape{s.M, s.K});
-        Tensor b = dev(Bs, tb ? Shape{s.N, s.K} : Shape{s.K, s.N});
+        Tensor a = dev(stored(A, s.M, s.K, ta), ta ? Shape{s.K, s.M} : Shape{s.M, s.K});
+        Tensor b = dev(stored(Bm, s.K, s.N, tb), tb ? Shape{s.N, s.K} : Shape{s.K, s.N});
         Tensor bt = dev(bv, Shape{s.N});
         Tensor c = dev(C0, Shape{s.M, s.N});
         ops::MatmulOpts o;
@@ -128,17 +149,7 @@ TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate, constant we
           ops::matmul(a, ta, b, tb, c, o);  // the second call uses the kept copy
           backend(g_device).forget_constants(4242);
         }
-        std::vector<double> ref(s.M * s.N);
-        for (int64_t i = 0; i < s.M; ++i)
-          for (int64_t j = 0; j < s.N; ++j) {
-            double r = 0;
-            for (int64_t k = 0; k < s.K; ++k) r += double(A[i * s.K + k]) * Bm[k * s.N + j];
-            r *= alpha;
-            if (bias) r += bv[j];
-            if (relu && r < 0) r = 0;
-            if (acc) r += C0[i * s.N + j];
-            ref[i * s.N + j] = r;
-          }
+        const auto ref = gemm_reference(A, Bm, bv, C0, s, alpha, bias, relu, acc);
         expect_close(host(c), ref, tolerance(dt),
                      "matmul " + std::to_string(s.M) + "x" + std::to_string(s.K) + "x" +
                          std::to_string(s.N) + " variant " + std::to_string(variant));
@@ -206,13 +217,8 @@ TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[op
       const float alpha = acc ? 0.5f : 1.f;
       auto A = randv(s.M * s.K, 1), Bm = randv(s.K * s.N, 2), bv = randv(s.N, 3),
            C0 = randv(s.M * s.N, 4);
-      std::vector<float> As(A.size()), Bs(Bm.size());
-      for (int64_t i = 0; i < s.M; ++i)
-        for (int64_t k = 0; k < s.K; ++k) As[ta ? k * s.M + i : i * s.K + k] = A[i * s.K + k];
-      for (int64_t k = 0; k < s.K; ++k)
-        for (int64_t j = 0; j < s.N; ++j) Bs[tb ? j * s.K + k : k * s.N + j] = Bm[k * s.N + j];
-      Tensor a = dev(As, ta ? Shape{s.K, s.M} : Shape{s.M, s.K});
-      Tensor b = dev(Bs, tb ? Shape{s.N, s.K} : Shape{s.K, s.N});
+      Tensor a = dev(stored(A, s.M, s.K, ta), ta ? Shape{s.K, s.M} : Shape{s.M, s.K});
+      Tensor b = dev(stored(Bm, s.K, s.N, tb), tb ? Shape{s.N, s.K} : Shape{s.K, s.N});
       Tensor bt = dev(bv, Shape{s.N}), c = dev(C0, Shape{s.M, s.N});
       ops::MatmulOpts o;
       o.alpha = alpha;
@@ -221,17 +227,7 @@ TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[op
       o.accumulate = acc;
       o.compute = ComputeType::BF16;
       ops::matmul(a, ta, b, tb, c, o);
-      std::vector<double> ref(s.M * s.N);
-      for (int64_t i = 0; i < s.M; ++i)
-        for (int64_t j = 0; j < s.N; ++j) {
-          double r = 0;
-          for (int64_t k = 0; k < s.K; ++k) r += double(A[i * s.K + k]) * Bm[k * s.N + j];
-          r *= alpha;
-          if (bias) r += bv[j];
-          if (relu && r < 0) r = 0;
-          if (acc) r += C0[i * s.N + j];
-          ref[i * s.N + j] = r;
-        }
+      const auto ref = gemm_reference(A, Bm, bv, C0, s, alpha, bias, relu, acc);
       expect_close(host(c), ref, 1e-2,
                    "bf16 " + std::to_string(s.M) + "x" + std::to_string(s.K) + "x" +
                        std::to_string(s.N) + " variant " + std::to_string(variant));

@@ -81,15 +81,9 @@ void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const Gem
     const memory::desc b_md({K, N}, dt::bf16, {sb[0], sb[1]});
     const memory::desc c_md({M, N}, dt::f32, {dst.strides[2], 1});
     const memory::desc bias_md({1, N}, dt::f32, memory::format_tag::ab);
-    dnnl::primitive_attr pa;
-    if (attr.alpha != 1.f) pa.set_output_scales(0, {attr.alpha});
-    dnnl::post_ops ops;
-    if (attr.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    if (attr.accumulate) ops.append_sum(1.f);
-    pa.set_post_ops(ops);
     const dnnl::matmul::desc d = attr.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
                                            : dnnl::matmul::desc(a_md, b_md, c_md);
-    e.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, pa, ctx().engine));
+    e.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, matmul_attr(attr), ctx().engine));
     e.args.emplace(DNNL_ARG_SRC, mem(a_md));
     e.args.emplace(DNNL_ARG_WEIGHTS, mem(b_md));
     e.args.emplace(DNNL_ARG_DST, mem(c_md));

@@ -71,6 +71,19 @@ memory::desc md2(int64_t rows, int64_t cols) {
 
 }  // namespace
 
+dnnl::primitive_attr matmul_attr(const GemmAttr& attr, const memory::desc* scales) {
+  dnnl::primitive_attr pa;
+  dnnl::post_ops ops;
+  if (scales)
+    ops.append_binary(dnnl::algorithm::binary_mul, *scales);
+  else if (attr.alpha != 1.f)
+    pa.set_output_scales(0, {attr.alpha});
+  if (attr.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  if (attr.accumulate) ops.append_sum(1.f);
+  pa.set_post_ops(ops);
+  return pa;
+}
+
 Entry& lookup(const Key& shape_key, const std::function<void(Entry&)>& build) {
   // oneDNN fixes a primitive's thread partitioning when it builds it, so a
   // worker that changes its thread count (translator.cpp) needs others.
@@ -158,15 +171,9 @@ void build_matmul(Entry& e, const MatDesc& a, const MatDesc& b, const MatDesc& d
   auto c_md = flat ? md2_strided(dst) : md4(dst.dims, dst.strides);
   memory::desc bias_md;
   if (attr.bias) bias_md = flat ? md2(1, dst.dims[3]) : md_dense({1, 1, 1, dst.dims[3]});
-  dnnl::primitive_attr pa;
-  if (attr.alpha != 1.f) pa.set_output_scales(0, {attr.alpha});
-  dnnl::post_ops ops;
-  if (attr.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-  if (attr.accumulate) ops.append_sum(1.f);
-  pa.set_post_ops(ops);
   dnnl::matmul::desc d = attr.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
                                    : dnnl::matmul::desc(a_md, b_md, c_md);
-  dnnl::matmul::primitive_desc pd(d, pa, ctx().engine);
+  dnnl::matmul::primitive_desc pd(d, matmul_attr(attr), ctx().engine);
   e.prim = dnnl::matmul(pd);
   e.args.emplace(DNNL_ARG_SRC, mem(a_md));
   e.args.emplace(DNNL_ARG_WEIGHTS, mem(b_md));

@@ -13,6 +13,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/backend.h"
+
 namespace nmt::cpu {
 
 // One engine and stream per thread, as oneDNN recommends for CPU.
@@ -57,6 +59,11 @@ struct Entry {
 // (counted in primitives_created). Least recently used entries go first
 // when the cache is full.
 Entry& lookup(const Key& key, const std::function<void(Entry&)>& build);
+
+// A matmul's fused epilogue from attr: alpha as output scales (or, given
+// `scales`, a per-column multiply by a runtime tensor instead: int8's
+// scales change every call), then ReLU, then accumulation into dst.
+dnnl::primitive_attr matmul_attr(const GemmAttr& attr, const dnnl::memory::desc* scales = nullptr);
 
 // A memory object without data (bound per call).
 inline dnnl::memory mem(const dnnl::memory::desc& d) {

@@ -151,21 +151,14 @@ void build(Entry& e, const Shape2& s, const MatDesc& b, const GemmAttr& attr, Co
   memory::desc c_md({s.rows, s.N}, dt::f32, {s.ldc, 1});
   memory::desc bias_md({1, s.N}, dt::f32, memory::format_tag::ab);
   memory::desc scales_md({1, s.N}, dt::f32, memory::format_tag::ab);
-  dnnl::primitive_attr pa;
-  dnnl::post_ops ops;
   // int8's scales change with every call. oneDNN 2.6 runs runtime output
   // scales only on its slow generic kernel, but a per-column multiply
   // post-op on AMX and VNNI kernels (measured: 1.7x the bare product at
-  // M = 64, against 11x for runtime scales).
-  if (ct == ComputeType::INT8)
-    ops.append_binary(dnnl::algorithm::binary_mul, scales_md);
-  else if (attr.alpha != 1.f)
-    pa.set_output_scales(0, {attr.alpha});
-  if (attr.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-  pa.set_post_ops(ops);
+  // M = 64, against 11x for runtime scales). (No accumulation here.)
   dnnl::matmul::desc d = attr.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
                                    : dnnl::matmul::desc(a_md, b_md, c_md);
-  dnnl::matmul::primitive_desc pd(d, pa, ctx().engine);
+  dnnl::matmul::primitive_desc pd(
+      d, matmul_attr(attr, ct == ComputeType::INT8 ? &scales_md : nullptr), ctx().engine);
   e.prim = dnnl::matmul(pd);
   e.args.emplace(DNNL_ARG_SRC, mem(a_md));
   e.args.emplace(DNNL_ARG_WEIGHTS, mem(pd.weights_desc()));
