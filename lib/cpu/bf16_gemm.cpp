@@ -31,9 +31,17 @@ inline uint16_t to_bf16(float x) {
   return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
 }
 
-// The 2-D operand m, densely in bf16: rows of a row-major operand, columns
-// of a column-major one. Returns the dense strides.
-std::array<int64_t, 2> convert(const MatDesc& m, uint16_t* out) {
+// Per-thread buffers that only grow: no allocation once warm.
+thread_local std::vector<uint16_t> a_bf16, b_bf16;
+
+uint16_t* scratch(std::vector<uint16_t>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace
+
+std::array<int64_t, 2> convert_to_bf16(const MatDesc& m, uint16_t* out) {
   const int64_t R = m.dims[2], C = m.dims[3];
   const bool row_major = m.strides[3] == 1 || C == 1;
   const int64_t lines = row_major ? R : C, len = row_major ? C : R;
@@ -49,16 +57,6 @@ std::array<int64_t, 2> convert(const MatDesc& m, uint16_t* out) {
   return row_major || R == 1 ? std::array<int64_t, 2>{C, 1} : std::array<int64_t, 2>{1, R};
 }
 
-// Per-thread buffers that only grow: no allocation once warm.
-thread_local std::vector<uint16_t> a_bf16, b_bf16;
-
-uint16_t* scratch(std::vector<uint16_t>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(n);
-  return v.data();
-}
-
-}  // namespace
-
 void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
   if (K != b.dims[2] || M != dst.dims[2] || N != dst.dims[3] || dst.strides[3] != 1 ||
@@ -67,7 +65,7 @@ void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const Gem
   if (!has_bf16()) throw Error("bf16 needs a CPU with AVX512-BF16 or AMX");
   uint16_t* a16 = scratch(a_bf16, M * K);
   uint16_t* b16 = scratch(b_bf16, K * N);
-  const auto sa = convert(a, a16), sb = convert(b, b16);
+  const auto sa = convert_to_bf16(a, a16), sb = convert_to_bf16(b, b16);
   Key key;
   key.add(9);
   key.add(M), key.add(K), key.add(N);

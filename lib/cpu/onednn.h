@@ -35,6 +35,10 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
 // The same for unbatched operands that change (training), in bf16 with f32
 // accumulation and result (bf16_gemm.cpp).
 void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr);
+// The 2-D operand m, densely in bf16 (rounded to nearest even): the rows of
+// a row-major operand, the columns of a column-major one. Returns the dense
+// strides of the copy.
+std::array<int64_t, 2> convert_to_bf16(const MatDesc& m, uint16_t* out);
 // Drops the packed copies of an owner's constant weights.
 void forget_constants(uint64_t owner);
 // Whether this CPU (as oneDNN may use it) has AVX512-BF16 or AMX.

@@ -231,20 +231,6 @@ void for_each_piece(int64_t M, Fn&& fn) {
 
 // ---- Activation conversion -------------------------------------------------
 
-uint16_t to_bf16(float x) {  // round to nearest even (the weights' reorder does the same)
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN
-  return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-
-void convert_bf16(const MatDesc& a, uint16_t* out) {
-  const int64_t M = a.dims[2], K = a.dims[3], ld = a.strides[2];
-#pragma omp parallel for if (M * K > 65536)
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t k = 0; k < K; ++k) out[m * K + k] = to_bf16(a.ptr[m * ld + k]);
-}
-
 // One symmetric scale for the whole matrix: the scale returned maps s8 back.
 // (Written so that both loops vectorise: a select for the maximum, and
 // rounding to nearest even by adding and subtracting 1.5 * 2^23.)
@@ -312,7 +298,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
   size_t elem = sizeof(float);
   float a_scale = 1.f;
   if (ct == ComputeType::BF16) {
-    convert_bf16(a, scratch(a_bf16, M * K));
+    convert_to_bf16(a, scratch(a_bf16, M * K));  // row-major: strides (K, 1)
     src = a_bf16.data(), lda = K, elem = 2;
   } else if (ct == ComputeType::INT8) {
     a_scale = quantise_s8(a, scratch(a_s8, M * K));
