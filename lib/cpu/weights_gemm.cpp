@@ -188,25 +188,33 @@ double time_runs(Entry& e) {
 // packed). So the first call of each shape times both on the real operands
 // and keeps the faster. (bf16 and int8 weights are always packed: they
 // must be converted anyway.)
-void choose_f32_layout(Entry& e, const Shape2& s, const float* a, const MatDesc& b, float* c,
-                       const GemmAttr& attr) {
+// The choice is made once per shape and thread count for every thread (the
+// translation workers meet the same shapes), and the packed candidate uses
+// the shared packed copy, so a new shape costs no reorder of the weights.
+std::mutex choice_mu;
+std::unordered_map<Key, bool, KeyHash> packed_is_faster;
+
+void choose_f32_layout(Entry& e, const Key& key, const Shape2& s, const float* a, const MatDesc& b,
+                       float* c, const GemmAttr& attr) {
+  {
+    std::lock_guard<std::mutex> lock(choice_mu);
+    const auto it = packed_is_faster.find(key);
+    if (it != packed_is_faster.end()) return build(e, s, b, attr, ComputeType::F32, it->second);
+  }
   build(e, s, b, attr, ComputeType::F32, /*packed_b=*/false);
   Entry p;
   build(p, s, b, attr, ComputeType::F32, /*packed_b=*/true);
-  const memory::desc want = p.args.at(DNNL_ARG_WEIGHTS).get_desc();
-  std::shared_ptr<void> tmp = aligned_buffer(want.get_size());
-  memory from(memory::desc({s.K, s.N}, dt::f32, {b.strides[2], b.strides[3]}), ctx().engine,
-              const_cast<float*>(b.ptr));
-  memory to(want, ctx().engine, tmp.get());
-  dnnl::reorder(from, to).execute(ctx().stream, from, to);
   for (Entry* x : {&e, &p}) {
     x->set(DNNL_ARG_SRC, a);
     x->set(DNNL_ARG_DST, c);
     if (attr.bias) x->set(DNNL_ARG_BIAS, attr.bias);
   }
   e.set(DNNL_ARG_WEIGHTS, b.ptr);
-  p.set(DNNL_ARG_WEIGHTS, tmp.get());
-  if (time_runs(p) < 0.95 * time_runs(e)) e = std::move(p);
+  p.set(DNNL_ARG_WEIGHTS, packed_weights(attr.constant_b, b, p).data.get());
+  const bool packed_wins = time_runs(p) < 0.95 * time_runs(e);
+  if (packed_wins) e = std::move(p);
+  std::lock_guard<std::mutex> lock(choice_mu);
+  packed_is_faster.emplace(key, packed_wins);
 }
 
 // Calls fn(row, rows) over pieces covering [0, M): 256 rows at a time, then
@@ -315,9 +323,11 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     const auto* a_rows = static_cast<const char*>(src) + row * lda * elem;
     float* c_rows = const_cast<float*>(dst.ptr) + row * s.ldc;
     Entry& e = lookup(key, [&](Entry& e) {
-      if (ct == ComputeType::F32)
-        choose_f32_layout(e, s, a.ptr + row * lda, b, c_rows, attr);
-      else
+      if (ct == ComputeType::F32) {
+        Key shape = key;  // the lookup's key, with the thread count it adds
+        shape.add(omp_get_max_threads());
+        choose_f32_layout(e, shape, s, a.ptr + row * lda, b, c_rows, attr);
+      } else
         build(e, s, b, attr, ct, /*packed_b=*/true);
     });
     const Packed* w = e.packed ? &packed_weights(attr.constant_b, b, e) : nullptr;
