@@ -42,6 +42,17 @@ inline float exp_simd(float x) {
   return y * two_n * 2.f;
 }
 
+// y = exp(x - mx) over n values; returns their sum (the softmax's denominator).
+inline float exp_shifted(const float* x, float* y, int64_t n, float mx) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = exp_simd(x[i] - mx);
+    sum += y[i];
+  }
+  return sum;
+}
+
 }  // namespace
 
 void add(const float* a, const float* b, float* dst, int64_t n) {
@@ -127,13 +138,7 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
             s[j] = s[j] * scale + (m ? m[j] : 0.f);
             mx = s[j] > mx ? s[j] : mx;
           }
-          float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-          for (int64_t j = 0; j < L; ++j) {
-            s[j] = exp_simd(s[j] - mx);
-            sum += s[j];
-          }
-          const float inv = 1.f / sum;
+          const float inv = 1.f / exp_shifted(s, s, L, mx);
           float* o = const_cast<float*>(ctx.ptr) + b * ctx.strides[0] + h * ctx.strides[1] +
                      i * ctx.strides[2];
 #pragma omp simd
@@ -198,13 +203,7 @@ void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {
     float* y = dst + r * cols;
     float mx = x[0];
     for (int64_t c = 1; c < cols; ++c) mx = std::max(mx, x[c]);
-    float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t c = 0; c < cols; ++c) {
-      y[c] = exp_simd(x[c] - mx);
-      sum += y[c];
-    }
-    const float inv = 1.f / sum;
+    const float inv = 1.f / exp_shifted(x, y, cols, mx);
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c) y[c] *= inv;
   }
