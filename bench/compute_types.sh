@@ -43,7 +43,8 @@ for t in $TYPES; do
     "$(awk '$1 ~ /^[0-9]+$/ && NF == 5 {print $5}' "$tmp/val.txt")" \
     "$(awk '/^peak memory/ {print $3}' "$tmp/test.txt")"
 done
-grep -m1 '^real text' "$tmp/test.txt" 2>/dev/null || true
+# The setup the passes ran with (the same for every type).
+grep -m1 '^real text' "$tmp/test.txt" 2>/dev/null | sed 's/^real text: /setup: /; s/, \(f32\|int8\|bf16\), /, /' || true
 
 [ "${FIXED:-1}" = 0 ] && exit 0
 echo
