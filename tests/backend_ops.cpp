@@ -202,6 +202,28 @@ TEST_CASE("matmul with constant weights in f32, bf16 and int8, over row counts",
   }
 }
 
+TEST_CASE("int8 products of a row do not depend on the other rows of the batch", "[ops][gemm]") {
+  if (!backend(g_device).unsupported(ComputeType::INT8).empty()) return;
+  // Each row gets its own activation scale: a row a hundred times larger
+  // joining the batch changes nothing in the others (s32 sums are exact).
+  const int64_t K = 64, N = 48;
+  auto W = randv(N * K, 7), bv = randv(N, 8), A = randv(6 * K, 9);
+  for (int64_t k = 0; k < K; ++k) A[5 * K + k] *= 100.f;
+  Tensor w = dev(W, Shape{N, K}), bt = dev(bv, Shape{N});
+  ops::MatmulOpts o;
+  o.bias = &bt;
+  o.relu = true;
+  o.constant_b = 6262;
+  o.compute = ComputeType::INT8;
+  Tensor alone = dev(std::vector<float>(A.begin(), A.begin() + 5 * K), Shape{5, K});
+  Tensor with = dev(A, Shape{6, K}), c5(Shape{5, N}, g_device), c6(Shape{6, N}, g_device);
+  ops::matmul(alone, false, w, true, c5, o);
+  ops::matmul(with, false, w, true, c6, o);
+  backend(g_device).forget_constants(6262);
+  const auto h5 = host(c5), h6 = host(c6);
+  for (int64_t i = 0; i < 5 * N; ++i) CHECK(h5[i] == h6[i]);
+}
+
 TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[ops][gemm]") {
   const std::string why = backend(g_device).unsupported(ComputeType::BF16);
   if (!why.empty()) {

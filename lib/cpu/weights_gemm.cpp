@@ -8,9 +8,10 @@
 // - Rows are cut into a bounded set of shapes (see for_each_piece), so that
 //   real text, whose row counts change with every batch and decoding step,
 //   stops creating primitives once those shapes have been seen.
-// - bf16 and int8 convert the activations per call; int8 quantises them with
-//   one dynamic scale per call, folded with the weights' channel scales into
-//   oneDNN's runtime output scales so that bias and ReLU stay fused.
+// - bf16 and int8 convert the activations per call; int8 quantises each row
+//   with its own dynamic scale (so no row depends on its batch), multiplies
+//   by the weights' channel scales in a post-op, and applies the row scales,
+//   bias and ReLU in one pass over the result.
 #include <omp.h>
 
 #include <algorithm>
@@ -239,32 +240,30 @@ void for_each_piece(int64_t M, Fn&& fn) {
 
 // ---- Activation conversion -------------------------------------------------
 
-// One symmetric scale for the whole matrix: the scale returned maps s8 back.
-// (Written so that both loops vectorise: a select for the maximum, and
-// rounding to nearest even by adding and subtracting 1.5 * 2^23.)
-float quantise_s8(const MatDesc& a, int8_t* out) {
+// One symmetric scale per row, as CTranslate2 quantises activations: a
+// row's rounding, and so a sentence's translation, does not depend on the
+// other rows in its batch. (Written so that the loops vectorise: a select
+// for the maximum, and rounding to nearest even by adding and subtracting
+// 1.5 * 2^23.)
+void quantise_rows_s8(const MatDesc& a, int8_t* out, float* row_scale) {
   const int64_t M = a.dims[2], K = a.dims[3], ld = a.strides[2];
-  float amax = 0;
-#pragma omp parallel for reduction(max : amax) if (M * K > 65536)
+  constexpr float kRound = 12582912.f;
+#pragma omp parallel for if (M * K > 65536)
   for (int64_t m = 0; m < M; ++m) {
     const float* x = a.ptr + m * ld;
+    float amax = 0.f;
 #pragma omp simd reduction(max : amax)
     for (int64_t k = 0; k < K; ++k) {
       const float v = x[k] < 0 ? -x[k] : x[k];
       amax = v > amax ? v : amax;
     }
-  }
-  const float scale = amax > 0 ? amax / 127.f : 1.f, inv = 1.f / scale;
-  constexpr float kRound = 12582912.f;
-#pragma omp parallel for if (M * K > 65536)
-  for (int64_t m = 0; m < M; ++m) {
-    const float* x = a.ptr + m * ld;
+    const float scale = amax > 0 ? amax / 127.f : 1.f, inv = 1.f / scale;
+    row_scale[m] = scale;
     int8_t* q = out + m * K;
 #pragma omp simd
     for (int64_t k = 0; k < K; ++k)
       q[k] = static_cast<int8_t>(static_cast<int32_t>((x[k] * inv + kRound) - kRound));
   }
-  return scale;
 }
 
 // Per-thread buffers that only grow: no allocation once warm.
@@ -300,53 +299,73 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
   // The activations as the primitive reads them.
   thread_local std::vector<uint16_t> a_bf16;
   thread_local std::vector<int8_t> a_s8;
-  thread_local std::vector<float> scales, bias;
+  thread_local std::vector<float> col_scales, row_scales;
   const void* src = a.ptr;
   int64_t lda = a.strides[2];
   size_t elem = sizeof(float);
-  float a_scale = 1.f;
   if (ct == ComputeType::BF16) {
     convert_to_bf16(a, scratch(a_bf16, M * K));  // row-major: strides (K, 1)
     src = a_bf16.data(), lda = K, elem = 2;
   } else if (ct == ComputeType::INT8) {
-    a_scale = quantise_s8(a, scratch(a_s8, M * K));
+    quantise_rows_s8(a, scratch(a_s8, M * K), scratch(row_scales, M));
     src = a_s8.data(), lda = K, elem = 1;
   }
+  // int8 runs the bare product times the weights' column scales; the row
+  // scales, the bias and ReLU follow in one pass over the result (a per-row
+  // post-op would put oneDNN 2.6 on its reference kernel, and the bias
+  // cannot be folded into the product once each row has its own scale).
+  GemmAttr fused = attr;
+  if (ct == ComputeType::INT8) fused.bias = nullptr, fused.relu = false;
   bool scaled = false;
   for_each_piece(M, [&](int64_t row, int64_t rows) {
     const Shape2 s{rows, K, N, lda, dst.strides[2]};
     Key key;
     key.add(8);
     key.add(std::array<int64_t, 7>{rows, K, N, lda, s.ldc, b.strides[2], b.strides[3]});
-    key.add(bits(attr.alpha));
-    key.add((attr.bias != nullptr) + attr.relu * 2 + static_cast<int>(ct) * 4);
+    key.add(bits(fused.alpha));
+    key.add((fused.bias != nullptr) + fused.relu * 2 + static_cast<int>(ct) * 4);
     const auto* a_rows = static_cast<const char*>(src) + row * lda * elem;
     float* c_rows = const_cast<float*>(dst.ptr) + row * s.ldc;
     Entry& e = lookup(key, [&](Entry& e) {
       if (ct == ComputeType::F32) {
         Key shape = key;  // the lookup's key, with the thread count it adds
         shape.add(omp_get_max_threads());
-        choose_f32_layout(e, shape, s, a.ptr + row * lda, b, c_rows, attr);
+        choose_f32_layout(e, shape, s, a.ptr + row * lda, b, c_rows, fused);
       } else
-        build(e, s, b, attr, ct, /*packed_b=*/true);
+        build(e, s, b, fused, ct, /*packed_b=*/true);
     });
     const Packed* w = e.packed ? &packed_weights(attr.constant_b, b, e) : nullptr;
     if (ct == ComputeType::INT8 && !scaled) {
-      // The bias is added before the scales: divide it by them.
-      float* sc = scratch(scales, N);
-      for (int64_t n = 0; n < N; ++n) sc[n] = attr.alpha * a_scale * w->scales[n];
-      if (attr.bias) {
-        float* bi = scratch(bias, N);
-        for (int64_t n = 0; n < N; ++n) bi[n] = attr.bias[n] / sc[n];
-      }
+      float* sc = scratch(col_scales, N);
+      for (int64_t n = 0; n < N; ++n) sc[n] = attr.alpha * w->scales[n];
       scaled = true;
     }
     e.set(DNNL_ARG_SRC, a_rows);
     e.set(DNNL_ARG_WEIGHTS, w ? w->data.get() : static_cast<const void*>(b.ptr));
     e.set(DNNL_ARG_DST, c_rows);
-    if (attr.bias) e.set(DNNL_ARG_BIAS, ct == ComputeType::INT8 ? bias.data() : attr.bias);
-    if (ct == ComputeType::INT8) e.set(kScalesArg, scales.data());
+    if (fused.bias) e.set(DNNL_ARG_BIAS, fused.bias);
+    if (ct == ComputeType::INT8) e.set(kScalesArg, col_scales.data());
     e.run();
+    if (ct != ComputeType::INT8) return;
+    const float* rs = row_scales.data() + row;
+    const float* bias = attr.bias;
+    const bool relu = attr.relu;
+#pragma omp parallel for if (rows * N > 65536)
+    for (int64_t i = 0; i < rows; ++i) {
+      float* y = c_rows + i * s.ldc;
+      const float r = rs[i];
+      if (bias) {
+#pragma omp simd
+        for (int64_t n = 0; n < N; ++n) y[n] = r * y[n] + bias[n];
+      } else {
+#pragma omp simd
+        for (int64_t n = 0; n < N; ++n) y[n] *= r;
+      }
+      if (relu) {
+#pragma omp simd
+        for (int64_t n = 0; n < N; ++n) y[n] = y[n] > 0.f ? y[n] : 0.f;
+      }
+    }
   });
 }
 
