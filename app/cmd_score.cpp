@@ -303,9 +303,8 @@ void add_model_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_option("--alpha", cli.model.alpha,
                       "Length-penalty exponent of the normalised score, as translate --scores")
           ->check(finite_range(0, 10)));
-  add(cmd->add_option("--compute-type", cli.model.compute,
-                      "Model mode: f32, bf16 or int8 (default: the model's)")
-          ->check(CLI::IsMember({"f32", "float32", "bf16", "bfloat16", "int8"})));
+  add(add_compute_type_option(cmd, cli.model.compute,
+                              "Model mode: f32, bf16 or int8 (default: the model's)"));
   add(cmd->add_option("--batch-tokens", cli.model.batch_tokens, "Target tokens per batch")
           ->check(CLI::Range(1, 1 << 24)));
   add(add_threads_option(cmd, cli.model.threads));

@@ -228,10 +228,9 @@ void register_translate(CLI::App& app) {
   cmd->add_option("--suffix", o->suffix,
                   "With --output-dir, replace each input's language extension (and .gz) by "
                   "this (test.en.gz -> test.de); by default .hyp is appended (test.en.hyp)");
-  cmd->add_option("--compute-type", o->compute,
-                  "f32, bf16 (AVX512-BF16 or AMX CPUs) or int8 for the weight products; "
-                  "default: the model's (int8 after nmt quantize, else f32)")
-      ->check(CLI::IsMember({"f32", "float32", "bf16", "bfloat16", "int8"}));
+  add_compute_type_option(cmd, o->compute,
+                          "f32, bf16 (AVX512-BF16 or AMX CPUs) or int8 for the weight products; "
+                          "default: the model's (int8 after nmt quantize, else f32)");
   cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")->check(CLI::Range(1, 1024));
   cmd->add_option("--alpha", o->search.alpha, "GNMT length penalty exponent")
       ->check(finite_range(0.0, 10.0));

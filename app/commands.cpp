@@ -50,6 +50,11 @@ CLI::Option* add_threads_option(CLI::App* cmd, int& threads) {
       ->check(CLI::Range(0, 1024));
 }
 
+CLI::Option* add_compute_type_option(CLI::App* cmd, std::string& compute, const std::string& help) {
+  return cmd->add_option("--compute-type", compute, help)
+      ->check(CLI::IsMember({"f32", "float32", "bf16", "bfloat16", "int8"}));
+}
+
 std::string version_text() {
   return std::string("nmt ") + NMT_VERSION + " (commit " + NMT_GIT_COMMIT + ", " + NMT_BUILD_TYPE +
          " build)\nbackends: " + backends_info();

@@ -33,6 +33,9 @@ class UsageError : public InputError {
 CLI::Validator finite_range(double lo, double hi);
 // --threads N (0: all cores), range-checked, default shown.
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
+// --compute-type for translation and scoring: f32, bf16 or int8 (and their
+// long names); empty keeps the model file's.
+CLI::Option* add_compute_type_option(CLI::App* cmd, std::string& compute, const std::string& help);
 
 // "nmt 0.2.0 (commit ..., Release)" and the backends compiled in.
 std::string version_text();

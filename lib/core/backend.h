@@ -164,6 +164,9 @@ class Backend {
 // The backend of a device. In a build without CUDA, Device::CUDA throws
 // "nmt was built without CUDA support".
 Backend& backend(Device d);
+// Throws InputError "--compute-type T: <why>" unless device d runs products
+// with constant weights (and, for bf16, training products) in t.
+void require_compute_type(Device d, ComputeType t);
 
 // Defined by each backend (lib/cpu, lib/cuda; core/device.cpp stands in for
 // CUDA in a build without it).

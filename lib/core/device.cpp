@@ -31,6 +31,12 @@ ComputeType parse_compute_type(const std::string& name) {
 
 Backend& backend(Device d) { return d == Device::CPU ? cpu_backend() : cuda_backend(); }
 
+void require_compute_type(Device d, ComputeType t) {
+  const std::string why = backend(d).unsupported(t);
+  if (!why.empty())
+    throw InputError("--compute-type " + std::string(compute_type_name(t)) + ": " + why);
+}
+
 std::string backends_info() {
   return "cpu: " + cpu_backend().version() + "; cuda: " + cuda_build_info() +
          "; mpi: " + mpi_build_info();

@@ -8,8 +8,6 @@
 // An operand is converted in the orientation it has in memory (row- or
 // column-major), so the conversion streams along rows and the transposed
 // products of the backward pass need no transposing copy.
-#include <omp.h>
-
 #include <cstring>
 #include <vector>
 
@@ -31,13 +29,8 @@ inline uint16_t to_bf16(float x) {
   return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
 }
 
-// Per-thread buffers that only grow: no allocation once warm.
+// Per-thread buffers that only grow (scratch): no allocation once warm.
 thread_local std::vector<uint16_t> a_bf16, b_bf16;
-
-uint16_t* scratch(std::vector<uint16_t>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(n);
-  return v.data();
-}
 
 }  // namespace
 

@@ -84,11 +84,14 @@ dnnl::primitive_attr matmul_attr(const GemmAttr& attr, const memory::desc* scale
   return pa;
 }
 
+Key with_thread_count(const Key& key) {
+  Key k = key;
+  k.add(omp_get_max_threads());
+  return k;
+}
+
 Entry& lookup(const Key& shape_key, const std::function<void(Entry&)>& build) {
-  // oneDNN fixes a primitive's thread partitioning when it builds it, so a
-  // worker that changes its thread count (translator.cpp) needs others.
-  Key key = shape_key;
-  key.add(omp_get_max_threads());
+  const Key key = with_thread_count(shape_key);
   auto it = cache.find(key);
   if (it != cache.end()) {
     recent.splice(recent.begin(), recent, it->second.age);

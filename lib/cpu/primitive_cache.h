@@ -12,6 +12,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/backend.h"
 
@@ -55,9 +56,15 @@ struct Entry {
   void run() { prim.execute(ctx().stream, args); }
 };
 
-// The calling thread's entry for `key`, built by build(Entry&) on first use
-// (counted in primitives_created). Least recently used entries go first
-// when the cache is full.
+// key plus the calling thread's OpenMP thread count: oneDNN fixes a
+// primitive's thread partitioning when it builds it, so a worker that
+// changes its thread count (translator.cpp) needs other primitives, and
+// timing decisions made for one count do not hold for another.
+Key with_thread_count(const Key& key);
+
+// The calling thread's entry for `key` (with_thread_count(key) inside), built by build(Entry&) on
+// first use (counted in primitives_created). Least recently used entries go first when the cache is
+// full.
 Entry& lookup(const Key& key, const std::function<void(Entry&)>& build);
 
 // A matmul's fused epilogue from attr: alpha as output scales (or, given
@@ -68,6 +75,13 @@ dnnl::primitive_attr matmul_attr(const GemmAttr& attr, const dnnl::memory::desc*
 // A memory object without data (bound per call).
 inline dnnl::memory mem(const dnnl::memory::desc& d) {
   return dnnl::memory(d, ctx().engine, DNNL_MEMORY_NONE);
+}
+
+// A per-thread buffer that only grows: no allocation once warm.
+template <typename T>
+T* scratch(std::vector<T>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(n);
+  return v.data();
 }
 
 inline int64_t bits(float f) {

@@ -12,8 +12,6 @@
 //   with its own dynamic scale (so no row depends on its batch), multiplies
 //   by the weights' channel scales in a post-op, and applies the row scales,
 //   bias and ReLU in one pass over the result.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -266,13 +264,6 @@ void quantise_rows_s8(const MatDesc& a, int8_t* out, float* row_scale) {
   }
 }
 
-// Per-thread buffers that only grow: no allocation once warm.
-template <typename T>
-T* scratch(std::vector<T>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(n);
-  return v.data();
-}
-
 }  // namespace
 
 void forget_constants(uint64_t owner) {
@@ -327,11 +318,9 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     const auto* a_rows = static_cast<const char*>(src) + row * lda * elem;
     float* c_rows = const_cast<float*>(dst.ptr) + row * s.ldc;
     Entry& e = lookup(key, [&](Entry& e) {
-      if (ct == ComputeType::F32) {
-        Key shape = key;  // the lookup's key, with the thread count it adds
-        shape.add(omp_get_max_threads());
-        choose_f32_layout(e, shape, s, a.ptr + row * lda, b, c_rows, fused);
-      } else
+      if (ct == ComputeType::F32)
+        choose_f32_layout(e, with_thread_count(key), s, a.ptr + row * lda, b, c_rows, fused);
+      else
         build(e, s, b, fused, ct, /*packed_b=*/true);
     });
     const Packed* w = e.packed ? &packed_weights(attr.constant_b, b, e) : nullptr;

@@ -29,9 +29,7 @@ Int8Rows quantise_rows(const float* w, int64_t rows, int64_t cols) {
 }
 
 void freeze_for_inference(ParamStore& store, ComputeType compute) {
-  const std::string why = backend(store.values().device()).unsupported(compute);
-  if (!why.empty())
-    throw InputError("--compute-type " + std::string(compute_type_name(compute)) + ": " + why);
+  require_compute_type(store.values().device(), compute);
   if (compute == ComputeType::INT8) round_to_int8(store);
   store.freeze(compute);
 }

@@ -68,8 +68,7 @@ class TrainRun {
   TrainResult run() {
     validate_options(opts_);
     // Before reading any data: the models are built on the CPU backend.
-    const std::string why = backend(Device{}).unsupported(parse_compute_type(opts_.compute_type));
-    if (!why.empty()) throw InputError("--compute-type " + opts_.compute_type + ": " + why);
+    require_compute_type(Device{}, parse_compute_type(opts_.compute_type));
     std::optional<io::FileLock> lock;
     if (root()) {
       lock.emplace(opts_.out + ".lock", opts_.out);
