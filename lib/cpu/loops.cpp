@@ -89,6 +89,15 @@ void add_mask(float* scores, const std::array<int64_t, 4>& d, const float* mask,
       }
 }
 
+// Masked columns at the end of a row (the masks' -1e9 added to a score):
+// source padding, or future positions. Leaving them out, rather than
+// summing their zeros, keeps each sum in the same order however far the
+// batch is padded, so a sentence's numbers never depend on its neighbours.
+static int64_t unmasked_length(const float* x, int64_t n) {
+  while (n > 1 && x[n - 1] <= -1e8f) --n;
+  return n;
+}
+
 void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
             const MatDesc& ctx) {
   // Decoding's attention is a few dot products per (batch, head) against a
@@ -96,18 +105,19 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
   // of a millisecond each (a quarter of int8 decoding). Here one pass per
   // query: scores, softmax and the weighted sum, vectorised along the head.
   const int64_t B = q.dims[0], H = q.dims[1], M = q.dims[2], D = q.dims[3];
-  const int64_t L = k.dims[2], Dv = v.dims[3];
+  const int64_t Lmax = k.dims[2], Dv = v.dims[3];
   static thread_local std::vector<float> scores;
-#pragma omp parallel if (B * H * M * L * (D + Dv) > 65536)
+#pragma omp parallel if (B * H * M * Lmax * (D + Dv) > 65536)
   {
-    if (static_cast<int64_t>(scores.size()) < L) scores.resize(L);
+    if (static_cast<int64_t>(scores.size()) < Lmax) scores.resize(Lmax);
     float* s = scores.data();
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < H; ++h) {
         const float* kb = k.ptr + b * k.strides[0] + h * k.strides[1];
         const float* vb = v.ptr + b * v.strides[0] + h * v.strides[1];
-        const float* m = mask ? mask + b * L : nullptr;
+        const float* m = mask ? mask + b * Lmax : nullptr;
+        const int64_t L = m ? unmasked_length(m, Lmax) : Lmax;
         for (int64_t i = 0; i < M; ++i) {
           const float* qi = q.ptr + b * q.strides[0] + h * q.strides[1] + i * q.strides[2];
           // Four keys at a time: four independent accumulators instead of
@@ -201,11 +211,13 @@ void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = src + r * cols;
     float* y = dst + r * cols;
+    const int64_t n = unmasked_length(x, cols);
     float mx = x[0];
-    for (int64_t c = 1; c < cols; ++c) mx = std::max(mx, x[c]);
-    const float inv = 1.f / exp_shifted(x, y, cols, mx);
+    for (int64_t c = 1; c < n; ++c) mx = std::max(mx, x[c]);
+    const float inv = 1.f / exp_shifted(x, y, n, mx);
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) y[c] *= inv;
+    for (int64_t c = 0; c < n; ++c) y[c] *= inv;
+    for (int64_t c = n; c < cols; ++c) y[c] = 0.f;
   }
 }
 
@@ -355,8 +367,8 @@ double sum_squares(const float* x, int64_t n) {
 }
 
 void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
-                      const int32_t* banned, int64_t n_banned, int32_t col, double* values,
-                      int32_t* indices, float* col_lp) {
+                      const int32_t* banned, int64_t n_banned, const int32_t* cols, int64_t n_cols,
+                      double* values, int32_t* indices, float* col_lp) {
   // One row per thread, two passes: the k best logits (their order is the
   // log-probabilities' order) in a small sorted list, with the row's maximum
   // from the same vectorised block maxima that pass over a block of 32 when
@@ -397,7 +409,10 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
 #pragma omp simd reduction(+ : sum)
     for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);
     const float lse = mx + std::log(sum);
-    col_lp[r] = x[col] - lse;
+    for (int64_t c = 0; c < n_cols; ++c) {
+      const int32_t col = cols[r * n_cols + c];
+      col_lp[r * n_cols + c] = col >= 0 ? x[col] - lse : -INFINITY;
+    }
     const double b = base ? base[r] : 0.0;
     for (int64_t j = 0; j < filled; ++j) val[j] = b + (static_cast<float>(val[j]) - lse);
     for (int64_t j = filled; j < k; ++j) val[j] = -INFINITY, idx[j] = -1;

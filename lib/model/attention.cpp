@@ -47,6 +47,13 @@ void MultiHeadAttention::forward(const Tensor& xq, const Tensor* xkv, int64_t B,
     k = heads(a.proj_kv, B, S, H_, dk_, 0);
     v = heads(a.proj_kv, B, S, H_, dv_, Wk);
   }
+  if (!a.keep_probs && !training && (!mask || mask->dim(2) == 1)) {
+    a.ctx.resize(Shape{B * T, H_ * dv_});
+    Tensor ctx = heads(a.ctx, B, T, H_, dv_, 0);
+    ops::attend(q, k, v, mask, scale(), ctx);
+    out_.forward(a.ctx, y);
+    return;
+  }
   a.probs.resize(Shape{B, H_, T, S});
   ops::bmm(q, transposed(k), a.probs, scale());
   ops::masked_softmax_(a.probs, mask);

@@ -18,8 +18,13 @@ namespace nmt {
 // What a forward pass over whole sequences leaves for the backward pass (a
 // training step keeps these in its arena; inference reuses them as scratch).
 struct AttnActs {
-  Tensor proj_q;      // self: (B*T, 2*H*dk + H*dv) Q|K|V; cross: (B*T, H*dk)
-  Tensor proj_kv;     // cross only: (B*S, H*dk + H*dv)
+  Tensor proj_q;   // self: (B*T, 2*H*dk + H*dv) Q|K|V; cross: (B*T, H*dk)
+  Tensor proj_kv;  // cross only: (B*S, H*dk + H*dv)
+  // false: inference that needs no weights afterwards runs the fused loop
+  // (ops::attend) over padding masks, which stores no (B, H, T, S) matrix
+  // and whose sums never see the padding, so a sentence's result does not
+  // depend on how far its batch is padded. Causal masks keep the GEMMs.
+  bool keep_probs = true;
   Tensor probs;       // (B, H, T, S) after the softmax
   Tensor probs_drop;  // after attention dropout (empty without it)
   Tensor ctx;         // (B*T, H*dv)

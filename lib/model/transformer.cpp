@@ -72,11 +72,14 @@ void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool 
   a.encoder.layers.resize(encoder_->depth());
   a.decoder.layers.resize(decoder_->layers().size());
   a.arena.lay_out([&](Arena& ar) {
-    auto attn = [&](AttnActs& x, int64_t rows_q, int64_t rows_kv, int64_t Tq, int64_t Sk,
-                    bool self) {
+    // Weights are kept for training, for attention maps, and where a causal
+    // mask needs the GEMMs (decoder self-attention).
+    auto attn = [&](AttnActs& x, int64_t rows_q, int64_t rows_kv, int64_t Tq, int64_t Sk, bool self,
+                    bool causal) {
+      x.keep_probs = training || a.keep_attention || causal;
       ar.take(x.proj_q, Shape{rows_q, self ? 2 * Wk + Wv : Wk});
       ar.take(x.proj_kv, Shape{self ? 0 : rows_kv, Wk + Wv});
-      ar.take(x.probs, Shape{B, H, Tq, Sk});
+      ar.take(x.probs, Shape{x.keep_probs ? B : 0, H, Tq, Sk});
       ar.take(x.probs_drop, Shape{drop, H, Tq, Sk});
       ar.take(x.ctx, Shape{rows_q, Wv});
     };
@@ -92,7 +95,7 @@ void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool 
     ar.take(a.src_x, Shape{Ns, D});
     ar.take(a.tgt_x, Shape{Nt, D});
     for (EncoderLayerActs& l : a.encoder.layers) {
-      attn(l.attn, Ns, Ns, S, S, true);
+      attn(l.attn, Ns, Ns, S, S, true, false);
       ar.take(l.ffn_hidden, Shape{Ns, F});
       for (Tensor* t : {&l.n1, &l.a, &l.r1, &l.h1, &l.f, &l.r2, &l.h2}) ar.take(*t, Shape{Ns, D});
       stats(l.ln1, Ns), stats(l.ln2, Ns);
@@ -100,8 +103,8 @@ void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool 
     ar.take(a.encoder.final_out, Shape{pre * Ns, D});
     stats(a.encoder.final_ln, pre * Ns);
     for (DecoderLayerActs& l : a.decoder.layers) {
-      attn(l.self_attn, Nt, Nt, T, T, true);
-      attn(l.cross_attn, Nt, Ns, T, S, false);
+      attn(l.self_attn, Nt, Nt, T, T, true, true);
+      attn(l.cross_attn, Nt, Ns, T, S, false, false);
       ar.take(l.ffn_hidden, Shape{Nt, F});
       for (Tensor* t : {&l.n1, &l.a, &l.r1, &l.h1, &l.c, &l.r2, &l.h2, &l.f, &l.r3, &l.h3})
         ar.take(*t, Shape{Nt, D});
@@ -192,6 +195,7 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   ops::padding_mask(st.src_ids, kPad, st.src_mask);
   src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
   st.encoder.layers.resize(encoder_->depth());
+  for (EncoderLayerActs& l : st.encoder.layers) l.attn.keep_probs = false;
   encoder_->forward(st.src_x, B, S, st.src_mask, st.encoder, false, 0);
   const auto& layers = decoder_->layers();
   st.cross_kv.resize(layers.size());

@@ -47,11 +47,12 @@ TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
 struct Activations {
   int64_t B = 0, S = 0, T = 0;
   bool training = false;
-  uint64_t seed = 0;        // dropout masks are regenerated from it
-  Tensor src_ids, tgt_ids;  // (B*S), (B*T) I32: source, decoder input
-  Tensor tgt_out_ids;       // (B*T) I32: the targets the loss reads
-  Tensor src_mask, causal;  // (B,1,1,S), (1,1,T,T)
-  Tensor src_x, tgt_x;      // embeddings (B*S, D), (B*T, D)
+  bool keep_attention = false;  // inference keeps every layer's weights (attention maps)
+  uint64_t seed = 0;            // dropout masks are regenerated from it
+  Tensor src_ids, tgt_ids;      // (B*S), (B*T) I32: source, decoder input
+  Tensor tgt_out_ids;           // (B*T) I32: the targets the loss reads
+  Tensor src_mask, causal;      // (B,1,1,S), (1,1,T,T)
+  Tensor src_x, tgt_x;          // embeddings (B*S, D), (B*T, D)
   EncoderActs encoder;
   DecoderActs decoder;
   Tensor logits;  // (B*T, V)
