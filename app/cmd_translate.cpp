@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "core/error.h"
 #include "decode/translator.h"
 #include "io/atomic_file.h"
+#include "io/json.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
 #include "ops/ops.h"
@@ -35,7 +37,9 @@ namespace fs = std::filesystem;
 struct Opts {
   std::string model;
   std::vector<std::string> inputs;
-  std::string output, output_dir, suffix, format = "text";
+  std::string output, output_dir, suffix, format = "text", input_format = "text";
+  bool alignments = false, attention = false;
+  int alignment_layer = 0;  // 1-based; 0: the second-to-last
   SearchOptions search;
   bool scores = false;
   int64_t batch_tokens = 4096;
@@ -80,6 +84,74 @@ class Output {
   std::optional<io::AtomicFile> file_;
 };
 
+// One input line as a request. tsv: source<TAB>prefix. jsonl: an object
+// with "text" and optionally "prefix" and "constraints" (strings). A line
+// that does not parse is warned about and skipped (an empty output line).
+TranslationRequest parse_request(std::string line, const Opts& o, int64_t line_no) {
+  TranslationRequest rq;
+  auto skip = [&](const std::string& why) {
+    std::cerr << "nmt: warning: line " << line_no << ": " << why
+              << "; an empty line is written instead\n";
+    rq.skip = true;
+    return rq;
+  };
+  if (o.input_format == "tsv") {
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos)
+      return skip("no TAB (--input-format tsv reads source<TAB>prefix)");
+    rq.source = line.substr(0, tab);
+    rq.prefix = line.substr(tab + 1);
+    return rq;
+  }
+  if (o.input_format != "jsonl") {
+    rq.source = std::move(line);
+    return rq;
+  }
+  if (line.find_first_not_of(" \t\r") == std::string::npos) return rq;  // empty in, empty out
+  nlohmann::json j;
+  try {
+    j = io::parse_json(line, "the line");
+  } catch (const InputError& e) {
+    return skip(e.what());
+  }
+  if (!j.is_object()) return skip("expected a JSON object like {\"text\": \"...\"}");
+  for (const auto& [key, value] : j.items()) {
+    if (key == "text" && value.is_string()) {
+      rq.source = value.get<std::string>();
+    } else if (key == "prefix" && value.is_string()) {
+      rq.prefix = value.get<std::string>();
+    } else if (key == "constraints" && value.is_array()) {
+      for (const auto& c : value) {
+        if (!c.is_string()) return skip("\"constraints\" must be a list of strings");
+        rq.constraints.push_back(c.get<std::string>());
+      }
+    } else if (key == "text" || key == "prefix" || key == "constraints") {
+      return skip("\"" + key + "\" must be a " +
+                  (key == "constraints" ? "list of strings" : "string"));
+    } else {
+      return skip("unknown key \"" + key + "\" (expected text, prefix, constraints)");
+    }
+  }
+  if (!j.contains("text")) return skip("no \"text\"");
+  return rq;
+}
+
+nlohmann::json attention_json(const TranslationResult& r) {
+  auto with_end = [](std::vector<std::string> pieces) {
+    pieces.push_back("</s>");
+    return pieces;
+  };
+  nlohmann::json weights = nlohmann::json::array();
+  for (int64_t t = 0; t < r.attention.rows; ++t) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int64_t s = 0; s < r.attention.cols; ++s)
+      row.push_back(std::round(static_cast<double>(r.attention.at(t, s)) * 1e4) / 1e4);
+    weights.push_back(row);
+  }
+  return {
+      {"source", with_end(r.src_pieces)}, {"target", with_end(r.out_pieces)}, {"weights", weights}};
+}
+
 std::string format_result(const TranslationResult& r, const Opts& o, int64_t line_no) {
   if (o.format == "jsonl") {
     nlohmann::json j = {{"line", line_no},
@@ -87,6 +159,9 @@ std::string format_result(const TranslationResult& r, const Opts& o, int64_t lin
                         {"score", r.score},
                         {"logprob", r.logprob},
                         {"tokens", r.tokens}};
+    if (!r.constraints_met) j["constraints_met"] = false;
+    if (o.alignments) j["alignment"] = format_alignment(r.alignment);
+    if (o.attention) j["attention"] = r.text.empty() ? nlohmann::json() : attention_json(r);
     if (o.search.n_best > 1) {
       nlohmann::json nb = nlohmann::json::array();
       for (const auto& [text, score] : r.n_best)
@@ -104,11 +179,12 @@ std::string format_result(const TranslationResult& r, const Opts& o, int64_t lin
     if (r.n_best.empty()) out += std::to_string(line_no) + " ||| ||| 0\n";
     return out;
   }
-  return (o.scores ? std::to_string(r.score) + "\t" : "") + r.text + "\n";
+  return (o.scores ? std::to_string(r.score) + "\t" : "") + r.text +
+         (o.alignments ? " ||| " + format_alignment(r.alignment) : "") + "\n";
 }
 
 void translate_stream(io::LineReader& in, Output& out, Translator& tr, const Opts& o) {
-  std::vector<std::string> window;
+  std::vector<TranslationRequest> window;
   std::string line;
   int64_t first = 1;
   auto flush = [&] {
@@ -120,7 +196,8 @@ void translate_stream(io::LineReader& in, Output& out, Translator& tr, const Opt
     window.clear();
   };
   while (in.next(line)) {
-    window.push_back(std::move(line));
+    window.push_back(
+        parse_request(std::move(line), o, first + static_cast<int64_t>(window.size())));
     if (static_cast<int>(window.size()) >= o.window || in.would_block()) flush();
   }
   if (!window.empty()) flush();
@@ -179,6 +256,11 @@ void run(Opts& o) {
     throw UsageError("-o takes one input; use --output-dir for several");
   if (!o.suffix.empty() && o.output_dir.empty())
     throw UsageError("--suffix names the files of --output-dir; give --output-dir too");
+  if (o.alignments && o.search.n_best > 1 && o.format == "text")
+    throw UsageError(
+        "--alignments belongs to the best translation; with --n-best use --format jsonl");
+  if (o.attention && o.format != "jsonl")
+    throw UsageError("--attention writes a matrix per line; it needs --format jsonl");
   if (o.inputs.empty()) o.inputs.push_back("-");
   const std::vector<std::string> outs = plan_outputs(o);
   if (!o.output_dir.empty()) {
@@ -190,7 +272,7 @@ void run(Opts& o) {
   Translator tr(
       model, o.search, o.batch_tokens,
       [](const std::string& w) { std::cerr << "nmt: warning: " << w << "\n"; }, o.workers,
-      o.threads);
+      o.threads, AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1});
   try {
     if (!o.output_dir.empty()) {
       for (size_t i = 0; i < o.inputs.size(); ++i) {
@@ -245,6 +327,22 @@ void register_translate(CLI::App& app) {
   cmd->add_option("--format", o->format,
                   "text, or jsonl (line, translation, score, logprob, tokens)")
       ->check(CLI::IsMember({"text", "jsonl"}));
+  cmd->add_option("--input-format", o->input_format,
+                  "text; tsv: source<TAB>prefix, the translation starts with the prefix; jsonl: "
+                  "{\"text\": ..., \"constraints\": [...], \"prefix\": ...}, every constraint "
+                  "(target text) appears in the translation. A line that does not parse gets a "
+                  "warning and an empty output line")
+      ->check(CLI::IsMember({"text", "tsv", "jsonl"}));
+  cmd->add_flag("--alignments", o->alignments,
+                "Append ' ||| 0-0 1-2 ...' (source word-target word, counted from 0 as in Moses "
+                "and fast_align) from the cross-attention averaged over heads; jsonl: an "
+                "\"alignment\" field");
+  cmd->add_option("--alignment-layer", o->alignment_layer,
+                  "Decoder layer of --alignments and --attention, from 1 (0: the second-to-last)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_flag("--attention", o->attention,
+                "With --format jsonl: the best translation's cross-attention (target piece x "
+                "source piece, heads averaged) and the pieces, as \"attention\"");
   cmd->add_option("--batch-tokens", o->batch_tokens, "Source tokens per batch")
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--window", o->window, "Lines read ahead and sorted by length")

@@ -270,6 +270,7 @@ void register_all(CLI::App& app) {
   register_train(app);
   register_translate(app);
   register_score(app);
+  register_attention(app);
   register_info(app);
   register_quantize(app);
   register_summary(app);

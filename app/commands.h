@@ -17,6 +17,7 @@ void register_quantize(CLI::App& app);
 void register_train(CLI::App& app);
 void register_translate(CLI::App& app);
 void register_score(CLI::App& app);
+void register_attention(CLI::App& app);
 void register_all(CLI::App& app);
 
 // Commands that finish with a non-zero status without an error set it here.

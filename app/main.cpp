@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
       throw UsageError("'" + args[0] + "' is not an nmt command" +
                        nmt::did_you_mean(args[0], commands) +
                        "; the commands are train, "
-                       "translate, score, info and summary");
+                       "translate, score, attention, info, quantize and summary");
     if (args[0][0] != '-') prefix = "nmt " + args[0];
     if (args[0] == "score") args = sacrebleu_aliases(args);
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed

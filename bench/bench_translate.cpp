@@ -40,6 +40,8 @@ using namespace nmt;
 
 namespace {
 
+using Ids = std::vector<std::vector<int32_t>>;
+
 std::string arg_value(int argc, char** argv, const std::string& name, const std::string& def) {
   for (int i = 1; i + 1 < argc; ++i)
     if (name == argv[i]) return argv[i + 1];
@@ -71,7 +73,8 @@ int real_text(int argc, char** argv) {
   // times the rest, whose shapes are new.
   const size_t warm = std::stoul(arg_value(argc, argv, "--warmup-lines", "0"));
   if (warm > 0 && warm < src.size()) {
-    tr.translate({src.begin(), src.begin() + static_cast<std::ptrdiff_t>(warm)});
+    tr.translate(
+        std::vector<std::string>(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(warm)));
     src.erase(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(warm));
     ref.erase(ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(warm));
   } else {
@@ -134,13 +137,13 @@ int main(int argc, char** argv) {
         opts.force_length = out_len;
         DecodeState st;
         // Warm-up on one batch so that primitives exist, as in a long run.
-        search(model, {src.begin(), src.begin() + batch}, opts, st);
+        search(model, Ids(src.begin(), src.begin() + batch), opts, st);
         const int count = batch == 1 ? std::min(n, beam == 1 ? 32 : 16) : n;
         std::vector<double> lat;
         const double t0 = bench::now();
         for (int i = 0; i < count; i += batch) {
           const double s0 = bench::now();
-          search(model, {src.begin() + i, src.begin() + std::min(count, i + batch)}, opts, st);
+          search(model, Ids(src.begin() + i, src.begin() + std::min(count, i + batch)), opts, st);
           lat.push_back(bench::now() - s0);
         }
         const double sec = bench::now() - t0;

@@ -599,7 +599,9 @@ TEST_CASE("top-k of a log-softmax with banned ids and ties, pick, gather rows an
   std::vector<double> base = {0.5, -1.0, 2.0}, vals;
   std::vector<int32_t> idx;
   std::vector<float> eos;
-  ops::topk_log_softmax(logits, base, k, {0, 2}, 7, vals, idx, eos);
+  // Two chosen columns per row: </s> (7) and another (row 1: none).
+  const std::vector<int32_t> cols = {7, 11, 7, -1, 7, 33};
+  ops::topk_log_softmax(logits, base, k, {0, 2}, cols, 2, vals, idx, eos);
   for (int64_t r = 0; r < rows; ++r) {
     // The reference: a log-softmax in double, then a full sort.
     double mx = -1e300, sum = 0;
@@ -615,10 +617,17 @@ TEST_CASE("top-k of a log-softmax with banned ids and ties, pick, gather rows an
       CHECK(idx[r * k + j] == all[j].second);
       CHECK(vals[r * k + j] == Approx(-all[j].first).margin(1e-5));
     }
-    CHECK(eos[r] == Approx(L[r * V + 7] - lse).margin(1e-5));
+    for (int c = 0; c < 2; ++c) {
+      const int32_t col = cols[r * 2 + c];
+      if (col < 0)
+        CHECK(std::isinf(eos[r * 2 + c]));
+      else
+        CHECK(eos[r * 2 + c] == Approx(L[r * V + col] - lse).margin(1e-5));
+    }
   }
   // Fewer candidates than k: the rest are -inf with id -1.
-  ops::topk_log_softmax(logits, std::vector<double>(rows, 0.0), V, {0, 2}, 7, vals, idx, eos);
+  ops::topk_log_softmax(logits, std::vector<double>(rows, 0.0), V, {0, 2}, {7, 7, 7}, 1, vals, idx,
+                        eos);
   CHECK(idx[V - 1] == -1);
   CHECK(idx[V - 3] != -1);
   CHECK(std::isinf(vals[V - 1]));

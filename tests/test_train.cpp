@@ -23,8 +23,8 @@
 #include "model/model_file.h"
 #include "ops/ops.h"
 #include "test_helpers.h"
-#include "train/curve_svg.h"
 #include "train/data.h"
+#include "train/learning_curve.h"
 #include "train/optimizer.h"
 #include "train/train_run.h"
 
@@ -626,14 +626,22 @@ TEST_CASE("the learning curve labels small BLEU values with enough decimals", "[
     d.valid_loss.push_back({double(s), 5.0 - 0.1 * s});
     d.valid_bleu.push_back({double(s), 0.01 * s});
   }
-  const std::string svg = curve_svg(d);
-  // The BLEU axis labels are the red texts; they must not all read the same.
-  std::set<std::string> labels;
-  for (size_t at = svg.find("fill=\"#d62728\">"); at != std::string::npos;
-       at = svg.find("fill=\"#d62728\">", at + 1)) {
-    const size_t b = at + 15, e = svg.find('<', b);
-    labels.insert(svg.substr(b, e - b));
-  }
+  // The BLEU axis (from zero, as the chart draws it) must not read the same
+  // at every tick.
+  const plot::LineChart chart = learning_curve(d);
+  REQUIRE(chart.series.size() == 3);
+  CHECK(chart.series[2].right_axis);
+  const plot::Ticks t = plot::ticks(0, 0.05, 5);
+  const std::set<std::string> labels(t.labels.begin(), t.labels.end());
+  CHECK(labels.size() == t.labels.size());
   CHECK(labels.size() >= 3);
   CHECK(!labels.count("0.0"));
+  CHECK(t.values.back() >= 0.05 - 1e-12);
+  // Cairo writes each format: a PNG signature, an SVG document, a PDF header.
+  const std::string png = plot::render(chart, plot::Format::PNG);
+  CHECK(png.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+  const std::string svg = plot::render(chart, plot::Format::SVG);
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.find("</svg>") != std::string::npos);
+  CHECK(plot::render(chart, plot::Format::PDF).compare(0, 5, "%PDF-") == 0);
 }

@@ -57,7 +57,7 @@ TEST_CASE("one output per input line, in order, whatever the batching", "[transl
     CHECK(alone[0].text == a[i].text);
     if (lines[i].find_first_not_of(' ') == std::string::npos) CHECK(a[i].text.empty());
   }
-  CHECK(big.translate({}).empty());
+  CHECK(big.translate(std::vector<std::string>{}).empty());
   auto blank = big.translate({"", "", ""});
   CHECK(blank.size() == 3);
 }

@@ -155,10 +155,12 @@ class Backend {
   // A search step, per row r of logits (rows, V), with log-probabilities
   // lp = logits - logsumexp(row) (never stored): the k largest of
   // base[r] + lp[v] over v not in `banned` (sorted, best first, ties: lower
-  // id first), and lp[col] in col_lp[r]. Host outputs.
+  // id first), and lp[cols[r * n_cols + c]] in col_lp[r * n_cols + c]
+  // (-inf where the column is -1). Host outputs.
   virtual void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V,
-                                int64_t k, const int32_t* banned, int64_t n_banned, int32_t col,
-                                double* values, int32_t* indices, float* col_lp) = 0;
+                                int64_t k, const int32_t* banned, int64_t n_banned,
+                                const int32_t* cols, int64_t n_cols, double* values,
+                                int32_t* indices, float* col_lp) = 0;
 };
 
 // The backend of a device. In a build without CUDA, Device::CUDA throws

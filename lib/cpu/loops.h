@@ -44,8 +44,8 @@ void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1, 
 double sum_squares(const float* x, int64_t n);
 
 void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
-                      const int32_t* banned, int64_t n_banned, int32_t col, double* values,
-                      int32_t* indices, float* col_lp);
+                      const int32_t* banned, int64_t n_banned, const int32_t* cols, int64_t n_cols,
+                      double* values, int32_t* indices, float* col_lp);
 
 void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
                  float* dst, int64_t dst_ld, const int64_t* dst_idx);

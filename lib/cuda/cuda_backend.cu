@@ -137,8 +137,7 @@ class CudaBackend final : public Backend {
                    float* dst, int64_t dst_ld, const int64_t* dst_idx) override {
     for (int64_t i = 0; i < n; ++i)
       CUDA_CHECK(cudaMemcpy(dst + (dst_idx ? dst_idx[i] : i) * dst_ld, src + idx[i] * src_ld,
-                            len * sizeof(float),
-                            cudaMemcpyDeviceToDevice));
+                            len * sizeof(float), cudaMemcpyDeviceToDevice));
   }
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) override;
@@ -227,7 +226,7 @@ class CudaBackend final : public Backend {
   double sum_squares(const float*, int64_t) override { missing("sum_squares"); }
   void pick(const float*, int64_t, int64_t, const int32_t*, float*) override { missing("pick"); }
   void topk_log_softmax(const float*, const double*, int64_t, int64_t, int64_t, const int32_t*,
-                        int64_t, int32_t, double*, int32_t*, float*) override {
+                        int64_t, const int32_t*, int64_t, double*, int32_t*, float*) override {
     missing("topk_log_softmax");
   }
 

@@ -32,10 +32,19 @@ void validate(const SearchOptions& o) {
 
 namespace {
 
+// Where a hypothesis stands with its sentence's constraints.
+struct Progress {
+  uint64_t done = 0;  // bit i: constraint i met
+  int32_t cur = -1;   // constraint being followed, -1: none
+  int32_t pos = 0;    // its tokens produced so far
+  int32_t met = 0;    // constraint tokens met (done ones in full, plus pos): the bank
+};
+
 struct Candidate {
   double logprob;
   int32_t parent;  // live hypothesis index within the sentence
   int32_t token;
+  Progress prog;  // after the token (constrained sentences only)
 };
 
 struct Finished {
@@ -43,17 +52,51 @@ struct Finished {
   int32_t parent;  // live index at step - 1 (ignored at step 0)
   double logprob;
   double score;
+  bool met = true;  // every constraint met
 };
 
 // Per-sentence search state. Token history is kept as back-pointers so a
 // step appends K entries instead of copying every hypothesis.
 struct Sentence {
-  int64_t index = 0;              // position in the caller's input
-  int64_t max_out = 0;            // longest output, </s> excluded
+  int64_t index = 0;    // position in the caller's input
+  int64_t max_out = 0;  // longest output, </s> excluded
+  const SearchRequest* req = nullptr;
+  int32_t constraint_tokens = 0;  // all constraints' tokens: the top bank
   std::vector<int32_t> tok, par;  // (step * K + k)
   std::vector<double> live_lp;
+  std::vector<Progress> prog;  // per live hypothesis (constrained sentences)
   std::vector<Finished> fin;
+
+  bool forcing(int64_t t) const { return t < static_cast<int64_t>(req->prefix.size()); }
+  bool constrained() const { return constraint_tokens > 0; }
+  bool all_met(const Progress& p) const { return p.met == constraint_tokens; }
 };
+
+// The constraint state after `token`: it continues the constraint being
+// followed, or abandons it (its tokens no longer count) and may start one.
+Progress advance_progress(const Sentence& s, Progress p, int32_t token) {
+  const auto& cons = s.req->constraints;
+  if (p.cur >= 0) {
+    const auto& c = cons[p.cur];
+    if (token == c[p.pos]) {
+      ++p.met;
+      if (++p.pos == static_cast<int32_t>(c.size())) p.done |= uint64_t{1} << p.cur, p.cur = -1;
+      if (p.cur < 0) p.pos = 0;
+      return p;
+    }
+    p.met -= p.pos, p.cur = -1, p.pos = 0;
+  }
+  for (size_t i = 0; i < cons.size(); ++i) {
+    if ((p.done >> i & 1) || cons[i][0] != token) continue;
+    ++p.met;
+    if (cons[i].size() == 1)
+      p.done |= uint64_t{1} << i;
+    else
+      p.cur = static_cast<int32_t>(i), p.pos = 1;
+    break;
+  }
+  return p;
+}
 
 std::vector<int32_t> backtrack(const Sentence& s, int64_t K, int64_t step, int32_t k) {
   std::vector<int32_t> out(static_cast<size_t>(step));
@@ -72,7 +115,7 @@ class BeamSearch {
   BeamSearch(const Transformer& model, const SearchOptions& opts, DecodeState& st)
       : model_(model), opts_(opts), st_(st), K_(std::max(1, opts.beam)) {}
 
-  std::vector<std::vector<Hypothesis>> run(const std::vector<std::vector<int32_t>>& src) {
+  std::vector<std::vector<Hypothesis>> run(const std::vector<SearchRequest>& src) {
     results_.assign(src.size(), {});
     if (src.empty()) return std::move(results_);
     start(src);
@@ -90,9 +133,12 @@ class BeamSearch {
   }
 
  private:
-  void start(const std::vector<std::vector<int32_t>>& src);
+  void start(const std::vector<SearchRequest>& src);
   void candidates_per_row(const Tensor& logits, int64_t t);
   void advance(Sentence& s, size_t j, int64_t t);
+  void gather(const Sentence& s, size_t j, int64_t t);
+  void choose(Sentence& s, int64_t t);
+  void choose_by_banks(Sentence& s, int64_t t);
   void finish(Sentence& s);
   void fill_holes();
 
@@ -110,37 +156,55 @@ class BeamSearch {
   std::vector<int32_t> tokens_tmp_;
   std::vector<Sentence> live_tmp_;
   std::vector<double> base_, top_val_;
-  std::vector<float> eos_lp_;
+  std::vector<float> col_lp_;  // per row: </s>, then forced or constraint tokens
+  std::vector<int32_t> cols_;
+  int64_t n_cols_ = 1;
   std::vector<Candidate> cands_, chosen_;
+  std::vector<int32_t> avail_, quota_, taken_;
+  std::vector<Progress> next_prog_;
 };
 
-void BeamSearch::start(const std::vector<std::vector<int32_t>>& src) {
+void BeamSearch::start(const std::vector<SearchRequest>& src) {
   const ModelConfig& cfg = model_.config();
   const int64_t B = static_cast<int64_t>(src.size()), V = cfg.vocab_size;
   if (2 * K_ > V)
     throw InputError("beam size " + std::to_string(K_) + " is too large for the vocabulary");
   // Padded source batch, </s>-terminated.
   int64_t S = 0;
-  for (const auto& s : src) S = std::max<int64_t>(S, s.size() + 1);
+  for (const auto& s : src) S = std::max<int64_t>(S, s.src.size() + 1);
   if (S > cfg.max_positions)
     throw InputError("source of " + std::to_string(S) + " tokens exceeds max_positions");
   std::vector<int32_t> batch(B * S, kPad);
   live_.assign(B, Sentence());
   int64_t longest = 0;
   for (int64_t b = 0; b < B; ++b) {
-    std::copy(src[b].begin(), src[b].end(), batch.begin() + b * S);
-    batch[b * S + src[b].size()] = kEos;
+    const SearchRequest& req = src[b];
+    if (req.constraints.size() > kMaxConstraints)
+      throw InputError("more than " + std::to_string(kMaxConstraints) + " constraints");
+    std::copy(req.src.begin(), req.src.end(), batch.begin() + b * S);
+    batch[b * S + req.src.size()] = kEos;
     Sentence& s = live_[b];
     s.index = b;
+    s.req = &req;
+    for (const auto& c : req.constraints) {
+      if (c.empty()) throw InputError("an empty constraint");
+      s.constraint_tokens += static_cast<int32_t>(c.size());
+    }
     // In double and clamped before the conversion: validate() bounds a and b,
-    // and the model's positions bound the result.
+    // and the model's positions bound the result. A prefix and constraints
+    // lengthen the limit by their tokens.
     const double len =
-        std::min<double>(opts_.max_len_a * static_cast<double>(src[b].size()) + opts_.max_len_b,
+        std::min<double>(opts_.max_len_a * static_cast<double>(req.src.size()) + opts_.max_len_b +
+                             static_cast<double>(req.prefix.size() + s.constraint_tokens),
                          static_cast<double>(cfg.max_positions - 1));
     s.max_out = static_cast<int64_t>(len);
     if (opts_.force_length > 0)
       s.max_out = std::min<int64_t>(opts_.force_length, cfg.max_positions - 1);
     s.max_out = std::max<int64_t>(s.max_out, 0);
+    if (static_cast<int64_t>(req.prefix.size()) > s.max_out)
+      throw InputError("a prefix of " + std::to_string(req.prefix.size()) +
+                       " tokens exceeds the length limit of " + std::to_string(s.max_out));
+    s.prog.assign(1, Progress());
     s.tok.reserve((s.max_out + 1) * K_);
     s.par.reserve((s.max_out + 1) * K_);
     s.live_lp.assign(1, 0.0);
@@ -164,23 +228,69 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
   // Forced length (benchmarks): </s> only once the length is reached; every
   // sentence has the same limit then.
   if (opts_.force_length > 0 && t < live_.front().max_out) banned_.push_back(kEos);
-  ops::topk_log_softmax(logits, base_, k2_, banned_, kEos, top_val_, top_idx_, eos_lp_);
+  // Chosen columns: </s>, then a forced prefix token or the constraint
+  // tokens each hypothesis may take next.
+  n_cols_ = 1;
+  for (const Sentence& s : live_)
+    if (s.forcing(t))
+      n_cols_ = std::max<int64_t>(n_cols_, 2);
+    else if (s.constrained())
+      n_cols_ = std::max<int64_t>(n_cols_, 1 + static_cast<int64_t>(s.req->constraints.size()));
+  cols_.assign(rows * n_cols_, -1);
+  for (size_t j = 0; j < live_.size(); ++j) {
+    const Sentence& s = live_[j];
+    for (int64_t k = 0; k < beam; ++k) {
+      int32_t* c = &cols_[(j * beam + k) * n_cols_];
+      c[0] = kEos;
+      if (s.forcing(t)) {
+        c[1] = s.req->prefix[t];
+      } else if (s.constrained() && k < static_cast<int64_t>(s.prog.size())) {
+        const Progress& p = s.prog[k];
+        const auto& cons = s.req->constraints;
+        if (p.cur >= 0) {
+          c[1] = cons[p.cur][p.pos];
+        } else {
+          for (size_t i = 0; i < cons.size(); ++i)
+            if (!(p.done >> i & 1)) c[1 + i] = cons[i][0];
+        }
+      }
+    }
+  }
+  ops::topk_log_softmax(logits, base_, k2_, banned_, cols_, n_cols_, top_val_, top_idx_, col_lp_);
 }
 
-void BeamSearch::advance(Sentence& s, size_t j, int64_t t) {
+// Every continuation considered for sentence j at step t, best first.
+void BeamSearch::gather(const Sentence& s, size_t j, int64_t t) {
   const int64_t beam = st_.beam;
   cands_.clear();
   for (int64_t k = 0; k < beam; ++k) {
     const int64_t r = static_cast<int64_t>(j) * beam + k;
-    if (t >= s.max_out) {
-      cands_.push_back({s.live_lp[k] + eos_lp_[r], static_cast<int32_t>(k), kEos});
-      continue;
+    const int32_t parent = static_cast<int32_t>(k);
+    const float* lp = &col_lp_[r * n_cols_];
+    const int32_t* col = &cols_[r * n_cols_];
+    if (s.forcing(t)) {
+      cands_.push_back({s.live_lp[k] + lp[1], parent, col[1], {}});
+    } else if (t >= s.max_out) {
+      cands_.push_back({s.live_lp[k] + lp[0], parent, kEos, {}});
+    } else {
+      const int32_t* top = &top_idx_[r * k2_];
+      for (int64_t c = 0; c < k2_ && top[c] >= 0; ++c)
+        cands_.push_back({top_val_[r * k2_ + c], parent, top[c], {}});
+      // Constraint tokens outside the top 2K.
+      for (int64_t c = 1; c < n_cols_; ++c)
+        if (col[c] >= 0 && std::find(top, top + k2_, col[c]) == top + k2_)
+          cands_.push_back({s.live_lp[k] + lp[c], parent, col[c], {}});
     }
-    for (int64_t c = 0; c < k2_ && top_idx_[r * k2_ + c] >= 0; ++c)
-      cands_.push_back({top_val_[r * k2_ + c], static_cast<int32_t>(k), top_idx_[r * k2_ + c]});
   }
+  if (s.constrained())
+    for (Candidate& c : cands_)
+      c.prog = c.token == kEos ? s.prog[c.parent] : advance_progress(s, s.prog[c.parent], c.token);
   std::stable_sort(cands_.begin(), cands_.end(),
                    [](const Candidate& a, const Candidate& b) { return a.logprob > b.logprob; });
+}
+
+// The K best continuations; </s> among them finishes a hypothesis.
+void BeamSearch::choose(Sentence& s, int64_t t) {
   chosen_.clear();
   for (const Candidate& c : cands_) {
     if (static_cast<int64_t>(chosen_.size()) == K_) break;
@@ -189,6 +299,51 @@ void BeamSearch::advance(Sentence& s, size_t j, int64_t t) {
     else
       chosen_.push_back(c);
   }
+}
+
+// Dynamic beam allocation: bank b holds hypotheses with b constraint tokens
+// met. The K slots are dealt out one at a time, round after round from the
+// top bank down, to banks with candidates left, so the banks share the beam
+// evenly, a bank without enough candidates leaves its slots to the others,
+// and with fewer slots than banks the banks nearest completion are served.
+// Each bank takes its best candidates. </s> counts only from the top bank,
+// except at the length limit, where an unmet ending is kept as a fallback.
+void BeamSearch::choose_by_banks(Sentence& s, int64_t t) {
+  const int32_t top = s.constraint_tokens, banks = top + 1;
+  avail_.assign(banks, 0);
+  quota_.assign(banks, 0);
+  taken_.assign(banks, 0);
+  for (const Candidate& c : cands_)
+    if (c.token != kEos) ++avail_[c.prog.met];
+  for (int64_t dealt = 0, before = -1; dealt < K_ && dealt != before;) {
+    before = dealt;
+    for (int32_t b = top; b >= 0 && dealt < K_; --b)
+      if (quota_[b] < avail_[b]) ++quota_[b], ++dealt;
+  }
+  chosen_.clear();
+  int64_t ahead_in_top = 0;  // non-</s> candidates of the top bank so far
+  for (const Candidate& c : cands_) {
+    const int32_t b = c.prog.met;
+    if (c.token == kEos) {
+      const bool met = s.all_met(c.prog);
+      if ((met && ahead_in_top < K_) || t >= s.max_out)
+        s.fin.push_back({t, c.parent, c.logprob, c.logprob / length_penalty(t + 1, opts_), met});
+      continue;
+    }
+    if (b == top) ++ahead_in_top;
+    if (taken_[b] < quota_[b]) ++taken_[b], chosen_.push_back(c);
+  }
+  std::stable_sort(chosen_.begin(), chosen_.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.logprob > b.logprob; });
+}
+
+void BeamSearch::advance(Sentence& s, size_t j, int64_t t) {
+  const int64_t beam = st_.beam;
+  gather(s, j, t);
+  if (s.constrained())
+    choose_by_banks(s, t);
+  else
+    choose(s, t);
   // Done once K hypotheses have finished and no live one scores better
   // than the worst of the best K finished at its current length.
   bool done = chosen_.empty();
@@ -221,11 +376,13 @@ void BeamSearch::advance(Sentence& s, size_t j, int64_t t) {
   }
   keep_.push_back(static_cast<int64_t>(j));
   s.live_lp.resize(K_);
+  if (s.constrained()) s.prog.resize(K_);
   for (int64_t k = 0; k < K_; ++k) {
     const Candidate& c = chosen_[slot_of_[k]];
     s.tok.push_back(c.token);
     s.par.push_back(c.parent);
     s.live_lp[k] = c.logprob;
+    if (s.constrained()) s.prog[k] = c.prog;
     rows_.push_back(static_cast<int64_t>(j) * beam + c.parent);
     next_tokens_.push_back(c.token);
   }
@@ -264,24 +421,33 @@ void BeamSearch::fill_holes() {
 }
 
 void BeamSearch::finish(Sentence& s) {
-  std::stable_sort(s.fin.begin(), s.fin.end(),
-                   [](const Finished& a, const Finished& b) { return a.score > b.score; });
+  std::stable_sort(s.fin.begin(), s.fin.end(), [](const Finished& a, const Finished& b) {
+    return a.met != b.met ? a.met : a.score > b.score;
+  });
   const int64_t n_best = std::min<int64_t>(std::max(1, opts_.n_best), K_);
   auto& out = results_[s.index];
   for (int64_t i = 0; i < n_best && i < static_cast<int64_t>(s.fin.size()); ++i) {
     const Finished& f = s.fin[i];
-    out.push_back({backtrack(s, K_, f.step, f.parent), f.logprob, f.score});
+    out.push_back({backtrack(s, K_, f.step, f.parent), f.logprob, f.score, f.met});
   }
 }
 
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> search(const Transformer& model,
-                                            const std::vector<std::vector<int32_t>>& src,
+                                            const std::vector<SearchRequest>& requests,
                                             const SearchOptions& opts, DecodeState& st) {
   validate(opts);
   BeamSearch search(model, opts, st);
-  return search.run(src);
+  return search.run(requests);
+}
+
+std::vector<std::vector<Hypothesis>> search(const Transformer& model,
+                                            const std::vector<std::vector<int32_t>>& src,
+                                            const SearchOptions& opts, DecodeState& st) {
+  std::vector<SearchRequest> requests(src.size());
+  for (size_t i = 0; i < src.size(); ++i) requests[i].src = src[i];
+  return search(model, requests, opts, st);
 }
 
 }  // namespace nmt

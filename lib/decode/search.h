@@ -33,13 +33,39 @@ struct Hypothesis {
   std::vector<int32_t> tokens;  // without </s>
   double logprob = 0;           // sum of token log-probabilities, </s> included
   double score = 0;             // logprob / length penalty
+  bool constraints_met = true;  // false only when no output within the length limit met them
 };
+
+// What one sentence asks of the search beyond its source.
+//  - prefix: the output starts with these tokens (forced, scored as decoded);
+//    the search continues from them.
+//  - constraints: token sequences that must each appear in the output.
+//    Lexically constrained beam search with dynamic beam allocation (Post &
+//    Vilar, 2018): every step also proposes, from each hypothesis, the next
+//    token of the constraint it is inside, or else the first token of each
+//    constraint it has not met; the beam is shared out among banks of
+//    hypotheses by the number of constraint tokens met, so those that
+//    honour more constraints are not crowded out by more probable ones that
+//    honour fewer. The beam is never widened: --beam caps it, and with fewer
+//    slots than banks the banks nearest completion are served first. </s> is
+//    allowed only once every constraint is met; the length limit grows by the
+//    constraints' tokens, and if no hypothesis meets them all within it the
+//    best unconstrained ending is returned with constraints_met = false.
+struct SearchRequest {
+  std::vector<int32_t> src;  // without </s>
+  std::vector<int32_t> prefix;
+  std::vector<std::vector<int32_t>> constraints;  // at most kMaxConstraints, none empty
+};
+constexpr size_t kMaxConstraints = 64;
 
 // Translates one batch of id sequences (without </s>); returns, per input
 // and in input order, up to n_best hypotheses sorted best first.
 // `state` is reused across calls so that buffers are not reallocated.
 std::vector<std::vector<Hypothesis>> search(const Transformer& model,
                                             const std::vector<std::vector<int32_t>>& src,
+                                            const SearchOptions& opts, DecodeState& state);
+std::vector<std::vector<Hypothesis>> search(const Transformer& model,
+                                            const std::vector<SearchRequest>& requests,
                                             const SearchOptions& opts, DecodeState& state);
 
 double length_penalty(int64_t length, const SearchOptions& opts);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "core/error.h"
 #include "io/text_file.h"
 #include "ops/ops.h"
 
@@ -10,12 +11,18 @@ namespace nmt {
 
 Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
                        std::function<void(const std::string&)> warn, int workers,
-                       int threads_per_worker)
+                       int threads_per_worker, AttentionOutput attention)
     : model_(model),
       opts_(opts),
       batch_tokens_(std::max<int64_t>(batch_tokens, 1)),
-      warn_(std::move(warn)) {
+      warn_(std::move(warn)),
+      attention_(attention) {
   validate(opts_);
+  const int layers = model_.config.decoder_layers;
+  if (attention_.layer < 0) attention_.layer = std::max(0, layers - 2);
+  if (attention_.layer >= layers)
+    throw InputError("--alignment-layer " + std::to_string(attention_.layer + 1) +
+                     ": the decoder has layers 1.." + std::to_string(layers));
   cores_ = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // Several single-threaded workers beat one multi-threaded one on batch
   // throughput (decoding's small products scale poorly across threads);
@@ -42,6 +49,7 @@ void Translator::work(int) {
   int threads = threads_per_worker_;
   ops::set_num_threads(threads);
   DecodeState state;
+  Activations acts;  // the attention pass, when asked for
   uint64_t seen = 0;
   for (;;) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -59,6 +67,7 @@ void Translator::work(int) {
     if (want != threads) ops::set_num_threads(threads = want);
     try {
       b.hyps = search(*model_.net, b.src, opts_, state);
+      if (attention_.alignments || attention_.matrix) attend(b, acts);
     } catch (...) {
       std::lock_guard<std::mutex> g(mu_);
       if (!error_) error_ = std::current_exception();
@@ -68,42 +77,92 @@ void Translator::work(int) {
   }
 }
 
-// Cleaned, encoded and truncated lines of a window; empty ones stay empty.
-std::vector<std::vector<int32_t>> Translator::encode(const std::vector<std::string>& lines,
-                                                     int64_t first_line) const {
-  std::vector<std::vector<int32_t>> ids(lines.size());
+// Cleaned, encoded and truncated lines of a window; empty ones stay empty,
+// and so do lines whose prefix or constraints cannot be used.
+std::vector<SearchRequest> Translator::encode(const std::vector<TranslationRequest>& requests,
+                                              int64_t first_line) const {
+  std::vector<SearchRequest> ids(requests.size());
   const int64_t max_src = model_.config.max_positions - 1;
-  for (size_t i = 0; i < lines.size(); ++i) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].skip) continue;
     bool bad = false;
-    const std::string clean = io::sanitize_utf8(lines[i], &bad);
+    const std::string clean = io::sanitize_utf8(requests[i].source, &bad);
     const int64_t line_no = first_line + static_cast<int64_t>(i);
     if (bad && warn_)
       warn_("line " + std::to_string(line_no) + ": invalid UTF-8 replaced with U+FFFD");
     if (clean.find_first_not_of(" \t\r") == std::string::npos) continue;  // empty in, empty out
-    ids[i] = model_.vocab.encode(clean);
-    if (static_cast<int64_t>(ids[i].size()) > max_src) {
+    std::vector<int32_t>& src = ids[i].src;
+    src = model_.vocab.encode(clean);
+    if (static_cast<int64_t>(src.size()) > max_src) {
       if (warn_)
-        warn_("line " + std::to_string(line_no) + ": " + std::to_string(ids[i].size()) +
+        warn_("line " + std::to_string(line_no) + ": " + std::to_string(src.size()) +
               " subwords exceed the model's limit of " + std::to_string(max_src) + "; truncated");
-      ids[i].resize(max_src);
+      src.resize(max_src);
     }
+    if (!encode_extras(requests[i], line_no, ids[i])) ids[i] = SearchRequest();
   }
   return ids;
 }
 
+// The prefix and constraints of one line as tokens; false (with a warning)
+// when they cannot be honoured.
+bool Translator::encode_extras(const TranslationRequest& rq, int64_t line_no,
+                               SearchRequest& out) const {
+  auto refuse = [&](const std::string& why) {
+    if (warn_)
+      warn_("line " + std::to_string(line_no) + ": " + why + "; an empty line is written instead");
+    return false;
+  };
+  const int64_t room = model_.config.max_positions - 2;  // outputs end in </s>
+  if (!rq.prefix.empty()) {
+    out.prefix = model_.vocab.encode(io::sanitize_utf8(rq.prefix));
+    if (static_cast<int64_t>(out.prefix.size()) > room)
+      return refuse("the prefix's " + std::to_string(out.prefix.size()) +
+                    " subwords exceed the model's limit of " + std::to_string(room));
+  }
+  if (rq.constraints.size() > kMaxConstraints)
+    return refuse(std::to_string(rq.constraints.size()) + " constraints, more than the " +
+                  std::to_string(kMaxConstraints) + " allowed");
+  int64_t tokens = static_cast<int64_t>(out.prefix.size());
+  for (size_t c = 0; c < rq.constraints.size(); ++c) {
+    const std::string text = io::sanitize_utf8(rq.constraints[c]);
+    const std::string quoted = "constraint " + std::to_string(c + 1) + " \"" + text + "\"";
+    if (text.find_first_not_of(" \t\r") == std::string::npos)
+      return refuse("constraint " + std::to_string(c + 1) + " is empty");
+    std::vector<int32_t> ids = model_.vocab.encode(text);
+    if (std::find(ids.begin(), ids.end(), kUnk) != ids.end())
+      return refuse(quoted + " has characters the model's vocabulary lacks (they encode as <unk>)");
+    tokens += static_cast<int64_t>(ids.size());
+    out.constraints.push_back(std::move(ids));
+  }
+  if (tokens > room)
+    return refuse("the prefix and constraints take " + std::to_string(tokens) +
+                  " subwords, more than the model's limit of " + std::to_string(room));
+  return true;
+}
+
+// The best translations' cross-attention, one sentence at a time so that a
+// map never depends on the sentences batched with it.
+void Translator::attend(Batch& b, Activations& acts) const {
+  b.maps.assign(b.src.size(), AttentionMap());
+  for (size_t k = 0; k < b.src.size(); ++k)
+    if (!b.hyps[k].empty())
+      b.maps[k] = attention_map(*model_.net, b.src[k].src, b.hyps[k][0].tokens,
+                                AttentionKind::Cross, attention_.layer, -1, acts);
+}
+
 // Longest first, so each batch's padding is small; a batch costs
 // (sentences x beam) rows of its longest sentence, at most batch_tokens.
-std::vector<Translator::Batch> Translator::make_batches(
-    std::vector<std::vector<int32_t>>& ids) const {
+std::vector<Translator::Batch> Translator::make_batches(std::vector<SearchRequest>& ids) const {
   std::vector<size_t> order;
   for (size_t i = 0; i < ids.size(); ++i)
-    if (!ids[i].empty()) order.push_back(i);
+    if (!ids[i].src.empty()) order.push_back(i);
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return ids[a].size() > ids[b].size(); });
+                   [&](size_t a, size_t b) { return ids[a].src.size() > ids[b].src.size(); });
   std::vector<Batch> batches;
   int64_t longest = 0;
   for (size_t i : order) {
-    const int64_t len = static_cast<int64_t>(ids[i].size()) + 1;
+    const int64_t len = static_cast<int64_t>(ids[i].src.size()) + 1;
     if (batches.empty() ||
         std::max(longest, len) * static_cast<int64_t>(batches.back().src.size() + 1) >
             batch_tokens_) {
@@ -135,12 +194,19 @@ void Translator::run(std::vector<Batch>& batches) {
 
 std::vector<TranslationResult> Translator::translate(const std::vector<std::string>& lines,
                                                      int64_t first_line) {
-  std::vector<TranslationResult> out(lines.size());
-  std::vector<std::vector<int32_t>> ids = encode(lines, first_line);
+  std::vector<TranslationRequest> requests(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) requests[i].source = lines[i];
+  return translate(requests, first_line);
+}
+
+std::vector<TranslationResult> Translator::translate(
+    const std::vector<TranslationRequest>& requests, int64_t first_line) {
+  std::vector<TranslationResult> out(requests.size());
+  std::vector<SearchRequest> ids = encode(requests, first_line);
   std::vector<Batch> batches = make_batches(ids);
   if (batches.empty()) return out;
   run(batches);
-  for (const Batch& b : batches)
+  for (Batch& b : batches)
     for (size_t k = 0; k < b.src.size(); ++k) {
       TranslationResult& r = out[b.index[k]];
       for (const Hypothesis& h : b.hyps[k]) {
@@ -150,9 +216,20 @@ std::vector<TranslationResult> Translator::translate(const std::vector<std::stri
           r.score = h.score;
           r.logprob = h.logprob;
           r.tokens = static_cast<int64_t>(h.tokens.size()) + 1;
+          r.constraints_met = h.constraints_met;
         }
         r.n_best.emplace_back(std::move(text), h.score);
       }
+      if (!r.constraints_met && warn_)
+        warn_("line " + std::to_string(first_line + static_cast<int64_t>(b.index[k])) +
+              ": no translation within the length limit meets every constraint; the best one "
+              "that does not is written");
+      if (b.maps.empty() || b.hyps[k].empty()) continue;
+      r.src_pieces = model_.vocab.pieces(b.src[k].src);
+      r.out_pieces = model_.vocab.pieces(b.hyps[k][0].tokens);
+      if (attention_.alignments)
+        r.alignment = word_alignment(b.maps[k], r.src_pieces, r.out_pieces);
+      if (attention_.matrix) r.attention = std::move(b.maps[k]);
     }
   return out;
 }

@@ -19,10 +19,27 @@
 #include <thread>
 #include <vector>
 
+#include "decode/attention_maps.h"
 #include "decode/search.h"
 #include "model/loaded_model.h"
 
 namespace nmt {
+
+// One input line: the source and, from tsv or jsonl input, a target prefix
+// and terminology constraints (target text, each of which must appear).
+struct TranslationRequest {
+  std::string source;
+  std::string prefix;
+  std::vector<std::string> constraints;
+  bool skip = false;  // a malformed line, already warned about: an empty result
+};
+
+// What the translator adds to each result besides the text.
+struct AttentionOutput {
+  bool alignments = false;  // word alignment of the best translation
+  bool matrix = false;      // its full cross-attention map, with the pieces
+  int layer = -1;           // decoder layer, 0-based; -1: the second-to-last
+};
 
 struct TranslationResult {
   std::string text;
@@ -32,6 +49,11 @@ struct TranslationResult {
   double logprob = 0;                                  // natural log, </s> included
   int64_t tokens = 0;                                  // subword tokens, </s> included
   std::vector<std::pair<std::string, double>> n_best;  // text, score (best first)
+  bool constraints_met = true;
+  // With AttentionOutput: the best translation's alignment, pieces and map.
+  std::vector<std::pair<int, int>> alignment;
+  std::vector<std::string> src_pieces, out_pieces;
+  AttentionMap attention;
 };
 
 class Translator {
@@ -42,7 +64,7 @@ class Translator {
   // busy, so a window of one batch (a line typed into a pipe) runs on all.
   Translator(const LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
              std::function<void(const std::string&)> warn = {}, int workers = 1,
-             int threads_per_worker = 0);
+             int threads_per_worker = 0, AttentionOutput attention = {});
   ~Translator();
   Translator(const Translator&) = delete;
   Translator& operator=(const Translator&) = delete;
@@ -53,16 +75,21 @@ class Translator {
 
   std::vector<TranslationResult> translate(const std::vector<std::string>& lines,
                                            int64_t first_line = 1);
+  std::vector<TranslationResult> translate(const std::vector<TranslationRequest>& requests,
+                                           int64_t first_line = 1);
 
  private:
   struct Batch {
-    std::vector<std::vector<int32_t>> src;
+    std::vector<SearchRequest> src;
     std::vector<size_t> index;  // positions in the window
     std::vector<std::vector<Hypothesis>> hyps;
+    std::vector<AttentionMap> maps;  // the best hypotheses' (with AttentionOutput)
   };
-  std::vector<std::vector<int32_t>> encode(const std::vector<std::string>& lines,
-                                           int64_t first_line) const;
-  std::vector<Batch> make_batches(std::vector<std::vector<int32_t>>& ids) const;
+  std::vector<SearchRequest> encode(const std::vector<TranslationRequest>& requests,
+                                    int64_t first_line) const;
+  bool encode_extras(const TranslationRequest& rq, int64_t line_no, SearchRequest& out) const;
+  std::vector<Batch> make_batches(std::vector<SearchRequest>& ids) const;
+  void attend(Batch& b, Activations& acts) const;
   void run(std::vector<Batch>& batches);
   void work(int worker);
 
@@ -70,6 +97,7 @@ class Translator {
   SearchOptions opts_;
   int64_t batch_tokens_;
   std::function<void(const std::string&)> warn_;
+  AttentionOutput attention_;
   int threads_per_worker_;  // when every worker is busy
   int cores_;
   int workers_;

@@ -248,6 +248,13 @@ void upload(const void* host, Tensor& dst) {
   be(dst).from_host(dst.raw(), host, dst.bytes());
 }
 
+void download(const Tensor& src, std::vector<float>& host) {
+  need_contiguous("download", {&src});
+  if (src.dtype() != DType::F32) fail("download", "expected an F32 tensor");
+  host.resize(static_cast<size_t>(src.numel()));
+  be(src).to_host(host.data(), src.raw(), src.bytes());
+}
+
 void copy_rows(const Tensor& src, Tensor& dst) {
   if (src.ndim() != 2 || dst.ndim() != 2 || src.shape() != dst.shape())
     fail("copy_rows", "expected 2-D views of one shape");
@@ -327,22 +334,26 @@ void adam_update(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const AdamSte
 double l2_norm(const Tensor& x) { return std::sqrt(be(x).sum_squares(x.data(), x.numel())); }
 
 void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int64_t k,
-                      const std::vector<int32_t>& banned, int32_t col, std::vector<double>& values,
-                      std::vector<int32_t>& indices, std::vector<float>& col_lp) {
+                      const std::vector<int32_t>& banned, const std::vector<int32_t>& cols,
+                      int64_t n_cols, std::vector<double>& values, std::vector<int32_t>& indices,
+                      std::vector<float>& col_lp) {
   if (logits.ndim() != 2) fail("topk_log_softmax", "expected a 2-D tensor");
   need_contiguous("topk_log_softmax", {&logits});
   const int64_t rows = logits.dim(0), V = logits.dim(1);
   if (static_cast<int64_t>(base.size()) != rows)
     fail("topk_log_softmax", "one base score per row expected");
   if (k < 1 || k > V) fail("topk_log_softmax", "k must be from 1 to the vocabulary size");
-  if (col < 0 || col >= V)
-    fail("topk_log_softmax", "column " + std::to_string(col) + " out of range");
+  if (n_cols < 0 || static_cast<int64_t>(cols.size()) != rows * n_cols)
+    fail("topk_log_softmax", "n_cols columns per row expected");
+  for (int32_t col : cols)
+    if (col < -1 || col >= V)
+      fail("topk_log_softmax", "column " + std::to_string(col) + " out of range");
   values.resize(rows * k);
   indices.resize(rows * k);
-  col_lp.resize(rows);
+  col_lp.resize(rows * n_cols);
   be(logits).topk_log_softmax(logits.data(), base.data(), rows, V, k, banned.data(),
-                              static_cast<int64_t>(banned.size()), col, values.data(),
-                              indices.data(), col_lp.data());
+                              static_cast<int64_t>(banned.size()), cols.data(), n_cols,
+                              values.data(), indices.data(), col_lp.data());
 }
 
 void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out) {

@@ -94,6 +94,8 @@ void scale_(Tensor& x, float s);
 void copy(const Tensor& src, Tensor& dst);  // dst resized to src's shape
 // Host memory into a tensor (of its shape and dtype) on its device.
 void upload(const void* host, Tensor& dst);
+// A contiguous F32 tensor into host memory (attention maps for users).
+void download(const Tensor& src, std::vector<float>& host);
 // Copies a (rows, len) block between 2-D views whose rows are contiguous but
 // strided apart (appending a position to every row of a KV cache).
 void copy_rows(const Tensor& src, Tensor& dst);
@@ -139,10 +141,13 @@ double l2_norm(const Tensor& x);
 
 // A search step over logits (rows, V), whose log-softmax it never stores:
 // per row r, the k best base[r] + logp[r, v] over v not in `banned`, best
-// first (ties: lower id first), and logp[r, col] in col_lp[r].
+// first (ties: lower id first), and the log-probabilities of chosen columns
+// (</s>, forced prefix tokens, constraint tokens): cols holds n_cols ids per
+// row, col_lp[r * n_cols + c] = logp[r, cols[r * n_cols + c]], -inf for -1.
 void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int64_t k,
-                      const std::vector<int32_t>& banned, int32_t col, std::vector<double>& values,
-                      std::vector<int32_t>& indices, std::vector<float>& col_lp);
+                      const std::vector<int32_t>& banned, const std::vector<int32_t>& cols,
+                      int64_t n_cols, std::vector<double>& values, std::vector<int32_t>& indices,
+                      std::vector<float>& col_lp);
 // out[i] = x[i, cols[i]] for a (N, V) tensor, into host memory (forced
 // decoding reads the log-probabilities of the given targets).
 void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out);

@@ -1,11 +1,13 @@
-// The learning curve written beside the model: training loss (left axis) and
-// validation BLEU (right axis) against update steps, as a small hand-written
-// SVG that any browser shows.
+// The learning curve written beside the model (OUT.curve.svg): training and
+// validation loss (left axis) and validation BLEU (right axis) against
+// update steps, drawn by the plotting module that draws attention maps.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "plot/plot.h"
 
 namespace nmt {
 
@@ -16,6 +18,6 @@ struct CurveData {
   std::vector<std::pair<double, double>> valid_bleu;  // (step, BLEU)
 };
 
-std::string curve_svg(const CurveData& data);
+plot::LineChart learning_curve(const CurveData& data);
 
 }  // namespace nmt

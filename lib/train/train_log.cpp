@@ -116,7 +116,7 @@ void TrainLog::add_valid(int64_t step, double loss, const double* bleu) {
 void TrainLog::write_curve() const {
   CurveData d = curve_;
   d.train_loss = downsample(curve_.train_loss, 1000);
-  io::write_file_atomic(curve_path_, curve_svg(d));
+  plot::write(learning_curve(d), curve_path_);
 }
 
 }  // namespace nmt

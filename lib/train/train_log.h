@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/curve_svg.h"
+#include "train/learning_curve.h"
 
 namespace nmt {
 

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Batch-invariant output: each line of test_2016_flickr gets byte-identical
+# translation, score and log-probability whatever its neighbours, the
+# batching (--batch-tokens), the workers and the threads, in its own order
+# and in a shuffled copy. The model is a transformer-tiny trained here on
+# Multi30k for a few seconds: poor, but its outputs vary in length and
+# content, which is what batching could disturb.
+# Usage: batch_invariance.sh NMT DATA_DIR WORK_DIR
+set -uo pipefail
+NMT=$1 DATA=$2 WORK=$3
+rm -rf "$WORK" && mkdir -p "$WORK"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+m30k=$DATA/multi30k
+"$NMT" train -c transformer-tiny --train-src "$m30k/train.en.gz" --train-tgt "$m30k/train.de.gz" \
+  --out "$WORK/m.nmt" --vocab-size 1000 --max-steps 500 --warmup 150 --batch-tokens 2048 \
+  --seed 1 2>"$WORK/train.err" || { cat "$WORK/train.err"; fail "train"; }
+
+zcat "$m30k/test_2016_flickr.en.gz" >"$WORK/test.en"
+n=$(wc -l <"$WORK/test.en")
+# A fixed shuffle; perm holds each shuffled line's original number.
+awk '{ printf "%d\t%s\n", NR, $0 }' "$WORK/test.en" | sort -t$'\t' -k1,1 -R --random-source=<(yes) \
+  >"$WORK/shuffled.tsv"
+cut -f1 "$WORK/shuffled.tsv" >"$WORK/perm"
+cut -f2- "$WORK/shuffled.tsv" >"$WORK/shuffled.en"
+cmp -s "$WORK/test.en" "$WORK/shuffled.en" && fail "the shuffle left the order unchanged"
+
+# Everything but the line number, in input order.
+strip() { sed 's/^{"line":[0-9]*,//'; }
+translate() {  # INPUT OUTPUT ARGS...
+  local in=$1 out=$2
+  shift 2
+  "$NMT" translate -m "$WORK/m.nmt" -i "$in" --format jsonl --beam 4 "$@" 2>>"$WORK/err" | strip >"$out" \
+    || fail "translate $*"
+  [ "$(wc -l <"$out")" -eq "$n" ] || fail "translate $*: expected $n lines"
+}
+translate "$WORK/test.en" "$WORK/ref" --batch-tokens 4096 --threads 1 --workers 1
+[ "$(sort -u "$WORK/ref" | wc -l)" -gt $((n / 2)) ] || fail "the model's outputs are too uniform to test anything"
+runs=0
+for bt in 64 300 1000 4096 16000; do
+  for threads in 1 2; do
+    for workers in 1 3; do
+      translate "$WORK/test.en" "$WORK/out" --batch-tokens "$bt" --threads "$threads" --workers "$workers"
+      cmp -s "$WORK/ref" "$WORK/out" ||
+        fail "--batch-tokens $bt --threads $threads --workers $workers: $(diff "$WORK/ref" "$WORK/out" | grep -c '^>') lines differ"
+      translate "$WORK/shuffled.en" "$WORK/out" --batch-tokens "$bt" --threads "$threads" --workers "$workers"
+      paste "$WORK/perm" "$WORK/out" | sort -n -k1,1 | cut -f2- >"$WORK/unshuffled"
+      cmp -s "$WORK/ref" "$WORK/unshuffled" ||
+        fail "shuffled, --batch-tokens $bt --threads $threads --workers $workers: $(diff "$WORK/ref" "$WORK/unshuffled" | grep -c '^>') lines differ"
+      runs=$((runs + 2))
+    done
+  done
+done
+echo "batch invariance: $runs runs of $n lines, all identical to the reference"
