@@ -24,11 +24,12 @@ struct Opts {
   SearchOptions search;
 };
 
-// Pieces as labels: the word-start mark dropped.
+// Pieces as labels: the word-start mark dropped where a piece has more.
 std::vector<std::string> labels(std::vector<std::string> pieces) {
   static const std::string kMark = "\xE2\x96\x81";
   for (auto& p : pieces)
-    if (p.compare(0, kMark.size(), kMark) == 0) p.erase(0, kMark.size());
+    if (p.compare(0, kMark.size(), kMark) == 0 && p.size() > kMark.size())
+      p.erase(0, kMark.size());  // a lone mark (a word start split off) stays visible
   return pieces;
 }
 

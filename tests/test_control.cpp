@@ -7,6 +7,9 @@
 #include "decode/attention_maps.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
+#include "decode/translator.h"
+#include "io/text_file.h"
+#include "model/loaded_model.h"
 #include "model/quantise.h"
 #include "plot/plot.h"
 #include "test_helpers.h"
@@ -214,4 +217,32 @@ TEST_CASE("heat maps render as PNG, SVG and PDF, and other extensions are refuse
   CHECK_THROWS_WITH(plot::format_of("map.jpg"), Catch::Contains(".png, .svg or .pdf"));
   h.weights.pop_back();
   CHECK_THROWS(plot::render(h, plot::Format::PNG));
+}
+
+TEST_CASE("the translator warns, naming the line, when constraints cannot be met", "[control]") {
+  LoadedModel lm;
+  auto lines = io::read_lines(std::string(NMT_DATA_DIR) + "/joeynmt-toy/train.en");
+  lines.resize(std::min<size_t>(lines.size(), 500));
+  lm.vocab = Vocab::train(lines, 200);
+  lm.config = tiny_config(lm.vocab.size());
+  lm.net = std::make_unique<Transformer>(lm.config);
+  lm.net->init(17);
+  SearchOptions o;
+  o.beam = 2;
+  o.force_length = 1;  // one token: no room for the constraint's
+  std::vector<std::string> warnings;
+  Translator tr(lm, o, 4096, [&](const std::string& w) { warnings.push_back(w); });
+  std::vector<TranslationRequest> rqs(3);
+  rqs[0].source = "a house";
+  rqs[1].source = "the house";
+  rqs[1].constraints = {"the garden house"};
+  rqs[2].source = "a garden";
+  rqs[2].skip = true;
+  const auto out = tr.translate(rqs, 7);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].constraints_met);
+  CHECK_FALSE(out[1].constraints_met);
+  CHECK(out[2].text.empty());
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::StartsWith("line 8: no translation within the length limit"));
 }
