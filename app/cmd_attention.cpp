@@ -26,10 +26,9 @@ struct Opts {
 
 // Pieces as labels: the word-start mark dropped where a piece has more.
 std::vector<std::string> labels(std::vector<std::string> pieces) {
-  static const std::string kMark = "\xE2\x96\x81";
   for (auto& p : pieces)
-    if (p.compare(0, kMark.size(), kMark) == 0 && p.size() > kMark.size())
-      p.erase(0, kMark.size());  // a lone mark (a word start split off) stays visible
+    if (p.compare(0, kWordStart.size(), kWordStart) == 0 && p.size() > kWordStart.size())
+      p.erase(0, kWordStart.size());  // a lone mark (a word start split off) stays visible
   return pieces;
 }
 

@@ -42,11 +42,10 @@ AttentionMap attention_map(const Transformer& model, const std::vector<int32_t>&
 }
 
 std::vector<int> word_of_piece(const std::vector<std::string>& pieces) {
-  static const std::string kMark = "\xE2\x96\x81";  // U+2581
   std::vector<int> word(pieces.size());
   int w = -1;
   for (size_t i = 0; i < pieces.size(); ++i) {
-    if (w < 0 || pieces[i].compare(0, kMark.size(), kMark) == 0) ++w;
+    if (w < 0 || pieces[i].compare(0, kWordStart.size(), kWordStart) == 0) ++w;
     word[i] = w;
   }
   return word;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,7 +53,10 @@ std::vector<std::pair<int, int>> word_alignment(const AttentionMap& cross,
 // "0-0 1-2 ..."
 std::string format_alignment(const std::vector<std::pair<int, int>>& pairs);
 
-// The word index of each piece (a piece starting with U+2581 starts a word).
+// SentencePiece's word-start mark, U+2581, that begins a word's first piece.
+inline constexpr std::string_view kWordStart = "\xE2\x96\x81";
+
+// The word index of each piece (a piece starting with kWordStart starts a word).
 std::vector<int> word_of_piece(const std::vector<std::string>& pieces);
 
 }  // namespace nmt
