@@ -42,7 +42,7 @@ struct Opts {
   int alignment_layer = 0;  // 1-based; 0: the second-to-last
   SearchOptions search;
   bool scores = false;
-  int64_t batch_tokens = 4096;
+  int64_t batch_tokens = 0;  // auto_batch_tokens()
   int window = 1024;
   int threads = 0;
   int workers = 0;
@@ -343,8 +343,11 @@ void register_translate(CLI::App& app) {
   cmd->add_flag("--attention", o->attention,
                 "With --format jsonl: the best translation's cross-attention (target piece x "
                 "source piece, heads averaged) and the pieces, as \"attention\"");
-  cmd->add_option("--batch-tokens", o->batch_tokens, "Source tokens per batch")
-      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--batch-tokens", o->batch_tokens,
+                  "Source tokens per batch (0: " + std::to_string(kBatchTokensOneThread) +
+                      " for workers of one thread, " + std::to_string(kBatchTokensThreaded) +
+                      " for workers of several)")
+      ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--window", o->window, "Lines read ahead and sorted by length")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--threads", o->threads,

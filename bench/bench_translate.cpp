@@ -59,7 +59,7 @@ int real_text(int argc, char** argv) {
   const int repeat = std::stoi(arg_value(argc, argv, "--repeat", "3"));
   SearchOptions opts;
   opts.beam = std::stoi(arg_value(argc, argv, "--beam", "4"));
-  const int64_t batch_tokens = std::stoll(arg_value(argc, argv, "--batch-tokens", "4096"));
+  const int64_t batch_tokens = std::stoll(arg_value(argc, argv, "--batch-tokens", "0"));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ops::set_num_threads(cores);
   double nominal, measured;
@@ -84,7 +84,7 @@ int real_text(int argc, char** argv) {
       "real text: %s, %zu sentences, %s, beam %d, batch-tokens %lld, %d worker(s) x %d "
       "thread(s)\n",
       src_path.c_str(), src.size(), compute_type_name(model.compute), opts.beam,
-      static_cast<long long>(batch_tokens), tr.workers(), tr.threads_per_worker());
+      static_cast<long long>(tr.batch_tokens()), tr.workers(), tr.threads_per_worker());
   std::printf("%8s %10s %12s %12s %8s\n", "run", "sent/s", "tgt tok/s", "primitives", "BLEU");
   for (int r = 0; r < repeat; ++r) {
     const int64_t prims = ops::primitives_created();

@@ -187,9 +187,12 @@ double time_runs(Entry& e) {
 // packed). So the first call of each shape times both on the real operands
 // and keeps the faster. (bf16 and int8 weights are always packed: they
 // must be converted anyway.)
-// The choice is made once per shape and thread count for every thread (the
-// translation workers meet the same shapes), and the packed candidate uses
-// the shared packed copy, so a new shape costs no reorder of the weights.
+// The choice is made once per weight, class of row counts (see row_class)
+// and thread count for every thread (the translation workers meet the same
+// shapes), and the packed candidate uses the shared packed copy, so a new
+// shape costs no reorder of the weights. (Timed per exact row count, the
+// choices took 0.85 s of the first pass over test_2016_flickr, a fifth of
+// the whole run, for some 250 shapes.)
 std::mutex choice_mu;
 std::unordered_map<Key, bool, KeyHash> packed_is_faster;
 
@@ -216,14 +219,21 @@ void choose_f32_layout(Entry& e, const Key& key, const Shape2& s, const float* a
   packed_is_faster.emplace(key, packed_wins);
 }
 
+// Row counts whose f32 layout choice is shared: the layouts' speeds change
+// with the row count in steps, not from one count to the next.
+int64_t row_class(int64_t rows) { return rows <= 8 ? 0 : rows <= 32 ? 1 : rows <= 128 ? 2 : 3; }
+
 // Calls fn(row, rows) over pieces covering [0, M): 256 rows at a time, then
-// what is left exactly if it is at most 32 rows, else its multiple of 16
-// and the rest. Every piece has one of at most 46 row counts, whatever M
-// is; a single product with the exact M would be at most ~20% faster
-// (measured on the tail of a (512 -> 2048) projection).
+// what is left exactly if it is at most 32 rows, else its multiple of 4
+// and the rest. Every piece has one of at most 88 row counts, whatever M
+// is. Multiples of 4 because beam search's rows come in multiples of the
+// beam: with multiples of 16, most decoding steps at beam 4 made a second
+// call for 4-12 rows, which reads all the weights again for a few rows (the
+// vocabulary projection ran at 57 GFLOP/s on 4-8 rows against 155 on
+// 65-128); real text ran 4% faster (test_2016_flickr, f32, beam 4).
 template <typename Fn>
 void for_each_piece(int64_t M, Fn&& fn) {
-  constexpr int64_t kChunk = 256, kExact = 32, kStep = 16;
+  constexpr int64_t kChunk = 256, kExact = 32, kStep = 4;
   int64_t row = 0;
   for (; M - row >= kChunk; row += kChunk) fn(row, kChunk);
   int64_t left = M - row;
@@ -318,9 +328,13 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     const auto* a_rows = static_cast<const char*>(src) + row * lda * elem;
     float* c_rows = const_cast<float*>(dst.ptr) + row * s.ldc;
     Entry& e = lookup(key, [&](Entry& e) {
-      if (ct == ComputeType::F32)
-        choose_f32_layout(e, with_thread_count(key), s, a.ptr + row * lda, b, c_rows, fused);
-      else
+      if (ct == ComputeType::F32) {
+        Key choice;
+        choice.add(9);
+        choice.add(std::array<int64_t, 5>{row_class(rows), K, N, b.strides[2], b.strides[3]});
+        choice.add((fused.bias != nullptr) + fused.relu * 2);
+        choose_f32_layout(e, with_thread_count(choice), s, a.ptr + row * lda, b, c_rows, fused);
+      } else
         build(e, s, b, fused, ct, /*packed_b=*/true);
     });
     const Packed* w = e.packed ? &packed_weights(attr.constant_b, b, e) : nullptr;

@@ -14,7 +14,7 @@ Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t bat
                        int threads_per_worker, AttentionOutput attention)
     : model_(model),
       opts_(opts),
-      batch_tokens_(std::max<int64_t>(batch_tokens, 1)),
+      batch_tokens_(batch_tokens),
       warn_(std::move(warn)),
       attention_(attention) {
   validate(opts_);
@@ -31,6 +31,7 @@ Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t bat
   workers_ = workers;
   adapt_threads_ = threads_per_worker <= 0;
   threads_per_worker_ = threads_per_worker > 0 ? threads_per_worker : std::max(1, cores_ / workers);
+  if (batch_tokens_ <= 0) batch_tokens_ = auto_batch_tokens(threads_per_worker_);
   for (int w = 0; w < workers; ++w) threads_.emplace_back([this, w] { work(w); });
 }
 
