@@ -78,7 +78,14 @@ int real_text(int argc, char** argv) {
     src.erase(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(warm));
     ref.erase(ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(warm));
   } else {
+    // The cold pass is what a one-shot `nmt translate` of this file pays
+    // on top of the timed passes: primitives, layout timing, first touches.
+    const int64_t prims = ops::primitives_created();
+    const double t0 = bench::now();
     tr.translate(src);
+    std::printf("cold pass: %.2f s (%.2f sent/s), %lld primitives\n", bench::now() - t0,
+                src.size() / (bench::now() - t0),
+                static_cast<long long>(ops::primitives_created() - prims));
   }
   std::printf(
       "real text: %s, %zu sentences, %s, beam %d, batch-tokens %lld, %d worker(s) x %d "

@@ -301,6 +301,15 @@ void BeamSearch::choose(Sentence& s, int64_t t) {
   }
 }
 
+// How far ahead the stopping test looks. The rule before it waited for K
+// finished hypotheses and compared the best live one, at its current
+// length, with the K-th: on test_2016_flickr and val (2014 lines, the
+// Multi30k transformer-small) 4 gives byte-identical translations and
+// scores at beam 1, 4 and 8 while beam 4 runs ~14% faster; 2 changed 1
+// line of val, and 0 changed 104 of the 2014 (BLEU -0.10 and -0.12).
+// Chosen on val.
+constexpr int64_t kLookahead = 4;
+
 // Dynamic beam allocation: bank b holds hypotheses with b constraint tokens
 // met. The K slots are dealt out one at a time, round after round from the
 // top bank down, to banks with candidates left, so the banks share the beam
@@ -344,13 +353,17 @@ void BeamSearch::advance(Sentence& s, size_t j, int64_t t) {
     choose_by_banks(s, t);
   else
     choose(s, t);
-  // Done once K hypotheses have finished and no live one scores better
-  // than the worst of the best K finished at its current length.
+  // Done once the n_best best finished hypotheses score at least as well as
+  // the best live one would if it ended within kLookahead more tokens at no
+  // further cost (log-probabilities only fall, but the length penalty grows,
+  // so a live hypothesis's score can still rise as it grows).
   bool done = chosen_.empty();
-  if (!done && static_cast<int64_t>(s.fin.size()) >= K_) {
-    std::partial_sort(s.fin.begin(), s.fin.begin() + K_, s.fin.end(),
+  const int64_t need = std::min<int64_t>(std::max(1, opts_.n_best), K_);
+  if (!done && static_cast<int64_t>(s.fin.size()) >= need) {
+    std::partial_sort(s.fin.begin(), s.fin.begin() + need, s.fin.end(),
                       [](const Finished& a, const Finished& b) { return a.score > b.score; });
-    done = chosen_.front().logprob / length_penalty(t + 1, opts_) <= s.fin[K_ - 1].score;
+    const int64_t horizon = std::min(t + 1 + kLookahead, s.max_out + 1);
+    done = chosen_.front().logprob / length_penalty(horizon, opts_) <= s.fin[need - 1].score;
   }
   if (done) return finish(s);
   // Pad the beam to K (only possible with a tiny vocabulary).

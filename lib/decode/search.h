@@ -3,8 +3,10 @@
 // The encoder runs once per batch; each step feeds one token per live
 // hypothesis and reuses the cached self-attention keys/values and the
 // cross-attention K/V computed once per source batch. Finished sentences
-// leave the batch. Scores use the GNMT length penalty the paper applied,
-// lp(Y) = ((5 + |Y|) / 6)^alpha, or plain length normalisation.
+// leave the batch: a sentence is done once its n_best best finished
+// hypotheses score at least as well as its best live one could if it ended
+// within 4 more tokens. Scores use the GNMT length penalty the paper
+// applied, lp(Y) = ((5 + |Y|) / 6)^alpha, or plain length normalisation.
 #pragma once
 
 #include <cstdint>
