@@ -83,8 +83,8 @@ int real_text(int argc, char** argv) {
     const int64_t prims = ops::primitives_created();
     const double t0 = bench::now();
     tr.translate(src);
-    std::printf("cold pass: %.2f s (%.2f sent/s), %lld primitives\n", bench::now() - t0,
-                src.size() / (bench::now() - t0),
+    const double sec = bench::now() - t0;
+    std::printf("cold pass: %.2f s (%.2f sent/s), %lld primitives\n", sec, src.size() / sec,
                 static_cast<long long>(ops::primitives_created() - prims));
   }
   std::printf(

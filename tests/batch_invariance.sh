@@ -4,7 +4,8 @@
 # batching (--batch-tokens), the workers and the threads, in its own order
 # and in a shuffled copy. The model is a transformer-tiny trained here on
 # Multi30k for a few seconds: poor, but its outputs vary in length and
-# content, which is what batching could disturb.
+# content, which is what batching could disturb. Also: stopping a 1-best
+# search early finds the same first hypothesis as an n-best search.
 # Usage: batch_invariance.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
 NMT=$1 DATA=$2 WORK=$3
@@ -51,3 +52,20 @@ for bt in 64 300 1000 4096 16000; do
   done
 done
 echo "batch invariance: $runs runs of $n lines, all identical to the reference"
+
+# Stopping: a 1-best search ends a sentence once its best finished
+# hypothesis beats what the live ones could score a few tokens on; with
+# --n-best 4 it goes on until 4 have finished and the worst of them does.
+# The longer search must not find a better first hypothesis (looking no
+# tokens ahead, 24 of these 1000 lines changed).
+translate "$WORK/test.en" "$WORK/nbest" --n-best 4
+python3 - "$WORK/ref" "$WORK/nbest" <<'PY' || fail "the 1-best search stopped before its best hypothesis"
+import json, sys
+a = [json.loads("{" + l) for l in open(sys.argv[1])]
+b = [json.loads("{" + l) for l in open(sys.argv[2])]
+bad = [i + 1 for i, (x, y) in enumerate(zip(a, b))
+       if (x["translation"], x["score"], x["logprob"]) != (y["translation"], y["score"], y["logprob"])]
+print(f"stopping: {len(bad)} of {len(a)} first hypotheses differ with --n-best 4" +
+      (f", lines {bad[:5]}" if bad else ""))
+sys.exit(1 if bad or len(a) != len(b) else 0)
+PY

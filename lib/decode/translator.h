@@ -11,7 +11,6 @@
 // the output.
 #pragma once
 
-#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
