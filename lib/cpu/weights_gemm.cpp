@@ -300,7 +300,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
   // The activations as the primitive reads them.
   thread_local std::vector<uint16_t> a_bf16;
   thread_local std::vector<int8_t> a_s8;
-  thread_local std::vector<float> col_scales, row_scales;
+  thread_local std::vector<float> alpha_scales, row_scales;
   const void* src = a.ptr;
   int64_t lda = a.strides[2];
   size_t elem = sizeof(float);
@@ -317,7 +317,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
   // cannot be folded into the product once each row has its own scale).
   GemmAttr fused = attr;
   if (ct == ComputeType::INT8) fused.bias = nullptr, fused.relu = false;
-  bool scaled = false;
+  const float* col_scales = nullptr;  // int8: the weights' channel scales times alpha
   for_each_piece(M, [&](int64_t row, int64_t rows) {
     const Shape2 s{rows, K, N, lda, dst.strides[2]};
     Key key;
@@ -338,35 +338,35 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
         build(e, s, b, fused, ct, /*packed_b=*/true);
     });
     const Packed* w = e.packed ? &packed_weights(attr.constant_b, b, e) : nullptr;
-    if (ct == ComputeType::INT8 && !scaled) {
-      float* sc = scratch(col_scales, N);
-      for (int64_t n = 0; n < N; ++n) sc[n] = attr.alpha * w->scales[n];
-      scaled = true;
+    if (ct == ComputeType::INT8 && !col_scales) {
+      col_scales = w->scales.data();
+      if (attr.alpha != 1.f) {  // the linears' alpha is 1: no pass over N per call
+        float* sc = scratch(alpha_scales, N);
+        for (int64_t n = 0; n < N; ++n) sc[n] = attr.alpha * w->scales[n];
+        col_scales = sc;
+      }
     }
     e.set(DNNL_ARG_SRC, a_rows);
     e.set(DNNL_ARG_WEIGHTS, w ? w->data.get() : static_cast<const void*>(b.ptr));
     e.set(DNNL_ARG_DST, c_rows);
     if (fused.bias) e.set(DNNL_ARG_BIAS, fused.bias);
-    if (ct == ComputeType::INT8) e.set(kScalesArg, col_scales.data());
+    if (ct == ComputeType::INT8) e.set(kScalesArg, col_scales);
     e.run();
     if (ct != ComputeType::INT8) return;
     const float* rs = row_scales.data() + row;
     const float* bias = attr.bias;
     const bool relu = attr.relu;
+    auto act = [relu](float v) { return relu && !(v > 0.f) ? 0.f : v; };
 #pragma omp parallel for if (rows * N > 65536)
     for (int64_t i = 0; i < rows; ++i) {
       float* y = c_rows + i * s.ldc;
       const float r = rs[i];
       if (bias) {
 #pragma omp simd
-        for (int64_t n = 0; n < N; ++n) y[n] = r * y[n] + bias[n];
+        for (int64_t n = 0; n < N; ++n) y[n] = act(r * y[n] + bias[n]);
       } else {
 #pragma omp simd
-        for (int64_t n = 0; n < N; ++n) y[n] *= r;
-      }
-      if (relu) {
-#pragma omp simd
-        for (int64_t n = 0; n < N; ++n) y[n] = y[n] > 0.f ? y[n] : 0.f;
+        for (int64_t n = 0; n < N; ++n) y[n] = act(r * y[n]);
       }
     }
   });
