@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "decode/attention_maps.h"
 #include "decode/search.h"
+#include "io/output_file.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
 #include "plot/plot.h"
@@ -21,6 +22,7 @@ struct Opts {
   int layer = 0;  // 1-based; 0: the second-to-last
   int head = 0;   // 1-based; 0: the mean of the heads
   bool mean = false;
+  bool target_given = false;
   SearchOptions search;
 };
 
@@ -33,10 +35,16 @@ std::vector<std::string> labels(std::vector<std::string> pieces) {
 }
 
 void run(Opts& o) {
-  plot::format_of(o.output);  // a wrong extension is refused before any work
-  const std::string sentence = io::sanitize_utf8(o.sentence);
+  // Refused before any work: a wrong extension, a directory, the model.
+  io::check_output_path(o.output, "-o");
+  plot::format_of(o.output);
+  io::check_not_an_input({"-o", o.output}, {{"-m", o.model}});
+  io::check_input_path(o.model, "-m");
+  const std::string sentence = io::checked_text(o.sentence, "the sentence", io::warn_on_stderr);
   if (sentence.find_first_not_of(" \t\r") == std::string::npos)
     throw UsageError("the sentence is empty");
+  if (o.target_given && o.target.find_first_not_of(" \t\r") == std::string::npos)
+    throw UsageError("--target is empty: give the translation to draw, or leave --target out");
   LoadedModel model = load_model(o.model, o.compute);
   const ModelConfig& cfg = model.config;
   const AttentionKind kind = o.kind == "self"           ? AttentionKind::EncoderSelf
@@ -51,7 +59,7 @@ void run(Opts& o) {
                      std::to_string(cfg.max_positions - 1));
   std::vector<int32_t> out;
   if (!o.target.empty()) {
-    out = model.vocab.encode(io::sanitize_utf8(o.target));
+    out = model.vocab.encode(io::checked_text(o.target, "--target", io::warn_on_stderr));
     if (static_cast<int64_t>(out.size()) > cfg.max_positions - 1)
       throw InputError("--target's subwords exceed the model's limit");
   } else {
@@ -116,7 +124,8 @@ void register_attention(CLI::App& app) {
                    ->check(CLI::Range(1, 1024));
   cmd->add_flag("--mean", o->mean, "The mean of the heads (the default)")->excludes(head);
   cmd->add_option("--target", o->target,
-                  "Draw the attention for this translation instead of the model's own");
+                  "Draw the attention for this translation instead of the model's own")
+      ->each([o](const std::string&) { o->target_given = true; });
   cmd->add_option("--beam", o->search.beam, "Beam size of the translation (1: greedy)")
       ->check(CLI::Range(1, 1024));
   add_compute_type_option(cmd, o->compute, "f32, bf16 or int8; default: the model's");

@@ -16,7 +16,8 @@
 
 #include "commands.h"
 #include "core/error.h"
-#include "io/atomic_file.h"
+#include "io/output_file.h"
+#include "io/std_streams.h"
 #include "io/text_file.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
@@ -64,22 +65,14 @@ struct ScoreCli {
 std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
 // Reads a file as the sacrebleu CLI does (each line right-stripped), with
-// ill-formed UTF-8 replaced rather than fatal, and said so on stderr.
-std::vector<std::string> read_text(const std::string& path) {
-  std::vector<std::string> lines = io::read_lines(path);
-  std::size_t bad = 0, first_bad = 0;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    std::string& line = lines[i];
-    if (!io::is_valid_utf8(line)) {
-      if (bad++ == 0) first_bad = i + 1;
-      line = io::sanitize_utf8(line);
-    }
-    line.resize(metrics::rstrip_whitespace(line).size());
-  }
-  if (bad > 0)
-    std::cerr << "nmt: warning: " << display_name(path) << ": " << bad
-              << " line(s) are not valid UTF-8 (first: line " << first_bad
-              << "); invalid bytes were replaced with U+FFFD\n";
+// ill-formed UTF-8 replaced rather than fatal, and said so on stderr by line,
+// as every nmt command reads text.
+std::vector<std::string> read_text(const std::string& path, const std::string& option) {
+  io::check_input_path(path, option);
+  io::TextChecks checks;
+  checks.warn = io::warn_on_stderr;
+  std::vector<std::string> lines = io::read_lines(path, checks);
+  for (std::string& line : lines) line.resize(metrics::rstrip_whitespace(line).size());
   return lines;
 }
 
@@ -111,8 +104,8 @@ Inputs read_inputs(const ScoreCli& cli) {
       std::cerr << "nmt: warning: the hypothesis " << in.hyp_path
                 << " is also given as a reference\n";
   }
-  for (const std::string& r : in.ref_paths) in.refs.push_back(read_text(r));
-  in.hyps = read_text(in.hyp_path);
+  for (const std::string& r : in.ref_paths) in.refs.push_back(read_text(r, "reference"));
+  in.hyps = read_text(in.hyp_path, "-i");
   // Checked here as well as in the library so the message names the files.
   for (std::size_t r = 0; r < in.refs.size(); ++r)
     if (in.refs[r].size() != in.hyps.size())
@@ -162,6 +155,7 @@ void print_sentence_scores(const ScoreCli& cli, const Inputs& in) {
       std::cout << render(metrics::sentence_chrf(in.hyps[i], seg_refs, chrf_options(cli)), cli,
                           true)
                 << "\n";
+    io::check_stdout();
   }
 }
 
@@ -206,8 +200,7 @@ void run_metric_score(const ScoreCli& cli) {
       std::cout << results[i] << (json_list && i + 1 < results.size() ? ",\n" : "\n");
     if (json_list) std::cout << "]\n";
   }
-  std::cout.flush();
-  if (!std::cout) throw Error("score: cannot write to stdout");
+  io::check_stdout(/*flush=*/true);
 }
 
 std::string option_names(const std::vector<CLI::Option*>& opts) {

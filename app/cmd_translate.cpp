@@ -7,6 +7,7 @@
 // before the model is even loaded (an output that is an input, by device and
 // inode, or two inputs that would write one output, are refused), and each
 // is written to a temporary file beside it and renamed when complete.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,8 +23,10 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "decode/translator.h"
-#include "io/atomic_file.h"
+#include "io/output_file.h"
+#include "io/std_streams.h"
 #include "io/json.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
@@ -47,41 +50,35 @@ struct Opts {
   int threads = 0;
   int workers = 0;
   std::string compute;  // empty: the model file's
+  bool output_given = false;  // -o "" is an error, not stdout
+  bool beam_given = false;
 };
 
-// Thrown when stdout is closed under us (`| head`): the run ends quietly.
-struct OutputClosed {};
-
-// Standard output, or a file written atomically.
+// Standard output, or a file written as what it is (io::OutputFile).
 class Output {
  public:
   explicit Output(const std::string& path) {
     if (path.empty() || path == "-") return;
-    file_.emplace(path);
+    file_.emplace(path, io::Content::Text);
   }
   void write(const std::string& s) {
-    if (file_) {
+    if (file_)
       file_->write(s);
-    } else if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size()) {
-      fail();
-    }
+    else if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size())
+      io::stdout_failed(errno);
   }
   void flush() {
     if (file_)
       file_->flush();
     else if (std::fflush(stdout) != 0)
-      fail();
+      io::stdout_failed(errno);
   }
   void commit() {
     if (file_) file_->commit();
   }
 
  private:
-  void fail() {
-    if (errno == EPIPE) throw OutputClosed{};
-    throw Error("cannot write stdout: " + std::string(std::strerror(errno)));
-  }
-  std::optional<io::AtomicFile> file_;
+  std::optional<io::OutputFile> file_;
 };
 
 // One input line as a request. tsv: source<TAB>prefix. jsonl: an object
@@ -95,13 +92,22 @@ TranslationRequest parse_request(std::string line, const Opts& o, int64_t line_n
     rq.skip = true;
     return rq;
   };
+  // An empty source translates to an empty line; a prefix or constraints
+  // given with it would be dropped without a word.
+  auto empty_source = [&](TranslationRequest& r) {
+    if (r.source.find_first_not_of(" \t\r") != std::string::npos ||
+        (r.prefix.empty() && r.constraints.empty()))
+      return r;
+    return skip(std::string("the source is empty, so its ") +
+                (r.prefix.empty() ? "constraints are" : "prefix is") + " not used");
+  };
   if (o.input_format == "tsv") {
     const auto tab = line.find('\t');
     if (tab == std::string::npos)
       return skip("no TAB (--input-format tsv reads source<TAB>prefix)");
     rq.source = line.substr(0, tab);
     rq.prefix = line.substr(tab + 1);
-    return rq;
+    return empty_source(rq);
   }
   if (o.input_format != "jsonl") {
     rq.source = std::move(line);
@@ -133,7 +139,7 @@ TranslationRequest parse_request(std::string line, const Opts& o, int64_t line_n
     }
   }
   if (!j.contains("text")) return skip("no \"text\"");
-  return rq;
+  return empty_source(rq);
 }
 
 nlohmann::json attention_json(const TranslationResult& r) {
@@ -218,31 +224,36 @@ std::string output_name(const std::string& input, const std::string& suffix) {
 // and the model before anything is written.
 std::vector<std::string> plan_outputs(const Opts& o) {
   std::vector<std::string> outs;
+  if (o.suffix.find('/') != std::string::npos)
+    throw UsageError("--suffix " + o.suffix + " holds a '/'; it names files inside --output-dir");
   if (!o.output_dir.empty()) {
+    struct stat st;
+    if (::stat(o.output_dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+      throw InputError("--output-dir " + o.output_dir + " exists and is not a directory");
     for (const auto& in : o.inputs)
       outs.push_back(
           (fs::path(o.output_dir) / output_name(in == "-" ? "stdin" : in, o.suffix)).string());
   } else {
+    if (o.output_given && o.output.empty()) io::check_output_path(o.output, "-o");
     outs.assign(o.inputs.size(), "");
     if (!o.output.empty() && o.output != "-") outs.assign(1, o.output);
   }
   std::map<std::string, std::string> claimed;  // normalised output -> its input
   for (size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].empty()) continue;
-    const std::string key = fs::weakly_canonical(fs::absolute(outs[i])).string();
+    const std::string option = o.output_dir.empty() ? "-o" : "--output-dir";
+    if (o.output_dir.empty()) io::check_output_path(outs[i], option, io::Content::Text);
+    std::error_code ec;
+    std::string key = fs::weakly_canonical(fs::absolute(outs[i]), ec).string();
+    if (ec) key = outs[i];
     const std::string& input = o.inputs[std::min(i, o.inputs.size() - 1)];
     if (auto it = claimed.find(key); it != claimed.end())
       throw UsageError("inputs " + it->second + " and " + input + " would both be written to " +
                        outs[i] + "; give them different names or use --suffix");
     claimed[key] = input;
-    const io::FileId out_id = io::file_id(outs[i]);
-    for (const auto& in : o.inputs)
-      if (out_id == io::file_id(in))
-        throw UsageError("the output " + outs[i] + " is the input " +
-                         (in == "-" ? std::string("on stdin") : in) +
-                         "; refusing to overwrite it (write elsewhere, then rename)");
-    if (out_id == io::file_id(o.model))
-      throw UsageError("the output " + outs[i] + " is the model file; refusing to overwrite it");
+    std::vector<io::NamedPath> inputs{{"-m", o.model}};
+    for (const auto& in : o.inputs) inputs.push_back({"-i", in});
+    io::check_not_an_input({option, outs[i]}, inputs);
   }
   return outs;
 }
@@ -262,6 +273,8 @@ void run(Opts& o) {
   if (o.attention && o.format != "jsonl")
     throw UsageError("--attention writes a matrix per line; it needs --format jsonl");
   if (o.inputs.empty()) o.inputs.push_back("-");
+  io::check_input_path(o.model, "-m");
+  for (const auto& in : o.inputs) io::check_input_path(in, "-i");
   const std::vector<std::string> outs = plan_outputs(o);
   if (!o.output_dir.empty()) {
     std::error_code ec;
@@ -273,10 +286,33 @@ void run(Opts& o) {
       model, o.search, o.batch_tokens,
       [](const std::string& w) { std::cerr << "nmt: warning: " << w << "\n"; }, o.workers,
       o.threads, AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1});
+  // Every worker may hold a batch at once: a --beam or --batch-tokens that
+  // could take more than the machine has is refused before any work.
+  if (const uint64_t phys = physical_memory_bytes()) {
+    const double need = double(tr.workers()) *
+                        decode_memory_bound(model.config, o.search, tr.batch_tokens(), o.window);
+    if (need > double(phys)) {
+      const bool beam = o.search.beam > 1 && o.beam_given;
+      throw UsageError(std::string(beam ? "--beam " + std::to_string(o.search.beam)
+                                        : "--batch-tokens " + std::to_string(tr.batch_tokens())) +
+                       ": " + std::to_string(tr.workers()) + " worker(s)' batches could need up to " +
+                       gigabytes(need) + ", more than this machine's " + gigabytes(double(phys)) +
+                       "; use a smaller --beam, --batch-tokens or --workers");
+    }
+  }
+  // A line is cut while it is read at what the model could take of it (more
+  // for tsv and jsonl, which carry a prefix and constraints too), so that a
+  // 10 MB line costs a few times the model's length and not 1.7 GB.
+  const int64_t max_src = model.config.max_positions - 1;
+  io::TextChecks checks;
+  checks.max_line_bytes = io::kMaxBytesPerSubword * static_cast<size_t>(max_src) *
+                          (o.input_format == "text" ? 1 : 4);
+  checks.why_limit = "the model takes at most " + std::to_string(max_src) + " subwords";
+  checks.warn = io::warn_on_stderr;
   try {
     if (!o.output_dir.empty()) {
       for (size_t i = 0; i < o.inputs.size(); ++i) {
-        io::LineReader in(o.inputs[i]);
+        io::LineReader in(o.inputs[i], checks);
         Output out(outs[i]);
         translate_stream(in, out, tr, o);
         out.commit();
@@ -284,12 +320,12 @@ void run(Opts& o) {
     } else {
       Output out(outs[0]);
       for (const auto& in_path : o.inputs) {
-        io::LineReader in(in_path);
+        io::LineReader in(in_path, checks);
         translate_stream(in, out, tr, o);
       }
       out.commit();
     }
-  } catch (const OutputClosed&) {
+  } catch (const io::StdoutClosed&) {
     // The reader went away; nothing left to say.
   }
 }
@@ -303,7 +339,9 @@ void register_translate(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, "Model file written by nmt train")->required();
   cmd->add_option("-i,--input", o->inputs, "Input files (plain or .gz); default stdin");
   auto* out_opt = cmd->add_option("-o,--output", o->output,
-                                  "Output file, written when complete; default stdout");
+                                  "Output file, written when complete (gzip if it ends in .gz; a "
+                                  "device or FIFO is written through); default stdout")
+                     ->each([o](const std::string&) { o->output_given = true; });
   cmd->add_option("--output-dir", o->output_dir,
                   "Write one output per input into this directory (created if missing)")
       ->excludes(out_opt);
@@ -313,7 +351,9 @@ void register_translate(CLI::App& app) {
   add_compute_type_option(cmd, o->compute,
                           "f32, bf16 (AVX512-BF16 or AMX CPUs) or int8 for the weight products; "
                           "default: the model's (int8 after nmt quantize, else f32)");
-  cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")
+      ->check(CLI::Range(1, 1024))
+      ->each([o](const std::string&) { o->beam_given = true; });
   cmd->add_option("--alpha", o->search.alpha, "GNMT length penalty exponent")
       ->check(finite_range(0.0, 10.0));
   cmd->add_flag("--length-norm", o->search.length_norm,

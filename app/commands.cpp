@@ -17,6 +17,7 @@
 #include "core/device.h"
 #include "core/format.h"
 #include "io/json.h"
+#include "io/output_file.h"
 #include "io/text_file.h"
 #include "model/config.h"
 #include "model/loaded_model.h"
@@ -64,12 +65,13 @@ namespace {
 
 std::string human(double x, const char* unit = "") { return human_number(x, unit); }
 
-bool looks_like_json(const std::string& path) {
+// A model file (safetensors: an 8-byte header length, then the header's
+// '{'), or else a config, which the config parser reads and judges (a BOM,
+// an array, bad JSON) exactly as train -c does.
+bool is_model_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  char c = 0;
-  while (in.get(c))
-    if (!std::isspace(static_cast<unsigned char>(c))) return c == '{';
-  return false;
+  char head[9];
+  return in.read(head, 9) && head[8] == '{';
 }
 
 void register_summary_impl(CLI::App& app) {
@@ -89,7 +91,7 @@ void register_summary_impl(CLI::App& app) {
     const std::string path = find_config(opts->config);
     ModelConfig cfg;
     std::unique_ptr<Transformer> model;
-    if (looks_like_json(path)) {
+    if (!is_model_file(path)) {
       cfg = load_config(path);
       model = std::make_unique<Transformer>(cfg);
       model->init(1);
@@ -146,27 +148,27 @@ nlohmann::json sample_pieces(const Vocab& v, int n) {
 }
 
 nlohmann::ordered_json model_info(const std::string& path) {
-  uint64_t bytes = 0;
-  const uint32_t crc = io::file_crc32(path, &bytes);
-  LoadedModel m = load_model(path);  // every check a translation would make
-  const FileContents f = read_safetensors(path);
+  io::check_input_path(path, "model");
+  FileChecksum sum;
+  LoadedModel m = load_model(path, "", &sum);  // every check a translation would make
   nlohmann::ordered_json j;
   j["file"] = path;
-  j["bytes"] = bytes;
+  j["bytes"] = sum.bytes;
   char hex[16];
-  std::snprintf(hex, sizeof hex, "%08x", crc);
+  std::snprintf(hex, sizeof hex, "%08x", sum.crc32);
   j["crc32"] = hex;
-  j["format"] = "safetensors, nmt format " + f.metadata.at("format_version");
+  j["format"] = "safetensors, nmt format " + m.metadata.at("format_version");
   j["weights"] = compute_type_name(m.compute);
   j["config"] = config_to_json(m.config);
   j["parameters"] = m.net->parameter_count();
   j["vocabulary"] = {{"pieces", m.vocab.size()}, {"sample", sample_pieces(m.vocab, 12)}};
   auto meta_json = [&](const char* key) -> nlohmann::json {
-    auto it = f.metadata.find(key);
-    if (it == f.metadata.end()) return nullptr;
+    auto it = m.metadata.find(key);
+    if (it == m.metadata.end()) return nullptr;
     return io::parse_json(it->second, path + " (" + key + ")");
   };
-  if (auto it = f.metadata.find("step"); it != f.metadata.end()) j["step"] = std::stoll(it->second);
+  // open_model has checked that it is a number.
+  if (auto it = m.metadata.find("step"); it != m.metadata.end()) j["step"] = std::stoll(it->second);
   if (auto o = meta_json("training_options"); !o.is_null()) j["training_options"] = o;
   if (auto d = meta_json("training_data"); !d.is_null()) j["training_data"] = d;
   if (auto s = meta_json("training_state"); !s.is_null()) j["checkpoint"] = s;
@@ -238,10 +240,9 @@ void register_quantize_impl(CLI::App& app) {
   cmd->add_option("model", o->model, "Model file written by nmt train")->required();
   cmd->add_option("-o,--out", o->out, "The int8 model file to write")->required();
   cmd->callback([o] {
-    std::error_code ec;
-    if (std::filesystem::equivalent(o->model, o->out, ec))
-      throw UsageError("-o " + o->out +
-                       " is the input model itself; write the int8 copy elsewhere");
+    io::check_output_path(o->out, "-o");
+    io::check_not_an_input({"-o", o->out}, {{"model", o->model}});
+    io::check_input_path(o->model, "model");
     ModelConfig cfg;
     std::string spm;
     FileContents f = open_model(o->model, cfg, spm);
@@ -254,9 +255,10 @@ void register_quantize_impl(CLI::App& app) {
     for (const char* k : {"step", "training_options", "training_data"})
       if (auto it = f.metadata.find(k); it != f.metadata.end()) keep[k] = it->second;
     save_model(o->out, net, spm, keep, /*int8=*/true);
-    std::fprintf(stderr, "nmt: wrote %s (int8, %s; the f32 model is %s)\n", o->out.c_str(),
-                 human(double(std::filesystem::file_size(o->out)), "B").c_str(),
-                 human(double(std::filesystem::file_size(o->model)), "B").c_str());
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(o->out, ec);  // a device has none
+    std::fprintf(stderr, "nmt: wrote %s (int8%s)\n", o->out.c_str(),
+                 ec ? "" : (", " + human(double(bytes), "B")).c_str());
   });
 }
 

@@ -23,12 +23,8 @@ void register_all(CLI::App& app);
 // Commands that finish with a non-zero status without an error set it here.
 int& exit_code();
 
-// A command line that cannot mean anything: exits 2, as argparse and most
-// Unix tools do, where errors in the input itself exit 1.
-class UsageError : public InputError {
- public:
-  using InputError::InputError;
-};
+// Usage errors (exit 2) are nmt::UsageError, from core/error.h.
+using nmt::UsageError;
 
 // Like CLI::Range for floating-point options, but NaN is refused too.
 CLI::Validator finite_range(double lo, double hi);

@@ -14,6 +14,8 @@
 #include "core/comm.h"
 #include "core/error.h"
 #include "core/suggest.h"
+#include "io/output_file.h"
+#include "io/std_streams.h"
 
 namespace {
 
@@ -78,6 +80,18 @@ std::string extras_message(const CLI::App& app, const CLI::App* cmd,
   return what + list + hint;
 }
 
+// After --help or --version: the text must have reached stdout.
+int finish_stdout(const std::string& prefix) {
+  try {
+    nmt::io::check_stdout(/*flush=*/true);
+  } catch (const nmt::io::StdoutClosed&) {
+  } catch (const nmt::Error& e) {
+    std::cerr << prefix << ": error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int usage_error(const std::string& prefix, const std::string& msg) {
   std::cerr << prefix << ": error: " << msg << " (see " << prefix << " --help)\n";
   return 2;
@@ -91,6 +105,10 @@ int main(int argc, char** argv) {
   // limit must fail a write (and say so) rather than kill the process.
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGXFSZ, SIG_IGN);
+  nmt::io::protect_standard_descriptors();
+  // A stop signal removes the hidden temporary files of unfinished outputs
+  // (train installs its own "stop after this step" handler over it).
+  nmt::io::install_signal_cleanup();
   CLI::App app{"nmt: Transformer neural machine translation (train, translate, score)", "nmt"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { return nmt::app::version_text(); });
@@ -100,7 +118,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::cout << app.help();
-    return 0;
+    return finish_stdout("nmt");
   }
   const std::vector<std::string> commands = command_names(app);
   std::string prefix = "nmt";
@@ -114,11 +132,17 @@ int main(int argc, char** argv) {
     if (args[0] == "score") args = sacrebleu_aliases(args);
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
     app.parse(reversed);
+    nmt::io::check_stdout(/*flush=*/true);  // every command that prints, alike
+  } catch (const nmt::io::StdoutClosed&) {
+    return nmt::app::exit_code();  // the reader has all it wanted
   } catch (const CLI::ExtrasError&) {
     const auto used = app.get_subcommands();
     return usage_error(prefix, extras_message(app, used.empty() ? nullptr : used[0], args));
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version
+      const int rc = app.exit(e);
+      return rc ? rc : finish_stdout(prefix);
+    }
     return usage_error(prefix, e.what());
   } catch (const UsageError& e) {
     return usage_error(prefix, e.what());

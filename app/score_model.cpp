@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
+#include "io/std_streams.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
 #include "ops/ops.h"
@@ -17,14 +18,25 @@ namespace nmt::app {
 
 int run_model_score(const ModelScoreArgs& args) {
   ops::set_num_threads(args.threads);
+  io::check_input_path(args.model, "-m");
+  if (!args.src.empty()) io::check_input_path(args.src, "--src");
+  if (!args.tgt.empty()) io::check_input_path(args.tgt, "--tgt");
   LoadedModel m = load_model(args.model, args.compute);
+  const int64_t max_len = m.config.max_positions - 1;
+  // Lines are cut while read (a 10 MB line costs a few times the model's
+  // length, not 1.7 GB), then to the model's limit in subwords.
+  io::TextChecks checks;
+  checks.max_line_bytes = io::kMaxBytesPerSubword * static_cast<std::size_t>(max_len);
+  checks.why_limit = "the model takes at most " + std::to_string(max_len) + " subwords";
+  checks.warn = io::warn_on_stderr;
   std::vector<std::string> src, tgt;
   if (!args.tgt.empty()) {
-    src = io::read_lines(args.src.empty() ? "-" : args.src);
-    tgt = io::read_lines(args.tgt);
+    src = io::read_lines(args.src.empty() ? "-" : args.src, checks);
+    tgt = io::read_lines(args.tgt, checks);
   } else {
     // Tab-separated pairs on stdin (or in --src).
-    for (const auto& line : io::read_lines(args.src.empty() ? "-" : args.src)) {
+    checks.max_line_bytes *= 2;
+    for (const auto& line : io::read_lines(args.src.empty() ? "-" : args.src, checks)) {
       const auto tab = line.find('\t');
       if (tab == std::string::npos)
         throw InputError("line " + std::to_string(src.size() + 1) +
@@ -36,11 +48,10 @@ int run_model_score(const ModelScoreArgs& args) {
   if (src.size() != tgt.size())
     throw InputError("source has " + std::to_string(src.size()) + " lines but target has " +
                      std::to_string(tgt.size()));
-  const int64_t max_len = m.config.max_positions - 1;
   std::vector<std::vector<int32_t>> s(src.size()), t(tgt.size());
   for (size_t i = 0; i < src.size(); ++i) {
-    s[i] = m.vocab.encode(io::sanitize_utf8(src[i]));
-    t[i] = m.vocab.encode(io::sanitize_utf8(tgt[i]));
+    s[i] = m.vocab.encode(src[i]);
+    t[i] = m.vocab.encode(tgt[i]);
     if (static_cast<int64_t>(s[i].size()) > max_len ||
         static_cast<int64_t>(t[i].size()) > max_len) {
       std::cerr << "nmt: warning: line " << i + 1 << " is longer than " << max_len
@@ -60,7 +71,7 @@ int run_model_score(const ModelScoreArgs& args) {
     const double xent = tokens ? -total / static_cast<double>(tokens) : 0.0;
     std::printf("sentences %zu tokens %lld log-prob %.4f cross-entropy %.4f nats perplexity %.4f\n",
                 scores.size(), static_cast<long long>(tokens), total, xent, std::exp(xent));
-    std::fflush(stdout);
+    io::check_stdout(/*flush=*/true);
     return 0;
   }
   // The columns: the log-probability (natural log, </s> included), its
@@ -90,6 +101,7 @@ int run_model_score(const ModelScoreArgs& args) {
         j["token_logprobs"] = lp;
       }
       std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      io::check_stdout();  // a full disk stops the run at the line it struck
       continue;
     }
     std::printf("%.6f\t%lld\t%.6f\t%.6f", scores[i].total(), static_cast<long long>(n),
@@ -100,8 +112,9 @@ int run_model_score(const ModelScoreArgs& args) {
         std::printf("%s%s=%.4f", k ? " " : "", pieces[k].c_str(), lp[k]);
     }
     std::printf("\n");
+    io::check_stdout();
   }
-  std::fflush(stdout);
+  io::check_stdout(/*flush=*/true);
   return 0;
 }
 

@@ -23,7 +23,10 @@ line 1 "$WORK/tsv.out" | grep -q '^Das ist' || fail "tsv: line 1 does not start 
 line 4 "$WORK/tsv.out" | grep -q '^Ein' || fail "tsv: line 4 does not start with its prefix"
 [ -z "$(line 2 "$WORK/tsv.out")" ] || fail "tsv: the line without a TAB is not empty"
 grep -q '^nmt: warning: line 2: no TAB' "$WORK/tsv.err" || fail "tsv: no warning naming line 2"
-[ "$(grep -c warning "$WORK/tsv.err")" -eq 1 ] || fail "tsv: expected one warning: $(cat "$WORK/tsv.err")"
+# Line 3 has a prefix but no source: its prefix cannot be used, and says so.
+grep -q '^nmt: warning: line 3: the source is empty, so its prefix is not used' "$WORK/tsv.err" ||
+  fail "tsv: no warning naming line 3 (a prefix without a source)"
+[ "$(grep -c warning "$WORK/tsv.err")" -eq 2 ] || fail "tsv: expected two warnings: $(cat "$WORK/tsv.err")"
 
 # Constraints (jsonl), and each kind of bad line.
 cat >"$WORK/in.jsonl" <<'JSON'

@@ -28,15 +28,15 @@ expect() {
 # 1. Outputs never destroy inputs.
 printf 'A man is riding a bike.\nTwo dogs play.\n' >in.en
 cp in.en keep.en
-expect 2 "is the input" "$NMT" translate -m m.nmt -i in.en -o in.en
+expect 2 "^nmt translate: error: -o in.en is the -i file in.en; refusing to overwrite it" "$NMT" translate -m m.nmt -i in.en -o in.en
 cmp -s in.en keep.en || fail "-o = -i changed the input"
-expect 2 "is the input" "$NMT" translate -m m.nmt -i in.en -o ./in.en
+expect 2 "-o ./in.en is the -i file in.en" "$NMT" translate -m m.nmt -i in.en -o ./in.en
 ln -sf in.en link.en
-expect 2 "is the input" "$NMT" translate -m m.nmt -i link.en -o in.en
+expect 2 "-o in.en is the -i file link.en" "$NMT" translate -m m.nmt -i link.en -o in.en
 "$NMT" translate -m m.nmt -o in.en <in.en >/dev/null 2>err.txt && fail "-o = stdin file accepted"
-grep -q "is the input on stdin" err.txt || fail "-o = stdin: $(cat err.txt)"
+grep -q -- "-o in.en is standard input" err.txt || fail "-o = stdin: $(cat err.txt)"
 cmp -s in.en keep.en || fail "-o = stdin changed the input"
-expect 2 "is the model file" "$NMT" translate -m m.nmt -i in.en -o m.nmt
+expect 2 "-o m.nmt is the -m file m.nmt" "$NMT" translate -m m.nmt -i in.en -o m.nmt
 mkdir -p a b
 cp in.en a/x.en; printf 'One.\nTwo.\nThree.\nFour.\n' >b/x.en
 gzip -c in.en >a/y.en.gz; cp in.en a/y.en

@@ -76,9 +76,9 @@ expect_error() {  # pattern, command...
   local rc=$?
   [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || fail "$*: exit $rc"
   [ "$(wc -l <"$WORK/err.txt")" -eq 1 ] || fail "$*: expected one line, got: $(cat "$WORK/err.txt")"
-  grep -q "$pat" "$WORK/err.txt" || fail "$*: expected '$pat', got: $(cat "$WORK/err.txt")"
+  grep -q -- "$pat" "$WORK/err.txt" || fail "$*: expected '$pat', got: $(cat "$WORK/err.txt")"
 }
-expect_error "cannot open model file" "$NMT" translate -m "$WORK/missing.nmt"
+expect_error "^nmt: error: -m .*/missing.nmt: No such file or directory$" "$NMT" translate -m "$WORK/missing.nmt"
 head -c 5000 "$WORK/m.nmt" >"$WORK/trunc.nmt"
 expect_error "truncated" "$NMT" translate -m "$WORK/trunc.nmt"
 echo '{"d_model": 10,' >"$WORK/bad.json"
@@ -87,7 +87,7 @@ printf 'x\ny\n' >"$WORK/two.txt"; printf 'x\n' >"$WORK/one.txt"
 expect_error "2.*1\|1.*2" "$NMT" score --metric bleu "$WORK/one.txt" -i "$WORK/two.txt"
 expect_error "line" "$NMT" train -c transformer-tiny --train-src "$WORK/two.txt" --train-tgt "$WORK/one.txt" --out "$WORK/x.nmt"
 cp "$WORK/m.nmt" "$WORK/keep.nmt"
-expect_error "input model itself" "$NMT" quantize "$WORK/m.nmt" -o "$WORK/m.nmt"
+expect_error "-o .*/m.nmt is the model file .*/m.nmt; refusing to overwrite it" "$NMT" quantize "$WORK/m.nmt" -o "$WORK/m.nmt"
 cmp -s "$WORK/m.nmt" "$WORK/keep.nmt" || fail "quantize onto itself changed the model"
 expect_error "already" "$NMT" quantize "$WORK/m8.nmt" -o "$WORK/m88.nmt"
 expect_error "compute-type: fp7 not in" "$NMT" translate -m "$WORK/m.nmt" --compute-type fp7

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -11,6 +12,7 @@
 #include "model/config.h"
 #include "model/embeddings.h"
 #include "model/model_file.h"
+#include "model/vocab.h"
 #include "model/transformer.h"
 #include "test_helpers.h"
 
@@ -191,6 +193,23 @@ TEST_CASE("config errors name the file, the key and what was expected", "[model]
 }
 
 namespace {
+// A real SentencePiece model of exactly n pieces, trained on words over five
+// letters (so that even n = 30 leaves room beyond the characters): every
+// loader checks the vocabulary as it checks the weights.
+std::string vocab_bytes(int n) {
+  std::mt19937 g(7);
+  std::vector<std::string> lines;
+  for (int i = 0; i < 400; ++i) {
+    std::string line;
+    for (int w = 0; w < 6; ++w) {
+      line += w ? " " : "";
+      for (int k = 0, len = 1 + int(g() % 4); k < len; ++k) line += char('a' + g() % 5);
+    }
+    lines.push_back(line);
+  }
+  return Vocab::train(lines, n).bytes();
+}
+
 std::string error_loading(const std::string& path) {
   try {
     ModelConfig cfg;
@@ -218,12 +237,13 @@ TEST_CASE("the model file round-trips and rejects every corruption", "[model]") 
   Transformer model(cfg);
   model.init(8);
   const std::string path = "/tmp/nmt_test_model.nmt";
-  save_model(path, model, "fake-spm-bytes");
+  const std::string vocab = vocab_bytes(30);
+  save_model(path, model, vocab);
 
   ModelConfig cfg2;
   std::string spm;
   FileContents f = open_model(path, cfg2, spm);
-  CHECK(spm == "fake-spm-bytes");
+  CHECK(spm == vocab);
   CHECK(config_to_json(cfg2) == config_to_json(cfg));
   Transformer loaded(cfg2);
   load_weights(f, loaded);
@@ -235,7 +255,7 @@ TEST_CASE("the model file round-trips and rejects every corruption", "[model]") 
 
   const std::string good = slurp(path), bad = "/tmp/nmt_test_bad.nmt";
   spit(bad, good.substr(0, good.size() - 100));
-  CHECK(error_loading(bad).find("extends past the end of the file (truncated?)") !=
+  CHECK(error_loading(bad).find("extends past the end of the data (") !=
         std::string::npos);
   spit(bad, good.substr(0, 5));
   CHECK(error_loading(bad).find("truncated") != std::string::npos);
@@ -256,20 +276,34 @@ TEST_CASE("the model file round-trips and rejects every corruption", "[model]") 
     for (const auto& p : model.params().params()) ts.push_back({p.name, p.shape, p.value.data()});
     std::map<std::string, std::string> meta{
         {"format", "nmt"}, {"format_version", "1"}, {"config", config_to_json(cfg).dump()}};
-    edit(ts, meta);
-    write_safetensors(bad, meta, ts, {});
+    std::map<std::string, std::string> bytes{{"vocab/sentencepiece", vocab}};
+    edit(ts, meta, bytes);
+    write_safetensors(bad, meta, ts, bytes);
     return error_loading(bad);
   };
-  CHECK(rewrite([](auto& ts, auto&) { ts.erase(ts.begin() + 3); }).find("missing tensor") !=
+  CHECK(rewrite([](auto& ts, auto&, auto&) { ts.erase(ts.begin() + 3); }).find("missing tensor") !=
         std::string::npos);
-  CHECK(rewrite([](auto& ts, auto&) {
+  CHECK(rewrite([](auto& ts, auto&, auto&) {
           ts[2].shape = Shape{ts[2].shape.numel()};
         }).find("expected (") != std::string::npos);
-  CHECK(rewrite([](auto&, auto& meta) {
+  CHECK(rewrite([](auto&, auto& meta, auto&) {
           meta["format_version"] = "99";
         }).find("unsupported model format version 99") != std::string::npos);
-  CHECK(rewrite([](auto&, auto& meta) { meta.erase("format"); }).find("not an nmt model file") !=
+  CHECK(rewrite([](auto&, auto& meta, auto&) { meta.erase("format"); })
+            .find("not an nmt model file") != std::string::npos);
+  // The vocabulary: missing, corrupt, smaller than the embedding, a step
+  // that is not a number: each refused by every loader (open_model).
+  CHECK(rewrite([](auto&, auto&, auto& bytes) { bytes.clear(); })
+            .find("holds no SentencePiece vocabulary") != std::string::npos);
+  CHECK(rewrite([](auto&, auto&, auto& bytes) {
+          bytes["vocab/sentencepiece"] = "not a SentencePiece model";
+        }).find("vocab/sentencepiece: invalid SentencePiece model") != std::string::npos);
+  CHECK(rewrite([](auto&, auto&, auto& bytes) { bytes["vocab/sentencepiece"] = vocab_bytes(24); })
+            .find("the vocabulary has 24 pieces but the model's embedding 30 rows") !=
         std::string::npos);
+  CHECK(rewrite([](auto&, auto& meta, auto&) { meta["step"] = "12x"; })
+            .find("metadata \"step\" is not a non-negative integer: \"12x\"") != std::string::npos);
+  CHECK(rewrite([](auto&, auto& meta, auto&) { meta["step"] = "12"; }).empty());
   std::remove(path.c_str());
   std::remove(bad.c_str());
 }
@@ -307,12 +341,27 @@ TEST_CASE("the model reader refuses forged headers, bad numbers and deep or inva
                            R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                        eight))
             .find("overlaps") != std::string::npos);
-  CHECK(error_of(
+  // A gap is named once the missing tensors have been looked for (by
+  // load_weights); read_safetensors alone names it at once.
+  auto strict_error = [&](const std::string& bytes) {
+    spit(bad, bytes);
+    try {
+      read_safetensors(bad);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(strict_error(
             forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight))
-            .find("gap") != std::string::npos);
-  CHECK(error_of(
+            .find("4 bytes before tensor a's data belong to no tensor") != std::string::npos);
+  CHECK(strict_error(
             forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", eight))
             .find("4 bytes after the last tensor") != std::string::npos);
+  CHECK(strict_error(
+            forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", eight))
+            .find("tensor a's data [0, 16) extends past the end of the data (8 bytes") !=
+        std::string::npos);
   CHECK(error_of(forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[4294967296,4294967296],)" +
                            R"("data_offsets":[0,8]}})",
                        eight))
@@ -326,11 +375,12 @@ TEST_CASE("the model reader refuses forged headers, bad numbers and deep or inva
   ModelConfig cfg = tiny_config(30);
   Transformer model(cfg);
   model.init(3);
+  const std::string vocab = vocab_bytes(30);
   auto with_config = [&](const std::string& config_text) {
     std::vector<NamedTensor> ts;
     for (const auto& p : model.params().params()) ts.push_back({p.name, p.shape, p.value.data()});
     write_safetensors(bad, {{"format", "nmt"}, {"format_version", "1"}, {"config", config_text}},
-                      ts, {});
+                      ts, {{"vocab/sentencepiece", vocab}});
     return error_loading(bad);
   };
   std::string cj = config_to_json(cfg).dump();
@@ -343,9 +393,10 @@ TEST_CASE("the model reader refuses forged headers, bad numbers and deep or inva
   CHECK(with_config(cj + R"(,"training":{"warmup_stpes":3}})").find("did you mean warmup_steps") !=
         std::string::npos);
   // A stored config edited to enormous sizes is refused by the shapes,
-  // before its parameters are allocated (this would be 8 GiB).
+  // before its parameters are allocated (this would be 8 GiB; the
+  // vocabulary is left as it is, which would be refused first).
   ModelConfig huge = cfg;
-  huge.vocab_size = 1 << 20;
+  huge.d_ff = 1 << 20;
   huge.d_model = 2048;
   huge.heads = 4;
   huge.d_k = huge.d_v = 512;
@@ -360,7 +411,7 @@ TEST_CASE("the model reader refuses forged headers, bad numbers and deep or inva
     for (const auto& p : zero.params().params()) ts.push_back({p.name, p.shape, p.value.data()});
     write_safetensors(
         bad, {{"format", "nmt"}, {"format_version", "1"}, {"config", config_to_json(cfg).dump()}},
-        ts, {});
+        ts, {{"vocab/sentencepiece", vocab}});
     CHECK(error_loading(bad).find("every weight is zero") != std::string::npos);
   }
   // Non-finite weights are refused with the tensor's name.

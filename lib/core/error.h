@@ -19,4 +19,12 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// A command line that cannot mean anything (an output that is an input or a
+// directory, options that contradict each other): exits 2, as argparse and
+// most Unix tools do, where errors in the input itself exit 1.
+class UsageError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 }  // namespace nmt

@@ -9,6 +9,21 @@
 
 namespace nmt {
 
+double decode_memory_bound(const ModelConfig& cfg, const SearchOptions& opts, int64_t batch_tokens,
+                           int64_t max_sentences) {
+  const double kv = 2.0 * cfg.decoder_layers * cfg.d_model * sizeof(float);  // per token and row
+  double worst = 0;
+  for (int64_t S = 1; S < cfg.max_positions; ++S) {
+    const double n = double(std::max<int64_t>(1, std::min(max_sentences, batch_tokens / S)));
+    const double rows = n * opts.beam;
+    const double T = std::min<double>(cfg.max_positions, opts.max_len_a * double(S) + opts.max_len_b);
+    const double bytes = rows * (T * kv + double(S) * kv +
+                                 (2.0 * cfg.vocab_size + 8.0 * cfg.d_model + cfg.d_ff) * sizeof(float));
+    worst = std::max(worst, bytes);
+  }
+  return worst;
+}
+
 Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
                        std::function<void(const std::string&)> warn, int workers,
                        int threads_per_worker, AttentionOutput attention)

@@ -70,6 +70,14 @@ inline int64_t auto_batch_tokens(int threads_per_worker) {
   return threads_per_worker <= 1 ? kBatchTokensOneThread : kBatchTokensThreaded;
 }
 
+// An upper bound on the memory one worker's batch can take, over every
+// sentence length the batch could hold (n sentences of S tokens, n * S <=
+// batch_tokens, n <= max_sentences): the beam's self-attention caches to the
+// longest output, the cross-attention keys and values, the logits. Short
+// lines are the worst case: many rows, each with its own cache.
+double decode_memory_bound(const ModelConfig& cfg, const SearchOptions& opts, int64_t batch_tokens,
+                           int64_t max_sentences);
+
 class Translator {
  public:
   // batch_tokens: source tokens per batch (padded); 0 picks

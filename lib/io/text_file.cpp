@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
@@ -149,7 +150,8 @@ struct LineReader::Impl {
   }
 };
 
-LineReader::LineReader(const std::string& path) : impl_(std::make_unique<Impl>()), path_(path) {
+LineReader::LineReader(const std::string& path, TextChecks checks)
+    : impl_(std::make_unique<Impl>()), path_(path), checks_(std::move(checks)) {
   impl_->path = path == "-" ? std::string("<stdin>") : path;
   if (path == "-") {
     impl_->fd = STDIN_FILENO;
@@ -179,37 +181,130 @@ bool LineReader::would_block() const {
   return ::poll(&p, 1, 0) == 0;
 }
 
+namespace {
+
+// The length of `s` without a last character that the cut left incomplete.
+std::size_t utf8_boundary(const std::string& s) {
+  const std::size_t n = s.size();
+  for (std::size_t back = 1; back <= 4 && back <= n; ++back) {
+    const auto c = static_cast<unsigned char>(s[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const std::size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return len > back ? n - back : n;
+  }
+  return n;
+}
+
+}  // namespace
+
 bool LineReader::next(std::string& line) {
   Impl& s = *impl_;
+  const std::size_t max = checks_.max_line_bytes;
+  truncated_ = false;
+  bool cutting = false;      // past max_line_bytes: the rest of the line is dropped
+  std::size_t skipped = 0;   // bytes of this line dropped so far
   std::size_t scan_from = s.pos;
+  auto done = [&] {
+    ++line_number_;
+    truncated_ = cutting;
+    full_length_ = line.size() + skipped;
+    check(line);
+    return true;
+  };
   for (;;) {
-    std::size_t nl = s.pending.find('\n', scan_from);
+    const std::size_t nl = s.pending.find('\n', scan_from);
     if (nl != std::string::npos) {
-      line.assign(s.pending, s.pos, nl - s.pos);
+      if (cutting)
+        skipped += nl - s.pos;
+      else
+        line.assign(s.pending, s.pos, nl - s.pos);
       s.pos = nl + 1;
-      ++line_number_;
-      return true;
+      return done();
     }
     if (s.at_end) {
-      if (s.pos < s.pending.size()) {
-        line.assign(s.pending, s.pos, std::string::npos);
+      if (s.pos < s.pending.size() || cutting) {
+        if (cutting)
+          skipped += s.pending.size() - s.pos;
+        else
+          line.assign(s.pending, s.pos, std::string::npos);
         s.pending.clear();
         s.pos = 0;
-        ++line_number_;
-        return true;
+        return done();
       }
+      summarise();
       return false;
     }
-    // Drop what was handed out so `pending` stays about one chunk long.
-    s.pending.erase(0, s.pos);
-    s.pos = 0;
-    scan_from = s.pending.size();
+    if (max > 0 && !cutting && s.pending.size() - s.pos > max) {
+      line.assign(s.pending, s.pos, max);
+      line.resize(utf8_boundary(line));
+      skipped = s.pending.size() - s.pos - line.size();
+      cutting = true;
+    } else if (cutting) {
+      skipped += s.pending.size() - s.pos;
+    }
+    if (cutting) {
+      s.pending.clear();
+      s.pos = 0;
+      scan_from = 0;
+    } else {
+      // Drop what was handed out so `pending` stays about one chunk long.
+      s.pending.erase(0, s.pos);
+      s.pos = 0;
+      scan_from = s.pending.size();
+    }
     s.fill();
   }
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  LineReader reader(path);
+void LineReader::check(std::string& line) {
+  if (!checks_.warn) return;
+  const std::string where = impl_->path + " line " + std::to_string(line_number_) + ": ";
+  if (truncated_ && ++cut_ <= kWarningsPerFile)
+    checks_.warn(where + std::to_string(full_length_) + " bytes; only the first " +
+                 std::to_string(line.size()) + " are read" +
+                 (checks_.why_limit.empty() ? "" : " (" + checks_.why_limit + ")"));
+  if (!is_valid_utf8(line)) {
+    line = checked_text(line, where.substr(0, where.size() - 2),
+                        ++bad_utf8_ <= kWarningsPerFile ? checks_.warn : nullptr);
+  }
+}
+
+void LineReader::summarise() {
+  if (!checks_.warn) return;
+  const std::string& p = impl_->path;
+  if (bad_utf8_ > kWarningsPerFile)
+    checks_.warn(p + ": " + std::to_string(bad_utf8_) + " lines in all were not valid UTF-8 " +
+                 "(the first " + std::to_string(kWarningsPerFile) + " are named above)");
+  if (cut_ > kWarningsPerFile)
+    checks_.warn(p + ": " + std::to_string(cut_) + " lines in all were cut (the first " +
+                 std::to_string(kWarningsPerFile) + " are named above)");
+  bad_utf8_ = cut_ = 0;
+}
+
+std::string checked_text(std::string_view s, const std::string& what,
+                         const std::function<void(const std::string&)>& warn) {
+  if (is_valid_utf8(s)) return std::string(s);
+  if (warn) warn(what + ": invalid UTF-8 replaced with U+FFFD");
+  return sanitize_utf8(s);
+}
+
+void warn_on_stderr(const std::string& message) {
+  std::fprintf(stderr, "nmt: warning: %s\n", message.c_str());
+}
+
+void check_input_path(const std::string& path, const std::string& option, bool nonempty) {
+  if (path == "-") return;
+  if (path.empty()) throw InputError(option + " is empty: name the file to read");
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw InputError(option + " " + path + ": " + errno_message(errno));
+  if (S_ISDIR(st.st_mode)) throw InputError(option + " " + path + ": is a directory");
+  if (nonempty && S_ISREG(st.st_mode) && st.st_size == 0)
+    throw InputError(option + " " + path + ": the file is empty");
+}
+
+std::vector<std::string> read_lines(const std::string& path, const TextChecks& checks) {
+  LineReader reader(path, checks);
   std::vector<std::string> lines;
   std::string line;
   while (reader.next(line)) lines.push_back(line);

@@ -6,12 +6,40 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace nmt::io {
+
+// What every text input gets, whatever the command: ill-formed UTF-8
+// replaced with U+FFFD (as Python's errors="replace") and reported by file
+// and line number; with max_line_bytes, a longer line is cut while it is
+// read (at a character boundary; the rest of it skipped unread into memory),
+// and reported, so that memory never follows the input's shape.
+struct TextChecks {
+  std::size_t max_line_bytes = 0;  // 0: no limit
+  std::string why_limit;           // appended to the cut-line warning
+  // Warnings, one line each ("FILE line N: ..."); none when empty, and then
+  // the lines are left as they are.
+  std::function<void(const std::string&)> warn;
+};
+
+// SentencePiece pieces are at most 16 characters of at most 4 bytes: a line
+// cut at this many bytes per subword the model can take loses nothing the
+// model would have read.
+inline constexpr std::size_t kMaxBytesPerSubword = 64;
+
+// The first this many warnings of one kind are given per file, then one
+// saying how many more followed.
+inline constexpr int kWarningsPerFile = 10;
+
+// The check every command makes of an input path before any work: missing,
+// a directory or (with nonempty) an empty file is an InputError naming the
+// option ("-m adir: is a directory"). "-" (stdin) passes.
+void check_input_path(const std::string& path, const std::string& option, bool nonempty = false);
 
 // Streams lines from a file or stdin. Gzip input is inflated incrementally,
 // and plain input is handed out as soon as a line is complete, so that
@@ -21,7 +49,7 @@ namespace nmt::io {
 class LineReader {
  public:
   // path "-" reads stdin. Throws nmt::InputError("cannot open PATH: ...").
-  explicit LineReader(const std::string& path);
+  explicit LineReader(const std::string& path, TextChecks checks = {});
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -38,16 +66,30 @@ class LineReader {
   const std::string& path() const { return path_; }
   // 1-based number of the line last returned by next().
   std::size_t line_number() const { return line_number_; }
+  // Whether the line last returned was cut at max_line_bytes, and the
+  // whole line's length in bytes.
+  bool truncated() const { return truncated_; }
+  std::size_t full_length() const { return full_length_; }
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string path_;
   std::size_t line_number_ = 0;
+  TextChecks checks_;
+  bool truncated_ = false;
+  std::size_t full_length_ = 0;
+  int64_t bad_utf8_ = 0, cut_ = 0;
+  void check(std::string& line);
+  void summarise();
 };
 
 // Whole-file convenience over LineReader.
-std::vector<std::string> read_lines(const std::string& path);
+std::vector<std::string> read_lines(const std::string& path, const TextChecks& checks = {});
+
+// The warning printer every command passes in TextChecks::warn:
+// "nmt: warning: ..." on stderr.
+void warn_on_stderr(const std::string& message);
 
 // CRC-32 (zlib's) of a whole file, and its size; throws InputError if it
 // cannot be read.
@@ -55,6 +97,11 @@ uint32_t file_crc32(const std::string& path, uint64_t* size = nullptr);
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool is_valid_utf8(std::string_view s);
+
+// A text that came from elsewhere than a file (an argument): ill-formed
+// UTF-8 replaced and warned about as a file's line would be ("WHAT: ...").
+std::string checked_text(std::string_view s, const std::string& what,
+                         const std::function<void(const std::string&)>& warn);
 
 // Replaces each maximal ill-formed subsequence with U+FFFD (the Unicode
 // "best practice", as Python's errors="replace" does). *had_invalid, when

@@ -6,15 +6,11 @@
 
 namespace nmt {
 
-LoadedModel load_model(const std::string& path, const std::string& compute) {
+LoadedModel load_model(const std::string& path, const std::string& compute, FileChecksum* sum) {
   LoadedModel m;
   std::string spm;
-  FileContents f = open_model(path, m.config, spm);
-  if (spm.empty()) throw InputError(path + ": the model file holds no SentencePiece vocabulary");
-  m.vocab = Vocab::from_bytes(spm);
-  if (m.vocab.size() > m.config.vocab_size)
-    throw InputError(path + ": vocabulary has " + std::to_string(m.vocab.size()) +
-                     " pieces but the model only " + std::to_string(m.config.vocab_size));
+  FileContents f = open_model(path, m.config, spm, &m.vocab, sum);
+  m.metadata = f.metadata;
   auto q = f.metadata.find("quantization");
   const bool int8_file = q != f.metadata.end() && q->second == "int8";
   m.compute = compute.empty() ? (int8_file ? ComputeType::INT8 : ComputeType::F32)

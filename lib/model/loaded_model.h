@@ -1,10 +1,12 @@
 // A model file opened for use: config, vocabulary and Transformer weights.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
 #include "model/config.h"
+#include "model/model_file.h"
 #include "model/transformer.h"
 #include "model/vocab.h"
 
@@ -15,12 +17,16 @@ struct LoadedModel {
   Vocab vocab;
   std::unique_ptr<Transformer> net;
   ComputeType compute = ComputeType::F32;
+  std::map<std::string, std::string> metadata;  // the file's, as nmt info shows it
 };
 
 // Throws InputError naming the file for anything missing, truncated or wrong.
 // compute: "f32", "bf16" or "int8"; empty: the file's ("int8" for a file that
 // nmt quantize wrote, else "f32"). A compute type this CPU cannot run is an
 // InputError that says why.
-LoadedModel load_model(const std::string& path, const std::string& compute = "");
+// The file is read once, so it may be a pipe (`-m <(zcat m.nmt.gz)`); sum,
+// when given, gets the size and CRC-32 of its bytes.
+LoadedModel load_model(const std::string& path, const std::string& compute = "",
+                       FileChecksum* sum = nullptr);
 
 }  // namespace nmt

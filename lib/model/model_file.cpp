@@ -1,6 +1,10 @@
 #include "model/model_file.h"
 
 #include <algorithm>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -8,12 +12,14 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "core/error.h"
-#include "io/atomic_file.h"
+#include "io/output_file.h"
 #include "io/json.h"
 #include "model/quantise.h"
 #include "model/transformer.h"
+#include "model/vocab.h"
 
 namespace nmt {
 
@@ -46,7 +52,7 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
   h.append((8 - h.size() % 8) % 8, ' ');  // the format pads the header with spaces
   const uint64_t hlen = h.size();
 
-  io::AtomicFile out(path);
+  io::OutputFile out(path);
   unsigned char len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(hlen >> (8 * i));
   out.write(len, 8);
@@ -89,49 +95,128 @@ FileContents::Entry parse_entry(const std::string& name, const json& t,
 }
 
 // As safetensors requires: the tensors tile the data exactly, in offset
-// order, with no gap, overlap or trailing bytes.
+// order, with no gap, overlap or trailing bytes. A gap is what a tensor
+// missing from the header leaves, so it is only recorded in *gap: the
+// caller that knows which tensors to expect names the missing one first.
 void check_layout(const std::map<std::string, FileContents::Entry>& tensors, uint64_t data_size,
-                  const std::function<InputError(const std::string&)>& bad) {
+                  const std::function<InputError(const std::string&)>& bad, std::string* gap) {
   std::vector<std::pair<const std::string*, const FileContents::Entry*>> order;
-  for (const auto& [name, e] : tensors) order.push_back({&name, &e});
+  for (const auto& [name, e] : tensors) {
+    if (e.end > data_size)
+      throw bad("tensor " + name + "'s data [" + std::to_string(e.begin) + ", " +
+                std::to_string(e.end) + ") extends past the end of the data (" +
+                std::to_string(data_size) + " bytes; truncated?)");
+    order.push_back({&name, &e});
+  }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return a.second->begin != b.second->begin ? a.second->begin < b.second->begin
                                               : a.second->end < b.second->end;
   });
   uint64_t at = 0;
   for (const auto& [name, e] : order) {
-    if (e->begin != at)
-      throw bad(
-          "tensor " + *name +
-          (e->begin < at ? " overlaps another tensor's data" : " leaves a gap before its data"));
+    if (e->begin < at) throw bad("tensor " + *name + " overlaps another tensor's data");
+    if (e->begin > at && gap->empty())
+      *gap = bad(std::to_string(e->begin - at) + " bytes before tensor " + *name +
+                 "'s data belong to no tensor")
+                 .what();
     at = e->end;
   }
-  if (at > data_size) throw bad("tensor data extends past the end of the file (truncated?)");
-  if (at != data_size)
-    throw bad(std::to_string(data_size - at) + " bytes after the last tensor's data");
+  if (at != data_size && gap->empty())
+    *gap = bad(std::to_string(data_size - at) + " bytes after the last tensor's data").what();
 }
 
 }  // namespace
 
-FileContents read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open model file " + path + ": " + std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const uint64_t size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+namespace {
+
+// A model file's bytes, from a regular file or a pipe (`-m <(zcat m.gz)`),
+// read with the file's size known where it is, so that a bad header is
+// refused before the data is allocated.
+class ModelBytes {
+ public:
+  explicit ModelBytes(const std::string& path) : path_(path) {
+    do {
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    } while (fd_ < 0 && errno == EINTR);
+    if (fd_ < 0) throw InputError("cannot open model file " + path + ": " + std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) fail(errno);
+    if (S_ISDIR(st.st_mode)) {
+      ::close(fd_);
+      throw InputError("cannot read model file " + path + ": it is a directory");
+    }
+    if (S_ISREG(st.st_mode)) size_ = static_cast<uint64_t>(st.st_size);
+  }
+  ~ModelBytes() { ::close(fd_); }
+  ModelBytes(const ModelBytes&) = delete;
+  ModelBytes& operator=(const ModelBytes&) = delete;
+
+  bool size_known() const { return size_ != kUnknown; }
+  uint64_t size() const { return size_; }
+  // With a checksum asked for, every byte read goes into it.
+  void checksum_into(FileChecksum* c) {
+    sum_ = c;
+    if (sum_) *sum_ = FileChecksum{0, static_cast<uint32_t>(crc32(0L, Z_NULL, 0))};
+  }
+  // Reads up to n bytes into dst; returns how many (fewer only at the end).
+  uint64_t read(char* dst, uint64_t n) {
+    const uint64_t got = read_raw(dst, n);
+    if (sum_) {
+      sum_->bytes += got;
+      for (uint64_t at = 0; at < got; at += 1u << 30)
+        sum_->crc32 = static_cast<uint32_t>(
+            crc32(sum_->crc32, reinterpret_cast<const Bytef*>(dst + at),
+                  static_cast<uInt>(std::min<uint64_t>(got - at, 1u << 30))));
+    }
+    return got;
+  }
+
+ private:
+  uint64_t read_raw(char* dst, uint64_t n) {
+    uint64_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::read(fd_, dst + got, std::min<uint64_t>(n - got, 1 << 24));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) fail(errno);
+      if (r == 0) break;
+      got += static_cast<uint64_t>(r);
+    }
+    return got;
+  }
+  [[noreturn]] void fail(int err) {
+    throw InputError("cannot read model file " + path_ + ": " + std::strerror(err));
+  }
+  static constexpr uint64_t kUnknown = ~uint64_t{0};
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = kUnknown;
+  FileChecksum* sum_ = nullptr;
+};
+
+}  // namespace
+
+namespace {
+
+FileContents read_file(const std::string& path, bool strict, FileChecksum* sum) {
+  ModelBytes in(path);
+  in.checksum_into(sum);
   const std::function<InputError(const std::string&)> bad = [&](const std::string& why) {
     return InputError(path + ": not a valid model file: " + why);
   };
-  if (size < 8) throw bad("file is only " + std::to_string(size) + " bytes (truncated?)");
   unsigned char len[8];
-  in.read(reinterpret_cast<char*>(len), 8);
+  const uint64_t got = in.read(reinterpret_cast<char*>(len), 8);
+  if (got < 8)
+    throw bad(got == 0 ? std::string("the file is empty")
+                       : "file is only " + std::to_string(got) + " bytes (truncated?)");
   uint64_t hlen = 0;
   for (int i = 0; i < 8; ++i) hlen |= static_cast<uint64_t>(len[i]) << (8 * i);
-  if (hlen > size - 8 || hlen > (100u << 20))
-    throw bad("header length " + std::to_string(hlen) + " exceeds the file size " +
-              std::to_string(size) + " (truncated?)");
+  if ((in.size_known() && hlen > in.size() - 8) || hlen > (100u << 20))
+    throw bad("header length " + std::to_string(hlen) + " exceeds the file size" +
+              (in.size_known() ? " " + std::to_string(in.size()) : std::string()) +
+              " (truncated?)");
   std::string h(hlen, '\0');
-  in.read(h.data(), static_cast<std::streamsize>(hlen));
+  if (in.read(h.data(), hlen) != hlen)
+    throw bad("header length " + std::to_string(hlen) + " exceeds the file size (truncated?)");
   json header;
   try {
     header = io::parse_json(h, "header");
@@ -142,7 +227,6 @@ FileContents read_safetensors(const std::string& path) {
 
   FileContents f;
   f.source = path;
-  const uint64_t data_size = size - 8 - hlen;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
       if (!it->is_object()) throw bad("__metadata__ is not an object");
@@ -154,11 +238,29 @@ FileContents read_safetensors(const std::string& path) {
     }
     f.tensors[it.key()] = parse_entry(it.key(), *it, bad);
   }
-  check_layout(f.tensors, data_size, bad);
-  f.data.resize(data_size);
-  in.read(f.data.data(), static_cast<std::streamsize>(data_size));
-  if (static_cast<uint64_t>(in.gcount()) != data_size) throw bad("could not read the tensor data");
+  // Only now, with every entry checked, is the data read: a pipe's as far
+  // as the header says it goes, and one byte more to see that it ends.
+  uint64_t need = 0;
+  for (const auto& [name, e] : f.tensors) need = std::max(need, e.end);
+  f.data.resize(in.size_known() ? in.size() - 8 - hlen : need);
+  const uint64_t read = in.read(f.data.data(), f.data.size());
+  f.data.resize(read);
+  if (!in.size_known() && read == need) {
+    char extra[4096];
+    const uint64_t n = in.read(extra, sizeof extra);  // trailing bytes: some are enough
+    f.data.insert(f.data.end(), extra, extra + n);
+  }
+  check_layout(f.tensors, f.data.size(), bad, &f.layout_error);
+  if (strict) f.check_layout();
   return f;
+}
+
+}  // namespace
+
+FileContents read_safetensors(const std::string& path) { return read_file(path, true, nullptr); }
+
+void FileContents::check_layout() const {
+  if (!layout_error.empty()) throw InputError(layout_error);
 }
 
 void FileContents::check_f32(const std::string& name, const Shape& shape) const {
@@ -233,8 +335,9 @@ void save_model(const std::string& path, Transformer& model, const std::string& 
   write_safetensors(path, meta, tensors, bytes);
 }
 
-FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& spm_model) {
-  FileContents f = read_safetensors(path);
+FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& spm_model,
+                        Vocab* vocab, FileChecksum* sum) {
+  FileContents f = read_file(path, /*strict=*/false, sum);
   auto meta = [&](const std::string& key) -> const std::string& {
     auto it = f.metadata.find(key);
     if (it == f.metadata.end())
@@ -247,7 +350,28 @@ FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& 
     throw InputError(path + ": unsupported model format version " + version + " (this nmt reads " +
                      std::to_string(kModelFormatVersion) + ")");
   cfg = parse_config(meta("config"), path + " (stored config)");
-  spm_model = f.has("vocab/sentencepiece") ? f.read_bytes("vocab/sentencepiece") : "";
+  if (auto it = f.metadata.find("step"); it != f.metadata.end()) {
+    const std::string& st = it->second;
+    if (st.empty() || st.size() > 18 || st.find_first_not_of("0123456789") != std::string::npos)
+      throw InputError(path + ": metadata \"step\" is not a non-negative integer: \"" +
+                       st.substr(0, 40) + "\"");
+  }
+  // Every command that loads a model makes the same checks of its
+  // vocabulary: there, readable, and as large as the embedding.
+  if (!f.has("vocab/sentencepiece"))
+    throw InputError(path + ": the model file holds no SentencePiece vocabulary");
+  spm_model = f.read_bytes("vocab/sentencepiece");
+  Vocab v;
+  try {
+    v = Vocab::from_bytes(spm_model);
+  } catch (const InputError& e) {
+    throw InputError(path + ": vocab/sentencepiece: " + e.what());
+  }
+  if (v.size() != cfg.vocab_size)
+    throw InputError(path + ": the vocabulary has " + std::to_string(v.size()) +
+                     " pieces but the model's embedding " + std::to_string(cfg.vocab_size) +
+                     " rows");
+  if (vocab) *vocab = std::move(v);
   return f;
 }
 
@@ -255,6 +379,7 @@ void load_weights(const FileContents& file, Transformer& model, const std::strin
   // Every shape is checked before the parameters are allocated, so that a
   // config edited to enormous sizes is refused at once.
   for (auto& p : model.params().params()) file.check_f32(prefix + p.name, p.shape);
+  file.check_layout();  // a gap, now that no tensor is missing
   if (!model.params().values().numel()) model.init(0);
   for (const Param& p : model.params().params()) {
     Tensor v = model.params().value(&p);

@@ -48,6 +48,10 @@ struct FileContents {
   void read_f32(const std::string& name, const Shape& shape, float* dst) const;
   std::string read_bytes(const std::string& name) const;
   std::string source;
+  // A gap in the data (what a tensor missing from the header leaves),
+  // thrown by check_layout() once the missing names have been looked for.
+  std::string layout_error;
+  void check_layout() const;
 };
 
 // Writes atomically: a temp file beside `path`, fsync, then rename, so a
@@ -67,9 +71,22 @@ class Transformer;
 // "int8", which translation then computes in by default.
 void save_model(const std::string& path, Transformer& model, const std::string& spm_model,
                 const std::map<std::string, std::string>& extra_metadata = {}, bool int8 = false);
-// Loads config and SentencePiece bytes; the caller builds the Transformer
-// from the config and then calls load_weights.
-FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& spm_model);
+class Vocab;
+
+// The size and CRC-32 (zlib's) of a model file's bytes, as they were read
+// (a pipe can be read once only), for `nmt info`.
+struct FileChecksum {
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+};
+
+// Loads config and SentencePiece bytes and makes every check a model gets
+// wherever it is loaded (translate, score, info, quantize, resume): format,
+// version, config, a numeric "step", a readable vocabulary exactly as large
+// as the embedding (into *vocab when given). The caller builds the
+// Transformer from the config and then calls load_weights.
+FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& spm_model,
+                        Vocab* vocab = nullptr, FileChecksum* sum = nullptr);
 void load_weights(const FileContents& file, Transformer& model, const std::string& prefix = "");
 
 }  // namespace nmt

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "core/error.h"
-#include "io/atomic_file.h"
+#include "io/output_file.h"
 
 namespace nmt::plot {
 
@@ -298,11 +298,11 @@ std::string render(const HeatMap& m, Format format) {
 }
 
 void write(const LineChart& chart, const std::string& path) {
-  io::write_file_atomic(path, render(chart, format_of(path)));
+  io::write_file(path, render(chart, format_of(path)));
 }
 
 void write(const HeatMap& map, const std::string& path) {
-  io::write_file_atomic(path, render(map, format_of(path)));
+  io::write_file(path, render(map, format_of(path)));
 }
 
 }  // namespace nmt::plot

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "io/atomic_file.h"
+#include "io/output_file.h"
 #include "model/config.h"
 #include "ops/ops.h"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "io/atomic_file.h"
+#include "io/output_file.h"
 #include "io/json.h"
 
 namespace nmt {
@@ -88,7 +88,7 @@ void TrainLog::keep_entries_until(int64_t step) {
                 j.contains("bleu") ? &bleu : nullptr);
     }
   }
-  io::write_file_atomic(path_, text);
+  io::write_file(path_, text);
 }
 
 void TrainLog::write(const json& entry) {

@@ -26,7 +26,7 @@
 #include "core/error.h"
 #include "core/format.h"
 #include "core/rng.h"
-#include "io/atomic_file.h"
+#include "io/output_file.h"
 #include "io/file_lock.h"
 #include "model/model_file.h"
 #include "model/vocab.h"

@@ -1,0 +1,17 @@
+// The machine's memory, for options whose cost grows with their value
+// (--beam, --batch-tokens, --update-freq): they are bounded by what the
+// machine has, and the refusal names the option.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace nmt {
+
+// Physical memory in bytes (sysconf), or 0 if it cannot be told.
+uint64_t physical_memory_bytes();
+
+// "1.5 GB"
+std::string gigabytes(double bytes);
+
+}  // namespace nmt
