@@ -180,7 +180,7 @@ ModelConfig load_config(const std::string& path) {
 
 const std::vector<TrainingKey>& training_keys() {
   static const std::vector<TrainingKey> keys = {
-      {"batch_tokens", TrainingKey::kInt, 1, false},
+      {"batch_tokens", TrainingKey::kInt, 2, false},
       {"update_freq", TrainingKey::kInt, 1, false},
       {"max_steps", TrainingKey::kInt, 0, false},
       {"max_epochs", TrainingKey::kInt, 0, false},
