@@ -193,7 +193,7 @@ void TrainRun::read_data() {
   if (clear_unusable_pairs(src_, tgt_) == 0) throw none_left(opts_.train_src, train_lines_, "");
   if (has_valid() && clear_unusable_pairs(vsrc_, vtgt_) == 0)
     throw none_left(opts_.valid_src, static_cast<int64_t>(vsrc_.size()),
-                    " in the validation set (--valid-src)");
+                    " in the validation set");
 }
 
 namespace {
