@@ -93,6 +93,8 @@ expect 2 "--lr-scale: expected a number > 0, got 0" "$NMT" train "${A[@]}" "${T[
 expect 2 "--lr-scale: expected a number > 0, got nan" "$NMT" train "${A[@]}" "${T[@]}" --out x.nmt --lr-scale nan
 expect 2 "--vocab-size: expected 0 or an integer >= 8, got 5" "$NMT" train "${A[@]}" "${T[@]}" --out x.nmt --vocab-size 5
 expect 2 "--early-stop needs a validation set" "$NMT" train "${A[@]}" "${T[@]}" --out x.nmt --early-stop 2
+expect 2 "--early-stop needs validations during the run, but --valid-every is 0" "$NMT" train "${A[@]}" "${T[@]}" \
+  --valid-src tr.en --valid-tgt tr.de --out x.nmt --early-stop 2 --valid-every 0
 "$NMT" train --help >help.txt
 grep -q -- "--lr-scale FLOAT:FLOAT > 0=" help.txt && grep -q -- "--warmup INT:INT >= 1=" help.txt \
   && grep -q -- "--batch-tokens INT:INT >= 2=" help.txt || fail "--help ranges: $(grep -- '--lr-scale\|--warmup\|--batch-tokens' help.txt)"

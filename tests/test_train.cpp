@@ -605,6 +605,7 @@ TEST_CASE("bad training inputs give one clear error before training", "[train]")
   CHECK(opt_error({{"batch_tokens", 0}}, true) ==
         "--batch-tokens: expected an integer >= 2, got 0");
   CHECK_THAT(opt_error({{"max_steps", -5}}, true), Catch::Contains("--max-steps"));
+  CHECK(opt_error({{"warmup_steps", 0}}, true) == "--warmup: expected an integer >= 1, got 0");
   CHECK_THAT(opt_error({{"update_freq", 1.5}}, false),
              Catch::Contains("models/x.json: training.update_freq"));
   CHECK_THAT(opt_error({{"lr_scale", 0}}, true),

@@ -128,6 +128,8 @@ void validate_options(const TrainOptions& o) {
                       std::to_string(o.vocab_size));
   if (o.early_stop > 0 && o.valid_src.empty())
     throw OptionError("--early-stop needs a validation set (--valid-src, --valid-tgt)");
+  if (o.early_stop > 0 && o.valid_every == 0)
+    throw OptionError("--early-stop needs validations during the run, but --valid-every is 0");
   if (o.batch_tokens < 2)
     throw OptionError("--batch-tokens: expected an integer >= 2, got " +
                       std::to_string(o.batch_tokens));
