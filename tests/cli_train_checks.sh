@@ -58,6 +58,8 @@ expect 2 "is in o2/m.nmt.ckpt/" "$NMT" train -c o2/m.nmt.ckpt/c.json --threads 1
 mkdir o3; touch o3/m.nmt.ckpt
 expect 1 "o3/m.nmt.ckpt exists and is not a directory" "$NMT" train "${A[@]}" "${T[@]}" --out o3/m.nmt
 expect 1 "o3/m.nmt.ckpt exists and is not a directory" "$NMT" train "${A[@]}" "${T[@]}" --out o3/m.nmt --resume
+mkdir -p o5/m.nmt.curve.svg
+expect 1 "--out: o5/m.nmt.curve.svg is a directory" "$NMT" train "${A[@]}" "${T[@]}" --out o5/m.nmt
 mkdir o4; echo old >o4/m.nmt
 expect 1 "o4/m.nmt already exists" "$NMT" train "${A[@]}" "${T[@]}" --max-steps 2 --out o4/m.nmt
 [ "$(cat o4/m.nmt)" = old ] || fail "an existing OUT was overwritten"

@@ -156,7 +156,12 @@ void validate_options(const TrainOptions& o) {
       throw OptionError("--out: the " + std::string(name) + " file " + in + " is in " + ckpt +
                         "/, where this run writes and removes checkpoints");
   }
-  // Checked now, not at the first checkpoint, when the work would be lost.
+  // Checked now, not at the first checkpoint, validation or the end, when
+  // the work would be lost.
+  for (const std::string& out : {o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg"})
+    if (fs::is_directory(out, ec))
+      throw InputError("--out: " + out + " is a directory (nmt train writes a file there): " +
+                       "remove it or choose another --out");
   if (fs::exists(fs::symlink_status(ckpt, ec)) && !fs::is_directory(ckpt, ec))
     throw InputError(ckpt +
                      " exists and is not a directory (checkpoints go there): remove it "
