@@ -8,18 +8,23 @@
 // after saving a checkpoint; 1 on error.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "commands.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "ops/ops.h"
+#include "train/checkpoints.h"
 #include "train/train_run.h"
 
 namespace nmt::app {
@@ -27,8 +32,23 @@ namespace nmt::app {
 namespace {
 
 std::atomic<int> g_stop{0};
+// 0: no lock held yet, 1: holding OUT.lock (g_lock_path), 2: training.
+// Before training a stop has nothing to save, so the process ends at once,
+// even inside a blocking read of a FIFO or inside SentencePiece.
+std::atomic<int> g_phase{0};
+char g_lock_path[4096];
 
 extern "C" void on_stop_signal(int sig) {
+  const int phase = g_phase.load();
+  if (phase < 2) {
+    if (phase == 1) ::unlink(g_lock_path);  // ours: the kernel drops the flock itself
+    static const char msg[] = "\nnmt: stopped before training began (nothing to save)\n";
+    ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);  // delivered when the handler returns: exit status 128 + sig
+    return;
+  }
   g_stop.store(sig);
   static const char msg[] =
       "\nnmt: stopping after this step and saving a checkpoint (again to abort)\n";
@@ -81,7 +101,15 @@ void register_train(CLI::App& app) {
   cmd->add_option("-o,--out", o.out, "The model file to write (checkpoints in OUT.ckpt/)")
       ->required();
   cmd->add_option("--spm", o.spm, "Use this SentencePiece model instead of training one");
-  cmd->add_option("--vocab-size", o.vocab_size, "Joint vocabulary size (0: the config's)");
+  cmd->add_option("--vocab-size", o.vocab_size, "Joint vocabulary size (0: the config's)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            int v = 0;
+            if (!CLI::detail::lexical_cast(s, v) || v < 0 || (v > 0 && v < 8))
+              return "expected 0 or an integer >= 8, got " + s;
+            return "";
+          },
+          "0 or INT >= 8"));
   cmd->add_flag("--resume", o.resume, "Continue from the latest checkpoint in OUT.ckpt/");
   add_threads_option(cmd, cli->threads);
 
@@ -93,12 +121,47 @@ void register_train(CLI::App& app) {
     const nlohmann::json& d = defaults.at(key);
     opt->default_str(d.is_string() ? d.get<std::string>() : d.dump());
   };
+  // Each option's range is the one training_keys() declares for its key,
+  // checked by CLI11 (a usage error, exit 2, naming the option as typed) and
+  // shown by --help.
+  auto range_check = [](const char* key) {
+    const auto k = std::find_if(training_keys().begin(), training_keys().end(),
+                                [&](const TrainingKey& t) { return std::string(key) == t.name; });
+    if (k == training_keys().end()) throw std::logic_error(std::string("no training key ") + key);
+    const bool integer = k->kind == TrainingKey::kInt;
+    std::ostringstream desc;
+    desc << (integer ? "INT " : "FLOAT ") << (k->strict ? "> " : ">= ") << k->min;
+    return CLI::Validator(
+        [key, integer](std::string& s) -> std::string {
+          nlohmann::json v;
+          int64_t i = 0;
+          double x = 0;
+          if (integer && CLI::detail::lexical_cast(s, i))
+            v = i;
+          else if (CLI::detail::lexical_cast(s, x) && std::isfinite(x))
+            v = x;
+          else
+            v = s;
+          try {
+            validate_training_json({{key, v}}, "command line", /*cli=*/true);
+          } catch (const InputError& e) {
+            // "--warmup-steps: expected ..., got 0": the option is named by
+            // CLI11, the value as typed.
+            std::string m = e.what();
+            const size_t colon = m.find(": ");
+            if (colon != std::string::npos) m = m.substr(colon + 2);
+            const size_t got = m.rfind(", got ");
+            return got == std::string::npos ? m : m.substr(0, got) + ", got " + s;
+          }
+          return "";
+        },
+        desc.str());
+  };
   auto int_opt = [&](const char* flag, const char* key, const char* help) {
-    shown(cmd->add_option_function<int64_t>(flag, given(key), help), key);
+    shown(cmd->add_option_function<int64_t>(flag, given(key), help)->check(range_check(key)), key);
   };
   auto num_opt = [&](const char* flag, const char* key, const char* help) {
-    shown(cmd->add_option_function<double>(flag, given(key), help)->check(finite_range(0, 1e12)),
-          key);
+    shown(cmd->add_option_function<double>(flag, given(key), help)->check(range_check(key)), key);
   };
   int_opt("--batch-tokens", "batch_tokens", "Padded tokens per batch, max of source and target");
   int_opt("--update-freq", "update_freq", "Batches per update, gradients summed");
@@ -135,8 +198,13 @@ void register_train(CLI::App& app) {
     const std::string config_path = find_config(cli->config);
     ModelConfig cfg = load_config(config_path);
     TrainOptions opts = cli->opts;
+    opts.config = config_path;
     apply_training_json(cfg.training, opts, config_path);
-    apply_training_json(cli->given, opts, "command line", /*cli=*/true);
+    try {
+      apply_training_json(cli->given, opts, "command line", /*cli=*/true);
+    } catch (const InputError& e) {
+      throw UsageError(e.what());
+    }
 
     const bool tty = ::isatty(STDERR_FILENO) == 1;
     bool live = false;  // a "\r" line is showing
@@ -158,21 +226,30 @@ void register_train(CLI::App& app) {
       }
     };
     g_stop.store(0);
+    g_phase.store(0);
+    std::snprintf(g_lock_path, sizeof g_lock_path, "%s", lock_path(opts.out).c_str());
     cb.stop = &g_stop;
+    cb.on_locked = [] { g_phase.store(1); };
+    cb.on_training = [] { g_phase.store(2); };
+    auto restore = [&] {
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+      g_phase.store(0);
+      if (live) std::cerr << "\n";
+    };
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
     TrainResult r;
     try {
       r = train(cfg, opts, cb);
+    } catch (const OptionError& e) {
+      restore();
+      throw UsageError(e.what());
     } catch (...) {
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
-      if (live) std::cerr << "\n";
+      restore();
       throw;
     }
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    if (live) std::cerr << "\n";
+    restore();
     if (r.interrupted) exit_code() = 128 + g_stop.load();
   });
 }

@@ -205,7 +205,7 @@ grep -q "long.en line 2: 10000000 bytes; only the first .* are read (the model t
 [ "$(tail -1 rss.txt)" -lt $(( $(tail -1 rss0.txt) + 100000 )) ] ||
   fail "a 10 MB line took $(tail -1 rss.txt) kB, against $(tail -1 rss0.txt) kB for two short lines"
 rm -f long.en
-expect 2 "^nmt translate: error: --beam 1000: .* could need up to .* GB, more than this machine's" \
+expect 2 "^nmt translate: error: --beam 1000: .* could need up to .* GiB, more than this machine's" \
   "$NMT" translate -m m.nmt -i in.en --beam 1000 --batch-tokens 16777216 --window 1048576 $T
 
 # 7. Lines that cannot be used as given say so.

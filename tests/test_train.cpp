@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/memory.h"
 #include "core/error.h"
 #include "model/model_file.h"
 #include "ops/ops.h"
@@ -603,8 +604,9 @@ TEST_CASE("bad training inputs give one clear error before training", "[train]")
     return "(no InputError)";
   };
   CHECK(opt_error({{"batch_tokens", 0}}, true) ==
-        "--batch-tokens: expected an integer >= 1, got 0");
+        "--batch-tokens: expected an integer >= 2, got 0");
   CHECK_THAT(opt_error({{"max_steps", -5}}, true), Catch::Contains("--max-steps"));
+  CHECK(opt_error({{"warmup_steps", 0}}, true) == "--warmup: expected an integer >= 1, got 0");
   CHECK_THAT(opt_error({{"update_freq", 1.5}}, false),
              Catch::Contains("models/x.json: training.update_freq"));
   CHECK_THAT(opt_error({{"lr_scale", 0}}, true),
@@ -644,4 +646,73 @@ TEST_CASE("the learning curve labels small BLEU values with enough decimals", "[
   CHECK(svg.find("<svg") != std::string::npos);
   CHECK(svg.find("</svg>") != std::string::npos);
   CHECK(plot::render(chart, plot::Format::PDF).compare(0, 5, "%PDF-") == 0);
+}
+
+TEST_CASE("text with nothing SentencePiece keeps is an empty side", "[train]") {
+  for (const char* blank : {"", "   ", "\t \r", "\xe3\x80\x80 \xe3\x80\x80", "\x01\x02\x03\x7f",
+                            "\xe2\x80\x8b\xef\xbb\xbf", "\xc2\x85\xc2\xa0"})
+    CHECK_FALSE(has_usable_text(blank));
+  for (const char* text : {"a", " \xe3\x80\x80x", "\xc3\xa9", "\xff",
+                           "\xe2\x80\x8b"
+                           "1"})
+    CHECK(has_usable_text(text));
+  std::vector<std::string> src = {"one", "   ", "three", "\xe2\x80\x8b"};
+  std::vector<std::string> tgt = {"eins", "zwei", "\x01", "vier"};
+  CHECK(clear_unusable_pairs(src, tgt) == 1);
+  CHECK(src == std::vector<std::string>{"one", "", "", ""});
+  CHECK(tgt == std::vector<std::string>{"eins", "", "", ""});
+}
+
+TEST_CASE("options that multiply memory are bounded by the machine's, naming the option",
+          "[train]") {
+  const ModelConfig cfg = small_config(0.f);
+  const uint64_t gib8 = uint64_t{8} << 30;
+  TrainOptions o;
+  CHECK_NOTHROW(check_memory_bounds(o, cfg, 32000, gib8));
+  o.update_freq = 1000000000;
+  CHECK_THROWS_WITH(
+      check_memory_bounds(o, cfg, 32000, gib8),
+      Catch::StartsWith("--update-freq 1000000000:") && Catch::Contains("expected at most"));
+  o.update_freq = 1;
+  o.batch_tokens = 1000000000;
+  CHECK_THROWS_AS(check_memory_bounds(o, cfg, 32000, gib8), OptionError);
+  CHECK_THROWS_WITH(check_memory_bounds(o, cfg, 32000, gib8),
+                    Catch::StartsWith("--batch-tokens 1000000000:"));
+  CHECK(physical_memory_bytes() > 0);
+}
+
+TEST_CASE("a checkpoint's checksum covers its data and metadata; damage is named", "[train]") {
+  TempDir dir("ckpt_sum");
+  const std::vector<float> w = {1.f, -2.f, 3.f}, m = {0.1f, 0.2f, 0.3f}, v = {0.f, 0.5f, 1.f};
+  std::map<std::string, std::string> meta = {
+      {"training_state",
+       R"({"step":6,"epoch":0,"batch_index":1,"seed":1,"adam_t":6,"batch_tokens":100,)"
+       R"("update_freq":1,"train_pairs":3})"}};
+  auto write = [&](const std::vector<float>& vv, bool with_sum) {
+    const std::vector<NamedTensor> t = {{"w", Shape{3}, w.data()},
+                                        {"optimizer/adam_m", Shape{3}, m.data()},
+                                        {"optimizer/adam_v", Shape{3}, vv.data()}};
+    auto mm = meta;
+    if (with_sum) mm["checksum"] = content_checksum(mm, t, {{"vocab/sentencepiece", "spm"}});
+    write_safetensors(dir / "c.nmt", mm, t, {{"vocab/sentencepiece", "spm"}});
+    return read_safetensors(dir / "c.nmt");
+  };
+  FileContents f = write(v, true);
+  CHECK(f.metadata.at("checksum").rfind("crc32:", 0) == 0);
+  CHECK(content_checksum(f) == f.metadata.at("checksum"));
+  CHECK(checkpoint_problem(f, 6).empty());
+  CHECK_THAT(checkpoint_problem(f, 7), Catch::Contains("step 6") && Catch::Contains("step 7"));
+  f.data[5] ^= 0x04;  // a flipped bit in w
+  CHECK_THAT(checkpoint_problem(f, 6), Catch::Contains("checksum does not match"));
+  f = write(v, true);
+  f.metadata["training_state"][8] = '9';  // "step":9
+  CHECK_THAT(checkpoint_problem(f, 6), Catch::Contains("checksum does not match"));
+  // Without a checksum (an older checkpoint): checked structurally only.
+  f = write(v, false);
+  CHECK(checkpoint_problem(f, 6).empty());
+  f = write({0.f, -0.5f, 1.f}, false);
+  CHECK_THAT(checkpoint_problem(f, 6),
+             Catch::Contains("optimizer/adam_v holds a negative value at element 1"));
+  f = write({0.f, NAN, 1.f}, false);
+  CHECK_THAT(checkpoint_problem(f, 6), Catch::Contains("non-finite"));
 }

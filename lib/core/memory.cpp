@@ -13,7 +13,7 @@ uint64_t physical_memory_bytes() {
 
 std::string gigabytes(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(uint64_t{1} << 30));
   return buf;
 }
 

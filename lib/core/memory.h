@@ -11,7 +11,7 @@ namespace nmt {
 // Physical memory in bytes (sysconf), or 0 if it cannot be told.
 uint64_t physical_memory_bytes();
 
-// "1.5 GB"
+// "1.5 GiB"
 std::string gigabytes(double bytes);
 
 }  // namespace nmt

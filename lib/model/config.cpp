@@ -180,7 +180,7 @@ ModelConfig load_config(const std::string& path) {
 
 const std::vector<TrainingKey>& training_keys() {
   static const std::vector<TrainingKey> keys = {
-      {"batch_tokens", TrainingKey::kInt, 1, false},
+      {"batch_tokens", TrainingKey::kInt, 2, false},
       {"update_freq", TrainingKey::kInt, 1, false},
       {"max_steps", TrainingKey::kInt, 0, false},
       {"max_epochs", TrainingKey::kInt, 0, false},
@@ -207,6 +207,7 @@ namespace {
 
 std::string training_key_name(const std::string& key, const std::string& source, bool cli) {
   if (!cli) return source + ": training." + key;
+  if (key == "warmup_steps") return "--warmup";  // the one option named unlike its key
   std::string s = "--" + key;
   std::replace(s.begin(), s.end(), '_', '-');
   return s;

@@ -1,18 +1,19 @@
 #include "model/model_file.h"
 
-#include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 #include "core/error.h"
 #include "io/output_file.h"
@@ -333,6 +334,47 @@ void save_model(const std::string& path, Transformer& model, const std::string& 
   std::map<std::string, std::string> bytes;
   if (!spm_model.empty()) bytes["vocab/sentencepiece"] = spm_model;
   write_safetensors(path, meta, tensors, bytes);
+}
+
+namespace {
+
+uLong crc_bytes(uLong crc, const void* data, uint64_t n) {
+  const auto* p = static_cast<const Bytef*>(data);
+  while (n > 0) {  // crc32 takes at most a uInt at a time
+    const uInt k = static_cast<uInt>(std::min<uint64_t>(n, uint64_t{1} << 30));
+    crc = crc32(crc, p, k);
+    p += k;
+    n -= k;
+  }
+  return crc;
+}
+
+std::string crc_metadata(uLong crc, const std::map<std::string, std::string>& metadata) {
+  for (const auto& [key, value] : metadata) {
+    if (key == "checksum") continue;
+    crc = crc_bytes(crc, key.data(), key.size() + 1);  // with the terminating NUL
+    crc = crc_bytes(crc, value.data(), value.size() + 1);
+  }
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc & 0xffffffffUL));
+  return std::string("crc32:") + hex;
+}
+
+}  // namespace
+
+std::string content_checksum(const std::map<std::string, std::string>& metadata,
+                             const std::vector<NamedTensor>& tensors,
+                             const std::map<std::string, std::string>& byte_tensors) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (const auto& t : tensors) crc = crc_bytes(crc, t.data, t.shape.numel() * dtype_size(t.dtype));
+  for (const auto& kv : byte_tensors) crc = crc_bytes(crc, kv.second.data(), kv.second.size());
+  return crc_metadata(crc, metadata);
+}
+
+std::string content_checksum(const FileContents& f) {
+  // read_safetensors checked that the tensors tile the data in offset order,
+  // which is the order write_safetensors wrote them in.
+  return crc_metadata(crc_bytes(crc32(0L, Z_NULL, 0), f.data.data(), f.data.size()), f.metadata);
 }
 
 FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& spm_model,

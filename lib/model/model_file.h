@@ -63,6 +63,18 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
 // Reads and validates the header and sizes before trusting anything.
 FileContents read_safetensors(const std::string& path);
 
+// A CRC-32 of a file's content, for the "checksum" metadata a checkpoint
+// carries ("crc32:" and 8 hex digits): the tensor data as written (the
+// tensors in order, then the byte tensors in name order), then every
+// metadata key and value but "checksum" itself, in key order. It changes
+// with any byte of the data and any value of the metadata, so a flipped bit,
+// a truncated copy or an edited training state is caught.
+std::string content_checksum(const std::map<std::string, std::string>& metadata,
+                             const std::vector<NamedTensor>& tensors,
+                             const std::map<std::string, std::string>& byte_tensors);
+// The same checksum of a file as read.
+std::string content_checksum(const FileContents& file);
+
 class Transformer;
 
 // A model ready to translate: config, vocabulary bytes and weights. int8

@@ -31,6 +31,19 @@ std::vector<std::string> list_checkpoints(const std::string& out) {
   return files;
 }
 
+int64_t checkpoint_step(const std::string& path) {
+  const std::string name = fs::path(path).filename().string();
+  if (name.size() != 18 || name.rfind("step-", 0) != 0 || name.substr(14) != ".nmt") return -1;
+  int64_t step = 0;
+  for (size_t i = 5; i < 14; ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+std::string lock_path(const std::string& out) { return out + ".lock"; }
+
 void prune_checkpoints(const std::string& out, int64_t keep) {
   if (keep <= 0) return;
   const auto all = list_checkpoints(out);

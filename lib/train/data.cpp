@@ -1,5 +1,8 @@
 #include "train/data.h"
 
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
+
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -48,6 +51,39 @@ void read_parallel(const std::string& src_path, const std::string& tgt_path,
       bad += invalid;
     }
   if (invalid_lines) *invalid_lines = bad;
+}
+
+bool has_usable_text(const std::string& line) {
+  const auto* p = reinterpret_cast<const uint8_t*>(line.data());
+  const int32_t n = static_cast<int32_t>(std::min<size_t>(line.size(), INT32_MAX));
+  for (int32_t i = 0; i < n;) {
+    if (p[i] < 0x80) {  // ASCII, most text: printable and not a space
+      if (p[i] > 0x20 && p[i] < 0x7f) return true;
+      ++i;
+      continue;
+    }
+    UChar32 c;
+    U8_NEXT(p, i, n, c);
+    if (c < 0) return true;  // ill-formed: replaced by U+FFFD, which is kept
+    const int8_t type = u_charType(c);
+    if (!u_isUWhiteSpace(c) && type != U_CONTROL_CHAR && type != U_FORMAT_CHAR) return true;
+  }
+  return false;
+}
+
+int64_t clear_unusable_pairs(std::vector<std::string>& src, std::vector<std::string>& tgt) {
+  const int64_t n = static_cast<int64_t>(std::min(src.size(), tgt.size()));
+  int64_t left = 0;
+#pragma omp parallel for reduction(+ : left) schedule(dynamic, 1024)
+  for (int64_t i = 0; i < n; ++i) {
+    if (has_usable_text(src[i]) && has_usable_text(tgt[i])) {
+      ++left;
+    } else {
+      src[i].clear();
+      tgt[i].clear();
+    }
+  }
+  return left;
 }
 
 int64_t ParallelCorpus::tgt_tokens() const {

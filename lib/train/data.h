@@ -26,6 +26,16 @@ void read_parallel(const std::string& src_path, const std::string& tgt_path,
                    std::vector<std::string>& src, std::vector<std::string>& tgt,
                    int64_t* invalid_lines = nullptr);
 
+// Whether a line holds a character that SentencePiece keeps: anything but
+// Unicode white space, control (Cc) and format (Cf) characters (zero-width
+// spaces, BOMs). A line without one encodes to nothing.
+bool has_usable_text(const std::string& line);
+// Empties both sides of every pair where a side has no usable text, so the
+// pair is counted and skipped "with an empty side" before SentencePiece
+// sees it (it aborts the process on text with no usable character). Returns
+// the number of pairs left with text on both sides.
+int64_t clear_unusable_pairs(std::vector<std::string>& src, std::vector<std::string>& tgt);
+
 struct ParallelCorpus {
   std::vector<std::vector<int32_t>> src, tgt;  // without </s>, <s>
   std::vector<int64_t> line;                   // 0-based input line of each pair

@@ -1,9 +1,14 @@
 #include "train/options.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "io/output_file.h"
 #include "model/config.h"
 #include "ops/ops.h"
@@ -107,34 +112,98 @@ void validate_options(const TrainOptions& o) {
   check_file(o.train_src, "--train-src");
   check_file(o.train_tgt, "--train-tgt");
   if (o.valid_src.empty() != o.valid_tgt.empty())
-    throw InputError("--valid-src and --valid-tgt go together: give both or neither");
+    throw OptionError("--valid-src and --valid-tgt go together: give both or neither");
   if (!o.valid_src.empty()) {
     check_file(o.valid_src, "--valid-src");
     check_file(o.valid_tgt, "--valid-tgt");
   }
   if (!o.spm.empty()) check_file(o.spm, "--spm");
-  if (o.out.empty()) throw InputError("--out is required");
-  if (fs::is_directory(o.out)) throw InputError("--out: " + o.out + " is a directory");
+  if (o.out.empty()) throw OptionError("--out is required");
+  std::error_code ec;
+  if (fs::is_directory(o.out, ec)) throw OptionError("--out: " + o.out + " is a directory");
   const fs::path parent = fs::path(o.out).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent))
+  if (!parent.empty() && !fs::is_directory(parent, ec))
     throw InputError("--out: directory " + parent.string() + " does not exist");
   if (o.vocab_size < 0 || (o.vocab_size > 0 && o.vocab_size < 8))
-    throw InputError("--vocab-size: expected at least 8, got " + std::to_string(o.vocab_size));
+    throw OptionError("--vocab-size: expected 0 or at least 8, got " +
+                      std::to_string(o.vocab_size));
   if (o.early_stop > 0 && o.valid_src.empty())
-    throw InputError("--early-stop needs a validation set (--valid-src, --valid-tgt)");
+    throw OptionError("--early-stop needs a validation set (--valid-src, --valid-tgt)");
+  if (o.early_stop > 0 && o.valid_every == 0)
+    throw OptionError("--early-stop needs validations during the run, but --valid-every is 0");
   if (o.batch_tokens < 2)
-    throw InputError("--batch-tokens: expected at least 2, got " + std::to_string(o.batch_tokens));
-  // Nothing that training writes may be one of its inputs.
+    throw OptionError("--batch-tokens: expected an integer >= 2, got " +
+                      std::to_string(o.batch_tokens));
+  // Nothing that training writes may be one of its inputs: not the files
+  // beside OUT, nor anything in OUT.ckpt/, where checkpoints are written and
+  // pruned.
   const std::vector<std::pair<std::string, const char*>> inputs = {{o.train_src, "--train-src"},
                                                                    {o.train_tgt, "--train-tgt"},
                                                                    {o.valid_src, "--valid-src"},
                                                                    {o.valid_tgt, "--valid-tgt"},
-                                                                   {o.spm, "--spm"}};
+                                                                   {o.spm, "--spm"},
+                                                                   {o.config, "--config"}};
+  const std::string ckpt = o.out + ".ckpt";
   for (const std::string& out :
-       {o.out, o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg"})
+       {o.out, o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg", o.out + ".lock", ckpt})
     for (const auto& [in, name] : inputs)
       if (!in.empty() && io::file_id(out) == io::file_id(in))
-        throw InputError("--out: " + out + " would overwrite the " + name + " file " + in);
+        throw OptionError("--out: " + out + " would overwrite the " + name + " file " + in);
+  const io::FileId ckpt_dir = io::file_id(ckpt);
+  for (const auto& [in, name] : inputs) {
+    if (in.empty()) continue;
+    const fs::path dir = fs::path(in).parent_path();
+    if (ckpt_dir.exists && io::file_id(dir.empty() ? "." : dir.string()) == ckpt_dir)
+      throw OptionError("--out: the " + std::string(name) + " file " + in + " is in " + ckpt +
+                        "/, where this run writes and removes checkpoints");
+  }
+  // Checked now, not at the first checkpoint, validation or the end, when
+  // the work would be lost.
+  for (const std::string& out : {o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg"})
+    if (fs::is_directory(out, ec))
+      throw InputError("--out: " + out + " is a directory (nmt train writes a file there): " +
+                       "remove it or choose another --out");
+  if (fs::exists(fs::symlink_status(ckpt, ec)) && !fs::is_directory(ckpt, ec))
+    throw InputError(ckpt +
+                     " exists and is not a directory (checkpoints go there): remove it "
+                     "or choose another --out");
+}
+
+
+void check_memory_bounds(const TrainOptions& o, const ModelConfig& cfg, int64_t vocab,
+                         uint64_t memory) {
+  if (memory == 0) memory = physical_memory_bytes();
+  if (memory == 0) return;
+  const double mem = static_cast<double>(memory);
+  // A lower estimate of one batch's activations per padded token: the logits
+  // and their gradient (f32, one per vocabulary entry), and a few vectors of
+  // the model's width per layer. Refusing only what this estimate already
+  // rules out never refuses a run that would fit.
+  const double per_token =
+      4.0 * (2.0 * double(std::max<int64_t>(vocab, 1)) +
+             4.0 * double(cfg.d_model) * double(cfg.encoder_layers + cfg.decoder_layers));
+  const double tokens = static_cast<double>(o.batch_tokens);
+  if (tokens * per_token > mem) {
+    const auto most = static_cast<int64_t>(mem / per_token);
+    throw OptionError("--batch-tokens " + std::to_string(o.batch_tokens) +
+                      ": a batch would need at least " + gigabytes(tokens * per_token) +
+                      " for its activations (vocabulary " + std::to_string(vocab) + ", d_model " +
+                      std::to_string(cfg.d_model) + "), more than this machine's " + gigabytes(mem) +
+                      "; expected at most " + std::to_string(most));
+  }
+  // The batches of an update are gathered (source, target input and output
+  // ids: 3 x 4 bytes per token, and the vectors' own size) before the first
+  // is computed; they may take at most half the memory.
+  const double per_batch = 12.0 * tokens + 128.0;
+  const double gathered = static_cast<double>(o.update_freq) * per_batch;
+  if (gathered > mem / 2) {
+    const auto most = static_cast<int64_t>(mem / 2 / per_batch);
+    throw OptionError("--update-freq " + std::to_string(o.update_freq) +
+                      ": an update gathers its batches (of up to " +
+                      std::to_string(o.batch_tokens) + " tokens) before computing them, " +
+                      gigabytes(gathered) + ", more than half this machine's " + gigabytes(mem) +
+                      "; expected at most " + std::to_string(most));
+  }
 }
 
 }  // namespace nmt

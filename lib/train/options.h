@@ -7,13 +7,28 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/error.h"
+
 namespace nmt {
+
+struct ModelConfig;
+
+// An option value or a combination of options that cannot mean anything
+// (a usage error: the command line exits 2), as opposed to an input that is
+// missing or unreadable.
+class OptionError : public InputError {
+ public:
+  using InputError::InputError;
+};
 
 struct TrainOptions {
   // Files (command line only).
   std::string train_src, train_tgt, valid_src, valid_tgt;
   std::string out;  // the final model; OUT.best, OUT.ckpt/, OUT.log.jsonl, OUT.curve.svg beside it
   std::string spm;  // an existing SentencePiece model instead of training one
+  // The --config file, when the config was read from one: checked not to be
+  // an output, like the data files ("" for a config given in memory).
+  std::string config;
   int vocab_size = 0;   // 0: the config's vocab_size
   bool resume = false;  // continue from the latest checkpoint in OUT.ckpt/
 
@@ -47,9 +62,20 @@ struct TrainOptions {
 // (`cli`: name it as the command-line option, --batch-tokens).
 void apply_training_json(const nlohmann::json& j, TrainOptions& opts, const std::string& source,
                          bool cli = false);
-// Checks the combination of options and that the input files exist; throws
-// InputError with one clear message.
+// Checks the combination of options (OptionError), that the input files
+// exist and that no output of the run (OUT, OUT.best, OUT.log.jsonl,
+// OUT.curve.svg, OUT.lock, OUT.ckpt/ and what it holds) is one of them, and
+// that OUT.ckpt is a directory if it exists; throws InputError with one
+// clear message.
 void validate_options(const TrainOptions& opts);
+
+// Refuses (OptionError naming the option) --batch-tokens and --update-freq
+// whose batches could not fit in `memory` bytes: the batches of an update
+// are gathered before it is computed, and a batch's activations grow with
+// its tokens, the vocabulary (the logits) and the model's width. vocab: the
+// vocabulary size expected. memory 0: this machine's.
+void check_memory_bounds(const TrainOptions& opts, const ModelConfig& cfg, int64_t vocab,
+                         uint64_t memory = 0);
 
 nlohmann::json options_to_json(const TrainOptions& opts);
 

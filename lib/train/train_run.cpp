@@ -1,6 +1,9 @@
 // A training run, in the order it happens:
-//   1. lock OUT, clear what a killed run left, read and check every input;
-//   2. resume the previous run's checkpoint, or train a vocabulary;
+//   1. check the options and paths, lock OUT, clear what a killed run left;
+//      open the checkpoint to resume (the newest whole one; damaged ones are
+//      named and passed over) and check it against this run's config,
+//      vocabulary and options, or load --spm: all before reading any data;
+//   2. read and check every input, then train a vocabulary if none is given;
 //   3. encode the data; build the model and the Trainer; open the log;
 //   4. the loop: an update, then validation, checkpoint and stop checks;
 //   5. the end: a last checkpoint and validation, then the final model (the
@@ -69,15 +72,26 @@ class TrainRun {
     validate_options(opts_);
     // Before reading any data: the models are built on the CPU backend.
     require_compute_type(Device{}, parse_compute_type(opts_.compute_type));
+    if (io::file_id(opts_.train_src) == io::file_id(opts_.train_tgt))
+      log("warning: --train-src and --train-tgt are the same file (" + opts_.train_src +
+          "): the model will learn to copy its input");
     std::optional<io::FileLock> lock;
     if (root()) {
-      lock.emplace(opts_.out + ".lock", opts_.out);
+      lock.emplace(lock_path(opts_.out), opts_.out);
+      if (cb_.on_locked) cb_.on_locked();
       clear_stale_temps();
     }
-    read_data();
+    // Everything that does not need the data is checked before reading it.
     open_previous_run();
+    check_memory_bounds(opts_, cfg_,
+                        !spm_.empty()          ? vocab_.size()
+                        : opts_.vocab_size > 0 ? opts_.vocab_size
+                                               : cfg_.vocab_size);
+    read_data();
+    make_vocabulary();
     encode_data();
     build_model();
+    if (cb_.on_training) cb_.on_training();
     if (root()) open_log();
     loop();
     if (root()) finish();
@@ -97,6 +111,8 @@ class TrainRun {
   void clear_stale_temps();
   void read_data();
   void open_previous_run();
+  void check_resume(const std::string& path, const ModelConfig& ccfg, const TrainState& rs);
+  void make_vocabulary();
   void encode_data();
   void build_model();
   void open_log();
@@ -163,7 +179,44 @@ void TrainRun::read_data() {
         " training lines were not valid UTF-8 (bytes replaced)");
   if (has_valid()) read_parallel(opts_.valid_src, opts_.valid_tgt, vsrc_, vtgt_);
   train_lines_ = static_cast<int64_t>(src_.size());
+  // A side with nothing SentencePiece keeps (spaces, control or zero-width
+  // characters) is an empty side: refused now if nothing else is left, not
+  // by SentencePiece ending the process, nor by a validation set that scores
+  // every model alike.
+  const int64_t max_len = cfg_.max_positions - 1;
+  auto none_left = [&](const std::string& file, int64_t lines, const char* what) {
+    return InputError(file + ": no usable sentence pairs" + what + " (0 longer than " +
+                      std::to_string(max_len) + " subwords, " + std::to_string(lines) +
+                      " with an empty side: blank, or only spaces, control or zero-width "
+                      "characters)");
+  };
+  if (clear_unusable_pairs(src_, tgt_) == 0) throw none_left(opts_.train_src, train_lines_, "");
+  if (has_valid() && clear_unusable_pairs(vsrc_, vtgt_) == 0)
+    throw none_left(opts_.valid_src, static_cast<int64_t>(vsrc_.size()),
+                    " in the validation set");
 }
+
+namespace {
+
+// "damaged.nmt: not a valid model file: ..." without the path that the
+// message is about to be given with.
+std::string reason_about(const std::string& path, std::string why) {
+  for (const std::string& p : {path, fs::path(path).filename().string()})
+    if (why.rfind(p + ": ", 0) == 0) return why.substr(p.size() + 2);
+  return why;
+}
+
+std::string name_of(const std::string& path) { return fs::path(path).filename().string(); }
+
+// The command-line spelling of a training option's key.
+std::string flag_of(const std::string& key) {
+  if (key == "warmup_steps") return "--warmup";
+  std::string s = "--" + key;
+  std::replace(s.begin(), s.end(), '_', '-');
+  return s;
+}
+
+}  // namespace
 
 void TrainRun::open_previous_run() {
   const auto ckpts = list_checkpoints(opts_.out);
@@ -171,14 +224,44 @@ void TrainRun::open_previous_run() {
     throw InputError(checkpoint_dir(opts_.out) + " holds checkpoints of an earlier run (latest " +
                      ckpts.back() +
                      "): pass --resume to continue it, or remove the directory to start over");
+  std::error_code ec;
+  if (ckpts.empty() && !opts_.resume && fs::exists(opts_.out, ec))
+    throw InputError(
+        "--out: " + opts_.out +
+        " already exists (the model of an earlier run?) and there is no checkpoint in " +
+        checkpoint_dir(opts_.out) + "/ to resume: remove it or choose another --out");
   if (opts_.resume && !ckpts.empty()) {
+    // The newest checkpoint that is whole; a damaged one is named and passed over.
+    std::vector<std::string> damaged;
+    std::string chosen;
     ModelConfig ccfg;
-    resume_file_ = std::make_unique<FileContents>(open_model(ckpts.back(), ccfg, spm_));
-    if (spm_.empty())
-      throw InputError(ckpts.back() + ": the checkpoint holds no SentencePiece vocabulary");
+    for (auto it = ckpts.rbegin(); it != ckpts.rend() && chosen.empty(); ++it) {
+      std::string why;
+      try {
+        auto f = std::make_unique<FileContents>(open_model(*it, ccfg, spm_));
+        why = checkpoint_problem(*f, checkpoint_step(*it));
+        if (why.empty() && spm_.empty()) why = "it holds no SentencePiece vocabulary";
+        if (why.empty()) {
+          resume_file_ = std::move(f);
+          chosen = *it;
+        }
+      } catch (const Error& e) {
+        why = reason_about(*it, e.what());
+      }
+      if (!why.empty()) damaged.push_back(name_of(*it) + " is damaged (" + why + ")");
+    }
+    std::string list;
+    for (const auto& d : damaged) list += (list.empty() ? "" : "; ") + d;
+    if (chosen.empty())
+      throw InputError("--resume: no checkpoint in " + checkpoint_dir(opts_.out) +
+                       " can be resumed from: " + list + "; remove the directory to start over");
+    for (const auto& d : damaged)
+      log("warning: " + d + "; resuming from " + name_of(chosen) +
+          (damaged.size() > 1 ? " (the newest whole checkpoint)" : ""));
+    const TrainState rs = read_train_state(*resume_file_);
+    check_resume(chosen, ccfg, rs);
     cfg_ = ccfg;
     vocab_ = Vocab::from_bytes(spm_);
-    const TrainState rs = read_train_state(*resume_file_);
     if (rs.seed != opts_.seed)
       log("resuming with the checkpoint's seed " + std::to_string(rs.seed));
     opts_.seed = rs.seed;
@@ -191,7 +274,7 @@ void TrainRun::open_previous_run() {
           " process(es), this run has " + std::to_string(comm_.size()) + ": an update now takes " +
           std::to_string(comm_.size()) + " x --update-freq batches, so the batch size and the " +
           "order in which batches meet the optimiser change from here on");
-    log("resuming from " + ckpts.back() + " at step " + std::to_string(rs.step) + " (epoch " +
+    log("resuming from " + chosen + " at step " + std::to_string(rs.step) + " (epoch " +
         std::to_string(rs.epoch) + ", batch " + std::to_string(rs.batch_index) + ")");
     return;
   }
@@ -199,8 +282,77 @@ void TrainRun::open_previous_run() {
     log("--resume: no checkpoint in " + checkpoint_dir(opts_.out) + "; starting from scratch");
   if (!opts_.spm.empty()) {
     vocab_ = Vocab::from_file(opts_.spm);
+    if (opts_.vocab_size > 0 && opts_.vocab_size != vocab_.size())
+      throw OptionError("--vocab-size " + std::to_string(opts_.vocab_size) +
+                        " differs from --spm " + opts_.spm + ", which has " +
+                        std::to_string(vocab_.size()) +
+                        " pieces: leave out --vocab-size (the vocabulary is the --spm model's)");
     log("vocabulary: " + opts_.spm + " (" + std::to_string(vocab_.size()) + " pieces)");
-  } else {
+    spm_ = vocab_.bytes();
+    cfg_.vocab_size = vocab_.size();
+  }
+}
+
+// What this run is given against what the checkpoint was trained with: a
+// different model or vocabulary cannot continue it; other options can, but
+// each that differs is named.
+void TrainRun::check_resume(const std::string& path, const ModelConfig& ccfg,
+                            const TrainState& rs) {
+  const std::string ckpt = name_of(path);
+  const json was = config_to_json(ccfg), now = config_to_json(cfg_);
+  std::string differ;
+  for (auto it = was.begin(); it != was.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "name" || k == "vocab_size" || k == "training") continue;
+    if (!now.contains(k) || now[k] != *it)
+      differ += (differ.empty() ? "" : "; ") + k + " " + it->dump() + " there, " +
+                (now.contains(k) ? now[k].dump() : std::string("none")) + " here";
+  }
+  const std::string config_name = opts_.config.empty() ? "the config" : "--config " + opts_.config;
+  if (!differ.empty())
+    throw InputError("--resume: " + config_name + " differs from the model of checkpoint " + ckpt +
+                     " (" + differ +
+                     "): resume with the config it was trained with, or train into another --out");
+  if (was.value("name", "") != now.value("name", ""))
+    log("warning: " + config_name + " is named \"" + now.value("name", "") +
+        "\", the checkpoint's config \"" + was.value("name", "") +
+        "\" (the model's shape is the same)");
+  if (!opts_.spm.empty() && Vocab::from_file(opts_.spm).bytes() != spm_)
+    throw InputError("--resume: --spm " + opts_.spm + " is not the vocabulary of checkpoint " +
+                     ckpt + ": resume without --spm (the checkpoint holds its vocabulary)");
+  if (rs.batch_tokens != opts_.batch_tokens)
+    throw InputError("--resume: checkpoint " + ckpt + " was trained with --batch-tokens " +
+                     std::to_string(rs.batch_tokens) + ", not " +
+                     std::to_string(opts_.batch_tokens) + "; resume with the same value");
+  const json old = rs.extra.contains("options") && rs.extra["options"].is_object()
+                       ? rs.extra["options"]
+                       : json::object();
+  const int pieces = Vocab::from_bytes(spm_).size();
+  if (opts_.vocab_size > 0 && opts_.vocab_size != pieces &&
+      old.value("vocab_size", json()) != json(opts_.vocab_size))
+    throw InputError("--resume: --vocab-size " + std::to_string(opts_.vocab_size) +
+                     " differs from the vocabulary of checkpoint " + ckpt + " (" +
+                     std::to_string(pieces) +
+                     " pieces): resume without --vocab-size, or with the same value");
+  // Options that only say how long to go on, or how to log, may change.
+  const json cur = options_to_json(opts_);
+  for (auto it = old.begin(); it != old.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "out" || k == "max_steps" || k == "max_epochs" || k == "max_minutes" ||
+        k == "log_every" || k == "threads" || k == "seed" || k == "update_freq" ||
+        k == "batch_tokens" || k == "vocab_size" || k == "spm" || !cur.contains(k) || cur[k] == *it)
+      continue;
+    if (it->is_string() && cur[k].is_string() && !it->get<std::string>().empty() &&
+        io::file_id(it->get<std::string>()) == io::file_id(cur[k].get<std::string>()))
+      continue;  // the same file, named another way
+    log("warning: " + flag_of(k) + " is " + cur[k].dump() + " here but was " + it->dump() +
+        " when checkpoint " + ckpt + " was written; continuing with " + cur[k].dump());
+  }
+}
+
+void TrainRun::make_vocabulary() {
+  if (!spm_.empty()) return;  // the checkpoint's, or --spm's
+  {
     const int size = opts_.vocab_size > 0 ? opts_.vocab_size : cfg_.vocab_size;
     // A joint vocabulary from a sample of both sides.
     constexpr size_t kSamplePerSide = 300000;
@@ -238,6 +390,25 @@ void TrainRun::encode_data() {
                      std::to_string(train_c_.skipped_long) + " longer than " +
                      std::to_string(max_len) + " subwords, " +
                      std::to_string(train_c_.skipped_empty) + " with an empty side)");
+  if (has_valid() && valid_c_.size() == 0)
+    throw InputError(opts_.valid_src + ": no usable sentence pairs in the validation set (" +
+                     std::to_string(valid_c_.skipped_long) + " longer than " +
+                     std::to_string(max_len) + " subwords, " +
+                     std::to_string(valid_c_.skipped_empty) + " with an empty side)");
+  // A batch holds at least one pair; a budget below the widest pair would
+  // silently give such pairs a batch of their own.
+  int64_t widest = 0, widest_line = 0;
+  for (int64_t i = 0; i < train_c_.size(); ++i) {
+    const int64_t w =
+        static_cast<int64_t>(std::max(train_c_.src[i].size(), train_c_.tgt[i].size())) + 1;
+    if (w > widest) widest = w, widest_line = train_c_.line[i];
+  }
+  if (opts_.batch_tokens < widest)
+    throw OptionError("--batch-tokens " + std::to_string(opts_.batch_tokens) +
+                      " is smaller than the widest sentence pair (" + std::to_string(widest) +
+                      " subwords with </s>, line " + std::to_string(widest_line + 1) + " of " +
+                      opts_.train_src + "): a batch must hold at least one pair; use " +
+                      "--batch-tokens " + std::to_string(widest) + " or more");
   log("training data: " + std::to_string(train_c_.size()) + " of " + std::to_string(train_lines_) +
       " pairs, " + std::to_string(train_c_.tgt_tokens()) + " target tokens; skipped " +
       std::to_string(train_c_.skipped_long) + " longer than " + std::to_string(max_len) +
@@ -382,7 +553,8 @@ void TrainRun::report_progress(const StepStats& s) {
 }
 
 json TrainRun::extra_state() const {
-  return json{{"best", best_},
+  return json{{"options", options_to_json(opts_)},
+              {"best", best_},
               {"best_step", best_step_},
               {"bad_validations", bad_valids_},
               {"last_valid_step", last_valid_step_},

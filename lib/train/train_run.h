@@ -30,6 +30,12 @@ struct TrainCallbacks {
   // When non-zero (set from a signal handler), training stops after the
   // current update, saves a checkpoint and returns.
   const std::atomic<int>* stop = nullptr;
+  // Called when the run holds the lock on OUT (lock_path(out)), and when
+  // the reading and checking is over and training is about to begin. Until
+  // then a stop has nothing to save: the app's signal handler ends the
+  // process at once (removing the lock if it is held), even in a blocking
+  // read or inside SentencePiece.
+  std::function<void()> on_locked, on_training;
 };
 
 struct TrainResult {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -210,7 +211,57 @@ void Trainer::save(const std::string& path, const std::string& spm_model, const 
   tensors.push_back({kAdamV, Shape{n}, adam_.v().data()});
   std::map<std::string, std::string> bytes;
   if (!spm_model.empty()) bytes["vocab/sentencepiece"] = spm_model;
+  meta["checksum"] = content_checksum(meta, tensors, bytes);
   write_safetensors(path, meta, tensors, bytes);
+}
+
+std::string checkpoint_problem(const FileContents& f, int64_t expected_step) {
+  auto it = f.metadata.find("checksum");
+  if (it != f.metadata.end()) {
+    const std::string now = content_checksum(f);
+    if (now != it->second)
+      return "its checksum does not match its content: stored " + it->second + ", computed " + now;
+  }
+  TrainState s;
+  try {
+    s = read_train_state(f);
+  } catch (const InputError& e) {
+    std::string why = e.what();
+    if (why.rfind(f.source + ": ", 0) == 0) why = why.substr(f.source.size() + 2);
+    return why;
+  }
+  if (expected_step >= 0 && s.step != expected_step)
+    return "its training state says step " + std::to_string(s.step) + ", its name step " +
+           std::to_string(expected_step);
+  for (const char* name : {kAdamM, kAdamV}) {
+    auto t = f.tensors.find(name);
+    if (t == f.tensors.end()) return std::string("it has no tensor ") + name;
+    if (t->second.dtype != "F32" || t->second.shape.size() != 1)
+      return std::string("tensor ") + name + " is not a vector of F32";
+  }
+  // Every F32 value finite, and Adam's second moments (running means of
+  // squares) never negative.
+  for (const auto& [name, e] : f.tensors) {
+    if (e.dtype != "F32") continue;
+    const int64_t n = static_cast<int64_t>((e.end - e.begin) / 4);
+    const char* p = f.data.data() + e.begin;
+    const bool second_moment = name == kAdamV;
+    int64_t bad = -1;
+#pragma omp parallel for reduction(max : bad) if (n > (1 << 16))
+    for (int64_t i = 0; i < n; ++i) {
+      float x;
+      std::memcpy(&x, p + 4 * i, 4);
+      if (!std::isfinite(x) || (second_moment && x < 0)) bad = std::max(bad, i);
+    }
+    if (bad >= 0) {
+      float x;
+      std::memcpy(&x, p + 4 * bad, 4);
+      return "tensor " + name + " holds " + (std::isfinite(x) ? "a negative" : "a non-finite") +
+             " value at element " + std::to_string(bad) +
+             (second_moment && std::isfinite(x) ? " (Adam's second moments are squares)" : "");
+    }
+  }
+  return "";
 }
 
 TrainState read_train_state(const FileContents& f) {

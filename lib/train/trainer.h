@@ -131,6 +131,13 @@ class Trainer {
 // when it is missing or damaged.
 TrainState read_train_state(const FileContents& file);
 
+// Why a checkpoint cannot be resumed from, or "" if it can: a checksum that
+// does not match (older checkpoints have none and are checked structurally
+// only), a training state that is missing, damaged or for another step than
+// expected_step (the file name's; -1: not checked), Adam moments that are
+// missing, non-finite or (the second) negative, or a non-finite weight.
+std::string checkpoint_problem(const FileContents& file, int64_t expected_step);
+
 // Averages the weights of the given model files (checkpoints) into model.
 void average_checkpoints(const std::vector<std::string>& paths, Transformer& model);
 
