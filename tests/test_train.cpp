@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "capability.h"
 #include "core/backend.h"
 #include "core/error.h"
 #include "model/model_file.h"
@@ -359,17 +360,14 @@ TEST_CASE("a tiny model learns to copy to near-zero loss", "[train]") {
   CHECK(v.bleu > 90);
 }
 
+// Tagged [bf16]: run by the ctest entry nmt_tests_bf16, skipped without bf16.
 TEST_CASE("bf16 mixed precision: gradients within bf16 rounding of f32, and a copy model learns",
-          "[train]") {
+          "[train][bf16]") {
   using namespace nmt::test;
   ModelConfig cfg = tiny_config(30);
   Transformer model(cfg);
   model.init(3);
-  if (!backend(model.params().values().device()).unsupported(ComputeType::BF16).empty()) {
-    WARN("bf16 training skipped: "
-         << backend(model.params().values().device()).unsupported(ComputeType::BF16));
-    return;
-  }
+  require_compute(model.params().values().device(), ComputeType::BF16);
   auto src = random_sequences(6, 3, 9, 30, 5), tgt = random_sequences(6, 3, 9, 30, 6);
   std::vector<const std::vector<int32_t>*> ps, pt;
   for (size_t i = 0; i < src.size(); ++i) ps.push_back(&src[i]), pt.push_back(&tgt[i]);
