@@ -7,6 +7,11 @@
 //   nmt_backend_ops cuda  (exits 77, which ctest reports as skipped, where
 //                          the build has no CUDA or the machine no GPU)
 //
+// Cases in a reduced compute type are tagged [bf16] or [int8] and run apart,
+// "nmt_backend_ops DEVICE --needs bf16 [bf16]", which exits 77 where the
+// device cannot compute in that type (see capability.h); ctest runs each
+// device's other cases with "~[bf16]~[int8]".
+//
 // Inputs live on the host; each op runs on copies placed on the device, and
 // its results come back to the host for comparison. A backend added later
 // runs the same cases unchanged.
@@ -20,12 +25,14 @@
 #include <string>
 #include <vector>
 
+#include "capability.h"
 #include "core/backend.h"
 #include "core/device.h"
 #include "core/rng.h"
 #include "ops/ops.h"
 
 using namespace nmt;
+using nmt::test::require_compute;
 
 namespace {
 
@@ -156,54 +163,63 @@ TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate, constant we
       }
 }
 
-TEST_CASE("matmul with constant weights in f32, bf16 and int8, over row counts", "[ops][gemm]") {
-  // The weights path splits rows into pieces (256-row chunks and tails) and
-  // may pick a packed layout per shape: each row count exercises another mix.
+namespace {
+
+// The weights path splits rows into pieces (256-row chunks and tails) and
+// may pick a packed layout per shape: each row count exercises another mix.
+void check_weights_matmul(ComputeType ct) {
+  require_compute(g_device, ct);
   const int64_t K = 96, N = 80;
   auto W = randv(N * K, 2), bv = randv(N, 3);
   Tensor w = dev(W, Shape{N, K}), bt = dev(bv, Shape{N});
-  for (ComputeType ct : {ComputeType::F32, ComputeType::BF16, ComputeType::INT8}) {
-    const std::string why = backend(g_device).unsupported(ct);
-    if (!why.empty()) {
-      WARN(compute_type_name(ct) << " skipped: " << why);
-      continue;
+  // bf16 keeps 8 mantissa bits of each operand; int8 quantises the weights
+  // per output channel and the activations per call.
+  const double tol = ct == ComputeType::F32    ? tolerance(DType::F32)
+                     : ct == ComputeType::BF16 ? 1e-2
+                                               : 2e-2;
+  const uint64_t owner = 5151 + static_cast<uint64_t>(ct);
+  for (int64_t M : {1, 5, 17, 33, 40, 300, 600})
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool bias = variant >= 1, relu = variant == 2;
+      auto A = randv(M * K, 10 + M);
+      Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
+      ops::MatmulOpts o;
+      o.bias = bias ? &bt : nullptr;
+      o.relu = relu;
+      o.constant_b = owner;
+      o.compute = ct;
+      ops::matmul(a, false, w, true, c, o);
+      std::vector<double> ref(M * N);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double r = 0;
+          for (int64_t k = 0; k < K; ++k) r += double(A[i * K + k]) * W[j * K + k];
+          if (bias) r += bv[j];
+          if (relu && r < 0) r = 0;
+          ref[i * N + j] = r;
+        }
+      expect_close(host(c), ref, tol,
+                   std::string(compute_type_name(ct)) + " M=" + std::to_string(M) + " variant " +
+                       std::to_string(variant));
     }
-    // bf16 keeps 8 mantissa bits of each operand; int8 quantises the weights
-    // per output channel and the activations per call.
-    const double tol = ct == ComputeType::F32    ? tolerance(DType::F32)
-                       : ct == ComputeType::BF16 ? 1e-2
-                                                 : 2e-2;
-    const uint64_t owner = 5151 + static_cast<uint64_t>(ct);
-    for (int64_t M : {1, 5, 17, 33, 40, 300, 600})
-      for (int variant = 0; variant < 3; ++variant) {
-        const bool bias = variant >= 1, relu = variant == 2;
-        auto A = randv(M * K, 10 + M);
-        Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
-        ops::MatmulOpts o;
-        o.bias = bias ? &bt : nullptr;
-        o.relu = relu;
-        o.constant_b = owner;
-        o.compute = ct;
-        ops::matmul(a, false, w, true, c, o);
-        std::vector<double> ref(M * N);
-        for (int64_t i = 0; i < M; ++i)
-          for (int64_t j = 0; j < N; ++j) {
-            double r = 0;
-            for (int64_t k = 0; k < K; ++k) r += double(A[i * K + k]) * W[j * K + k];
-            if (bias) r += bv[j];
-            if (relu && r < 0) r = 0;
-            ref[i * N + j] = r;
-          }
-        expect_close(host(c), ref, tol,
-                     std::string(compute_type_name(ct)) + " M=" + std::to_string(M) + " variant " +
-                         std::to_string(variant));
-      }
-    backend(g_device).forget_constants(owner);
-  }
+  backend(g_device).forget_constants(owner);
 }
 
-TEST_CASE("int8 products of a row do not depend on the other rows of the batch", "[ops][gemm]") {
-  if (!backend(g_device).unsupported(ComputeType::INT8).empty()) return;
+}  // namespace
+
+TEST_CASE("matmul with constant weights in f32, over row counts", "[ops][gemm]") {
+  check_weights_matmul(ComputeType::F32);
+}
+TEST_CASE("matmul with constant weights in bf16, over row counts", "[ops][gemm][bf16]") {
+  check_weights_matmul(ComputeType::BF16);
+}
+TEST_CASE("matmul with constant weights in int8, over row counts", "[ops][gemm][int8]") {
+  check_weights_matmul(ComputeType::INT8);
+}
+
+TEST_CASE("int8 products of a row do not depend on the other rows of the batch",
+          "[ops][gemm][int8]") {
+  require_compute(g_device, ComputeType::INT8);
   // Each row gets its own activation scale: a row a hundred times larger
   // joining the batch changes nothing in the others (s32 sums are exact).
   const int64_t K = 64, N = 48;
@@ -224,12 +240,8 @@ TEST_CASE("int8 products of a row do not depend on the other rows of the batch",
   for (int64_t i = 0; i < 5 * N; ++i) CHECK(h5[i] == h6[i]);
 }
 
-TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[ops][gemm]") {
-  const std::string why = backend(g_device).unsupported(ComputeType::BF16);
-  if (!why.empty()) {
-    WARN("bf16 skipped: " << why);
-    return;
-  }
+TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[ops][gemm][bf16]") {
+  require_compute(g_device, ComputeType::BF16);
   for (Mm s : {Mm{1, 7, 3}, Mm{33, 64, 17}, Mm{128, 96, 200}, Mm{300, 40, 1}})
     for (int variant = 0; variant < 6; ++variant) {
       // 0 plain, 1 a transposed (dY^T X), 2 b transposed (x W^T), 3 bias and
@@ -681,6 +693,7 @@ int main(int argc, char** argv) {
   g_device = parse_device(device);
   std::vector<char*> rest = {argv[0]};
   for (int i = argc > 1 && argv[1][0] != '-' ? 2 : 1; i < argc; ++i) rest.push_back(argv[i]);
+  if (const int rc = nmt::test::take_needs(rest, g_device)) return rc;
   std::cout << "backend parity on " << device << ": " << backend(g_device).version() << "\n";
   return Catch::Session().run(static_cast<int>(rest.size()), rest.data());
 }

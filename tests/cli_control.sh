@@ -99,9 +99,11 @@ PY
 done
 "$NMT" attention -m "$M" --head 2 --layer 1 "Hello." -o "$WORK/h.png" >/dev/null 2>&1 || fail "--head 2"
 "$NMT" attention -m "$M" "Hello." -o "$WORK/map.jpg" >/dev/null 2>"$WORK/e.err" && fail ".jpg accepted"
-grep -q '.png, .svg or .pdf' "$WORK/e.err" || fail ".jpg error: $(cat "$WORK/e.err")"
+grep -q "^nmt: error: $WORK/map.jpg: the picture's format comes from its extension: \.png, \.svg or \.pdf$" "$WORK/e.err" \
+  || fail ".jpg error: $(cat "$WORK/e.err")"
 [ ! -e "$WORK/map.jpg" ] || fail ".jpg written"
 "$NMT" attention -m "$M" --layer 7 "Hello." -o "$WORK/x.png" >/dev/null 2>"$WORK/e.err" && fail "--layer 7 accepted"
-grep -q 'layer 7 is not in the decoder' "$WORK/e.err" || fail "--layer 7 error: $(cat "$WORK/e.err")"
+grep -q "^nmt: error: layer 7 is not in the decoder's 1\.\.2$" "$WORK/e.err" || fail "--layer 7 error: $(cat "$WORK/e.err")"
 "$NMT" attention -m "$M" --head 9 "Hello." -o "$WORK/x.png" >/dev/null 2>"$WORK/e.err" && fail "--head 9 accepted"
+grep -q "^nmt: error: head 9 is not in the model's 1\.\.4$" "$WORK/e.err" || fail "--head 9 error: $(cat "$WORK/e.err")"
 echo "cli_control: all checks passed"

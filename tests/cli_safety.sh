@@ -43,15 +43,18 @@ gzip -c in.en >a/y.en.gz; cp in.en a/y.en
 "$NMT" translate -m m.nmt -i a/x.en a/y.en.gz --output-dir a 2>/dev/null || fail "--output-dir onto the inputs' folder"
 cmp -s a/x.en in.en && cmp -s a/y.en in.en || fail "--output-dir overwrote an input"
 [ "$(wc -l <a/x.en.hyp)" -eq 2 ] && [ "$(wc -l <a/y.en.hyp)" -eq 2 ] || fail "--output-dir names: $(ls a)"
-expect 2 "would both be written to" "$NMT" translate -m m.nmt -i a/x.en b/x.en --output-dir o
+expect 2 "error: inputs a/x.en and b/x.en would both be written to o/x.en.hyp;" \
+  "$NMT" translate -m m.nmt -i a/x.en b/x.en --output-dir o
 [ ! -e o ] || fail "a refused run created its output folder"
 "$NMT" translate -m m.nmt -i a/x.en a/y.en.gz --output-dir new/deep --suffix de 2>/dev/null \
   || fail "--output-dir that does not exist"
 [ -s new/deep/x.de ] && [ -s new/deep/y.de ] || fail "--suffix naming: $(ls new/deep)"
-expect 2 "would both be written to" "$NMT" translate -m m.nmt -i a/y.en a/y.en.gz --output-dir o2
+expect 2 "error: inputs a/y.en and a/y.en.gz would both be written to o2/y.en.hyp;" \
+  "$NMT" translate -m m.nmt -i a/y.en a/y.en.gz --output-dir o2
 # A failed run leaves no half file under the final name (nor a temp file).
 printf 'x\n' >trunc.nmt
-expect 1 "not a valid model file" "$NMT" translate -m trunc.nmt -i in.en -o fresh.de
+expect 1 "^nmt: error: trunc.nmt: not a valid model file: file is only 2 bytes (truncated?)$" \
+  "$NMT" translate -m trunc.nmt -i in.en -o fresh.de
 [ ! -e fresh.de ] || fail "a failed translation left fresh.de"
 [ -z "$(ls -A | grep '\.tmp\.')" ] || fail "temp files left: $(ls -A | grep '\.tmp\.')"
 
@@ -89,10 +92,13 @@ tail -1 err.txt | grep -q "^nmt: error: --vocab-size 20 is too small for this te
   || fail "SentencePiece error in nmt's words: $(cat err.txt)"
 
 # Numbers are range-checked, NaN included.
-for a in 1e300 nan -5; do expect 2 "max-length-a" "$NMT" translate -m m.nmt --max-length-a "$a"; done
-expect 2 "alpha" "$NMT" translate -m m.nmt --alpha nan
-expect 2 "threads" "$NMT" translate -m m.nmt --threads -1
-expect 2 "lr-scale" "$NMT" train -c transformer-tiny --train-src in.en --train-tgt in.en --out z.nmt --lr-scale nan
+for a in 1e300 nan -5; do
+  expect 2 "error: --max-length-a: Value $a not in range \[0 - 100\]" "$NMT" translate -m m.nmt --max-length-a "$a"
+done
+expect 2 "error: --alpha: Value nan not in range \[0 - 10\]" "$NMT" translate -m m.nmt --alpha nan
+expect 2 "error: --threads: Value -1 not in range 0 to 1024" "$NMT" translate -m m.nmt --threads -1
+expect 2 "error: --lr-scale: Value nan not in range \[0 - " \
+  "$NMT" train -c transformer-tiny --train-src in.en --train-tgt in.en --out z.nmt --lr-scale nan
 
 # Deep JSON: a clear error, never a stack overflow.
 deep() { printf '{"name":"x","training":{"seed":'; head -c "$1" /dev/zero | tr '\0' '['; head -c "$1" /dev/zero | tr '\0' ']'; printf '}}'; }

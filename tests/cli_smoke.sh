@@ -23,7 +23,8 @@ printf 'Hello world.\n\nThis is a test.\n' | "$NMT" translate -m "$WORK/m.nmt" -
 printf 'a\nb\n' | "$NMT" translate -m "$WORK/m.nmt" --beam 2 --n-best 2 >"$WORK/nbest.txt" || fail "n-best"
 [ "$(wc -l <"$WORK/nbest.txt")" -eq 4 ] || fail "n-best: expected 4 lines"
 grep -q '^1 ||| ' "$WORK/nbest.txt" || fail "n-best format"
-printf 'a\n' | "$NMT" translate -m "$WORK/m.nmt" --format jsonl | grep -q '"translation"' || fail "jsonl"
+printf 'a\n' | "$NMT" translate -m "$WORK/m.nmt" --format jsonl | grep -q '^{"line":1,.*"translation":"[^"]*"}$' \
+  || fail "jsonl"
 
 # Workers share one model; the output does not depend on how many there are.
 "$NMT" translate -m "$WORK/m.nmt" -i "$toy/dev.en" --beam 2 --workers 1 --threads 1 >"$WORK/w1.txt" 2>/dev/null \
@@ -69,7 +70,8 @@ params=$("$NMT" info "$WORK/m.nmt" | sed -n 's/^parameters .*(\([0-9]*\))$/\1/p'
 cmp -s "$WORK/q8.txt" "$WORK/q32.txt" || fail "the int8 file and --compute-type int8 translate differently"
 [ "$(wc -l <"$WORK/q8.txt")" -eq "$(wc -l <"$toy/dev.en")" ] || fail "int8: line count"
 
-# Bad input: one line on stderr, non-zero exit, no crash.
+# Bad input: one line on stderr, non-zero exit, no crash. The patterns are
+# whole messages: a word or a digit ("2.*1") would match another error.
 expect_error() {  # pattern, command...
   local pat=$1; shift
   "$@" </dev/null >/dev/null 2>"$WORK/err.txt"
@@ -78,20 +80,26 @@ expect_error() {  # pattern, command...
   [ "$(wc -l <"$WORK/err.txt")" -eq 1 ] || fail "$*: expected one line, got: $(cat "$WORK/err.txt")"
   grep -q -- "$pat" "$WORK/err.txt" || fail "$*: expected '$pat', got: $(cat "$WORK/err.txt")"
 }
-expect_error "^nmt: error: -m .*/missing.nmt: No such file or directory$" "$NMT" translate -m "$WORK/missing.nmt"
+expect_error "^nmt: error: -m $WORK/missing.nmt: No such file or directory$" \
+  "$NMT" translate -m "$WORK/missing.nmt"
 head -c 5000 "$WORK/m.nmt" >"$WORK/trunc.nmt"
-expect_error "truncated" "$NMT" translate -m "$WORK/trunc.nmt"
+expect_error "^nmt: error: $WORK/trunc.nmt: not a valid model file: header length [0-9]* exceeds the file size 5000 (truncated?)$" \
+  "$NMT" translate -m "$WORK/trunc.nmt"
 echo '{"d_model": 10,' >"$WORK/bad.json"
-expect_error "not valid JSON" "$NMT" summary -c "$WORK/bad.json"
+expect_error "^nmt: error: $WORK/bad.json: not valid JSON: " "$NMT" summary -c "$WORK/bad.json"
 printf 'x\ny\n' >"$WORK/two.txt"; printf 'x\n' >"$WORK/one.txt"
-expect_error "2.*1\|1.*2" "$NMT" score --metric bleu "$WORK/one.txt" -i "$WORK/two.txt"
-expect_error "line" "$NMT" train -c transformer-tiny --train-src "$WORK/two.txt" --train-tgt "$WORK/one.txt" --out "$WORK/x.nmt"
+expect_error "^nmt: error: score: $WORK/two.txt has 2 lines but reference $WORK/one.txt has 1$" \
+  "$NMT" score --metric bleu "$WORK/one.txt" -i "$WORK/two.txt"
+expect_error "^nmt: error: parallel files differ in length: $WORK/two.txt has 2 lines but $WORK/one.txt has 1$" \
+  "$NMT" train -c transformer-tiny --train-src "$WORK/two.txt" --train-tgt "$WORK/one.txt" --out "$WORK/x.nmt"
 cp "$WORK/m.nmt" "$WORK/keep.nmt"
-expect_error "-o .*/m.nmt is the model file .*/m.nmt; refusing to overwrite it" "$NMT" quantize "$WORK/m.nmt" -o "$WORK/m.nmt"
+expect_error "error: -o $WORK/m.nmt is the model file $WORK/m.nmt; refusing to overwrite it" \
+  "$NMT" quantize "$WORK/m.nmt" -o "$WORK/m.nmt"
 cmp -s "$WORK/m.nmt" "$WORK/keep.nmt" || fail "quantize onto itself changed the model"
-expect_error "already" "$NMT" quantize "$WORK/m8.nmt" -o "$WORK/m88.nmt"
+expect_error "^nmt: error: $WORK/m8.nmt is already quantised (int8)$" "$NMT" quantize "$WORK/m8.nmt" -o "$WORK/m88.nmt"
 expect_error "compute-type: fp7 not in" "$NMT" translate -m "$WORK/m.nmt" --compute-type fp7
-ONEDNN_MAX_CPU_ISA=AVX2 expect_error "bf16.*avx2" "$NMT" translate -m "$WORK/m.nmt" --compute-type bf16
-ONEDNN_MAX_CPU_ISA=AVX2 expect_error "compute-type bf16.*avx2" "$NMT" train -c transformer-tiny \
+no_bf16="^nmt: error: --compute-type bf16: bf16 needs a CPU with AVX512-BF16 or AMX; this one has avx2$"
+ONEDNN_MAX_CPU_ISA=AVX2 expect_error "$no_bf16" "$NMT" translate -m "$WORK/m.nmt" --compute-type bf16
+ONEDNN_MAX_CPU_ISA=AVX2 expect_error "$no_bf16" "$NMT" train -c transformer-tiny \
   --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out "$WORK/b.nmt" --compute-type bf16
 echo "cli smoke: all checks passed"

@@ -3,6 +3,7 @@
 // and a model trained here on a copy task translating its inputs exactly.
 #include <algorithm>
 
+#include "capability.h"
 #include "core/backend.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
@@ -170,33 +171,49 @@ TEST_CASE("a warm decoding loop builds no primitives", "[decode]") {
   CHECK(ops::primitives_created() == before);
 }
 
-TEST_CASE("a frozen model, once warm, builds no primitives on input of other shapes", "[decode]") {
-  // Real text varies batch size, source length and the rows left alive at
-  // each step. The warm-up sweeps those sizes with other sentences; the
-  // shapes it saw must cover what comes after, in every compute type.
-  for (ComputeType ct : {ComputeType::F32, ComputeType::BF16, ComputeType::INT8}) {
-    if (!backend(Device{}).unsupported(ct).empty()) continue;
-    ModelConfig cfg = tiny_config(30);
-    Transformer model(cfg);
-    model.init(5);
-    freeze_for_inference(model.params(), ct);
-    DecodeState st;
-    SearchOptions opts;
-    opts.max_len_b = 6;
-    for (int beam : {1, 2})
-      for (int n = 1; n <= 8; ++n)
-        for (int len = 1; len <= 12; ++len) {
-          opts.beam = beam;
-          search(model, random_sequences(n, len, len, 30, 100 * n + len), opts, st);
-        }
-    const auto before = ops::primitives_created();
-    for (int i = 0; i < 12; ++i) {
-      opts.beam = 1 + i % 2;
-      search(model, random_sequences(1 + (i * 5) % 8, 1, 12, 30, 9000 + i), opts, st);
-    }
-    INFO(compute_type_name(ct));
-    CHECK(ops::primitives_created() == before);
+namespace {
+
+// Real text varies batch size, source length and the rows left alive at
+// each step. The warm-up sweeps those sizes with other sentences; the shapes
+// it saw must cover what comes after.
+void check_warm_frozen_model(ComputeType ct) {
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(5);
+  freeze_for_inference(model.params(), ct);
+  DecodeState st;
+  SearchOptions opts;
+  opts.max_len_b = 6;
+  for (int beam : {1, 2})
+    for (int n = 1; n <= 8; ++n)
+      for (int len = 1; len <= 12; ++len) {
+        opts.beam = beam;
+        search(model, random_sequences(n, len, len, 30, 100 * n + len), opts, st);
+      }
+  const auto before = ops::primitives_created();
+  for (int i = 0; i < 12; ++i) {
+    opts.beam = 1 + i % 2;
+    search(model, random_sequences(1 + (i * 5) % 8, 1, 12, 30, 9000 + i), opts, st);
   }
+  INFO(compute_type_name(ct));
+  CHECK(ops::primitives_created() == before);
+}
+
+}  // namespace
+
+TEST_CASE("a frozen model, once warm, builds no primitives on input of other shapes (f32, int8)",
+          "[decode]") {
+  for (ComputeType ct : {ComputeType::F32, ComputeType::INT8}) {
+    require_compute(Device::CPU, ct);
+    check_warm_frozen_model(ct);
+  }
+}
+
+// Tagged [bf16]: run by the ctest entry nmt_tests_bf16, skipped without bf16.
+TEST_CASE("a frozen model, once warm, builds no primitives on input of other shapes (bf16)",
+          "[decode][bf16]") {
+  require_compute(Device::CPU, ComputeType::BF16);
+  check_warm_frozen_model(ComputeType::BF16);
 }
 
 TEST_CASE("forced length produces exactly that many tokens", "[decode]") {

@@ -28,7 +28,7 @@ losses() { grep '"type":"train"' "$1" | sed 's/.*"loss":\([-0-9.e]*\).*/\1/'; }
 # 1. Two ranks compute what one process computes with --update-freq 2.
 "${MPIRUN[@]}" "$NMT" "${ARGS[@]}" --max-steps 20 --out two.nmt >two.out 2>two.err \
   || { cat two.err; fail "mpirun -np 2 nmt train"; }
-grep -q "2 ranks" two.err || fail "the log does not say how many ranks: $(cat two.err)"
+grep -q "MPI (.*), 2 ranks" two.err || fail "the log does not say how many ranks: $(cat two.err)"
 "$NMT" "${ARGS[@]}" --max-steps 20 --update-freq 2 --out one.nmt 2>one.err || { cat one.err; fail "one process"; }
 losses two.nmt.log.jsonl >two.loss
 losses one.nmt.log.jsonl >one.loss

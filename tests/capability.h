@@ -1,0 +1,78 @@
+// Tests that need what not every machine has (bf16 products need
+// AVX512-BF16 or AMX; the CUDA backend computes in f32 only) must show as
+// skipped there, never as passed. Catch2 v2 has no SKIP, so such a
+// TEST_CASE carries the compute type as a tag ("[bf16]", "[int8]"), is left
+// out of the tests catch_discover_tests registers, and runs in a ctest entry
+// of its own:
+//
+//   nmt_tests --needs bf16 "[bf16]"
+//
+// which exits 77 (SKIP_RETURN_CODE: ctest prints "Skipped") where the device
+// cannot compute in that type, and runs the tagged cases where it can. Inside
+// a case, require_compute() fails the case rather than returning early, so a
+// tagged case run by hand on a machine without the capability fails loudly.
+//
+// The check is the library's own (Backend::unsupported), so the way to see
+// the skips on a machine that has the capability is to lower what oneDNN may
+// use: ONEDNN_MAX_CPU_ISA=AVX2 (a Zen 3's ISA) or AVX512_CORE_VNNI.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/device.h"
+
+namespace nmt::test {
+
+// Why `d` cannot compute in `ct` here, or "" when it can.
+inline std::string unsupported_here(Device d, ComputeType ct) {
+  if (d == Device::CUDA && !cuda_available()) return "no CUDA device, or built without CUDA";
+  return backend(d).unsupported(ct);
+}
+
+// Fails the running test case unless `d` computes in `ct` here.
+inline void require_compute(Device d, ComputeType ct) {
+  const std::string why = unsupported_here(d, ct);
+  INFO(compute_type_name(ct) << " on " << device_name(d) << ": " << why
+                             << " (run this case through its ctest entry, which skips it)");
+  REQUIRE(why.empty());
+}
+
+// Takes "--needs CT" (CT: f32, bf16 or int8; repeatable) out of argv.
+// Returns 77 after printing why when `d` lacks one of them, else 0 with
+// argv holding the remaining arguments for Catch.
+inline int take_needs(std::vector<char*>& args, Device d) {
+  std::vector<char*> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (std::strcmp(args[i], "--needs") != 0) {
+      rest.push_back(args[i]);
+      continue;
+    }
+    if (i + 1 == args.size()) {
+      std::cerr << "--needs: expected f32, bf16 or int8\n";
+      return 2;
+    }
+    ComputeType ct;
+    try {
+      ct = parse_compute_type(args[++i]);
+    } catch (const std::exception& e) {
+      std::cerr << "--needs: " << e.what() << "\n";
+      return 2;
+    }
+    const std::string why = unsupported_here(d, ct);
+    if (!why.empty()) {
+      std::cout << "skipped: " << compute_type_name(ct) << " on " << device_name(d) << ": " << why
+                << "\n";
+      return 77;
+    }
+  }
+  args.swap(rest);
+  return 0;
+}
+
+}  // namespace nmt::test
