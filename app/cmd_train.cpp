@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "io/output_file.h"
 #include "model/config.h"
 #include "ops/ops.h"
 #include "train/checkpoints.h"
@@ -42,6 +43,7 @@ extern "C" void on_stop_signal(int sig) {
   const int phase = g_phase.load();
   if (phase < 2) {
     if (phase == 1) ::unlink(g_lock_path);  // ours: the kernel drops the flock itself
+    io::remove_pending_temps();
     static const char msg[] = "\nnmt: stopped before training began (nothing to save)\n";
     ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     (void)ignored;

@@ -97,7 +97,7 @@ for a in 1e300 nan -5; do
 done
 expect 2 "error: --alpha: Value nan not in range \[0 - 10\]" "$NMT" translate -m m.nmt --alpha nan
 expect 2 "error: --threads: Value -1 not in range 0 to 1024" "$NMT" translate -m m.nmt --threads -1
-expect 2 "error: --lr-scale: Value nan not in range \[0 - " \
+expect 2 "error: --lr-scale: expected a number > 0, got nan" \
   "$NMT" train -c transformer-tiny --train-src in.en --train-tgt in.en --out z.nmt --lr-scale nan
 
 # Deep JSON: a clear error, never a stack overflow.

@@ -14,8 +14,8 @@ Device parse_device(const std::string& name) {
   if (name == "cpu") return Device::CPU;
   if (name == "cuda" || name == "cuda:0") return Device::CUDA;
   if (name.rfind("cuda:", 0) == 0)
-    throw InputError("--device " + name + ": only cuda:0 is supported for now");
-  throw InputError("--device: expected cpu or cuda[:N], got \"" + name + "\"");
+    throw UsageError("--device " + name + ": only cuda:0 is supported for now");
+  throw UsageError("--device: expected cpu or cuda[:N], got \"" + name + "\"");
 }
 
 const char* compute_type_name(ComputeType t) {
@@ -26,7 +26,7 @@ ComputeType parse_compute_type(const std::string& name) {
   if (name == "f32" || name == "float32") return ComputeType::F32;
   if (name == "bf16" || name == "bfloat16") return ComputeType::BF16;
   if (name == "int8") return ComputeType::INT8;
-  throw InputError("--compute-type: expected f32, bf16 or int8, got \"" + name + "\"");
+  throw UsageError("--compute-type: expected f32, bf16 or int8, got \"" + name + "\"");
 }
 
 Backend& backend(Device d) { return d == Device::CPU ? cpu_backend() : cuda_backend(); }

@@ -14,10 +14,10 @@ AttentionMap attention_map(const Transformer& model, const std::vector<int32_t>&
   const bool enc = kind == AttentionKind::EncoderSelf;
   const int64_t layers = enc ? cfg.encoder_layers : cfg.decoder_layers;
   if (layer < 0 || layer >= layers)
-    throw InputError("layer " + std::to_string(layer + 1) + " is not in the " +
-                     (enc ? "encoder" : "decoder") + "'s 1.." + std::to_string(layers));
+    throw UsageError("--layer " + std::to_string(layer + 1) + ": the " +
+                     (enc ? "encoder" : "decoder") + " has layers 1.." + std::to_string(layers));
   if (head >= cfg.heads)
-    throw InputError("head " + std::to_string(head + 1) + " is not in the model's 1.." +
+    throw UsageError("--head " + std::to_string(head + 1) + ": the model has heads 1.." +
                      std::to_string(cfg.heads));
   TokenBatch b = make_batch({&src}, {&out});
   acts.keep_attention = true;

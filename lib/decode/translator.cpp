@@ -36,7 +36,7 @@ Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t bat
   const int layers = model_.config.decoder_layers;
   if (attention_.layer < 0) attention_.layer = std::max(0, layers - 2);
   if (attention_.layer >= layers)
-    throw InputError("--alignment-layer " + std::to_string(attention_.layer + 1) +
+    throw UsageError("--alignment-layer " + std::to_string(attention_.layer + 1) +
                      ": the decoder has layers 1.." + std::to_string(layers));
   cores_ = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // Several single-threaded workers beat one multi-threaded one on batch

@@ -32,9 +32,9 @@ void shuffle(std::vector<T>& v, std::mt19937_64& rng) {
 
 void read_parallel(const std::string& src_path, const std::string& tgt_path,
                    std::vector<std::string>& src, std::vector<std::string>& tgt,
-                   int64_t* invalid_lines) {
-  src = io::read_lines(src_path);
-  tgt = io::read_lines(tgt_path);
+                   const io::TextChecks& checks) {
+  src = io::read_lines(src_path, checks);
+  tgt = io::read_lines(tgt_path, checks);
   if (src.empty())
     throw InputError(src_path + ": the file is empty (expected one sentence per line)");
   if (tgt.empty())
@@ -43,14 +43,12 @@ void read_parallel(const std::string& src_path, const std::string& tgt_path,
     throw InputError("parallel files differ in length: " + src_path + " has " +
                      std::to_string(src.size()) + " lines but " + tgt_path + " has " +
                      std::to_string(tgt.size()));
-  int64_t bad = 0;
-  for (auto* side : {&src, &tgt})
-    for (std::string& line : *side) {
-      bool invalid = false;
-      if (!io::is_valid_utf8(line)) line = io::sanitize_utf8(line, &invalid);
-      bad += invalid;
-    }
-  if (invalid_lines) *invalid_lines = bad;
+  // Without a warning callback the reader leaves lines as they are; the
+  // tokeniser still needs well-formed text.
+  if (!checks.warn)
+    for (auto* side : {&src, &tgt})
+      for (std::string& line : *side)
+        if (!io::is_valid_utf8(line)) line = io::sanitize_utf8(line);
 }
 
 bool has_usable_text(const std::string& line) {

@@ -13,18 +13,22 @@
 #include <string>
 #include <vector>
 
+#include "io/text_file.h"
+
 #include "model/transformer.h"
 
 namespace nmt {
 
 class Vocab;
 
-// Reads both sides (plain or gzip). Throws InputError naming the file when
-// one is missing or empty or when the line counts differ. Ill-formed UTF-8
-// is replaced; *invalid_lines counts lines that needed it.
+// Reads both sides (plain or gzip) through the checks every text input gets
+// (io::TextChecks: ill-formed UTF-8 replaced and warned about by file and
+// line; lines cut while read past max_line_bytes, so a line of 100 MB costs
+// what the model can use of it). Throws InputError naming the file when one
+// is missing or empty or when the line counts differ.
 void read_parallel(const std::string& src_path, const std::string& tgt_path,
                    std::vector<std::string>& src, std::vector<std::string>& tgt,
-                   int64_t* invalid_lines = nullptr);
+                   const io::TextChecks& checks = {});
 
 // Whether a line holds a character that SentencePiece keeps: anything but
 // Unicode white space, control (Cc) and format (Cf) characters (zero-width

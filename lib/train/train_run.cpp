@@ -172,18 +172,20 @@ void TrainRun::clear_stale_temps() {
 }
 
 void TrainRun::read_data() {
-  int64_t bad_utf8 = 0;
-  read_parallel(opts_.train_src, opts_.train_tgt, src_, tgt_, &bad_utf8);
-  if (bad_utf8)
-    log("warning: " + std::to_string(bad_utf8) +
-        " training lines were not valid UTF-8 (bytes replaced)");
-  if (has_valid()) read_parallel(opts_.valid_src, opts_.valid_tgt, vsrc_, vtgt_);
+  // Lines longer than any pair the model can take are cut while read (and
+  // then skipped as too long), so memory follows the work.
+  const int64_t max_len = cfg_.max_positions - 1;
+  io::TextChecks checks;
+  checks.max_line_bytes = io::kMaxBytesPerSubword * static_cast<size_t>(max_len);
+  checks.why_limit = "the model takes at most " + std::to_string(max_len) + " subwords";
+  checks.warn = [this](const std::string& w) { log("warning: " + w); };
+  read_parallel(opts_.train_src, opts_.train_tgt, src_, tgt_, checks);
+  if (has_valid()) read_parallel(opts_.valid_src, opts_.valid_tgt, vsrc_, vtgt_, checks);
   train_lines_ = static_cast<int64_t>(src_.size());
   // A side with nothing SentencePiece keeps (spaces, control or zero-width
   // characters) is an empty side: refused now if nothing else is left, not
   // by SentencePiece ending the process, nor by a validation set that scores
   // every model alike.
-  const int64_t max_len = cfg_.max_positions - 1;
   auto none_left = [&](const std::string& file, int64_t lines, const char* what) {
     return InputError(file + ": no usable sentence pairs" + what + " (0 longer than " +
                       std::to_string(max_len) + " subwords, " + std::to_string(lines) +
