@@ -1,6 +1,7 @@
 // `nmt score`. Metric mode takes the sacrebleu command line: references as
-// arguments (or -r), the hypothesis from -i or stdin, --metrics bleu chrf,
-// -tok, -lc, -f json|text, -w, -b, and prints sacreBLEU's one-line result or
+// arguments (or -r), the hypothesis from -i or stdin, --metrics bleu chrf ter,
+// -tok, -lc, the --chrf-* and --ter-* options, -f json|text, -w, -b, and
+// prints sacreBLEU's one-line results (aligned on '=' as it aligns them) or
 // its JSON. Lines are right-stripped and checked for UTF-8 as sacrebleu
 // does. The one clash: -m is the model everywhere in nmt (model mode below),
 // so sacreBLEU's `-m bleu chrf` is spelt --metrics here, and `-m bleu` says
@@ -22,6 +23,7 @@
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
 #include "metrics/ngrams.h"
+#include "metrics/ter.h"
 #include "metrics/tokenizers.h"
 #include "score_model.h"
 
@@ -46,6 +48,7 @@ struct ScoreCli {
   int chrf_word_order = 0;
   int chrf_beta = 2;
   bool chrf_whitespace = false;
+  metrics::TerOptions ter;
   std::string format = "text";
   int width = 2;
   bool signature = true;
@@ -134,6 +137,8 @@ metrics::ChrfOptions chrf_options(const ScoreCli& cli) {
   return opt;
 }
 
+metrics::TerOptions ter_options(const ScoreCli& cli) { return cli.ter; }
+
 // One result as sacrebleu prints it: the score alone (-b), the JSON object,
 // the one-line text with the signature inside, or without it.
 template <typename Score>
@@ -151,6 +156,9 @@ void print_sentence_scores(const ScoreCli& cli, const Inputs& in) {
       std::cout << render(metrics::sentence_bleu(in.hyps[i], seg_refs, bleu_options(cli)), cli,
                           true)
                 << "\n";
+    else if (cli.metrics[0] == "ter")
+      std::cout << render(metrics::sentence_ter(in.hyps[i], seg_refs, ter_options(cli)), cli, true)
+                << "\n";
     else
       std::cout << render(metrics::sentence_chrf(in.hyps[i], seg_refs, chrf_options(cli)), cli,
                           true)
@@ -162,8 +170,6 @@ void print_sentence_scores(const ScoreCli& cli, const Inputs& in) {
 void check_metric_options(const ScoreCli& cli) {
   std::vector<std::string> seen;
   for (const std::string& m : cli.metrics) {
-    if (m == "ter")
-      throw UsageError("score: TER is not implemented in nmt; use --metrics bleu chrf");
     if (std::find(seen.begin(), seen.end(), m) != seen.end())
       throw UsageError("score: --metrics names " + m + " twice");
     seen.push_back(m);
@@ -173,7 +179,8 @@ void check_metric_options(const ScoreCli& cli) {
   const bool has_bleu = std::find(seen.begin(), seen.end(), "bleu") != seen.end();
   if (cli.lowercase_opt->count() > 0 && !has_bleu)
     throw UsageError(
-        "score: -lc/--lowercase applies to BLEU, as in sacreBLEU; for chrF use --chrf-lowercase");
+        "score: -lc/--lowercase applies to BLEU, as in sacreBLEU; for chrF use --chrf-lowercase "
+        "(TER is case-insensitive unless --ter-case-sensitive)");
 }
 
 void run_metric_score(const ScoreCli& cli) {
@@ -190,14 +197,25 @@ void run_metric_score(const ScoreCli& cli) {
       if (m == "bleu")
         results.push_back(
             render(metrics::corpus_bleu(in.hyps, in.refs, bleu_options(cli)), cli, false));
+      else if (m == "ter")
+        results.push_back(
+            render(metrics::corpus_ter(in.hyps, in.refs, ter_options(cli)), cli, false));
       else
         results.push_back(
             render(metrics::corpus_chrf(in.hyps, in.refs, chrf_options(cli)), cli, false));
     }
     const bool json_list = cli.format == "json" && !cli.score_only && results.size() > 1;
     if (json_list) std::cout << "[\n";
-    for (std::size_t i = 0; i < results.size(); ++i)
+    // sacrebleu's print_single_results: text lines right-aligned on the
+    // first '=' (the character before it is the one padded up to).
+    std::size_t width = 0;
+    const bool align = cli.format == "text" && !cli.score_only;
+    if (align)
+      for (const std::string& r : results) width = std::max(width, r.find('=') - 1);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (align) std::cout << std::string(width - (results[i].find('=') - 1), ' ');
       std::cout << results[i] << (json_list && i + 1 < results.size() ? ",\n" : "\n");
+    }
     if (json_list) std::cout << "]\n";
   }
   io::check_stdout(/*flush=*/true);
@@ -240,11 +258,11 @@ void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_option("-i,--input", cli.inputs, "Hypothesis file; default stdin"));
   cli.metrics_opt =
       cmd->add_option("--metrics", cli.metrics,
-                      "Metrics: bleu, chrf or both (sacrebleu's -m; -m is the model in nmt)")
+                      "Metrics: any of bleu, chrf, ter (sacrebleu's -m; -m is the model in nmt)")
           ->check(CLI::IsMember({"bleu", "chrf", "ter"}))
           ->expected(1, 3);
   add(cli.metrics_opt);
-  add(cmd->add_option("--metric", cli.metric, "One metric, bleu or chrf")
+  add(cmd->add_option("--metric", cli.metric, "One metric: bleu, chrf or ter")
           ->check(CLI::IsMember({"bleu", "chrf", "ter"}))
           ->excludes(cli.metrics_opt));
   add(cmd->add_option("--tokenize", cli.tokenize, "BLEU tokeniser: 13a, intl, none or char (-tok)")
@@ -270,6 +288,14 @@ void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_flag("--chrf-whitespace", cli.chrf_whitespace,
                     "Keep whitespace in chrF character n-grams"));
   add(cmd->add_flag("--chrf-lowercase", cli.chrf_lowercase, "Case-insensitive chrF"));
+  add(cmd->add_flag("--ter-case-sensitive", cli.ter.case_sensitive,
+                    "Case-sensitive TER (TER lowercases by default)"));
+  add(cmd->add_flag("--ter-asian-support", cli.ter.asian_support,
+                    "TER: split CJK characters (with --ter-normalized) and remove CJK "
+                    "punctuation (with --ter-no-punct)"));
+  add(cmd->add_flag("--ter-no-punct", cli.ter.no_punct, "TER: remove punctuation"));
+  add(cmd->add_flag("--ter-normalized", cli.ter.normalized,
+                    "TER: tercom's normalisation and punctuation tokenisation"));
   add(cmd->add_option("-f,--format", cli.format,
                       "text: sacrebleu's one-line result; json: its JSON (sacrebleu's default)")
           ->check(CLI::IsMember({"text", "json"})));
@@ -309,7 +335,7 @@ void register_score(CLI::App& app) {
   auto cli = std::make_shared<ScoreCli>();
   CLI::App* cmd = app.add_subcommand(
       "score",
-      "Score translations: BLEU/chrF against references with sacrebleu's command line\n"
+      "Score translations: BLEU/chrF/TER against references with sacrebleu's command line\n"
       "(sacreBLEU 2.6.0 numbers), or model log-probabilities of a parallel corpus with -m");
   cmd->footer(
       "-m is the model, as everywhere in nmt; sacrebleu's -m (metrics) is --metrics.\n"
