@@ -464,7 +464,11 @@ class Scorer {
   void add(std::string_view hyp, const std::vector<std::string_view>& refs, Accumulator& acc) {
     const std::string hyp_tok = tokenize_tercom(hyp, opt_);
     ref_tok_.resize(refs.size());
-    for (std::size_t r = 0; r < refs.size(); ++r) ref_tok_[r] = tokenize_tercom(refs[r], opt_);
+    // sacreBLEU tokenises references twice (_cache_references, then
+    // _extract_reference_info again), and normalisation is not idempotent:
+    // "er's." becomes "er's ." and then "er 's .".
+    for (std::size_t r = 0; r < refs.size(); ++r)
+      ref_tok_[r] = tokenize_tercom(tokenize_tercom(refs[r], opt_), opt_);
     interner_.clear();
     interner_.add(hyp_tok, hyp_ids_);
     int64_t best = INT64_MAX;
