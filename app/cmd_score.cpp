@@ -109,6 +109,9 @@ Inputs read_inputs(const ScoreCli& cli) {
   }
   for (const std::string& r : in.ref_paths) in.refs.push_back(read_text(r, "reference"));
   in.hyps = read_text(in.hyp_path, "-i");
+  // sacreBLEU refuses an empty system too ("contains no sentence").
+  if (in.hyps.empty())
+    throw InputError("score: " + display_name(in.hyp_path) + " has no lines: nothing to score");
   // Checked here as well as in the library so the message names the files.
   for (std::size_t r = 0; r < in.refs.size(); ++r)
     if (in.refs[r].size() != in.hyps.size())

@@ -37,6 +37,12 @@ std::vector<std::string> sacrebleu_aliases(std::vector<std::string> args) {
       {"-d", "--detail is not supported"},
       {"-e", "input is always read as UTF-8"}};
   for (std::string& a : args) {
+    // Issue 20 and older notes spell case-sensitive TER -ti; sacreBLEU 2.6.0
+    // has no such option (its argparse reads "-t i", a test set).
+    if (a == "-ti")
+      throw UsageError(
+          "score: sacreBLEU 2.6.0 has no -ti (it would read -t i); case-sensitive TER is "
+          "--ter-case-sensitive");
     if (auto it = alias.find(a); it != alias.end()) a = it->second;
     if (auto it = unsupported.find(a); it != unsupported.end())
       throw UsageError("score: sacrebleu's " + a + " has no nmt equivalent: " + it->second);

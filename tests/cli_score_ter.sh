@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# nmt score against what sacreBLEU 2.6.0 printed for TER (alone and with
+# BLEU and chrF): every case of tests/fixtures/sacrebleu-ter/cases.txt is
+# run through the binary and compared byte for byte with expected/NAME.out;
+# then the inputs sacreBLEU refuses.  Usage: cli_score_ter.sh NMT WORK_DIR
+set -uo pipefail
+NMT=$1 WORK=$2
+FIX=$(cd "$(dirname "$0")/fixtures/sacrebleu-ter" && pwd)
+rm -rf "$WORK" && mkdir -p "$WORK"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+n=0
+while IFS=$'\t' read -r name args nmt_args; do
+  case "$name" in ''|'#'*) continue ;; esac
+  if [ -z "$nmt_args" ]; then
+    nmt_args=${args/ -m / --metrics }
+    [[ " $args " == *" -f "* ]] || nmt_args+=" -f json"
+    [[ " $args " == *" -w "* ]] || nmt_args+=" -w 1"
+  fi
+  # shellcheck disable=SC2086  # the arguments are word lists
+  (cd "$FIX" && "$NMT" score $nmt_args) >"$WORK/$name.out" 2>"$WORK/$name.err" \
+    || fail "$name: nmt score $nmt_args: $(cat "$WORK/$name.err")"
+  cmp -s "$WORK/$name.out" "$FIX/expected/$name.out" \
+    || fail "$name: nmt score $nmt_args differs from sacrebleu $args:
+$(diff "$WORK/$name.out" "$FIX/expected/$name.out" | head -5)"
+  n=$((n + 1))
+done <"$FIX/cases.txt"
+[ "$n" -ge 40 ] || fail "only $n cases ran"
+grep -q "^nmt: warning: hostile-bad.hyp line 19: invalid UTF-8 replaced with U+FFFD$" \
+  "$WORK/hostile-bad-utf8.err" || fail "bad UTF-8: no warning by line: $(cat "$WORK/hostile-bad-utf8.err")"
+
+expect_error() {  # exit status, pattern, command...
+  local want=$1 pat=$2; shift 2
+  "$@" </dev/null >/dev/null 2>"$WORK/err.txt"
+  local rc=$?
+  [ "$rc" -eq "$want" ] || fail "$*: exit $rc, expected $want"
+  [ "$(wc -l <"$WORK/err.txt")" -eq 1 ] || fail "$*: expected one line, got: $(cat "$WORK/err.txt")"
+  grep -q -- "$pat" "$WORK/err.txt" || fail "$*: expected '$pat', got: $(cat "$WORK/err.txt")"
+}
+head -5 "$FIX/m30k.hyp" >"$WORK/five.hyp"
+expect_error 1 "^nmt: error: score: $WORK/five.hyp has 5 lines but reference $FIX/m30k.ref has 400$" \
+  "$NMT" score "$FIX/m30k.ref" -i "$WORK/five.hyp" --metrics ter
+expect_error 2 "^nmt score: error: score: sacreBLEU 2.6.0 has no -ti (it would read -t i); case-sensitive TER is --ter-case-sensitive (see nmt score --help)$" \
+  "$NMT" score "$FIX/m30k.ref" -i "$FIX/m30k.hyp" --metrics ter -ti
+expect_error 2 "^nmt score: error: score: only one metric can be used with --sentence-level" \
+  "$NMT" score "$FIX/m30k.ref" -i "$FIX/m30k.hyp" --metrics bleu ter -sl
+# An empty system: sacreBLEU says "Test set None contains no sentence" and exits 1.
+: >"$WORK/empty.hyp"
+: >"$WORK/empty.ref"
+expect_error 1 "^nmt: error: score: $WORK/empty.hyp has no lines: nothing to score$" \
+  "$NMT" score "$WORK/empty.ref" -i "$WORK/empty.hyp" --metrics ter
+echo "cli_score_ter: $n sacreBLEU cases identical"
