@@ -207,7 +207,8 @@ void run_metric_score(const ScoreCli& cli) {
         results.push_back(
             render(metrics::corpus_chrf(in.hyps, in.refs, chrf_options(cli)), cli, false));
     }
-    const bool json_list = cli.format == "json" && !cli.score_only && results.size() > 1;
+    // sacrebleu wraps several JSON results in a list, bare -b scores too.
+    const bool json_list = cli.format == "json" && results.size() > 1;
     if (json_list) std::cout << "[\n";
     // sacrebleu's print_single_results: text lines right-aligned on the
     // first '=' (the character before it is the one padded up to).
