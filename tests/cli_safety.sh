@@ -69,7 +69,7 @@ grep -q "either with -r or as arguments" err.txt || fail "-r a b: $(cat err.txt)
 grep -q '"tok": "intl"' out.json && grep -q '"case": "lc"' out.json && grep -q '"nrefs": "2"' out.json \
   || fail "sacrebleu json: $(cat out.json)"
 "$NMT" score ref.de --metrics bleu chrf -i hyp.de -f text >two.txt || fail "--metrics bleu chrf"
-[ "$(wc -l <two.txt)" -eq 2 ] && grep -q '^chrF2|' two.txt || fail "two metrics: $(cat two.txt)"
+[ "$(wc -l <two.txt)" -eq 2 ] && grep -q '^ *chrF2|' two.txt || fail "two metrics: $(cat two.txt)"
 [ "$("$NMT" score ref.de -i hyp.de -b -w 1)" = "$(printf '%.1f' "$("$NMT" score ref.de -i hyp.de -b -w 4)")" ] \
   || fail "-b -w"
 expect 2 "for sacreBLEU's -m bleu write --metrics bleu" "$NMT" score -m bleu ref.de -i hyp.de
