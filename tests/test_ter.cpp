@@ -145,8 +145,8 @@ TEST_CASE("TER: the tercom tokeniser as sacreBLEU's TercomTokenizer", "[metrics]
   // Expected strings printed by sacreBLEU 2.6.0's TercomTokenizer.
   TerOptions norm;
   norm.normalized = true;
-  CHECK(nmt::metrics::tokenize_tercom(
-            "He said: &quot;It's John's 3.5-ton car, isn't it?&quot;  ", norm) ==
+  CHECK(nmt::metrics::tokenize_tercom("He said: &quot;It's John's 3.5-ton car, isn't it?&quot;  ",
+                                      norm) ==
         "he said : \" it 's john 's 3.5 - ton car , isn't it ? \"");
   CHECK(nmt::metrics::tokenize_tercom("x.,y 1.5, -2 a-b 3-4", norm) ==
         "x . , y 1.5 , -2 a-b 3 - 4");
@@ -154,7 +154,8 @@ TEST_CASE("TER: the tercom tokeniser as sacreBLEU's TercomTokenizer", "[metrics]
   punct.no_punct = true;
   punct.case_sensitive = true;
   CHECK(nmt::metrics::tokenize_tercom("He said: &quot;It's John's 3.5-ton car, isn't it?&quot;",
-                                      punct) == "He said &quotIt's John's 35-ton car isn't it&quot");
+                                      punct) ==
+        "He said &quotIt's John's 35-ton car isn't it&quot");
   TerOptions asian_norm;
   asian_norm.normalized = true;
   asian_norm.asian_support = true;
@@ -223,8 +224,8 @@ TEST_CASE("TER: shifts never cost more than the plain edit distance", "[metrics]
       CHECK(e.edits == static_cast<int64_t>(h.size()));
     } else {
       CHECK(e.edits <= d[h.size()][r.size()]);
-      CHECK(e.edits >= static_cast<int64_t>(std::max(h.size(), r.size()) -
-                                            std::min(h.size(), r.size())));
+      CHECK(e.edits >=
+            static_cast<int64_t>(std::max(h.size(), r.size()) - std::min(h.size(), r.size())));
     }
   }
 }
@@ -255,7 +256,8 @@ TEST_CASE("TER: hostile input as sacreBLEU treats it", "[metrics][ter]") {
   const auto c = corpus_ter({"a b", "x"}, {{"a b c", "y z"}, {"a b d", "x"}});
   CHECK(c.num_edits == 1);
   CHECK(c.ref_length == 4.5);
-  CHECK(c.line(2) == "TER|nrefs:2|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:2.6.0 = 22.22");
+  CHECK(c.line(2) ==
+        "TER|nrefs:2|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:2.6.0 = 22.22");
   // Line counts and references.
   CHECK_THROWS_AS(corpus_ter({"a", "b"}, {{"a"}}), nmt::InputError);
   CHECK_THROWS_AS(corpus_ter({"a"}, {}), nmt::InputError);

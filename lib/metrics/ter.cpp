@@ -108,12 +108,14 @@ void normalize_general_and_western(std::string& s) {
     o += ' ';
     o += y;
   });
-  sub_pairs(s, is_digit, [](char c) { return c == '-'; }, [](std::string& o, char x, char y) {
-    o += x;
-    o += ' ';
-    o += y;
-    o += ' ';
-  });
+  sub_pairs(
+      s, is_digit, [](char c) { return c == '-'; },
+      [](std::string& o, char x, char y) {
+        o += x;
+        o += ' ';
+        o += y;
+        o += ' ';
+      });
 }
 
 // TercomTokenizer.ASIAN_PUNCT and FULL_WIDTH_PUNCT.
@@ -123,8 +125,15 @@ bool is_asian_punct(char32_t c) {
 }
 bool is_full_width_punct(char32_t c) {
   switch (c) {
-    case 0xFF0E: case 0xFF0C: case 0xFF1F: case 0xFF1A: case 0xFF1B:
-    case 0xFF01: case 0xFF02: case 0xFF08: case 0xFF09:
+    case 0xFF0E:
+    case 0xFF0C:
+    case 0xFF1F:
+    case 0xFF1A:
+    case 0xFF1B:
+    case 0xFF01:
+    case 0xFF02:
+    case 0xFF08:
+    case 0xFF09:
       return true;
     default:
       return false;
@@ -205,7 +214,7 @@ class ShiftSearch {
   std::vector<int32_t> base_cost_, cand_cost_;  // (n+1, m+1)
   std::vector<uint8_t> base_op_;                // (n+1, m+1)
   std::vector<uint8_t> trace_;
-  std::vector<int64_t> align_;             // (m) hypothesis position of each reference word
+  std::vector<int64_t> align_;              // (m) hypothesis position of each reference word
   std::vector<int32_t> hyp_err_, ref_err_;  // prefix sums, (n+1) and (m+1)
 };
 
@@ -228,9 +237,8 @@ void ShiftSearch::prepare(std::size_t n, std::size_t m) {
   const double ratio = n > 0 ? static_cast<double>(m) / static_cast<double>(n) : 1.0;
   // "in some crazy sentences, the difference in length is so large that we
   // may end up with zero overlap with previous row"
-  const int64_t beam = kBeamWidth < ratio / 2
-                           ? static_cast<int64_t>(std::ceil(ratio / 2 + kBeamWidth))
-                           : kBeamWidth;
+  const int64_t beam =
+      kBeamWidth < ratio / 2 ? static_cast<int64_t>(std::ceil(ratio / 2 + kBeamWidth)) : kBeamWidth;
   for (std::size_t i = 1; i <= n; ++i) {
     const auto diag = static_cast<int64_t>(std::floor(static_cast<double>(i) * ratio));
     lo_[i] = static_cast<std::size_t>(std::max<int64_t>(0, diag - beam));
@@ -298,8 +306,8 @@ void ShiftSearch::trace_alignment() {
     } else if (op == kDel) {
       --i;
     } else {
-      throw Error("TER: the edit-distance band lost the path (a segment of " +
-                  std::to_string(n_) + " words against " + std::to_string(m_) + ")");
+      throw Error("TER: the edit-distance band lost the path (a segment of " + std::to_string(n_) +
+                  " words against " + std::to_string(m_) + ")");
     }
   }
   // sacreBLEU flips the trace (reference rewritten into hypothesis) and
@@ -407,7 +415,8 @@ int64_t ShiftSearch::edits(const std::vector<int>& hyp, const std::vector<int>& 
               if (!found || delta > best_delta ||
                   (delta == best_delta &&
                    (len > best_len ||
-                    (len == best_len && (sh < best_start || (sh == best_start && uidx < best_idx)))))) {
+                    (len == best_len &&
+                     (sh < best_start || (sh == best_start && uidx < best_idx)))))) {
                 found = true;
                 best_delta = delta;
                 best_len = len;
@@ -522,9 +531,8 @@ std::string tokenize_tercom(std::string_view line, const TerOptions& opt) {
       if (std::string_view(".,?:;!\"()").find(c) == std::string_view::npos) t += c;
     s = std::move(t);
     if (opt.asian_support)
-      map_code_points(s, [](char32_t c) {
-        return is_asian_punct(c) || is_full_width_punct(c) ? 1 : 0;
-      });
+      map_code_points(
+          s, [](char32_t c) { return is_asian_punct(c) || is_full_width_punct(c) ? 1 : 0; });
   }
   std::string out;
   out.reserve(s.size());
