@@ -346,6 +346,7 @@ void register_score(CLI::App& app) {
       "Examples:\n"
       "  nmt score ref.de -i hyp.de\n"
       "  nmt score ref.de ref2.de --metrics bleu chrf -tok intl -lc -f json < hyp.de\n"
+      "  nmt score ref.zh -i hyp.zh --metrics ter --ter-normalized --ter-asian-support\n"
       "  nmt score -m model.nmt --src test.en --tgt test.de --summary");
   add_metric_options(cmd, *cli);
   add_model_options(cmd, *cli);
