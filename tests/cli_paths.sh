@@ -79,6 +79,12 @@ expect 2 "^nmt quantize: error: -o adir: is a directory" "$NMT" quantize m.nmt -
 expect 2 "^nmt quantize: error: -o is empty" "$NMT" quantize m.nmt -o ""
 expect 2 "^nmt attention: error: -o adir/: is a directory" "$NMT" attention -m m.nmt "A man." -o adir/
 expect 2 "-o nodir/x.hyp: directory nodir does not exist" "$NMT" translate -m m.nmt -i in.en -o nodir/x.hyp $T
+expect 2 "^nmt train: error: --out adir: is a directory" \
+  "$NMT" train -c transformer-tiny --train-src in.en --train-tgt in.en --out adir
+expect 2 "^nmt train: error: --out m2.nmt.gz: nmt does not compress this kind of file" \
+  "$NMT" train -c transformer-tiny --train-src in.en --train-tgt in.en --out m2.nmt.gz
+expect 2 "^nmt train: error: --out is empty" \
+  "$NMT" train -c transformer-tiny --train-src in.en --train-tgt in.en --out ""
 touch afile
 expect 1 "--output-dir afile exists and is not a directory" "$NMT" translate -m m.nmt -i in.en --output-dir afile $T
 expect 2 "--suffix ../x holds a '/'" "$NMT" translate -m m.nmt -i in.en --output-dir od --suffix ../x $T

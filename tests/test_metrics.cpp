@@ -313,6 +313,50 @@ TEST_CASE("UTF-8 validation and repair", "[io][utf8]") {
   CHECK(is_valid_utf8(sanitize_utf8("\xC0\xAF\xF4\x90\x80\x80 z")));
 }
 
+TEST_CASE("text checks: lines cut while read, UTF-8 repaired and warned about by line", "[io]") {
+  // Short, long inside one read, long across many reads (1 MB, more than the
+  // reader's chunk), a cut that would split a character, invalid UTF-8, and a
+  // long last line without a newline.
+  const std::string path = tmp_path("checks.txt");
+  const std::string big(1 << 20, 'x');
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "short\n" << std::string(40, 'a') << "\n" << big << "\n"
+        << std::string(15, 'b') << "\xc3\xa9tail\n" << "bad \xff byte\n" << big;
+  }
+  std::vector<std::string> warnings;
+  nmt::io::TextChecks checks;
+  checks.max_line_bytes = 16;
+  checks.why_limit = "a test";
+  checks.warn = [&](const std::string& w) { warnings.push_back(w); };
+  nmt::io::LineReader in(path, checks);
+  std::string line;
+  struct Want {
+    std::string text;
+    bool cut;
+    std::size_t full;
+  };
+  const std::vector<Want> want = {{"short", false, 5},
+                                  {std::string(16, 'a'), true, 40},
+                                  {std::string(16, 'x'), true, big.size()},
+                                  {std::string(15, 'b'), true, 21},  // not half of the é
+                                  {"bad \xef\xbf\xbd byte", false, 10},
+                                  {std::string(16, 'x'), true, big.size()}};
+  for (const Want& w : want) {
+    REQUIRE(in.next(line));
+    CHECK(line == w.text);
+    CHECK(in.truncated() == w.cut);
+    CHECK(in.full_length() == w.full);
+  }
+  CHECK_FALSE(in.next(line));
+  REQUIRE(warnings.size() == 5);
+  CHECK(warnings[0] == path + " line 2: 40 bytes; only the first 16 are read (a test)");
+  CHECK(warnings[2] == path + " line 4: 21 bytes; only the first 15 are read (a test)");
+  CHECK(warnings[3] == path + " line 5: invalid UTF-8 replaced with U+FFFD");
+  CHECK(warnings[4] == path + " line 6: " + std::to_string(big.size()) +
+                           " bytes; only the first 16 are read (a test)");
+}
+
 TEST_CASE("text files: plain, gzip, missing", "[io]") {
   const std::string plain = tmp_path("plain.txt");
   {

@@ -118,12 +118,10 @@ void validate_options(const TrainOptions& o) {
     check_file(o.valid_tgt, "--valid-tgt");
   }
   if (!o.spm.empty()) check_file(o.spm, "--spm");
-  if (o.out.empty()) throw OptionError("--out is required");
+  // Empty, a directory, in a directory that does not exist, or a .gz name
+  // (models are not compressed): refused as every command refuses them.
+  io::check_output_path(o.out, "--out");
   std::error_code ec;
-  if (fs::is_directory(o.out, ec)) throw OptionError("--out: " + o.out + " is a directory");
-  const fs::path parent = fs::path(o.out).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec))
-    throw InputError("--out: directory " + parent.string() + " does not exist");
   if (o.vocab_size < 0 || (o.vocab_size > 0 && o.vocab_size < 8))
     throw OptionError("--vocab-size: expected 0 or at least 8, got " +
                       std::to_string(o.vocab_size));
