@@ -98,6 +98,8 @@ Inputs read_inputs(const ScoreCli& cli) {
   in.hyp_path = cli.inputs.empty() ? "-" : cli.inputs[0];
   if (in.hyp_path == "-" && ::isatty(STDIN_FILENO))
     throw UsageError("score: no hypothesis: give -i HYP or pipe it on stdin");
+  for (const std::string& r : in.ref_paths) io::check_input_path(r, "reference");
+  io::check_input_path(in.hyp_path, "-i");
   for (const std::string& r : in.ref_paths) {
     if (r == "-") throw UsageError("score: a reference cannot be stdin (stdin is the hypothesis)");
     if (in.hyp_path != "-" && io::file_id(r) == io::file_id(in.hyp_path))

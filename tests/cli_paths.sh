@@ -141,6 +141,14 @@ expect 1 "^nmt: error: -i adir: is a directory" "$NMT" translate -m m.nmt -i adi
 expect 1 "^nmt: error: --src adir: is a directory" "$NMT" score -m m.nmt --src adir --tgt in.en
 expect 1 "^nmt: error: reference adir: is a directory" "$NMT" score adir -i in.en
 expect 1 "^nmt: error: -i nothing.en: No such file or directory" "$NMT" translate -m m.nmt -i nothing.en $T
+expect 1 "^nmt: error: --train-src adir: is a directory" "$NMT" train --train-src adir --train-tgt in.en --out t.nmt
+expect 1 "^nmt: error: --valid-tgt nothing.de: No such file or directory" \
+  "$NMT" train --train-src in.en --train-tgt in.en --valid-src in.en --valid-tgt nothing.de --out t.nmt
+expect 1 "^nmt: error: -c adir: is a directory" "$NMT" train -c adir --train-src in.en --train-tgt in.en --out t.nmt
+expect 1 "^nmt: error: -c adir: is a directory" "$NMT" summary -c adir
+: >empty.json
+expect 1 "^nmt: error: -c empty.json: the file is empty" "$NMT" summary -c empty.json
+expect 1 "^nmt: error: -c empty.json: the file is empty" "$NMT" train -c empty.json --train-src in.en --train-tgt in.en --out t.nmt
 : >empty.nmt
 expect 1 "empty.nmt: not a valid model file: the file is empty" "$NMT" translate -m empty.nmt -i in.en $T
 # A model through a pipe, as from <(zcat m.nmt.gz): read once, checked alike.

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "io/output_file.h"
+#include "io/text_file.h"
 #include "model/config.h"
 #include "ops/ops.h"
 
@@ -67,13 +68,10 @@ void apply_training_json(const json& j, TrainOptions& o, const std::string& sour
 
 namespace {
 
+// The check every command makes of an input (io::check_input_path).
 void check_file(const std::string& path, const char* option) {
   if (path.empty()) throw InputError(std::string(option) + " is required");
-  std::error_code ec;
-  if (!fs::exists(path, ec))
-    throw InputError(std::string(option) + ": cannot open " + path + ": no such file");
-  if (fs::is_directory(path, ec))
-    throw InputError(std::string(option) + ": " + path + " is a directory");
+  io::check_input_path(path, option);
 }
 
 }  // namespace
