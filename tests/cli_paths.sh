@@ -42,11 +42,19 @@ echo old >private.hyp && chmod 600 private.hyp
 "$NMT" quantize m.nmt -o q.nmt 2>/dev/null && chmod 640 q.nmt &&
   "$NMT" quantize m.nmt -o q.nmt 2>/dev/null || fail "quantize twice"
 [ "$(stat -c %a q.nmt)" = 640 ] || fail "a 0640 model became $(stat -c %a q.nmt)"
-# A read-only output is refused, as a shell's > refuses it (unless root).
-if [ "$(id -u)" -ne 0 ]; then
-  echo keep >ro.hyp && chmod 444 ro.hyp
-  expect 1 "cannot write ro.hyp: Permission denied" "$NMT" translate -m m.nmt -i in.en -o ro.hyp $T
-fi
+# A read-only output is refused, as a shell's > refuses it (root may write
+# anything, so as root this runs as nobody).
+# (in a folder of /tmp, with a copy of the binary, which nobody may not
+# reach where the checkout is).
+ro=$(mktemp -d /tmp/nmt-cli-paths.XXXXXX) && chmod 755 "$ro" && cp "$NMT" m.nmt in.en "$ro"/ || fail "scratch"
+as_user=()
+[ "$(id -u)" -eq 0 ] && as_user=(runuser -u nobody --)
+(cd "$ro" && echo keep >ro.hyp && chmod 444 ro.hyp &&
+  "${as_user[@]}" ./nmt translate -m m.nmt -i in.en -o ro.hyp $T >/dev/null 2>err.txt; echo $? >rc.txt)
+[ "$(cat "$ro/rc.txt")" = 1 ] && grep -q "^nmt: error: cannot write ro.hyp: Permission denied$" "$ro/err.txt" ||
+  fail "a read-only output: exit $(cat "$ro/rc.txt"), $(cat "$ro/err.txt")"
+[ "$(cat "$ro/ro.hyp")" = keep ] || fail "a read-only output was replaced"
+rm -rf "$ro"
 # A symlink writes its target and stays a link; a dangling one makes its target.
 echo keep >target.txt && ln -s target.txt link.hyp
 "$NMT" translate -m m.nmt -i in.en -o link.hyp $T 2>/dev/null || fail "translate -o symlink"
