@@ -75,5 +75,18 @@ expect_error 2 "^nmt score: error: score: --spm-model applies to -tok flores101 
   || fail "chrF with -tok ko-mecab"
 "$NMT" score "$FIX/zh.ref" -i "$FIX/zh.hyp" --metrics chrf -w 1 | cmp -s - "$WORK/chrf-ko.out" \
   || fail "-tok changed chrF"
+# No IPA dictionary: one line, exit 1. Shown in a private mount namespace
+# (root only), with an empty directory over Debian's dictionary.
+mkdir -p "$WORK/nodic"
+if unshare -m true 2>/dev/null; then
+  unshare -m bash -c 'mount --bind "$1" /var/lib/mecab/dic/ipadic-utf8 && shift && "$@"' _ "$WORK/nodic" \
+    "$NMT" score "$FIX/ja.ref" -i "$FIX/ja.hyp" -tok ja-mecab >"$WORK/nodic.out" 2>"$WORK/nodic.err"
+  rc=$?
+  [ "$rc" -eq 1 ] && [ "$(wc -l <"$WORK/nodic.err")" -eq 1 ] && [ ! -s "$WORK/nodic.out" ] &&
+    grep -q "^nmt: error: -tok ja-mecab needs MeCab's IPA dictionary in /var/lib/mecab/dic/ipadic-utf8 (Debian package mecab-ipadic-utf8)" "$WORK/nodic.err" \
+    || { cat "$WORK/nodic.err"; fail "no dictionary: exit $rc"; }
+else
+  echo "cli_score_tok: skipped the missing-dictionary check (needs unshare -m, i.e. root)"
+fi
 "$NMT" score --help | grep -q "392,127" || fail "--help does not say which IPA dictionary"
 echo "cli_score_tok: all passed"
