@@ -39,6 +39,12 @@ check_all zh zh sl
 check_all ja ja-mecab sl
 check_all spm flores101 - --spm-model "$FIX/spm.model"
 check_all spm flores200 sl --spm-model "$FIX/spm.model"
+for t in spm spBLEU-1K; do
+  same "$FIX/spm.$t.txt" "spm.$t.txt" -- "$FIX/spm.ref" -i "$FIX/spm.hyp" -tok $t -w 1 -f text --spm-model "$FIX/spm.model"
+  same "$FIX/spm.$t.json" "spm.$t.json" -- "$FIX/spm.ref" -i "$FIX/spm.hyp" -tok $t -w 1 -f json --spm-model "$FIX/spm.model"
+done
+grep -q "^nmt: warning: -tok spm is sacreBLEU's old name for flores101" "$WORK/spm.spm.txt.err" \
+  || fail "-tok spm: no warning"
 
 # Ill-formed UTF-8 (sacreBLEU stops with a UnicodeDecodeError): replaced with
 # U+FFFD and said so by line, then scored as sacreBLEU scores that text.
@@ -64,11 +70,13 @@ expect_error 2 "^nmt score: error: score: -tok flores200 needs --spm-model FILE:
   -- "$FIX/spm.ref" -i "$FIX/spm.hyp" -tok flores200
 expect_error 2 "^nmt score: error: score: -tok flores101 needs --spm-model FILE: the FLORES-101 SentencePiece model" \
   -- "$FIX/spm.ref" -i "$FIX/spm.hyp" -tok flores101
+expect_error 2 "^nmt score: error: score: -tok spBLEU-1K needs --spm-model FILE: the spBLEU-1K SentencePiece model" \
+  -- "$FIX/spm.ref" -i "$FIX/spm.hyp" -tok spBLEU-1K
 expect_error 1 "^nmt: error: --spm-model $WORK/none.model: No such file or directory$" \
   -- "$FIX/spm.ref" -i "$FIX/spm.hyp" -tok flores200 --spm-model "$WORK/none.model"
 expect_error 1 "^nmt: error: --spm-model $FIX/zh.ref: not a SentencePiece model" \
   -- "$FIX/spm.ref" -i "$FIX/spm.hyp" -tok flores200 --spm-model "$FIX/zh.ref"
-expect_error 2 "^nmt score: error: score: --spm-model applies to -tok flores101 and flores200, not -tok 13a" \
+expect_error 2 "^nmt score: error: score: --spm-model applies to -tok flores101, flores200, spm and spBLEU-1K, not -tok 13a" \
   -- "$FIX/spm.ref" -i "$FIX/spm.hyp" --spm-model "$FIX/spm.model"
 # chrF takes no tokeniser: as in sacreBLEU, -tok does not change it.
 "$NMT" score "$FIX/zh.ref" -i "$FIX/zh.hyp" --metrics chrf -tok ko-mecab -w 1 >"$WORK/chrf-ko.out" \

@@ -349,6 +349,8 @@ TEST_CASE("flores tokenisers against sacreBLEU", "[metrics][tokenizer]") {
   const std::string model = tok_fixture("spm.model");
   CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kFlores101) == "flores101");
   CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kFlores200) == "flores200");
+  CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kSpm) == "flores101");
+  CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kSpBleu1K) == "spBLEU-1K");
   CHECK(nmt::metrics::tokenize("", TokenizerKind::kFlores200, model) == "");
   check_tokens("spm", TokenizerKind::kFlores200, model);
   check_scores("spm", TokenizerKind::kFlores200, model);

@@ -76,8 +76,10 @@ TokenizerKind parse_tokenizer(std::string_view name) {
   if (name == "zh") return TokenizerKind::kZh;
   if (name == "ja-mecab") return TokenizerKind::kJaMecab;
   if (name == "ko-mecab") return TokenizerKind::kKoMecab;
+  if (name == "spm") return TokenizerKind::kSpm;
   if (name == "flores101") return TokenizerKind::kFlores101;
   if (name == "flores200") return TokenizerKind::kFlores200;
+  if (name == "spBLEU-1K") return TokenizerKind::kSpBleu1K;
   std::string names;
   for (const char* n : kTokenizerNames) names += std::string(names.empty() ? "" : ", ") + n;
   throw InputError("unknown tokenizer '" + std::string(name) + "': expected one of " + names);
@@ -99,16 +101,21 @@ const char* tokenizer_name(TokenizerKind kind) {
       return "ja-mecab";
     case TokenizerKind::kKoMecab:
       return "ko-mecab";
+    case TokenizerKind::kSpm:
+      return "spm";
     case TokenizerKind::kFlores101:
       return "flores101";
     case TokenizerKind::kFlores200:
       return "flores200";
+    case TokenizerKind::kSpBleu1K:
+      return "spBLEU-1K";
   }
   return "?";
 }
 
 bool tokenizer_needs_spm_model(TokenizerKind kind) {
-  return kind == TokenizerKind::kFlores101 || kind == TokenizerKind::kFlores200;
+  return kind == TokenizerKind::kSpm || kind == TokenizerKind::kFlores101 ||
+         kind == TokenizerKind::kFlores200 || kind == TokenizerKind::kSpBleu1K;
 }
 
 std::string tokenize(std::string_view line, TokenizerKind kind, const std::string& spm_model) {
@@ -128,8 +135,10 @@ std::string tokenize(std::string_view line, TokenizerKind kind, const std::strin
     case TokenizerKind::kKoMecab:
       load_tokenizer(kind);  // throws: says what is missing
       break;
+    case TokenizerKind::kSpm:
     case TokenizerKind::kFlores101:
     case TokenizerKind::kFlores200:
+    case TokenizerKind::kSpBleu1K:
       return tokenize_spm(line, spm_model);
   }
   return std::string(line);
@@ -486,7 +495,9 @@ const sentencepiece::SentencePieceProcessor& spm_processor(const std::string& pa
   auto it = models.find(path);
   if (it != models.end()) return *it->second;
   if (path.empty())
-    throw InputError("-tok flores101/flores200 needs --spm-model FILE (a SentencePiece model)");
+    throw InputError(
+        "the SentencePiece tokenisers (spm, flores101, flores200, spBLEU-1K) need a model file "
+        "(--spm-model FILE)");
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = sp->Load(path);
   if (!status.ok())
@@ -522,8 +533,10 @@ void load_tokenizer(TokenizerKind kind, const std::string& spm_model) {
       throw Error(
           "-tok ko-mecab needs mecab-ko and its dictionary mecab-ko-dic, which are not in Debian "
           "and not in this build of nmt");
+    case TokenizerKind::kSpm:
     case TokenizerKind::kFlores101:
     case TokenizerKind::kFlores200:
+    case TokenizerKind::kSpBleu1K:
       spm_processor(spm_model);
       return;
     default:
@@ -534,6 +547,7 @@ void load_tokenizer(TokenizerKind kind, const std::string& spm_model) {
 std::string tokenizer_signature(TokenizerKind kind) {
   // sacreBLEU: tagger.version() + "-IPA", the library's version.
   if (kind == TokenizerKind::kJaMecab) return std::string("ja-mecab-") + mecab_version() + "-IPA";
+  if (kind == TokenizerKind::kSpm) return "flores101";  // sacreBLEU's SPM_MODELS["spm"]
   return tokenizer_name(kind);
 }
 

@@ -25,21 +25,25 @@ enum class TokenizerKind {
   kZh,
   kJaMecab,
   kKoMecab,  // a name only: mecab-ko and its dictionary are not in Debian
+  kSpm,      // sacreBLEU's old name for flores101; its signature says flores101
   kFlores101,
   kFlores200,
+  kSpBleu1K,
 };
 
 // The names in kTokenizerNames; anything else throws nmt::InputError.
 TokenizerKind parse_tokenizer(std::string_view name);
 // sacreBLEU's -tok choices, in its order.
-inline constexpr const char* kTokenizerNames[] = {
-    "none", "zh", "13a", "char", "intl", "ja-mecab", "ko-mecab", "flores101", "flores200"};
+inline constexpr const char* kTokenizerNames[] = {"none",      "zh",        "13a",      "intl",
+                                                  "char",      "ja-mecab",  "ko-mecab", "spm",
+                                                  "flores101", "flores200", "spBLEU-1K"};
 // The -tok name ("ja-mecab").
 const char* tokenizer_name(TokenizerKind kind);
 // The signature's tok: field, as sacreBLEU writes it: the name, except
 // "ja-mecab-0.996-IPA" (the linked MeCab's version).
 std::string tokenizer_signature(TokenizerKind kind);
-// flores101 and flores200 take a SentencePiece model file (spm_model).
+// spm, flores101, flores200 and spBLEU-1K take a SentencePiece model file
+// (spm_model).
 bool tokenizer_needs_spm_model(TokenizerKind kind);
 
 // Makes the tokeniser ready, so that a missing dictionary or model is
@@ -50,7 +54,7 @@ bool tokenizer_needs_spm_model(TokenizerKind kind);
 void load_tokenizer(TokenizerKind kind, const std::string& spm_model = "");
 
 // Tokenises one line; tokens in the result are separated by single spaces.
-// spm_model is the SentencePiece model file for flores101/flores200.
+// spm_model is the SentencePiece model file of the SentencePiece ones.
 std::string tokenize(std::string_view line, TokenizerKind kind, const std::string& spm_model = "");
 
 // mteval-v13a.pl: unescape &quot; &amp; &lt; &gt;, split off ASCII
@@ -70,7 +74,7 @@ std::string tokenize_zh(std::string_view line);
 // sacreBLEU's ja-mecab: the line stripped, MeCab -Owakati with Debian's IPA
 // dictionary (/var/lib/mecab/dic/ipadic-utf8), the result stripped.
 std::string tokenize_ja_mecab(std::string_view line);
-// sacreBLEU's flores101/flores200: SentencePiece pieces of the line
+// sacreBLEU's spm/flores101/flores200/spBLEU-1K: SentencePiece pieces of the line
 // (EncodeAsPieces) joined with spaces.
 std::string tokenize_spm(std::string_view line, const std::string& spm_model);
 
