@@ -54,6 +54,10 @@ for l in 4 5 6; do
     || { cat "$WORK/badutf8.err"; fail "no UTF-8 warning for line $l"; }
 done
 
+# A NUL byte inside a line, as sacreBLEU reads it (MeCab stops at it).
+same "$FIX/nul.ja-mecab.txt" nul.ja -- "$FIX/nul.ref" -i "$FIX/nul.hyp" -tok ja-mecab -w 1
+same "$FIX/nul.flores200.txt" nul.spm -- "$FIX/nul.ref" -i "$FIX/nul.hyp" -tok flores200 -w 1 --spm-model "$FIX/spm.model"
+
 # A hypothesis file one line short, as sacreBLEU refuses it (exit 1).
 for t in zh ja-mecab; do
   expect_error 1 "^nmt: error: score: $FIX/zh.short.hyp has 299 lines but reference $FIX/zh.ref has 300$" \
