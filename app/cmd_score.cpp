@@ -37,6 +37,7 @@ struct ScoreCli {
   std::vector<std::string> ref_opts;  // -r, nmt's earlier spelling
   std::vector<std::string> inputs;    // -i
   std::string tokenize = "13a";
+  std::string spm_model;  // spm, flores101, flores200, spBLEU-1K
   bool lowercase = false;
   bool chrf_lowercase = false;
   std::string smooth_method = "exp";
@@ -120,6 +121,7 @@ Inputs read_inputs(const ScoreCli& cli) {
 metrics::BleuOptions bleu_options(const ScoreCli& cli) {
   metrics::BleuOptions opt;
   opt.tokenizer = metrics::parse_tokenizer(cli.tokenize);
+  opt.spm_model = cli.spm_model;
   opt.lowercase = cli.lowercase;
   opt.smooth = metrics::parse_smoothing(cli.smooth_method);
   if (cli.smooth_value_opt->count() > 0) opt.smooth_value = cli.smooth_value;
@@ -161,6 +163,42 @@ void print_sentence_scores(const ScoreCli& cli, const Inputs& in) {
   }
 }
 
+// The tokeniser serves BLEU only (chrF has its own), and is made ready, as
+// sacreBLEU builds it, only when BLEU is computed: before any file is read.
+void check_tokenizer(const ScoreCli& cli, bool has_bleu) {
+  const metrics::TokenizerKind kind = metrics::parse_tokenizer(cli.tokenize);
+  const bool spm = metrics::tokenizer_needs_spm_model(kind);
+  if (!cli.spm_model.empty() && !spm)
+    throw UsageError(
+        "score: --spm-model applies to -tok flores101, flores200, spm and spBLEU-1K, not -tok " +
+        cli.tokenize);
+  if (!has_bleu) return;
+  if (spm && cli.spm_model.empty()) {
+    // What sacreBLEU's SPM_MODELS downloads, and where it keeps it.
+    const char* what = "FLORES-101";
+    const char* file = "sacrebleu_tokenizer_spm.model";
+    const char* url =
+        "https://dl.fbaipublicfiles.com/fairseq/models/flores/sacrebleu_tokenizer_spm.model";
+    if (kind == metrics::TokenizerKind::kFlores200) {
+      what = "FLORES-200";
+      file = "flores200sacrebleuspm";
+      url = "https://tinyurl.com/flores200sacrebleuspm";
+    } else if (kind == metrics::TokenizerKind::kSpBleu1K) {
+      what = "spBLEU-1K";
+      file = "spbleu-1k_tokenizer_spm.model";
+      url = "https://www.dlnlp.ai/spBLEU-1K/spbleu-1k_tokenizer_spm.model";
+    }
+    throw UsageError("score: -tok " + cli.tokenize + " needs --spm-model FILE: the " + what +
+                     " SentencePiece model (sacreBLEU downloads it as ~/.sacrebleu/models/" + file +
+                     " from " + url + ")");
+  }
+  if (kind == metrics::TokenizerKind::kSpm)
+    std::cerr << "nmt: warning: -tok spm is sacreBLEU's old name for flores101 (the signature "
+                 "says flores101)\n";
+  if (spm) io::check_input_path(cli.spm_model, "--spm-model");
+  metrics::load_tokenizer(kind, cli.spm_model);
+}
+
 void check_metric_options(const ScoreCli& cli) {
   std::vector<std::string> seen;
   for (const std::string& m : cli.metrics) {
@@ -176,6 +214,7 @@ void check_metric_options(const ScoreCli& cli) {
   if (cli.lowercase_opt->count() > 0 && !has_bleu)
     throw UsageError(
         "score: -lc/--lowercase applies to BLEU, as in sacreBLEU; for chrF use --chrf-lowercase");
+  check_tokenizer(cli, has_bleu);
 }
 
 void run_metric_score(const ScoreCli& cli) {
@@ -249,8 +288,23 @@ void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_option("--metric", cli.metric, "One metric, bleu or chrf")
           ->check(CLI::IsMember({"bleu", "chrf", "ter"}))
           ->excludes(cli.metrics_opt));
-  add(cmd->add_option("--tokenize", cli.tokenize, "BLEU tokeniser: 13a, intl, none or char (-tok)")
-          ->check(CLI::IsMember({"13a", "intl", "none", "char"})));
+  add(cmd->add_option("--tokenize", cli.tokenize,
+                      "BLEU tokeniser (-tok): 13a, intl, none, char, zh, ja-mecab, flores101, "
+                      "flores200, spm (= flores101), spBLEU-1K; ko-mecab is refused (mecab-ko is "
+                      "not in Debian). ja-mecab (" +
+                          metrics::tokenizer_signature(metrics::TokenizerKind::kJaMecab) +
+                          ") is MeCab -Owakati with Debian's IPA dictionary (" +
+                          metrics::kMecabIpadicDir +
+                          ", 392,127 entries): sacreBLEU's numbers as it tokenises with that "
+                          "dictionary, though sacreBLEU's own size check accepts only pip's "
+                          "392,126. The SentencePiece ones need --spm-model")
+          ->check(CLI::IsMember(std::vector<std::string>(std::begin(metrics::kTokenizerNames),
+                                                         std::end(metrics::kTokenizerNames)))));
+  add(cmd->add_option("--spm-model", cli.spm_model,
+                      "SentencePiece model for -tok flores101, flores200, spm, spBLEU-1K "
+                      "(sacreBLEU downloads it: FLORES-101 sacrebleu_tokenizer_spm.model, "
+                      "FLORES-200 flores200sacrebleuspm, spBLEU-1K "
+                      "spbleu-1k_tokenizer_spm.model; nmt takes the file)"));
   cli.lowercase_opt = cmd->add_flag("--lowercase", cli.lowercase, "Case-insensitive BLEU (-lc)");
   add(cli.lowercase_opt);
   add(cmd->add_option("-s,--smooth-method", cli.smooth_method,

@@ -71,9 +71,9 @@ class Vocab {
 std::string preprocess(std::string_view line, const BleuOptions& opt) {
   if (opt.lowercase) {
     std::string lowered = lowercase(line);
-    return tokenize(rstrip_whitespace(lowered), opt.tokenizer);
+    return tokenize(rstrip_whitespace(lowered), opt.tokenizer, opt.spm_model);
   }
-  return tokenize(rstrip_whitespace(line), opt.tokenizer);
+  return tokenize(rstrip_whitespace(line), opt.tokenizer, opt.spm_model);
 }
 
 // sacreBLEU's closest reference length: smallest |hyp - ref|, then the
@@ -289,7 +289,7 @@ std::string BleuScore::signature() const {
   return std::string("nrefs:") + (nrefs < 0 ? "var" : std::to_string(nrefs)) +
          "|case:" + (options.lowercase ? "lc" : "mixed") +
          "|eff:" + (options.effective_order ? "yes" : "no") +
-         "|tok:" + tokenizer_name(options.tokenizer) + "|smooth:" + smooth +
+         "|tok:" + tokenizer_signature(options.tokenizer) + "|smooth:" + smooth +
          "|version:" + kSacrebleuVersion;
 }
 

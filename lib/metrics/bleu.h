@@ -38,6 +38,9 @@ const char* smoothing_name(Smoothing s);
 
 struct BleuOptions {
   TokenizerKind tokenizer = TokenizerKind::k13a;
+  // The SentencePiece model file of flores101/flores200 (sacreBLEU
+  // downloads it; nmt takes it by path).
+  std::string spm_model;
   bool lowercase = false;
   Smoothing smooth = Smoothing::kExp;
   // Unset: the method's default (floor 0.1, add-k 1). Ignored by exp/none.
