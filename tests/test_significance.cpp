@@ -1,0 +1,126 @@
+// numpy's generator as nmt reproduces it, against numbers numpy 1.24.2
+// printed (the command beside each case).
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "io/text_file.h"
+#include "metrics/numpy_random.h"
+
+#ifndef NMT_SOURCE_DIR
+#define NMT_SOURCE_DIR "."
+#endif
+
+namespace {
+
+namespace npr = nmt::metrics::numpy_random;
+using nmt::metrics::SegmentStats;
+
+std::string fixture(const std::string& name) {
+  return std::string(NMT_SOURCE_DIR) + "/tests/fixtures/sacrebleu-sig/" + name;
+}
+
+std::vector<std::string> lines_of(const std::string& name) {
+  return nmt::io::read_lines(fixture(name));
+}
+
+nlohmann::json expected_json(const std::string& name) {
+  std::ifstream in(fixture("expected/" + name + ".out"));
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+// /usr/bin/python3 -c 'from numpy.random import SeedSequence as S
+// for s in [0, 12345, 2**40 + 7]: print([int(x) for x in S(s).generate_state(8)])'
+TEST_CASE("SeedSequence.generate_state matches numpy", "[metrics][significance][rng]") {
+  using W = std::vector<uint32_t>;
+  CHECK(npr::seed_sequence_state({0}, 8) == W{2968811710, 3677149159, 745650761, 2884920346,
+                                              2642120001, 549907821, 574372308, 742431198});
+  CHECK(npr::seed_sequence_state({12345}, 8) == W{2688385916, 3048105090, 4196366895, 3152189807,
+                                                  924159892, 1692637855, 2685664627, 1052446614});
+  // 2**40 + 7: two words, least significant first.
+  CHECK(npr::seed_sequence_state({7, 256}, 8) == W{238885397, 226915041, 1322230113, 2599373530,
+                                                   2212210947, 2577144891, 231252758, 1082730460});
+}
+
+// /usr/bin/python3 -c 'from numpy.random import PCG64
+// for s in [12345, 42]: print([int(x) for x in PCG64(s).random_raw(3)])'
+TEST_CASE("PCG64 raw outputs match numpy", "[metrics][significance][rng]") {
+  npr::Pcg64 a(12345);
+  CHECK(a.next_u64() == 4193609425186963869ULL);
+  CHECK(a.next_u64() == 5843160025838961886ULL);
+  CHECK(a.next_u64() == 14708796524633321433ULL);
+  npr::Pcg64 b(42);
+  CHECK(b.next_u64() == 14276969152011380360ULL);
+  CHECK(b.next_u64() == 8095878257575067585ULL);
+  CHECK(b.next_u64() == 15838336090824644132ULL);
+}
+
+// /usr/bin/python3 -c 'import numpy as np
+// for s, n in [(12345, 1000), (12345, 3), (7, 2**31 + 5), (1, 2**32), (2, 2**33 + 1)]:
+//     print([int(x) for x in np.random.default_rng(s).choice(n, size=6, replace=True)])'
+TEST_CASE("choice(n, replace=True) matches numpy over 32- and 64-bit ranges",
+          "[metrics][significance][rng]") {
+  auto draw = [](uint64_t seed, uint64_t n) {
+    npr::Pcg64 rng(seed);
+    std::vector<int64_t> out(6);
+    rng.integers(n, out.size(), out.data());
+    return out;
+  };
+  using V = std::vector<int64_t>;
+  CHECK(draw(12345, 1000) == V{699, 227, 788, 316, 204, 797});
+  CHECK(draw(12345, 3) == V{2, 0, 2, 0, 0, 2});
+  // Near half of the 32-bit draws are rejected for this range.
+  CHECK(draw(7, (1ULL << 31) + 5) ==
+        V{1342382295, 1469265229, 1241873587, 483628758, 119253154, 1875941743});
+  CHECK(draw(1, 1ULL << 32) ==
+        V{2032329983, 2198257139, 3243419750, 4082210491, 149690573, 619160822});
+  CHECK(draw(2, (1ULL << 33) + 1) ==
+        V{2247231121, 2564019398, 6994145855, 789551930, 5154824267, 6258287272});
+  npr::Pcg64 one(5);
+  int64_t z[3];
+  one.integers(1, 3, z);  // a range of one value draws nothing
+  CHECK((z[0] == 0 && z[2] == 0));
+  CHECK(one.next_u64() == npr::Pcg64(5).next_u64());
+}
+
+// /usr/bin/python3 -c 'import numpy as np; rng = np.random.default_rng(12345)
+// b = rng.integers(2, size=20, dtype=bool); c = rng.choice(10, size=3)
+// print("".join("1" if x else "0" for x in b), [int(x) for x in c])'
+// (and size=40 for the second case)
+TEST_CASE("integers(2, dtype=bool) uses one bit per value and keeps the spare 32 bits",
+          "[metrics][significance][rng]") {
+  auto run = [](std::size_t n_bools) {
+    npr::Pcg64 rng(12345);
+    std::vector<uint8_t> b(n_bools);
+    rng.bools(b.size(), b.data());
+    std::string bits;
+    for (uint8_t x : b) bits += x ? '1' : '0';
+    std::vector<int64_t> c(3);
+    rng.integers(10, c.size(), c.data());
+    return std::make_pair(bits, c);
+  };
+  // 20 bools take one 32-bit draw: choice starts on the upper half of that 64-bit output.
+  CHECK(run(20) == std::make_pair(std::string("10111001100000111111"), std::vector<int64_t>{2, 7, 3}));
+  CHECK(run(40) == std::make_pair(std::string("1011100110000011111111110100110110110001"),
+                                  std::vector<int64_t>{7, 3, 2}));
+}
+
+TEST_CASE("SACREBLEU_SEED is read as sacreBLEU reads it", "[metrics][significance][rng]") {
+  CHECK(npr::parse_seed(nullptr).value == 12345u);
+  CHECK(npr::parse_seed(nullptr).text == "12345");
+  CHECK(!npr::parse_seed("None").value.has_value());
+  CHECK(npr::parse_seed("NONE").text == "none");
+  CHECK(npr::parse_seed(" +7 ").value == 7u);
+  CHECK(npr::parse_seed("1_000").text == "1000");
+  CHECK_THROWS_AS(npr::parse_seed("-1"), nmt::InputError);
+  CHECK_THROWS_AS(npr::parse_seed("12a"), nmt::InputError);
+  CHECK_THROWS_AS(npr::parse_seed(""), nmt::InputError);
+}
+
