@@ -1,5 +1,8 @@
 // numpy's generator as nmt reproduces it, against numbers numpy 1.24.2
-// printed (the command beside each case).
+// printed, and sacreBLEU 2.6.0's significance tests and intervals on the
+// BLEU and chrF statistics seam, against the JSON sacreBLEU printed for
+// tests/fixtures/sacrebleu-sig (see its README.md). The command line's
+// tables are checked by tests/cli_score_sig.sh.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <fstream>
@@ -9,7 +12,11 @@
 
 #include "core/error.h"
 #include "io/text_file.h"
+#include "metrics/bleu.h"
+#include "metrics/chrf.h"
 #include "metrics/numpy_random.h"
+#include "metrics/significance.h"
+#include "metrics/stats_metric.h"
 
 #ifndef NMT_SOURCE_DIR
 #define NMT_SOURCE_DIR "."
@@ -124,3 +131,139 @@ TEST_CASE("SACREBLEU_SEED is read as sacreBLEU reads it", "[metrics][significanc
   CHECK_THROWS_AS(npr::parse_seed(""), nmt::InputError);
 }
 
+// /usr/bin/python3 -c 'import numpy as np; print(np.sum(np.arange(10000) * 0.1 + 1 / 3).hex())'
+TEST_CASE("numpy_sum sums as numpy does (pairwise within 8192-element buffers)",
+          "[metrics][significance]") {
+  std::vector<double> v(10000);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) * 0.1 + 1.0 / 3.0;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", nmt::metrics::numpy_sum(v.data(), v.size()));
+  CHECK(std::string(buf) == "0x1.3159455555556p+22");
+}
+
+namespace {
+
+struct Systems {
+  std::vector<std::vector<std::string>> refs;
+  std::vector<std::vector<std::string>> hyps;
+};
+
+Systems load(const std::vector<std::string>& names) {
+  Systems s;
+  s.refs.push_back(lines_of("ref.de"));
+  for (const std::string& n : names) s.hyps.push_back(lines_of(n));
+  return s;
+}
+
+// results[m][s] against sacreBLEU's JSON list, every double to the last bit.
+void check_against(const std::vector<std::vector<nmt::metrics::TestResult>>& results,
+                   const std::vector<std::string>& metric_names, const nlohmann::json& expected) {
+  REQUIRE(expected.size() == results[0].size());
+  for (std::size_t m = 0; m < metric_names.size(); ++m)
+    for (std::size_t s = 0; s < expected.size(); ++s) {
+      INFO(metric_names[m] << " system " << s);
+      const nlohmann::json& e = expected[s][metric_names[m]];
+      const nmt::metrics::TestResult& r = results[m][s];
+      CHECK(r.score == e["score"].get<double>());
+      CHECK(r.p_value.has_value() == !e["p_value"].is_null());
+      if (r.p_value && !e["p_value"].is_null()) CHECK(*r.p_value == e["p_value"].get<double>());
+      CHECK(r.mean.has_value() == !e["mean"].is_null());
+      if (r.mean && !e["mean"].is_null()) CHECK(*r.mean == e["mean"].get<double>());
+      if (r.ci && !e["ci"].is_null()) CHECK(*r.ci == e["ci"].get<double>());
+    }
+}
+
+std::vector<std::vector<nmt::metrics::TestResult>> run_test(
+    const Systems& sys, const std::vector<const nmt::metrics::StatsMetric*>& metrics,
+    const nmt::metrics::PairedTestOptions& opt) {
+  std::vector<std::vector<SegmentStats>> stats(metrics.size());
+  for (std::size_t m = 0; m < metrics.size(); ++m)
+    for (const auto& h : sys.hyps) stats[m].push_back(metrics[m]->segment_stats(h, sys.refs));
+  return nmt::metrics::paired_test(metrics, stats, opt);
+}
+
+}  // namespace
+
+TEST_CASE("paired bootstrap equals sacreBLEU's to the last bit", "[metrics][significance]") {
+  const Systems sys = load({"sysA.de", "sysB.de", "sysC.de"});
+  const auto bleu = nmt::metrics::bleu_stats_metric({});
+  const auto chrf = nmt::metrics::chrf_stats_metric({});
+  nmt::metrics::PairedTestOptions opt;
+  opt.kind = nmt::metrics::PairedTestKind::kBootstrap;
+  SECTION("100 resamples, chrF then BLEU") {
+    opt.n_samples = 100;
+    check_against(run_test(sys, {chrf.get(), bleu.get()}, opt), {"chrF2", "BLEU"},
+                  expected_json("bs100_json"));
+  }
+  SECTION("the default 1000 resamples") {
+    check_against(run_test(sys, {bleu.get(), chrf.get()}, opt), {"BLEU", "chrF2"},
+                  expected_json("bs1000_json"));
+  }
+  SECTION("SACREBLEU_SEED=7, 150 resamples") {
+    opt.n_samples = 150;
+    opt.seed = npr::parse_seed("7");
+    const Systems two = load({"sysA.de", "sysB.de"});
+    check_against(run_test(two, {chrf.get(), bleu.get()}, opt), {"chrF2", "BLEU"},
+                  expected_json("bs150_seed7_json"));
+  }
+  SECTION("chrF++ and add-k 0.5 (float32 arithmetic on the resampled sums)") {
+    opt.n_samples = 200;
+    nmt::metrics::BleuOptions bo;
+    bo.smooth = nmt::metrics::Smoothing::kAddK;
+    bo.smooth_value = 0.5;
+    nmt::metrics::ChrfOptions co;
+    co.word_order = 2;
+    const auto b = nmt::metrics::bleu_stats_metric(bo);
+    const auto c = nmt::metrics::chrf_stats_metric(co);
+    const Systems two = load({"sysA.de", "sysB.de"});
+    check_against(run_test(two, {b.get(), c.get()}, opt), {"BLEU", "chrF2++"},
+                  expected_json("bs200_chrfpp_addk_json"));
+  }
+}
+
+TEST_CASE("approximate randomization equals sacreBLEU's to the last bit",
+          "[metrics][significance]") {
+  const auto bleu = nmt::metrics::bleu_stats_metric({});
+  const auto chrf = nmt::metrics::chrf_stats_metric({});
+  nmt::metrics::PairedTestOptions opt;
+  opt.kind = nmt::metrics::PairedTestKind::kRandomization;
+  SECTION("200 trials, three systems") {
+    opt.n_samples = 200;
+    check_against(run_test(load({"sysA.de", "sysB.de", "sysC.de"}), {bleu.get(), chrf.get()}, opt),
+                  {"BLEU", "chrF2"}, expected_json("ar200_json"));
+  }
+  SECTION("the default 10000 trials") {
+    check_against(run_test(load({"sysA.de", "sysB.de"}), {bleu.get(), chrf.get()}, opt),
+                  {"BLEU", "chrF2"}, expected_json("ar10000_json"));
+  }
+  SECTION("add-k 0.5: the added value is cut to the int64 sums") {
+    opt.n_samples = 150;
+    nmt::metrics::BleuOptions bo;
+    bo.smooth = nmt::metrics::Smoothing::kAddK;
+    bo.smooth_value = 0.5;
+    const auto b = nmt::metrics::bleu_stats_metric(bo);
+    check_against(run_test(load({"sysA.de", "sysB.de"}), {b.get()}, opt), {"BLEU"},
+                  expected_json("ar150_addk_json"));
+  }
+}
+
+TEST_CASE("summed statistics give the corpus scores", "[metrics][significance]") {
+  const Systems sys = load({"sysC.de"});
+  nmt::metrics::ChrfOptions co;
+  co.word_order = 2;
+  const auto chrf = nmt::metrics::chrf_stats_metric(co);
+  const auto bleu = nmt::metrics::bleu_stats_metric({});
+  CHECK(nmt::metrics::corpus_score(*chrf, chrf->segment_stats(sys.hyps[0], sys.refs)) ==
+        nmt::metrics::corpus_chrf(sys.hyps[0], sys.refs, co).score);
+  CHECK(nmt::metrics::corpus_score(*bleu, bleu->segment_stats(sys.hyps[0], sys.refs)) ==
+        nmt::metrics::corpus_bleu(sys.hyps[0], sys.refs).score);
+}
+
+TEST_CASE("paired tests refuse what sacreBLEU cannot compare", "[metrics][significance]") {
+  const Systems sys = load({"sysA.de", "short.de"});
+  const auto bleu = nmt::metrics::bleu_stats_metric({});
+  nmt::metrics::PairedTestOptions opt;
+  std::vector<std::vector<SegmentStats>> one{{bleu->segment_stats(sys.hyps[0], sys.refs)}};
+  CHECK_THROWS_AS(nmt::metrics::paired_test({bleu.get()}, one, opt), nmt::InputError);
+  CHECK_THROWS_AS(bleu->segment_stats(sys.hyps[1], sys.refs), nmt::InputError);
+}
