@@ -9,10 +9,10 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -198,12 +198,10 @@ void print_sentence_scores(const ScoreCli& cli, const Inputs& in) {
   for (std::size_t i = 0; i < hyps.size(); ++i) {
     for (std::size_t r = 0; r < in.refs.size(); ++r) seg_refs[r] = in.refs[r][i];
     if (cli.metrics[0] == "bleu")
-      std::cout << render(metrics::sentence_bleu(hyps[i], seg_refs, bleu_options(cli)), cli,
-                          true)
+      std::cout << render(metrics::sentence_bleu(hyps[i], seg_refs, bleu_options(cli)), cli, true)
                 << "\n";
     else
-      std::cout << render(metrics::sentence_chrf(hyps[i], seg_refs, chrf_options(cli)), cli,
-                          true)
+      std::cout << render(metrics::sentence_chrf(hyps[i], seg_refs, chrf_options(cli)), cli, true)
                 << "\n";
     io::check_stdout();
   }
@@ -416,11 +414,11 @@ void print_table(const ScoreCli& cli, const std::vector<std::string>& names,
   columns.insert(columns.end(), cells.begin(), cells.end());
   std::cout << metrics::fancy_grid(headers, columns, cli.width) << "\n\n";
   if (paired_mode(cli)) {
-    const std::string msg =
-        cli.paired_bs ? "Paired bootstrap resampling test with " + std::to_string(cli.paired_bs_n) +
-                            " resampling trials"
-                      : "Paired approximate randomization test with " +
-                            std::to_string(cli.paired_ar_n) + " trials";
+    const std::string msg = cli.paired_bs
+                                ? "Paired bootstrap resampling test with " +
+                                      std::to_string(cli.paired_bs_n) + " resampling trials"
+                                : "Paired approximate randomization test with " +
+                                      std::to_string(cli.paired_ar_n) + " trials";
     const std::string dashes(msg.size(), '-');
     std::cout << dashes << "\n" << msg << "\n" << dashes << "\n";
     std::cout << " - Each system is pairwise compared to " << names[0] << ".\n";
@@ -496,8 +494,8 @@ void run_several_systems(const ScoreCli& cli, const Inputs& in) {
   }
 
   metrics::PairedTestOptions opt;
-  opt.kind = cli.paired_bs ? metrics::PairedTestKind::kBootstrap
-                           : metrics::PairedTestKind::kRandomization;
+  opt.kind =
+      cli.paired_bs ? metrics::PairedTestKind::kBootstrap : metrics::PairedTestKind::kRandomization;
   opt.n_samples = cli.paired_bs ? cli.paired_bs_n : cli.paired_ar_n;
   opt.seed = metrics::numpy_random::seed_from_environment();
   const int n = metrics::paired_test_samples(opt.kind, opt.n_samples);
@@ -506,10 +504,12 @@ void run_several_systems(const ScoreCli& cli, const Inputs& in) {
   for (std::size_t m = 0; m < keys.size(); ++m) {
     seams.push_back(runs[m].seam.get());
     for (std::size_t s = 0; s < n_sys; ++s) seg[m].push_back(stats[m][s].stats);
-    signatures[m] = with_test_fields(
-        signatures[m], (cli.paired_bs ? "bs:" : "ar:") + std::to_string(n) + "|seed:" + opt.seed.text);
+    signatures[m] =
+        with_test_fields(signatures[m], (cli.paired_bs ? "bs:" : "ar:") + std::to_string(n) +
+                                            "|seed:" + opt.seed.text);
   }
-  const std::vector<std::vector<metrics::TestResult>> results = metrics::paired_test(seams, seg, opt);
+  const std::vector<std::vector<metrics::TestResult>> results =
+      metrics::paired_test(seams, seg, opt);
 
   if (cli.format == "json") {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -542,7 +542,8 @@ void run_several_systems(const ScoreCli& cli, const Inputs& in) {
              metrics::format_fixed(*r.ci, cli.width) + ")";
       }
       if (r.p_value)
-        c += "\n(p = " + metrics::format_fixed(*r.p_value, 4) + ")" + (*r.p_value > 0.05 ? "" : "*");
+        c +=
+            "\n(p = " + metrics::format_fixed(*r.p_value, 4) + ")" + (*r.p_value > 0.05 ? "" : "*");
       cells[m].push_back(c);
     }
     if (is_bootstrap) metric_names[m] += " (μ ± 95% CI)";

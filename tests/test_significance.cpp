@@ -114,7 +114,8 @@ TEST_CASE("integers(2, dtype=bool) uses one bit per value and keeps the spare 32
     return std::make_pair(bits, c);
   };
   // 20 bools take one 32-bit draw: choice starts on the upper half of that 64-bit output.
-  CHECK(run(20) == std::make_pair(std::string("10111001100000111111"), std::vector<int64_t>{2, 7, 3}));
+  CHECK(run(20) ==
+        std::make_pair(std::string("10111001100000111111"), std::vector<int64_t>{2, 7, 3}));
   CHECK(run(40) == std::make_pair(std::string("1011100110000011111111110100110110110001"),
                                   std::vector<int64_t>{7, 3, 2}));
 }

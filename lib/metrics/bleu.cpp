@@ -180,8 +180,7 @@ const char* smoothing_name(Smoothing s) {
 
 BleuScore bleu_from_stats(const std::array<int64_t, kBleuMaxOrder>& correct_in,
                           const std::array<int64_t, kBleuMaxOrder>& total_in, int64_t hyp_len,
-                          int64_t ref_len, const BleuOptions& options,
-                          StatsArithmetic arithmetic) {
+                          int64_t ref_len, const BleuOptions& options, StatsArithmetic arithmetic) {
   BleuScore s;
   s.options = options;
   s.hyp_len = hyp_len;

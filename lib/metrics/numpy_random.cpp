@@ -97,7 +97,8 @@ void Pcg64::seed_from_state(const std::vector<uint32_t>& w) {
   // generate_state(4, np.uint64): pairs of words, little-endian; the first
   // two 64-bit words are the state (high, low), the last two the stream.
   uint64_t v[4];
-  for (int i = 0; i < 4; ++i) v[i] = static_cast<uint64_t>(w[2 * i]) | (uint64_t{w[2 * i + 1]} << 32);
+  for (int i = 0; i < 4; ++i)
+    v[i] = static_cast<uint64_t>(w[2 * i]) | (uint64_t{w[2 * i + 1]} << 32);
   const unsigned __int128 init_state = u128(v[0], v[1]);
   const unsigned __int128 init_seq = u128(v[2], v[3]);
   state_ = 0;

@@ -4,8 +4,8 @@
 #include "metrics/report_table.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -91,8 +91,10 @@ std::string fancy_grid(const std::vector<std::string>& headers,
   std::vector<std::size_t> widths(n_cols);
   for (std::size_t c = 0; c < n_cols; ++c) {
     const auto& col = columns[c];
-    const bool ints = std::all_of(col.begin(), col.end(), [](const std::string& s) { return parses(s, true); });
-    const bool nums = ints || std::all_of(col.begin(), col.end(), [](const std::string& s) { return parses(s, false); });
+    const bool ints =
+        std::all_of(col.begin(), col.end(), [](const std::string& s) { return parses(s, true); });
+    const bool nums = ints || std::all_of(col.begin(), col.end(),
+                                          [](const std::string& s) { return parses(s, false); });
     widths[c] = code_points(headers[c]) + 2;  // tabulate's MIN_PADDING
     for (const std::string& raw : col) {
       std::string v = raw;
@@ -161,7 +163,8 @@ std::string python_float_repr(double v) {
   }
   if (exp < 0) return sign + "0." + std::string(static_cast<std::size_t>(-exp - 1), '0') + digits;
   const auto int_len = static_cast<std::size_t>(exp + 1);
-  if (digits.size() <= int_len) return sign + digits + std::string(int_len - digits.size(), '0') + ".0";
+  if (digits.size() <= int_len)
+    return sign + digits + std::string(int_len - digits.size(), '0') + ".0";
   return sign + digits.substr(0, int_len) + "." + digits.substr(int_len);
 }
 

@@ -101,7 +101,8 @@ MeanCi estimate_ci_python(std::vector<double> scores) {
   long double sum = 0.0L, comp = 0.0L;
   for (double x : scores) {
     const long double t = sum + x;
-    comp += std::fabs(sum) >= std::fabs(static_cast<long double>(x)) ? (sum - t) + x : (x - t) + sum;
+    comp +=
+        std::fabs(sum) >= std::fabs(static_cast<long double>(x)) ? (sum - t) + x : (x - t) + sum;
     sum = t;
   }
   r.mean = static_cast<double>((sum + comp) / static_cast<long double>(scores.size()));
@@ -168,7 +169,8 @@ std::vector<std::vector<TestResult>> paired_test(
   if (segments == 0) throw InputError("paired_test: no segments");
 
   const bool bs = options.kind == PairedTestKind::kBootstrap;
-  const auto n_samples = static_cast<std::size_t>(paired_test_samples(options.kind, options.n_samples));
+  const auto n_samples =
+      static_cast<std::size_t>(paired_test_samples(options.kind, options.n_samples));
   const int n_ar_conf = options.n_ar_confidence == 0 ? 1000 : options.n_ar_confidence;
   const int confidence_n = bs ? static_cast<int>(n_samples) : n_ar_conf;
 
