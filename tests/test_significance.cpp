@@ -15,6 +15,7 @@
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
 #include "metrics/numpy_random.h"
+#include "metrics/report_table.h"
 #include "metrics/significance.h"
 #include "metrics/stats_metric.h"
 
@@ -267,4 +268,41 @@ TEST_CASE("paired tests refuse what sacreBLEU cannot compare", "[metrics][signif
   std::vector<std::vector<SegmentStats>> one{{bleu->segment_stats(sys.hyps[0], sys.refs)}};
   CHECK_THROWS_AS(nmt::metrics::paired_test({bleu.get()}, one, opt), nmt::InputError);
   CHECK_THROWS_AS(bleu->segment_stats(sys.hyps[1], sys.refs), nmt::InputError);
+}
+
+// /usr/bin/python3 -c 'for v in [1e-05, 0.1, 100.0, 1/10001, 1e16, 123456789012345678.0,
+//     0.0001, 52.48340563462774, -2.5, 1.0/3]: print(repr(v))'
+TEST_CASE("python_float_repr writes floats as Python's repr", "[metrics][significance]") {
+  using nmt::metrics::python_float_repr;
+  CHECK(python_float_repr(1e-05) == "1e-05");
+  CHECK(python_float_repr(0.1) == "0.1");
+  CHECK(python_float_repr(100.0) == "100.0");
+  CHECK(python_float_repr(1.0 / 10001) == "9.999000099990002e-05");
+  CHECK(python_float_repr(1e16) == "1e+16");
+  CHECK(python_float_repr(123456789012345678.0) == "1.2345678901234568e+17");
+  CHECK(python_float_repr(0.0001) == "0.0001");
+  // nlohmann's dump writes 52.483405634627744 for this double.
+  CHECK(python_float_repr(52.48340563462774) == "52.48340563462774");
+  CHECK(python_float_repr(-2.5) == "-2.5");
+  CHECK(python_float_repr(1.0 / 3) == "0.3333333333333333");
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  j.push_back({{"system", "é"}, {"p_value", nullptr}, {"x", {}}});
+  CHECK(nmt::metrics::python_json_dumps(j, 4) ==
+        "[\n    {\n        \"system\": \"\\u00e9\",\n        \"p_value\": null,\n"
+        "        \"x\": null\n    }\n]");
+}
+
+// tabulate 0.8.9: a right-aligned first column, centred others, numeric
+// strings re-formatted with floatfmt, multi-line cells line by line.
+TEST_CASE("fancy_grid lays out a table as tabulate does", "[metrics][significance]") {
+  const std::string t = nmt::metrics::fancy_grid(
+      {"System", "BLEU"}, {{"a", "Baseline: b"}, {"29.55", "3\n(p = 0.5)"}}, 1);
+  // /usr/bin/python3 -c "from tabulate import tabulate; print(repr(tabulate({'System':
+  //   ['a', 'Baseline: b'], 'BLEU': ['29.55', '3\\n(p = 0.5)']}, headers='keys',
+  //   tablefmt='fancy_grid', colalign=('right',), stralign='center', numalign='center',
+  //   floatfmt='.1f')))"
+  CHECK(t ==
+        "╒═════════════╤═══════════╕\n│      System │   BLEU    │\n╞═════════════╪═══════════╡\n"
+        "│           a │   29.55   │\n├─────────────┼───────────┤\n│ Baseline: b │     3     │\n"
+        "│             │ (p = 0.5) │\n╘═════════════╧═══════════╛");
 }
