@@ -306,3 +306,30 @@ TEST_CASE("fancy_grid lays out a table as tabulate does", "[metrics][significanc
         "│           a │   29.55   │\n├─────────────┼───────────┤\n│ Baseline: b │     3     │\n"
         "│             │ (p = 0.5) │\n╘═════════════╧═══════════╛");
 }
+
+// Not on sacreBLEU's command line, but in its API: AR with a bootstrap
+// interval too (the resample indices drawn after the swap masks).
+// cd tests/fixtures/sacrebleu-sig && PYTHONPATH=/work/sacrebleu-2.6.0 /usr/bin/python3 -c "
+// from sacrebleu.metrics import BLEU; from sacrebleu.significance import PairedTest
+// ref = [open('ref.de').read().splitlines()]
+// sy = [(n, open(n).read().splitlines()) for n in ['sysA.de', 'sysB.de']]
+// _, s = PairedTest(sy, {'BLEU': BLEU(references=ref)}, references=None, test_type='ar',
+//                   n_samples=200, n_ar_confidence=100)()
+// for r in s['BLEU']: print(repr(r.score), repr(r.p_value), repr(r.mean), repr(r.ci))"
+TEST_CASE("approximate randomization with an interval (sacreBLEU's API)",
+          "[metrics][significance]") {
+  const auto bleu = nmt::metrics::bleu_stats_metric({});
+  nmt::metrics::PairedTestOptions opt;
+  opt.kind = nmt::metrics::PairedTestKind::kRandomization;
+  opt.n_samples = 200;
+  opt.n_ar_confidence = 100;
+  const auto r = run_test(load({"sysA.de", "sysB.de"}), {bleu.get()}, opt);
+  CHECK(r[0][0].score == 29.554094099613017);
+  CHECK(!r[0][0].p_value);
+  CHECK(r[0][0].mean == 29.412168824270143);
+  CHECK(r[0][0].ci == 2.102251748523244);
+  CHECK(r[0][1].score == 29.477299558844404);
+  CHECK(r[0][1].p_value == 0.17412935323383086);
+  CHECK(r[0][1].mean == 29.35952144114485);
+  CHECK(r[0][1].ci == 2.241020771105479);
+}
