@@ -263,12 +263,9 @@ struct SystemStats {
 SystemStats system_stats(const MetricRun& m, const std::vector<std::string>& hyps,
                          const std::vector<std::vector<std::string>>& refs) {
   SystemStats out;
-  int nrefs = 1;
-  out.stats = m.key == "bleu" ? metrics::bleu_segment_stats(hyps, refs, m.bleu, &nrefs)
-                              : metrics::chrf_segment_stats(hyps, refs, m.chrf, &nrefs);
-  std::vector<int64_t> sums(out.stats.width, 0);
-  for (std::size_t i = 0; i < out.stats.segments; ++i)
-    for (std::size_t k = 0; k < out.stats.width; ++k) sums[k] += out.stats.row(i)[k];
+  out.stats = m.seam->segment_stats(hyps, refs);
+  const int nrefs = out.stats.nrefs;
+  const std::vector<int64_t> sums = out.stats.sums();
   if (m.key == "bleu") {
     std::array<int64_t, metrics::kBleuMaxOrder> correct{}, total{};
     for (int n = 0; n < metrics::kBleuMaxOrder; ++n) {

@@ -321,7 +321,7 @@ nlohmann::ordered_json BleuScore::to_json(int width) const {
 
 SegmentStats bleu_segment_stats(const std::vector<std::string>& hyps,
                                 const std::vector<std::vector<std::string>>& refs,
-                                const BleuOptions& options, int* nrefs) {
+                                const BleuOptions& options) {
   check_line_counts(hyps.size(), refs);
   SegmentStats out;
   out.segments = hyps.size();
@@ -343,7 +343,7 @@ SegmentStats bleu_segment_stats(const std::vector<std::string>& hyps,
     out.values.insert(out.values.end(), seg.correct.begin(), seg.correct.end());
     out.values.insert(out.values.end(), seg.total.begin(), seg.total.end());
   }
-  if (nrefs) *nrefs = n_refs == 0 ? static_cast<int>(refs.size()) : n_refs;
+  out.nrefs = n_refs == 0 ? static_cast<int>(refs.size()) : n_refs;
   return out;
 }
 

@@ -98,9 +98,9 @@ BleuScore bleu_from_stats(const std::array<int64_t, kBleuMaxOrder>& correct,
                           StatsArithmetic arithmetic = StatsArithmetic::kPython);
 
 // sacreBLEU's per-segment statistics, one row per segment:
-// [hyp_len, ref_len, correct_1..4, total_1..4]. `nrefs` as BleuScore::nrefs.
+// [hyp_len, ref_len, correct_1..4, total_1..4].
 SegmentStats bleu_segment_stats(const std::vector<std::string>& hyps,
                                 const std::vector<std::vector<std::string>>& refs,
-                                const BleuOptions& options, int* nrefs = nullptr);
+                                const BleuOptions& options);
 
 }  // namespace nmt::metrics

@@ -275,7 +275,7 @@ nlohmann::ordered_json ChrfScore::to_json(int width) const {
 
 SegmentStats chrf_segment_stats(const std::vector<std::string>& hyps,
                                 const std::vector<std::vector<std::string>>& refs,
-                                const ChrfOptions& options, int* nrefs) {
+                                const ChrfOptions& options) {
   check_options(options);
   if (refs.empty()) throw InputError("no reference given: chrF needs at least one");
   for (std::size_t r = 0; r < refs.size(); ++r)
@@ -301,7 +301,7 @@ SegmentStats chrf_segment_stats(const std::vector<std::string>& hyps,
     acc.total.resize(out.width, 0);
     out.values.insert(out.values.end(), acc.total.begin(), acc.total.end());
   }
-  if (nrefs) *nrefs = n_refs == 0 ? static_cast<int>(refs.size()) : n_refs;
+  out.nrefs = n_refs == 0 ? static_cast<int>(refs.size()) : n_refs;
   return out;
 }
 

@@ -55,7 +55,7 @@ ChrfScore sentence_chrf(const std::string& hyp, const std::vector<std::string>& 
 // order, then each word order, against the best-scoring reference.
 SegmentStats chrf_segment_stats(const std::vector<std::string>& hyps,
                                 const std::vector<std::vector<std::string>>& refs,
-                                const ChrfOptions& options, int* nrefs = nullptr);
+                                const ChrfOptions& options);
 
 // The chrF score (0..100) from summed statistics; with float32 arithmetic
 // precision and recall are float32 quotients, as numpy computes them.

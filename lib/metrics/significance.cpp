@@ -62,13 +62,6 @@ std::vector<int64_t> draw_indices(numpy_random::Pcg64& rng, std::size_t n_sample
   return idxs;
 }
 
-std::vector<int64_t> column_sums(const SegmentStats& s) {
-  std::vector<int64_t> sums(s.width, 0);
-  for (std::size_t i = 0; i < s.segments; ++i)
-    for (std::size_t k = 0; k < s.width; ++k) sums[k] += s.row(i)[k];
-  return sums;
-}
-
 // PairedTest.__call__ seeds each comparison with `self._seed if self._seed
 // else None`: a seed of 0 draws fresh entropy there (but not for the
 // baseline's interval, which reads SACREBLEU_SEED itself).
@@ -131,7 +124,7 @@ std::vector<double> resample_scores(const StatsMetric& metric, const SegmentStat
 }
 
 double corpus_score(const StatsMetric& metric, const SegmentStats& stats) {
-  const std::vector<int64_t> sums = column_sums(stats);
+  const std::vector<int64_t> sums = stats.sums();
   return metric.score(sums.data(), StatsArithmetic::kPython);
 }
 
@@ -229,7 +222,7 @@ std::vector<std::vector<TestResult>> paired_test(
         const double diff = std::fabs(baseline_scores[m] - r.score);
         // shuf_a = pos @ bl + ~pos @ sys = sum(sys) + pos @ (bl - sys);
         // shuf_b = sum(bl) - pos @ (bl - sys): exact in int64, one pass.
-        const std::vector<int64_t> sum_a = column_sums(a), sum_b = column_sums(b);
+        const std::vector<int64_t> sum_a = a.sums(), sum_b = b.sums();
         std::vector<int64_t> delta(a.values.size());
         for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = a.values[i] - b.values[i];
         std::vector<int64_t> moved(k), shuf_a(k), shuf_b(k);

@@ -20,7 +20,16 @@ struct SegmentStats {
   std::size_t segments = 0;
   std::size_t width = 0;
   std::vector<int64_t> values;
+  // References per segment, as the signature's nrefs counts them (-1: varies).
+  int nrefs = 1;
   const int64_t* row(std::size_t i) const { return values.data() + i * width; }
+  // Every column summed over the segments.
+  std::vector<int64_t> sums() const {
+    std::vector<int64_t> out(width, 0);
+    for (std::size_t i = 0; i < segments; ++i)
+      for (std::size_t k = 0; k < width; ++k) out[k] += row(i)[k];
+    return out;
+  }
 };
 
 // Which arithmetic sacreBLEU applies to summed statistics, so that scores
