@@ -698,6 +698,8 @@ void register_score(CLI::App& app) {
       "Examples:\n"
       "  nmt score ref.de -i hyp.de\n"
       "  nmt score ref.de ref2.de --metrics bleu chrf -tok intl -lc -f json < hyp.de\n"
+      "  nmt score ref.de -i base.de new.de --paired-bs --metrics bleu chrf   # base.de: the baseline\n"
+      "  nmt score ref.de -i hyp.de -ci                  # SACREBLEU_SEED seeds the resamples\n"
       "  nmt score -m model.nmt --src test.en --tgt test.de --summary");
   add_metric_options(cmd, *cli);
   add_model_options(cmd, *cli);
