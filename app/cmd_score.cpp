@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,10 @@
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
 #include "metrics/ngrams.h"
+#include "metrics/numpy_random.h"
+#include "metrics/report_table.h"
+#include "metrics/significance.h"
+#include "metrics/stats_metric.h"
 #include "metrics/ter.h"
 #include "metrics/tokenizers.h"
 #include "score_model.h"
@@ -39,6 +45,7 @@ struct ScoreCli {
   std::vector<std::string> ref_opts;  // -r, nmt's earlier spelling
   std::vector<std::string> inputs;    // -i
   std::string tokenize = "13a";
+  std::string spm_model;  // spm, flores101, flores200, spBLEU-1K
   bool lowercase = false;
   bool chrf_lowercase = false;
   std::string smooth_method = "exp";
@@ -53,6 +60,14 @@ struct ScoreCli {
   int width = 2;
   bool signature = true;
   bool score_only = false;
+  // sacreBLEU's significance and confidence options
+  bool paired_bs = false;
+  bool paired_ar = false;
+  int paired_bs_n = 1000;
+  int paired_ar_n = 10000;
+  int paired_jobs = 1;
+  bool confidence = false;
+  int confidence_n = 1000;
 
   // model mode
   ModelScoreArgs model;
@@ -79,13 +94,18 @@ std::vector<std::string> read_text(const std::string& path, const std::string& o
   return lines;
 }
 
-// What the metrics compute on: the reference streams and the hypotheses.
+// What the metrics compute on: the reference streams and one hypothesis
+// stream per system, named as sacreBLEU names them (the path as given; the
+// first prefixed "Baseline: " in a paired test).
 struct Inputs {
   std::vector<std::string> ref_paths;
-  std::string hyp_path;
+  std::vector<std::string> hyp_paths;
+  std::vector<std::string> names;
   std::vector<std::vector<std::string>> refs;
-  std::vector<std::string> hyps;
+  std::vector<std::vector<std::string>> systems;
 };
+
+bool paired_mode(const ScoreCli& cli) { return cli.paired_bs || cli.paired_ar; }
 
 Inputs read_inputs(const ScoreCli& cli) {
   Inputs in;
@@ -96,34 +116,67 @@ Inputs read_inputs(const ScoreCli& cli) {
   in.ref_paths = cli.refs.empty() ? cli.ref_opts : cli.refs;
   if (in.ref_paths.empty())
     throw UsageError("score: no reference: give reference files as arguments (or a model with -m)");
-  if (cli.inputs.size() > 1)
-    throw UsageError("score: -i takes one hypothesis file; score several systems one at a time");
-  in.hyp_path = cli.inputs.empty() ? "-" : cli.inputs[0];
-  if (in.hyp_path == "-" && ::isatty(STDIN_FILENO))
+  const std::vector<std::string> given =
+      cli.inputs.empty() ? std::vector<std::string>{"-"} : cli.inputs;
+  // sacreBLEU: a file given again as the baseline is skipped in a paired
+  // test; any other repeated name is an error.
+  for (const std::string& path : given) {
+    if (std::find(in.hyp_paths.begin(), in.hyp_paths.end(), path) != in.hyp_paths.end()) {
+      if (paired_mode(cli) && path == in.hyp_paths[0]) {
+        std::cerr << "nmt: note: ignoring " << path << " as it was also given as the baseline\n";
+        continue;
+      }
+      throw InputError("score: -i names " + path +
+                       " twice; each system needs its own file name, which names it");
+    }
+    in.hyp_paths.push_back(path);
+  }
+  const std::size_t n_sys = in.hyp_paths.size();
+  if (std::count(in.hyp_paths.begin(), in.hyp_paths.end(), "-") > 0 && ::isatty(STDIN_FILENO))
     throw UsageError("score: no hypothesis: give -i HYP or pipe it on stdin");
+  // sacreBLEU's checks, in its order, before any file is read.
+  if (cli.sentence_level && n_sys > 1)
+    throw UsageError("score: only one system can be evaluated with --sentence-level");
+  if (cli.sentence_level && (cli.confidence || paired_mode(cli)))
+    throw UsageError("score: statistical tests are unavailable with --sentence-level");
+  if (paired_mode(cli) && n_sys == 1)
+    throw UsageError(
+        "score: paired tests require multiple input systems given to --input (-i): the first is "
+        "the baseline");
+  if (n_sys > 1 && cli.confidence)
+    throw UsageError(
+        "score: --confidence is for one system; use --paired-bs or --paired-ar for several");
+  for (const std::string& r : in.ref_paths) io::check_input_path(r, "reference");
+  for (const std::string& h : in.hyp_paths) io::check_input_path(h, "-i");
   for (const std::string& r : in.ref_paths) {
     if (r == "-") throw UsageError("score: a reference cannot be stdin (stdin is the hypothesis)");
-    if (in.hyp_path != "-" && io::file_id(r) == io::file_id(in.hyp_path))
-      std::cerr << "nmt: warning: the hypothesis " << in.hyp_path
-                << " is also given as a reference\n";
+    for (const std::string& h : in.hyp_paths)
+      if (h != "-" && io::file_id(r) == io::file_id(h))
+        std::cerr << "nmt: warning: the hypothesis " << h << " is also given as a reference\n";
   }
   for (const std::string& r : in.ref_paths) in.refs.push_back(read_text(r, "reference"));
-  in.hyps = read_text(in.hyp_path, "-i");
-  // sacreBLEU refuses an empty system too ("contains no sentence").
-  if (in.hyps.empty())
-    throw InputError("score: " + display_name(in.hyp_path) + " has no lines: nothing to score");
-  // Checked here as well as in the library so the message names the files.
-  for (std::size_t r = 0; r < in.refs.size(); ++r)
-    if (in.refs[r].size() != in.hyps.size())
-      throw InputError("score: " + display_name(in.hyp_path) + " has " +
-                       std::to_string(in.hyps.size()) + " lines but reference " +
-                       display_name(in.ref_paths[r]) + " has " + std::to_string(in.refs[r].size()));
+  for (const std::string& h : in.hyp_paths) {
+    in.systems.push_back(read_text(h, "-i"));
+    in.names.push_back(h);
+    // sacreBLEU refuses an empty system too ("contains no sentence").
+    if (in.systems.back().empty())
+      throw InputError("score: " + display_name(h) + " has no lines: nothing to score");
+    // Checked here as well as in the library so the message names the files.
+    for (std::size_t r = 0; r < in.refs.size(); ++r)
+      if (in.refs[r].size() != in.systems.back().size())
+        throw InputError("score: " + display_name(h) + " has " +
+                         std::to_string(in.systems.back().size()) + " lines but reference " +
+                         display_name(in.ref_paths[r]) + " has " +
+                         std::to_string(in.refs[r].size()));
+  }
+  if (paired_mode(cli)) in.names[0] = "Baseline: " + in.names[0];
   return in;
 }
 
 metrics::BleuOptions bleu_options(const ScoreCli& cli) {
   metrics::BleuOptions opt;
   opt.tokenizer = metrics::parse_tokenizer(cli.tokenize);
+  opt.spm_model = cli.spm_model;
   opt.lowercase = cli.lowercase;
   opt.smooth = metrics::parse_smoothing(cli.smooth_method);
   if (cli.smooth_value_opt->count() > 0) opt.smooth_value = cli.smooth_value;
@@ -152,22 +205,57 @@ std::string render(const Score& s, const ScoreCli& cli, bool one_line_json) {
 }
 
 void print_sentence_scores(const ScoreCli& cli, const Inputs& in) {
+  const std::vector<std::string>& hyps = in.systems[0];
   std::vector<std::string> seg_refs(in.refs.size());
-  for (std::size_t i = 0; i < in.hyps.size(); ++i) {
+  for (std::size_t i = 0; i < hyps.size(); ++i) {
     for (std::size_t r = 0; r < in.refs.size(); ++r) seg_refs[r] = in.refs[r][i];
     if (cli.metrics[0] == "bleu")
-      std::cout << render(metrics::sentence_bleu(in.hyps[i], seg_refs, bleu_options(cli)), cli,
-                          true)
+      std::cout << render(metrics::sentence_bleu(hyps[i], seg_refs, bleu_options(cli)), cli, true)
                 << "\n";
     else if (cli.metrics[0] == "ter")
-      std::cout << render(metrics::sentence_ter(in.hyps[i], seg_refs, ter_options(cli)), cli, true)
+      std::cout << render(metrics::sentence_ter(hyps[i], seg_refs, ter_options(cli)), cli, true)
                 << "\n";
     else
-      std::cout << render(metrics::sentence_chrf(in.hyps[i], seg_refs, chrf_options(cli)), cli,
-                          true)
+      std::cout << render(metrics::sentence_chrf(hyps[i], seg_refs, chrf_options(cli)), cli, true)
                 << "\n";
     io::check_stdout();
   }
+}
+
+// The tokeniser serves BLEU only (chrF has its own), and is made ready, as
+// sacreBLEU builds it, only when BLEU is computed: before any file is read.
+void check_tokenizer(const ScoreCli& cli, bool has_bleu) {
+  const metrics::TokenizerKind kind = metrics::parse_tokenizer(cli.tokenize);
+  const bool spm = metrics::tokenizer_needs_spm_model(kind);
+  if (!cli.spm_model.empty() && !spm)
+    throw UsageError(
+        "score: --spm-model applies to -tok flores101, flores200, spm and spBLEU-1K, not -tok " +
+        cli.tokenize);
+  if (!has_bleu) return;
+  if (spm && cli.spm_model.empty()) {
+    // What sacreBLEU's SPM_MODELS downloads, and where it keeps it.
+    const char* what = "FLORES-101";
+    const char* file = "sacrebleu_tokenizer_spm.model";
+    const char* url =
+        "https://dl.fbaipublicfiles.com/fairseq/models/flores/sacrebleu_tokenizer_spm.model";
+    if (kind == metrics::TokenizerKind::kFlores200) {
+      what = "FLORES-200";
+      file = "flores200sacrebleuspm";
+      url = "https://tinyurl.com/flores200sacrebleuspm";
+    } else if (kind == metrics::TokenizerKind::kSpBleu1K) {
+      what = "spBLEU-1K";
+      file = "spbleu-1k_tokenizer_spm.model";
+      url = "https://www.dlnlp.ai/spBLEU-1K/spbleu-1k_tokenizer_spm.model";
+    }
+    throw UsageError("score: -tok " + cli.tokenize + " needs --spm-model FILE: the " + what +
+                     " SentencePiece model (sacreBLEU downloads it as ~/.sacrebleu/models/" + file +
+                     " from " + url + ")");
+  }
+  if (kind == metrics::TokenizerKind::kSpm)
+    std::cerr << "nmt: warning: -tok spm is sacreBLEU's old name for flores101 (the signature "
+                 "says flores101)\n";
+  if (spm) io::check_input_path(cli.spm_model, "--spm-model");
+  metrics::load_tokenizer(kind, cli.spm_model);
 }
 
 void check_metric_options(const ScoreCli& cli) {
@@ -184,44 +272,357 @@ void check_metric_options(const ScoreCli& cli) {
     throw UsageError(
         "score: -lc/--lowercase applies to BLEU, as in sacreBLEU; for chrF use --chrf-lowercase "
         "(TER is case-insensitive unless --ter-case-sensitive)");
+  check_tokenizer(cli, has_bleu);
+}
+
+// A metric of the command line as the multi-system and statistical modes
+// use it: the statistics seam, and its printed name, signature and verbose
+// part for summed statistics.
+struct MetricRun {
+  std::string key;  // "bleu", "chrf", "ter"
+  std::unique_ptr<metrics::StatsMetric> seam;
+  metrics::BleuOptions bleu;
+  metrics::ChrfOptions chrf;
+  metrics::TerOptions ter;
+  int nrefs = 1;  // reference streams (TER's average reference length)
+};
+
+struct Printed {
+  std::string name;  // "BLEU", "chrF2", "TER"
+  double score = 0.0;
+  std::string signature;
+  std::string verbose;  // BLEU's precisions and lengths; empty for chrF and TER
+};
+
+MetricRun make_metric(const std::string& key, const ScoreCli& cli, int nrefs) {
+  MetricRun m;
+  m.key = key;
+  m.nrefs = nrefs;
+  if (key == "bleu") {
+    m.bleu = bleu_options(cli);
+    m.seam = metrics::bleu_stats_metric(m.bleu);
+  } else if (key == "ter") {
+    m.ter = ter_options(cli);
+    m.seam = metrics::ter_stats_metric(m.ter, nrefs);
+  } else {
+    m.chrf = chrf_options(cli);
+    m.seam = metrics::chrf_stats_metric(m.chrf);
+  }
+  return m;
+}
+
+// The metric's statistics for one system and the printed result of them.
+struct SystemStats {
+  metrics::SegmentStats stats;
+  Printed printed;
+};
+
+SystemStats system_stats(const MetricRun& m, const std::vector<std::string>& hyps,
+                         const std::vector<std::vector<std::string>>& refs) {
+  SystemStats out;
+  out.stats = m.seam->segment_stats(hyps, refs);
+  const int nrefs = out.stats.nrefs;
+  const std::vector<int64_t> sums = out.stats.sums();
+  if (m.key == "bleu") {
+    std::array<int64_t, metrics::kBleuMaxOrder> correct{}, total{};
+    for (int n = 0; n < metrics::kBleuMaxOrder; ++n) {
+      correct[n] = sums[2 + n];
+      total[n] = sums[2 + metrics::kBleuMaxOrder + n];
+    }
+    metrics::BleuScore s = metrics::bleu_from_stats(correct, total, sums[0], sums[1], m.bleu);
+    s.nrefs = nrefs;
+    out.printed = {"BLEU", s.score, s.signature(), s.verbose()};
+  } else if (m.key == "ter") {
+    const metrics::TerScore s = metrics::ter_score_from_stats(sums.data(), m.nrefs, m.ter);
+    out.printed = {"TER", s.score, s.signature(), ""};
+  } else {
+    metrics::ChrfScore s;
+    s.options = m.chrf;
+    s.nrefs = nrefs;
+    s.score = metrics::chrf_from_stats(sums.data(), m.chrf);
+    out.printed = {s.name(), s.score, s.signature(), ""};
+  }
+  return out;
+}
+
+// sacreBLEU's Signature puts bs, ar and seed right after nrefs.
+std::string with_test_fields(const std::string& sig, const std::string& fields) {
+  const std::size_t bar = sig.find('|');
+  if (bar == std::string::npos) return sig + "|" + fields;
+  return sig.substr(0, bar + 1) + fields + sig.substr(bar);
+}
+
+// Score.format(width, score_only, signature, is_json) with a bootstrap
+// interval where one was estimated (shown only for a mean above 0).
+std::string format_score(const Printed& p, const std::string& sig, const ScoreCli& cli,
+                         const std::optional<metrics::MeanCi>& ci) {
+  std::string sc = metrics::format_fixed(p.score, cli.width);
+  std::string conf;
+  if (ci && ci->mean > 0) {
+    conf = "μ = " + metrics::format_fixed(ci->mean, cli.width) + " ± " +
+           metrics::format_fixed(ci->ci, cli.width);
+    sc += " (" + conf + ")";
+  }
+  if (cli.score_only) return sc;
+  if (cli.format == "json") {
+    nlohmann::ordered_json d;
+    d["name"] = p.name;
+    d["score"] = std::stod(metrics::format_fixed(p.score, cli.width));
+    d["signature"] = sig;
+    if (!conf.empty()) {
+      d["confidence_mean"] = std::stod(metrics::format_fixed(ci->mean, cli.width));
+      d["confidence_var"] = std::stod(metrics::format_fixed(ci->ci, cli.width));
+      d["confidence"] = conf;
+    }
+    if (!p.verbose.empty()) d["verbose_score"] = p.verbose;
+    std::size_t b = 0;
+    while (b <= sig.size()) {
+      std::size_t e = sig.find('|', b);
+      if (e == std::string::npos) e = sig.size();
+      const std::string field = sig.substr(b, e - b);
+      const std::size_t colon = field.find(':');
+      d[field.substr(0, colon)] = field.substr(colon + 1);
+      b = e + 1;
+    }
+    return d.dump(1);
+  }
+  std::string line = cli.signature ? p.name + "|" + sig : p.name;
+  line += " = " + sc;
+  if (!p.verbose.empty()) line += " " + p.verbose;
+  return line;
+}
+
+// print_single_results: a JSON list for several metrics (bare -b scores
+// too, as sacreBLEU joins them); text lines aligned on their '=' (lines
+// without one, from -b, printed as they are).
+void print_single_results(const std::vector<std::string>& results, const ScoreCli& cli) {
+  if (cli.format == "json" && results.size() > 1) {
+    std::cout << "[\n";
+    for (std::size_t i = 0; i < results.size(); ++i)
+      std::cout << results[i] << (i + 1 < results.size() ? ",\n" : "\n");
+    std::cout << "]\n";
+    return;
+  }
+  if (results.size() == 1 || cli.format == "json") {
+    for (const std::string& r : results) std::cout << r << "\n";
+    return;
+  }
+  std::vector<std::size_t> lens;
+  for (const std::string& line : results) {
+    const std::size_t eq = line.find('=');
+    if (eq == std::string::npos || eq == 0)
+      std::cout << line << "\n";
+    else
+      lens.push_back(eq - 1);
+  }
+  if (lens.empty()) return;
+  const std::size_t w = *std::max_element(lens.begin(), lens.end());
+  for (std::size_t i = 0; i < lens.size(); ++i)
+    std::cout << std::string(w - lens[i], ' ') << results[i] << "\n";
+}
+
+std::vector<std::string> sorted_metrics(const ScoreCli& cli) {
+  std::vector<std::string> names = cli.metrics;
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void run_single_system(const ScoreCli& cli, const Inputs& in) {
+  std::vector<std::string> results;
+  const bool ci = cli.confidence && cli.confidence_n > 1;
+  const metrics::numpy_random::Seed seed =
+      ci ? metrics::numpy_random::seed_from_environment() : metrics::numpy_random::Seed{};
+  for (const std::string& m : sorted_metrics(cli)) {
+    if (!ci) {  // the plain path, as before several systems were taken
+      if (m == "bleu")
+        results.push_back(
+            render(metrics::corpus_bleu(in.systems[0], in.refs, bleu_options(cli)), cli, false));
+      else if (m == "ter")
+        results.push_back(
+            render(metrics::corpus_ter(in.systems[0], in.refs, ter_options(cli)), cli, false));
+      else
+        results.push_back(
+            render(metrics::corpus_chrf(in.systems[0], in.refs, chrf_options(cli)), cli, false));
+      continue;
+    }
+    const MetricRun run = make_metric(m, cli, static_cast<int>(in.refs.size()));
+    const SystemStats s = system_stats(run, in.systems[0], in.refs);
+    const metrics::MeanCi interval =
+        metrics::confidence_interval(*run.seam, s.stats, cli.confidence_n, seed);
+    const std::string sig = with_test_fields(
+        s.printed.signature, "bs:" + std::to_string(cli.confidence_n) + "|seed:" + seed.text);
+    results.push_back(format_score(s.printed, sig, cli, interval));
+  }
+  print_single_results(results, cli);
+}
+
+// print_results_table: the JSON list, or tabulate's grid, the paired test's
+// explanation and the signatures.
+std::size_t code_points(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+void print_table(const ScoreCli& cli, const std::vector<std::string>& names,
+                 const std::vector<std::string>& titles,
+                 const std::vector<std::vector<std::string>>& cells,  // [m][s], text
+                 const std::vector<std::string>& metric_names,
+                 const std::vector<std::string>& signatures) {
+  std::vector<std::string> headers{"System"};
+  headers.insert(headers.end(), titles.begin(), titles.end());
+  std::vector<std::vector<std::string>> columns{names};
+  columns.insert(columns.end(), cells.begin(), cells.end());
+  std::cout << metrics::fancy_grid(headers, columns, cli.width) << "\n\n";
+  if (paired_mode(cli)) {
+    const std::string msg = cli.paired_bs
+                                ? "Paired bootstrap resampling test with " +
+                                      std::to_string(cli.paired_bs_n) + " resampling trials"
+                                : "Paired approximate randomization test with " +
+                                      std::to_string(cli.paired_ar_n) + " trials";
+    const std::string dashes(msg.size(), '-');
+    std::cout << dashes << "\n" << msg << "\n" << dashes << "\n";
+    std::cout << " - Each system is pairwise compared to " << names[0] << ".\n";
+    if (cli.paired_bs)
+      std::cout << "   Actual system score / bootstrap estimated true mean / 95% CI are provided "
+                   "for each metric.\n";
+    else
+      std::cout << "   Actual system score is provided for each metric.\n";
+    std::cout
+        << "\n"
+        << " - Null hypothesis: the system and the baseline translations are essentially\n"
+        << "   generated by the same underlying process. For a given system and the baseline,\n"
+        << "   the p-value is roughly the probability of the absolute score difference (delta)\n"
+        << "   or higher occurring due to chance, under the assumption that the null hypothesis "
+           "is correct.\n"
+        << "\n"
+        << " - Assuming a significance threshold of 0.05, the null hypothesis can be rejected\n"
+        << "   for p-values < 0.05 (marked with \"*\"). This means that the delta is unlikely to "
+           "be attributed\n"
+        << "   to chance, hence the system is significantly \"different\" than the baseline.\n"
+        << "   Otherwise, the p-values are highlighted in red.\n"
+        << "\n"
+        << " - NOTE: Significance does not tell whether a system is \"better\" than the baseline "
+           "but rather\n"
+        << "   emphasizes the \"difference\" of the systems in terms of the replicability of the "
+           "delta.\n"
+        << "\n";
+  }
+  std::cout << "-----------------\nMetric signatures\n-----------------\n";
+  for (std::size_t m = 0; m < metric_names.size(); ++m) {
+    std::string name = metric_names[m];
+    const std::size_t cp = code_points(name);
+    if (cp < 10) name += std::string(10 - cp, ' ');
+    std::cout << " - " << name << " " << signatures[m] << "\n";
+  }
+}
+
+void run_several_systems(const ScoreCli& cli, const Inputs& in) {
+  const std::size_t n_sys = in.systems.size();
+  // Paired tests keep the command line's metric order, the table sorts.
+  const std::vector<std::string> keys = paired_mode(cli) ? cli.metrics : sorted_metrics(cli);
+  std::vector<MetricRun> runs;
+  std::vector<std::vector<SystemStats>> stats(keys.size());  // [m][s]
+  for (std::size_t m = 0; m < keys.size(); ++m) {
+    runs.push_back(make_metric(keys[m], cli, static_cast<int>(in.refs.size())));
+    for (std::size_t s = 0; s < n_sys; ++s)
+      stats[m].push_back(system_stats(runs[m], in.systems[s], in.refs));
+  }
+  std::vector<std::string> metric_names, signatures;
+  std::vector<std::vector<std::string>> cells(keys.size());
+  for (std::size_t m = 0; m < keys.size(); ++m) {
+    metric_names.push_back(stats[m][0].printed.name);
+    signatures.push_back(stats[m][0].printed.signature);
+  }
+
+  if (!paired_mode(cli)) {
+    for (std::size_t m = 0; m < keys.size(); ++m)
+      for (std::size_t s = 0; s < n_sys; ++s)
+        cells[m].push_back(metrics::format_fixed(stats[m][s].printed.score, cli.width));
+    if (cli.format == "json") {
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (std::size_t s = 0; s < n_sys; ++s) {
+        nlohmann::ordered_json v;
+        v["system"] = in.names[s];
+        for (std::size_t m = 0; m < keys.size(); ++m) v[metric_names[m]] = cells[m][s];
+        list.push_back(v);
+      }
+      std::cout << metrics::python_json_dumps(list, 4) << "\n";
+      return;
+    }
+    print_table(cli, in.names, metric_names, cells, metric_names, signatures);
+    return;
+  }
+
+  metrics::PairedTestOptions opt;
+  opt.kind =
+      cli.paired_bs ? metrics::PairedTestKind::kBootstrap : metrics::PairedTestKind::kRandomization;
+  opt.n_samples = cli.paired_bs ? cli.paired_bs_n : cli.paired_ar_n;
+  opt.seed = metrics::numpy_random::seed_from_environment();
+  const int n = metrics::paired_test_samples(opt.kind, opt.n_samples);
+  std::vector<const metrics::StatsMetric*> seams;
+  std::vector<std::vector<metrics::SegmentStats>> seg(keys.size());
+  for (std::size_t m = 0; m < keys.size(); ++m) {
+    seams.push_back(runs[m].seam.get());
+    for (std::size_t s = 0; s < n_sys; ++s) seg[m].push_back(stats[m][s].stats);
+    signatures[m] =
+        with_test_fields(signatures[m], (cli.paired_bs ? "bs:" : "ar:") + std::to_string(n) +
+                                            "|seed:" + opt.seed.text);
+  }
+  const std::vector<std::vector<metrics::TestResult>> results =
+      metrics::paired_test(seams, seg, opt);
+
+  if (cli.format == "json") {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (std::size_t s = 0; s < n_sys; ++s) {
+      nlohmann::ordered_json v;
+      v["system"] = in.names[s];
+      for (std::size_t m = 0; m < keys.size(); ++m) {
+        const metrics::TestResult& r = results[m][s];
+        nlohmann::ordered_json d;
+        d["score"] = r.score;
+        d["p_value"] = r.p_value ? nlohmann::ordered_json(*r.p_value) : nullptr;
+        d["mean"] = r.mean ? nlohmann::ordered_json(*r.mean) : nullptr;
+        d["ci"] = r.ci ? nlohmann::ordered_json(*r.ci) : nullptr;
+        v[metric_names[m]] = d;
+      }
+      list.push_back(v);
+    }
+    std::cout << metrics::python_json_dumps(list, 4) << "\n";
+    return;
+  }
+  // _format_score_lines: "score (mean ± ci)" and the p-value on a line of
+  // its own; a column with any interval is titled so, and the titles after it.
+  bool is_bootstrap = false;
+  for (std::size_t m = 0; m < keys.size(); ++m) {
+    for (const metrics::TestResult& r : results[m]) {
+      std::string c = metrics::format_fixed(r.score, cli.width);
+      if (r.mean) {
+        is_bootstrap = true;
+        c += " (" + metrics::format_fixed(*r.mean, cli.width) + " ± " +
+             metrics::format_fixed(*r.ci, cli.width) + ")";
+      }
+      if (r.p_value)
+        c +=
+            "\n(p = " + metrics::format_fixed(*r.p_value, 4) + ")" + (*r.p_value > 0.05 ? "" : "*");
+      cells[m].push_back(c);
+    }
+    if (is_bootstrap) metric_names[m] += " (μ ± 95% CI)";
+  }
+  std::vector<std::string> sig_names;
+  for (std::size_t m = 0; m < keys.size(); ++m) sig_names.push_back(stats[m][0].printed.name);
+  print_table(cli, in.names, metric_names, cells, sig_names, signatures);
 }
 
 void run_metric_score(const ScoreCli& cli) {
   check_metric_options(cli);
   const Inputs in = read_inputs(cli);
-  if (cli.sentence_level) {
+  if (cli.sentence_level)
     print_sentence_scores(cli, in);
-  } else {
-    // sacrebleu's order (sorted by name) and its list form for JSON.
-    std::vector<std::string> results;
-    std::vector<std::string> names = cli.metrics;
-    std::sort(names.begin(), names.end());
-    for (const std::string& m : names) {
-      if (m == "bleu")
-        results.push_back(
-            render(metrics::corpus_bleu(in.hyps, in.refs, bleu_options(cli)), cli, false));
-      else if (m == "ter")
-        results.push_back(
-            render(metrics::corpus_ter(in.hyps, in.refs, ter_options(cli)), cli, false));
-      else
-        results.push_back(
-            render(metrics::corpus_chrf(in.hyps, in.refs, chrf_options(cli)), cli, false));
-    }
-    // sacrebleu wraps several JSON results in a list, bare -b scores too.
-    const bool json_list = cli.format == "json" && results.size() > 1;
-    if (json_list) std::cout << "[\n";
-    // sacrebleu's print_single_results: text lines right-aligned on the
-    // first '=' (the character before it is the one padded up to).
-    std::size_t width = 0;
-    const bool align = cli.format == "text" && !cli.score_only;
-    if (align)
-      for (const std::string& r : results) width = std::max(width, r.find('=') - 1);
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      if (align) std::cout << std::string(width - (results[i].find('=') - 1), ' ');
-      std::cout << results[i] << (json_list && i + 1 < results.size() ? ",\n" : "\n");
-    }
-    if (json_list) std::cout << "]\n";
-  }
+  else if (in.systems.size() == 1)
+    run_single_system(cli, in);
+  else
+    run_several_systems(cli, in);
   io::check_stdout(/*flush=*/true);
 }
 
@@ -259,7 +660,9 @@ void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   // One value per -r so that a trailing file is not taken for a reference.
   add(cmd->add_option("-r,--ref", cli.ref_opts, "Reference file; repeat -r for several")
           ->allow_extra_args(false));
-  add(cmd->add_option("-i,--input", cli.inputs, "Hypothesis file; default stdin"));
+  add(cmd->add_option("-i,--input", cli.inputs,
+                      "Hypothesis files, one per system (the first is the baseline of a paired "
+                      "test); default stdin"));
   cli.metrics_opt =
       cmd->add_option("--metrics", cli.metrics,
                       "Metrics: any of bleu, chrf, ter (sacrebleu's -m; -m is the model in nmt)")
@@ -269,8 +672,23 @@ void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_option("--metric", cli.metric, "One metric: bleu, chrf or ter")
           ->check(CLI::IsMember({"bleu", "chrf", "ter"}))
           ->excludes(cli.metrics_opt));
-  add(cmd->add_option("--tokenize", cli.tokenize, "BLEU tokeniser: 13a, intl, none or char (-tok)")
-          ->check(CLI::IsMember({"13a", "intl", "none", "char"})));
+  add(cmd->add_option("--tokenize", cli.tokenize,
+                      "BLEU tokeniser (-tok): 13a, intl, none, char, zh, ja-mecab, flores101, "
+                      "flores200, spm (= flores101), spBLEU-1K; ko-mecab is refused (mecab-ko is "
+                      "not in Debian). ja-mecab (" +
+                          metrics::tokenizer_signature(metrics::TokenizerKind::kJaMecab) +
+                          ") is MeCab -Owakati with Debian's IPA dictionary (" +
+                          metrics::kMecabIpadicDir +
+                          ", 392,127 entries): sacreBLEU's numbers as it tokenises with that "
+                          "dictionary, though sacreBLEU's own size check accepts only pip's "
+                          "392,126. The SentencePiece ones need --spm-model")
+          ->check(CLI::IsMember(std::vector<std::string>(std::begin(metrics::kTokenizerNames),
+                                                         std::end(metrics::kTokenizerNames)))));
+  add(cmd->add_option("--spm-model", cli.spm_model,
+                      "SentencePiece model for -tok flores101, flores200, spm, spBLEU-1K "
+                      "(sacreBLEU downloads it: FLORES-101 sacrebleu_tokenizer_spm.model, "
+                      "FLORES-200 flores200sacrebleuspm, spBLEU-1K "
+                      "spbleu-1k_tokenizer_spm.model; nmt takes the file)"));
   cli.lowercase_opt = cmd->add_flag("--lowercase", cli.lowercase, "Case-insensitive BLEU (-lc)");
   add(cli.lowercase_opt);
   add(cmd->add_option("-s,--smooth-method", cli.smooth_method,
@@ -308,7 +726,28 @@ void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_flag("--signature,!--no-signature", cli.signature,
                     "Put the sacreBLEU signature in the text line"));
   add(cmd->add_flag("-b,--score-only", cli.score_only, "Print only the score"));
-  add(cmd->add_flag("-q,--quiet,--no-color", "Accepted for sacrebleu compatibility; no effect"));
+  add(cmd->add_flag("-q,--quiet,--no-color",
+                    "Accepted for sacrebleu compatibility; nmt prints no colours"));
+  CLI::Option* bs = cmd->add_flag("--paired-bs", cli.paired_bs,
+                                  "Paired bootstrap resampling test of each -i system against the "
+                                  "first (-pbs); SACREBLEU_SEED seeds it (default 12345, none)");
+  CLI::Option* ar = cmd->add_flag("--paired-ar", cli.paired_ar,
+                                  "Paired approximate randomization test against the first -i "
+                                  "system (-par)")
+                        ->excludes(bs);
+  add(bs);
+  add(ar);
+  add(cmd->add_option("--paired-bs-n", cli.paired_bs_n,
+                      "Bootstrap resamples of --paired-bs; 0 or less: 1000 (-pbsn)"));
+  add(cmd->add_option("--paired-ar-n", cli.paired_ar_n,
+                      "Trials of --paired-ar; 0 or less: 10000 (-parn)"));
+  add(cmd->add_option("--paired-jobs", cli.paired_jobs,
+                      "Accepted for sacrebleu compatibility; nmt compares in one thread, with "
+                      "the same results"));
+  add(cmd->add_flag("--confidence", cli.confidence,
+                    "Bootstrap 95% confidence interval of one system (-ci)"));
+  add(cmd->add_option("--confidence-n", cli.confidence_n,
+                      "Bootstrap resamples of --confidence; 1 or less: no interval (-cin)"));
 }
 
 void add_model_options(CLI::App* cmd, ScoreCli& cli) {
@@ -347,6 +786,8 @@ void register_score(CLI::App& app) {
       "  nmt score ref.de -i hyp.de\n"
       "  nmt score ref.de ref2.de --metrics bleu chrf -tok intl -lc -f json < hyp.de\n"
       "  nmt score ref.zh -i hyp.zh --metrics ter --ter-normalized --ter-asian-support\n"
+      "  nmt score ref.de -i base.de new.de --paired-bs --metrics bleu chrf   # base.de: the baseline\n"
+      "  nmt score ref.de -i hyp.de -ci                  # SACREBLEU_SEED seeds the resamples\n"
       "  nmt score -m model.nmt --src test.en --tgt test.de --summary");
   add_metric_options(cmd, *cli);
   add_model_options(cmd, *cli);

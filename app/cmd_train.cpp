@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "io/output_file.h"
+#include "io/text_file.h"
 #include "model/config.h"
 #include "ops/ops.h"
 #include "train/checkpoints.h"
@@ -198,6 +199,7 @@ void register_train(CLI::App& app) {
   cmd->callback([cli] {
     ops::set_num_threads(cli->threads);
     const std::string config_path = find_config(cli->config);
+    io::check_input_path(config_path, "-c", /*nonempty=*/true);
     ModelConfig cfg = load_config(config_path);
     TrainOptions opts = cli->opts;
     opts.config = config_path;

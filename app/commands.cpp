@@ -89,6 +89,7 @@ void register_summary_impl(CLI::App& app) {
   cmd->callback([opts] {
     ops::set_num_threads(opts->threads);
     const std::string path = find_config(opts->config);
+    io::check_input_path(path, "-c", /*nonempty=*/true);
     ModelConfig cfg;
     std::unique_ptr<Transformer> model;
     if (!is_model_file(path)) {

@@ -27,13 +27,14 @@ std::vector<std::string> sacrebleu_aliases(std::vector<std::string> args) {
   static const std::map<std::string, std::string> alias = {
       {"-tok", "--tokenize"},    {"-lc", "--lowercase"},       {"-sl", "--sentence-level"},
       {"-sv", "--smooth-value"}, {"-cc", "--chrf-char-order"}, {"-cw", "--chrf-word-order"},
-      {"-nc", "--no-color"}};
+      {"-nc", "--no-color"},     {"-ci", "--confidence"},      {"-cin", "--confidence-n"},
+      {"-pbs", "--paired-bs"},   {"-par", "--paired-ar"},      {"-pbsn", "--paired-bs-n"},
+      {"-parn", "--paired-ar-n"}};
   static const std::map<std::string, std::string> unsupported = {
       {"-t", "test sets are not downloaded: give the reference files as arguments"},
       {"-l", "test sets are not downloaded: give the reference files as arguments"},
       {"-nr", "tab-separated references are not read: give each reference as its own file"},
       {"-sh", "short signatures are not printed"},
-      {"-ci", "confidence intervals are not computed"},
       {"-d", "--detail is not supported"},
       {"-e", "input is always read as UTF-8"}};
   for (std::string& a : args) {

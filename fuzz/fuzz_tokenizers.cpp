@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   };
   try {
-    for (const char* tok : {"13a", "intl", "none", "char"})
+    for (const char* tok : {"13a", "intl", "none", "char", "zh"})
       for (bool lc : {false, true}) {
         nmt::metrics::BleuOptions o;
         o.tokenizer = nmt::metrics::parse_tokenizer(tok);

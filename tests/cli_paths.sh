@@ -42,11 +42,19 @@ echo old >private.hyp && chmod 600 private.hyp
 "$NMT" quantize m.nmt -o q.nmt 2>/dev/null && chmod 640 q.nmt &&
   "$NMT" quantize m.nmt -o q.nmt 2>/dev/null || fail "quantize twice"
 [ "$(stat -c %a q.nmt)" = 640 ] || fail "a 0640 model became $(stat -c %a q.nmt)"
-# A read-only output is refused, as a shell's > refuses it (unless root).
-if [ "$(id -u)" -ne 0 ]; then
-  echo keep >ro.hyp && chmod 444 ro.hyp
-  expect 1 "cannot write ro.hyp: Permission denied" "$NMT" translate -m m.nmt -i in.en -o ro.hyp $T
-fi
+# A read-only output is refused, as a shell's > refuses it (root may write
+# anything, so as root this runs as nobody).
+# (in a folder of /tmp, with a copy of the binary, which nobody may not
+# reach where the checkout is).
+ro=$(mktemp -d /tmp/nmt-cli-paths.XXXXXX) && chmod 755 "$ro" && cp "$NMT" m.nmt in.en "$ro"/ || fail "scratch"
+as_user=()
+[ "$(id -u)" -eq 0 ] && as_user=(runuser -u nobody --)
+(cd "$ro" && echo keep >ro.hyp && chmod 444 ro.hyp &&
+  "${as_user[@]}" ./nmt translate -m m.nmt -i in.en -o ro.hyp $T >/dev/null 2>err.txt; echo $? >rc.txt)
+[ "$(cat "$ro/rc.txt")" = 1 ] && grep -q "^nmt: error: cannot write ro.hyp: Permission denied$" "$ro/err.txt" ||
+  fail "a read-only output: exit $(cat "$ro/rc.txt"), $(cat "$ro/err.txt")"
+[ "$(cat "$ro/ro.hyp")" = keep ] || fail "a read-only output was replaced"
+rm -rf "$ro"
 # A symlink writes its target and stays a link; a dangling one makes its target.
 echo keep >target.txt && ln -s target.txt link.hyp
 "$NMT" translate -m m.nmt -i in.en -o link.hyp $T 2>/dev/null || fail "translate -o symlink"
@@ -79,6 +87,12 @@ expect 2 "^nmt quantize: error: -o adir: is a directory" "$NMT" quantize m.nmt -
 expect 2 "^nmt quantize: error: -o is empty" "$NMT" quantize m.nmt -o ""
 expect 2 "^nmt attention: error: -o adir/: is a directory" "$NMT" attention -m m.nmt "A man." -o adir/
 expect 2 "-o nodir/x.hyp: directory nodir does not exist" "$NMT" translate -m m.nmt -i in.en -o nodir/x.hyp $T
+expect 2 "^nmt train: error: --out adir: is a directory" \
+  "$NMT" train -c transformer-tiny --train-src in.en --train-tgt in.en --out adir
+expect 2 "^nmt train: error: --out m2.nmt.gz: nmt does not compress this kind of file" \
+  "$NMT" train -c transformer-tiny --train-src in.en --train-tgt in.en --out m2.nmt.gz
+expect 2 "^nmt train: error: --out is empty" \
+  "$NMT" train -c transformer-tiny --train-src in.en --train-tgt in.en --out ""
 touch afile
 expect 1 "--output-dir afile exists and is not a directory" "$NMT" translate -m m.nmt -i in.en --output-dir afile $T
 expect 2 "--suffix ../x holds a '/'" "$NMT" translate -m m.nmt -i in.en --output-dir od --suffix ../x $T
@@ -135,6 +149,14 @@ expect 1 "^nmt: error: -i adir: is a directory" "$NMT" translate -m m.nmt -i adi
 expect 1 "^nmt: error: --src adir: is a directory" "$NMT" score -m m.nmt --src adir --tgt in.en
 expect 1 "^nmt: error: reference adir: is a directory" "$NMT" score adir -i in.en
 expect 1 "^nmt: error: -i nothing.en: No such file or directory" "$NMT" translate -m m.nmt -i nothing.en $T
+expect 1 "^nmt: error: --train-src adir: is a directory" "$NMT" train --train-src adir --train-tgt in.en --out t.nmt
+expect 1 "^nmt: error: --valid-tgt nothing.de: No such file or directory" \
+  "$NMT" train --train-src in.en --train-tgt in.en --valid-src in.en --valid-tgt nothing.de --out t.nmt
+expect 1 "^nmt: error: -c adir: is a directory" "$NMT" train -c adir --train-src in.en --train-tgt in.en --out t.nmt
+expect 1 "^nmt: error: -c adir: is a directory" "$NMT" summary -c adir
+: >empty.json
+expect 1 "^nmt: error: -c empty.json: the file is empty" "$NMT" summary -c empty.json
+expect 1 "^nmt: error: -c empty.json: the file is empty" "$NMT" train -c empty.json --train-src in.en --train-tgt in.en --out t.nmt
 : >empty.nmt
 expect 1 "empty.nmt: not a valid model file: the file is empty" "$NMT" translate -m empty.nmt -i in.en $T
 # A model through a pipe, as from <(zcat m.nmt.gz): read once, checked alike.

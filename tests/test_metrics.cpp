@@ -263,7 +263,108 @@ TEST_CASE("char and none tokenisers", "[metrics][tokenizer]") {
   CHECK(nmt::metrics::tokenize_char("ab c") == "a b c");
   CHECK(nmt::metrics::tokenize_char("Grüße") == "G r ü ß e");
   CHECK(nmt::metrics::tokenize(" a  b ", nmt::metrics::TokenizerKind::kNone) == " a  b ");
-  CHECK_THROWS_AS(nmt::metrics::parse_tokenizer("zh"), nmt::InputError);
+  CHECK_THROWS_AS(nmt::metrics::parse_tokenizer("zh-cn"), nmt::InputError);
+}
+
+// zh, ja-mecab and flores200 against sacreBLEU 2.6.0 on the files of
+// tests/fixtures/sacrebleu-tok (made by make_expected.sh there): each line's
+// tokens, the corpus line and every sentence-level line, to the printed digit.
+namespace {
+
+std::string tok_fixture(const std::string& name) {
+  return std::string(NMT_SOURCE_DIR) + "/tests/fixtures/sacrebleu-tok/" + name;
+}
+
+std::vector<std::string> tok_fixture_lines(const std::string& name) {
+  std::ifstream in(tok_fixture(name), std::ios::binary);
+  REQUIRE(in.good());
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// sacreBLEU's tokeniser output for NAME.ref then NAME.hyp, one line each.
+void check_tokens(const std::string& name, nmt::metrics::TokenizerKind kind,
+                  const std::string& spm_model = "") {
+  std::vector<std::string> in = tok_fixture_lines(name + ".ref");
+  for (std::string& h : tok_fixture_lines(name + ".hyp")) in.push_back(h);
+  const std::vector<std::string> want =
+      tok_fixture_lines(name + "." + nmt::metrics::tokenizer_name(kind) + ".tok");
+  REQUIRE(want.size() == in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    INFO(name << " line " << i + 1 << ": " << in[i]);
+    CHECK(nmt::metrics::tokenize(nmt::metrics::rstrip_whitespace(in[i]), kind, spm_model) ==
+          want[i]);
+  }
+}
+
+void check_scores(const std::string& name, nmt::metrics::TokenizerKind kind,
+                  const std::string& spm_model = "") {
+  const std::vector<std::string> refs = tok_fixture_lines(name + ".ref");
+  const std::vector<std::string> hyps = tok_fixture_lines(name + ".hyp");
+  const std::string tok = nmt::metrics::tokenizer_name(kind);
+  BleuOptions opt;
+  opt.tokenizer = kind;
+  opt.spm_model = spm_model;
+  CHECK(nmt::metrics::corpus_bleu(hyps, {refs}, opt).line(1) ==
+        tok_fixture_lines(name + "." + tok + ".txt").at(0));
+  const std::vector<std::string> sl = tok_fixture_lines(name + "." + tok + ".sl.txt");
+  REQUIRE(sl.size() == hyps.size());
+  for (std::size_t i = 0; i < hyps.size(); ++i) {
+    INFO(name << " line " << i + 1);
+    CHECK(nmt::metrics::sentence_bleu(hyps[i], {refs[i]}, opt).line(1) == sl[i]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("zh tokeniser against sacreBLEU", "[metrics][tokenizer]") {
+  using nmt::metrics::tokenize_zh;
+  // The ranges sacreBLEU writes as '\u20000'..'\u2a6d6' are U+2001..U+2A6D
+  // (U+2000 and U+2001 are both spaces to Python's split()).
+  CHECK(tokenize_zh("a\u2010b") == "a \u2010 b");
+  CHECK(tokenize_zh("x\u2a6dy\u2a6ez") == "x \u2a6d y\u2a6ez");
+  CHECK(tokenize_zh("\U00020000\u4e2d") == "\U00020000 \u4e2d");
+  // 13a's rules without its padding: a final "." after a digit stays.
+  CHECK(tokenize_zh("3.") == "3.");
+  CHECK(nmt::metrics::tokenize_13a("3.") == "3 .");
+  CHECK(tokenize_zh("&quot;") == "& quot ;");
+  CHECK(tokenize_zh("") == "");
+  CHECK(tokenize_zh(" \u3000 ") == "");
+  check_tokens("zh", nmt::metrics::TokenizerKind::kZh);
+  check_scores("zh", nmt::metrics::TokenizerKind::kZh);
+}
+
+TEST_CASE("ja-mecab tokeniser against sacreBLEU", "[metrics][tokenizer]") {
+  CHECK(nmt::metrics::tokenizer_signature(nmt::metrics::TokenizerKind::kJaMecab) ==
+        "ja-mecab-0.996-IPA");
+  CHECK(nmt::metrics::tokenize_ja_mecab("") == "");
+  CHECK(nmt::metrics::tokenize_ja_mecab("\u3000 ") == "");
+  check_tokens("ja", nmt::metrics::TokenizerKind::kJaMecab);
+  check_scores("ja", nmt::metrics::TokenizerKind::kJaMecab);
+}
+
+TEST_CASE("flores tokenisers against sacreBLEU", "[metrics][tokenizer]") {
+  using nmt::metrics::TokenizerKind;
+  const std::string model = tok_fixture("spm.model");
+  CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kFlores101) == "flores101");
+  CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kFlores200) == "flores200");
+  CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kSpm) == "flores101");
+  CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kSpBleu1K) == "spBLEU-1K");
+  CHECK(nmt::metrics::tokenize("", TokenizerKind::kFlores200, model) == "");
+  check_tokens("spm", TokenizerKind::kFlores200, model);
+  check_scores("spm", TokenizerKind::kFlores200, model);
+  CHECK_THROWS_AS(nmt::metrics::tokenize("a", TokenizerKind::kFlores200), nmt::InputError);
+  CHECK_THROWS_AS(nmt::metrics::load_tokenizer(TokenizerKind::kFlores101, tok_fixture("zh.ref")),
+                  nmt::InputError);
+}
+
+TEST_CASE("ko-mecab says what is missing", "[metrics][tokenizer]") {
+  using nmt::metrics::TokenizerKind;
+  CHECK(nmt::metrics::parse_tokenizer("ko-mecab") == TokenizerKind::kKoMecab);
+  CHECK_THROWS_WITH(nmt::metrics::load_tokenizer(TokenizerKind::kKoMecab),
+                    Catch::Contains("mecab-ko") && Catch::Contains("not in Debian"));
+  CHECK_THROWS_AS(nmt::metrics::tokenize("a", TokenizerKind::kKoMecab), nmt::Error);
 }
 
 TEST_CASE("Python-compatible whitespace and case", "[metrics][tokenizer]") {
@@ -311,6 +412,50 @@ TEST_CASE("UTF-8 validation and repair", "[io][utf8]") {
   // Each byte of a surrogate encoding is ill-formed on its own.
   CHECK(sanitize_utf8("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   CHECK(is_valid_utf8(sanitize_utf8("\xC0\xAF\xF4\x90\x80\x80 z")));
+}
+
+TEST_CASE("text checks: lines cut while read, UTF-8 repaired and warned about by line", "[io]") {
+  // Short, long inside one read, long across many reads (1 MB, more than the
+  // reader's chunk), a cut that would split a character, invalid UTF-8, and a
+  // long last line without a newline.
+  const std::string path = tmp_path("checks.txt");
+  const std::string big(1 << 20, 'x');
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "short\n" << std::string(40, 'a') << "\n" << big << "\n"
+        << std::string(15, 'b') << "\xc3\xa9tail\n" << "bad \xff byte\n" << big;
+  }
+  std::vector<std::string> warnings;
+  nmt::io::TextChecks checks;
+  checks.max_line_bytes = 16;
+  checks.why_limit = "a test";
+  checks.warn = [&](const std::string& w) { warnings.push_back(w); };
+  nmt::io::LineReader in(path, checks);
+  std::string line;
+  struct Want {
+    std::string text;
+    bool cut;
+    std::size_t full;
+  };
+  const std::vector<Want> want = {{"short", false, 5},
+                                  {std::string(16, 'a'), true, 40},
+                                  {std::string(16, 'x'), true, big.size()},
+                                  {std::string(15, 'b'), true, 21},  // not half of the é
+                                  {"bad \xef\xbf\xbd byte", false, 10},
+                                  {std::string(16, 'x'), true, big.size()}};
+  for (const Want& w : want) {
+    REQUIRE(in.next(line));
+    CHECK(line == w.text);
+    CHECK(in.truncated() == w.cut);
+    CHECK(in.full_length() == w.full);
+  }
+  CHECK_FALSE(in.next(line));
+  REQUIRE(warnings.size() == 5);
+  CHECK(warnings[0] == path + " line 2: 40 bytes; only the first 16 are read (a test)");
+  CHECK(warnings[2] == path + " line 4: 21 bytes; only the first 15 are read (a test)");
+  CHECK(warnings[3] == path + " line 5: invalid UTF-8 replaced with U+FFFD");
+  CHECK(warnings[4] == path + " line 6: " + std::to_string(big.size()) +
+                           " bytes; only the first 16 are read (a test)");
 }
 
 TEST_CASE("text files: plain, gzip, missing", "[io]") {

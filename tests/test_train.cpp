@@ -586,7 +586,7 @@ TEST_CASE("bad training inputs give one clear error before training", "[train]")
                              " has 3 lines but " + dir / "a.tgt" + " has 2";
   CHECK(m == differ);
   m = message(opts(dir / "missing.src", dir / "a.tgt"));
-  CHECK(m == "--train-src: cannot open " + dir / "missing.src" + ": no such file");
+  CHECK(m == "--train-src " + dir / "missing.src" + ": No such file or directory");
   m = message(opts(dir / "empty.txt", dir / "a.tgt"));
   CHECK(m == dir / "empty.txt" + ": the file is empty (expected one sentence per line)");
   TrainOptions v = opts(dir / "a.src", dir / "b.tgt");

@@ -204,6 +204,17 @@ bool LineReader::next(std::string& line) {
   bool cutting = false;      // past max_line_bytes: the rest of the line is dropped
   std::size_t skipped = 0;   // bytes of this line dropped so far
   std::size_t scan_from = s.pos;
+  // A line longer than max: its first max bytes, ending on a character.
+  auto take = [&](std::size_t from, std::size_t n) {
+    if (max > 0 && n > max) {
+      line.assign(s.pending, from, max);
+      line.resize(utf8_boundary(line));
+      skipped = n - line.size();
+      cutting = true;
+    } else {
+      line.assign(s.pending, from, n);
+    }
+  };
   auto done = [&] {
     ++line_number_;
     truncated_ = cutting;
@@ -217,7 +228,7 @@ bool LineReader::next(std::string& line) {
       if (cutting)
         skipped += nl - s.pos;
       else
-        line.assign(s.pending, s.pos, nl - s.pos);
+        take(s.pos, nl - s.pos);
       s.pos = nl + 1;
       return done();
     }
@@ -226,7 +237,7 @@ bool LineReader::next(std::string& line) {
         if (cutting)
           skipped += s.pending.size() - s.pos;
         else
-          line.assign(s.pending, s.pos, std::string::npos);
+          take(s.pos, s.pending.size() - s.pos);
         s.pending.clear();
         s.pos = 0;
         return done();
@@ -235,10 +246,7 @@ bool LineReader::next(std::string& line) {
       return false;
     }
     if (max > 0 && !cutting && s.pending.size() - s.pos > max) {
-      line.assign(s.pending, s.pos, max);
-      line.resize(utf8_boundary(line));
-      skipped = s.pending.size() - s.pos - line.size();
-      cutting = true;
+      take(s.pos, s.pending.size() - s.pos);
     } else if (cutting) {
       skipped += s.pending.size() - s.pos;
     }

@@ -71,9 +71,9 @@ class Vocab {
 std::string preprocess(std::string_view line, const BleuOptions& opt) {
   if (opt.lowercase) {
     std::string lowered = lowercase(line);
-    return tokenize(rstrip_whitespace(lowered), opt.tokenizer);
+    return tokenize(rstrip_whitespace(lowered), opt.tokenizer, opt.spm_model);
   }
-  return tokenize(rstrip_whitespace(line), opt.tokenizer);
+  return tokenize(rstrip_whitespace(line), opt.tokenizer, opt.spm_model);
 }
 
 // sacreBLEU's closest reference length: smallest |hyp - ref|, then the
@@ -180,7 +180,7 @@ const char* smoothing_name(Smoothing s) {
 
 BleuScore bleu_from_stats(const std::array<int64_t, kBleuMaxOrder>& correct_in,
                           const std::array<int64_t, kBleuMaxOrder>& total_in, int64_t hyp_len,
-                          int64_t ref_len, const BleuOptions& options) {
+                          int64_t ref_len, const BleuOptions& options, StatsArithmetic arithmetic) {
   BleuScore s;
   s.options = options;
   s.hyp_len = hyp_len;
@@ -209,6 +209,13 @@ BleuScore bleu_from_stats(const std::array<int64_t, kBleuMaxOrder>& correct_in,
     if (options.smooth == Smoothing::kAddK && n > 1) {
       correct += smooth_value;
       total += smooth_value;
+      if (arithmetic == StatsArithmetic::kNumpyFloat32) {
+        correct = static_cast<float>(correct);
+        total = static_cast<float>(total);
+      } else if (arithmetic == StatsArithmetic::kNumpyInt64) {
+        correct = std::trunc(correct);
+        total = std::trunc(total);
+      }
     }
     if (total == 0) break;
     if (options.effective_order) eff_order = n;
@@ -289,7 +296,7 @@ std::string BleuScore::signature() const {
   return std::string("nrefs:") + (nrefs < 0 ? "var" : std::to_string(nrefs)) +
          "|case:" + (options.lowercase ? "lc" : "mixed") +
          "|eff:" + (options.effective_order ? "yes" : "no") +
-         "|tok:" + tokenizer_name(options.tokenizer) + "|smooth:" + smooth +
+         "|tok:" + tokenizer_signature(options.tokenizer) + "|smooth:" + smooth +
          "|version:" + kSacrebleuVersion;
 }
 
@@ -310,6 +317,34 @@ nlohmann::ordered_json BleuScore::to_json(int width) const {
     rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
   }
   return j;
+}
+
+SegmentStats bleu_segment_stats(const std::vector<std::string>& hyps,
+                                const std::vector<std::vector<std::string>>& refs,
+                                const BleuOptions& options) {
+  check_line_counts(hyps.size(), refs);
+  SegmentStats out;
+  out.segments = hyps.size();
+  out.width = 2 + 2 * kBleuMaxOrder;
+  out.values.reserve(out.segments * out.width);
+  Vocab vocab;
+  int n_refs = 0;
+  std::vector<std::string_view> seg_refs(refs.size());
+  for (std::size_t i = 0; i < hyps.size(); ++i) {
+    for (std::size_t r = 0; r < refs.size(); ++r) seg_refs[r] = refs[r][i];
+    CorpusStats seg;
+    add_segment(seg, vocab, hyps[i], seg_refs, options, i + 1);
+    if (n_refs == 0)
+      n_refs = seg.nrefs;
+    else if (n_refs != seg.nrefs)
+      n_refs = -1;
+    out.values.push_back(seg.hyp_len);
+    out.values.push_back(seg.ref_len);
+    out.values.insert(out.values.end(), seg.correct.begin(), seg.correct.end());
+    out.values.insert(out.values.end(), seg.total.begin(), seg.total.end());
+  }
+  out.nrefs = n_refs == 0 ? static_cast<int>(refs.size()) : n_refs;
+  return out;
 }
 
 }  // namespace nmt::metrics

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "metrics/stats_metric.h"
 #include "metrics/tokenizers.h"
 
 namespace nmt::metrics {
@@ -38,6 +39,9 @@ const char* smoothing_name(Smoothing s);
 
 struct BleuOptions {
   TokenizerKind tokenizer = TokenizerKind::k13a;
+  // The SentencePiece model file of flores101/flores200 (sacreBLEU
+  // downloads it; nmt takes it by path).
+  std::string spm_model;
   bool lowercase = false;
   Smoothing smooth = Smoothing::kExp;
   // Unset: the method's default (floor 0.1, add-k 1). Ignored by exp/none.
@@ -89,8 +93,17 @@ BleuScore sentence_bleu(const std::string& hyp, const std::vector<std::string>& 
 
 // sacreBLEU's compute_bleu() on sufficient statistics, for callers that
 // accumulate them themselves.
+// `arithmetic`: see stats_metric.h; it changes only add-k smoothing, whose
+// added value numpy rounds into the float32 or int64 array.
 BleuScore bleu_from_stats(const std::array<int64_t, kBleuMaxOrder>& correct,
                           const std::array<int64_t, kBleuMaxOrder>& total, int64_t hyp_len,
-                          int64_t ref_len, const BleuOptions& options);
+                          int64_t ref_len, const BleuOptions& options,
+                          StatsArithmetic arithmetic = StatsArithmetic::kPython);
+
+// sacreBLEU's per-segment statistics, one row per segment:
+// [hyp_len, ref_len, correct_1..4, total_1..4].
+SegmentStats bleu_segment_stats(const std::vector<std::string>& hyps,
+                                const std::vector<std::vector<std::string>>& refs,
+                                const BleuOptions& options);
 
 }  // namespace nmt::metrics

@@ -112,7 +112,9 @@ void add_match_stats(Stats& stats, const NgramCounts& hyp, const NgramCounts& re
   stats.push_back(match);
 }
 
-double f_score(const Stats& stats, const ChrfOptions& opt) {
+// float32: numpy float32 scalars divide in float32; everything after is
+// float64 (an int or a Python float meeting a float32 scalar promotes).
+double f_score(const int64_t* stats, const ChrfOptions& opt, bool float32 = false) {
   const double eps = 1e-16;
   const double factor = static_cast<double>(opt.beta) * opt.beta;
   const int order = opt.char_order + opt.word_order;
@@ -122,8 +124,12 @@ double f_score(const Stats& stats, const ChrfOptions& opt) {
     const auto n_hyp = static_cast<double>(stats[3 * i]);
     const auto n_ref = static_cast<double>(stats[3 * i + 1]);
     const auto n_match = static_cast<double>(stats[3 * i + 2]);
-    const double prec = n_hyp > 0 ? n_match / n_hyp : eps;
-    const double rec = n_ref > 0 ? n_match / n_ref : eps;
+    double prec = n_hyp > 0 ? n_match / n_hyp : eps;
+    double rec = n_ref > 0 ? n_match / n_ref : eps;
+    if (float32) {
+      if (n_hyp > 0) prec = static_cast<float>(n_match) / static_cast<float>(n_hyp);
+      if (n_ref > 0) rec = static_cast<float>(n_match) / static_cast<float>(n_ref);
+    }
     const double denom = factor * prec + rec;
     score += denom > 0 ? (1 + factor) * prec * rec / denom : eps;
     if (n_hyp > 0 && n_ref > 0) {
@@ -165,7 +171,7 @@ void add_segment(Accumulator& acc, Preprocessor& prep, const ChrfOptions& opt, s
     stats.reserve(3 * hyp_ngrams.size());
     for (std::size_t o = 0; o < hyp_ngrams.size(); ++o)
       add_match_stats(stats, hyp_ngrams[o], ref_ngrams[o]);
-    const double f = f_score(stats, opt);
+    const double f = f_score(stats.data(), opt);
     if (f > best_f) {  // the first reference wins ties
       best_f = f;
       best = std::move(stats);
@@ -194,7 +200,7 @@ ChrfScore finish(const Accumulator& acc, const ChrfOptions& opt, int default_nre
   s.nrefs = acc.nrefs == 0 ? default_nrefs : acc.nrefs;
   Stats stats = acc.total;
   stats.resize(3 * static_cast<std::size_t>(opt.char_order + opt.word_order), 0);
-  s.score = f_score(stats, opt);
+  s.score = f_score(stats.data(), opt);
   return s;
 }
 
@@ -265,6 +271,43 @@ nlohmann::ordered_json ChrfScore::to_json(int width) const {
     rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
   }
   return j;
+}
+
+SegmentStats chrf_segment_stats(const std::vector<std::string>& hyps,
+                                const std::vector<std::vector<std::string>>& refs,
+                                const ChrfOptions& options) {
+  check_options(options);
+  if (refs.empty()) throw InputError("no reference given: chrF needs at least one");
+  for (std::size_t r = 0; r < refs.size(); ++r)
+    if (refs[r].size() != hyps.size())
+      throw InputError("line count mismatch: the hypotheses have " + std::to_string(hyps.size()) +
+                       " lines but reference " + std::to_string(r + 1) + " has " +
+                       std::to_string(refs[r].size()));
+  SegmentStats out;
+  out.segments = hyps.size();
+  out.width = 3 * static_cast<std::size_t>(options.char_order + options.word_order);
+  out.values.reserve(out.segments * out.width);
+  Preprocessor prep(options);
+  std::vector<std::string_view> seg_refs(refs.size());
+  int n_refs = 0;
+  for (std::size_t i = 0; i < hyps.size(); ++i) {
+    for (std::size_t r = 0; r < refs.size(); ++r) seg_refs[r] = refs[r][i];
+    Accumulator acc;
+    add_segment(acc, prep, options, hyps[i], seg_refs, i + 1);
+    if (n_refs == 0)
+      n_refs = acc.nrefs;
+    else if (n_refs != acc.nrefs)
+      n_refs = -1;
+    acc.total.resize(out.width, 0);
+    out.values.insert(out.values.end(), acc.total.begin(), acc.total.end());
+  }
+  out.nrefs = n_refs == 0 ? static_cast<int>(refs.size()) : n_refs;
+  return out;
+}
+
+double chrf_from_stats(const int64_t* sums, const ChrfOptions& options,
+                       StatsArithmetic arithmetic) {
+  return f_score(sums, options, arithmetic == StatsArithmetic::kNumpyFloat32);
 }
 
 }  // namespace nmt::metrics

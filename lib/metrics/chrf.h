@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "metrics/stats_metric.h"
+
 namespace nmt::metrics {
 
 struct ChrfOptions {
@@ -48,5 +50,16 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
 
 ChrfScore sentence_chrf(const std::string& hyp, const std::vector<std::string>& refs,
                         const ChrfOptions& options = {});
+
+// sacreBLEU's per-segment statistics: [hyp, ref, match] for each character
+// order, then each word order, against the best-scoring reference.
+SegmentStats chrf_segment_stats(const std::vector<std::string>& hyps,
+                                const std::vector<std::vector<std::string>>& refs,
+                                const ChrfOptions& options);
+
+// The chrF score (0..100) from summed statistics; with float32 arithmetic
+// precision and recall are float32 quotients, as numpy computes them.
+double chrf_from_stats(const int64_t* sums, const ChrfOptions& options,
+                       StatsArithmetic arithmetic = StatsArithmetic::kPython);
 
 }  // namespace nmt::metrics

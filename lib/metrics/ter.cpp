@@ -470,7 +470,9 @@ class Scorer {
  public:
   explicit Scorer(const TerOptions& opt) : opt_(opt) {}
 
-  void add(std::string_view hyp, const std::vector<std::string_view>& refs, Accumulator& acc) {
+  // The segment's fewest edits over its references and the sum of the
+  // references' lengths (the average is that over refs.size()).
+  TerEdits segment(std::string_view hyp, const std::vector<std::string_view>& refs) {
     const std::string hyp_tok = tokenize_tercom(hyp, opt_);
     ref_tok_.resize(refs.size());
     // sacreBLEU tokenises references twice (_cache_references, then
@@ -487,8 +489,13 @@ class Scorer {
       best = std::min(best, search_.edits(hyp_ids_, ref_ids_));
       ref_lengths += static_cast<int64_t>(ref_ids_.size());
     }
-    acc.edits += best;
-    acc.ref_length += static_cast<double>(ref_lengths) / static_cast<double>(refs.size());
+    return {best, ref_lengths};
+  }
+
+  void add(std::string_view hyp, const std::vector<std::string_view>& refs, Accumulator& acc) {
+    const TerEdits e = segment(hyp, refs);
+    acc.edits += e.edits;
+    acc.ref_length += static_cast<double>(e.ref_len) / static_cast<double>(refs.size());
   }
 
  private:
@@ -553,8 +560,10 @@ TerEdits translation_edit_rate(const std::vector<std::string_view>& hyp_words,
   return {search.edits(hyp, ref), static_cast<int64_t>(ref.size())};
 }
 
-TerScore corpus_ter(const std::vector<std::string>& hyps,
-                    const std::vector<std::vector<std::string>>& refs, const TerOptions& options) {
+namespace {
+
+void check_corpus(const std::vector<std::string>& hyps,
+                  const std::vector<std::vector<std::string>>& refs) {
   if (refs.empty()) throw InputError("no reference given: TER needs at least one");
   for (std::size_t r = 0; r < refs.size(); ++r) {
     if (refs[r].size() != hyps.size())
@@ -562,6 +571,13 @@ TerScore corpus_ter(const std::vector<std::string>& hyps,
                        " lines but reference " + std::to_string(r + 1) + " has " +
                        std::to_string(refs[r].size()));
   }
+}
+
+}  // namespace
+
+TerScore corpus_ter(const std::vector<std::string>& hyps,
+                    const std::vector<std::vector<std::string>>& refs, const TerOptions& options) {
+  check_corpus(hyps, refs);
   Accumulator acc;
   Scorer scorer(options);
   std::vector<std::string_view> seg_refs(refs.size());
@@ -570,6 +586,50 @@ TerScore corpus_ter(const std::vector<std::string>& hyps,
     scorer.add(hyps[i], seg_refs, acc);
   }
   return finish(acc, options, static_cast<int>(refs.size()));
+}
+
+SegmentStats ter_segment_stats(const std::vector<std::string>& hyps,
+                               const std::vector<std::vector<std::string>>& refs,
+                               const TerOptions& options) {
+  check_corpus(hyps, refs);
+  SegmentStats out;
+  out.segments = hyps.size();
+  out.width = 2;
+  out.nrefs = static_cast<int>(refs.size());
+  out.values.reserve(2 * out.segments);
+  Scorer scorer(options);
+  std::vector<std::string_view> seg_refs(refs.size());
+  for (std::size_t i = 0; i < hyps.size(); ++i) {
+    for (std::size_t r = 0; r < refs.size(); ++r) seg_refs[r] = refs[r][i];
+    const TerEdits e = scorer.segment(hyps[i], seg_refs);
+    out.values.push_back(e.edits);
+    out.values.push_back(e.ref_len);
+  }
+  return out;
+}
+
+double ter_from_stats(const int64_t* sums, int nrefs, StatsArithmetic arithmetic) {
+  const int64_t edits = sums[0], lengths = sums[1];
+  if (lengths <= 0) return edits > 0 ? 100.0 : 0.0;
+  if (arithmetic == StatsArithmetic::kNumpyFloat32) {
+    // float32 sums: float32 / float32 stays float32; 100 * it is a float64.
+    const float ref_length = static_cast<float>(lengths) / static_cast<float>(nrefs);
+    return 100 * static_cast<double>(static_cast<float>(edits) / ref_length);
+  }
+  // Python floats, and float64 for approximate randomisation (a bool mask @
+  // a list with float columns is a float64 matmul).
+  const double ref_length = static_cast<double>(lengths) / static_cast<double>(nrefs);
+  return 100 * (static_cast<double>(edits) / ref_length);
+}
+
+TerScore ter_score_from_stats(const int64_t* sums, int nrefs, const TerOptions& options) {
+  TerScore s;
+  s.options = options;
+  s.nrefs = nrefs;
+  s.num_edits = sums[0];
+  s.ref_length = static_cast<double>(sums[1]) / static_cast<double>(nrefs);
+  s.score = ter_from_stats(sums, nrefs, StatsArithmetic::kPython);
+  return s;
 }
 
 TerScore sentence_ter(const std::string& hyp, const std::vector<std::string>& refs,

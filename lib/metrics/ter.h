@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "metrics/stats_metric.h"
+
 namespace nmt::metrics {
 
 struct TerOptions {
@@ -66,6 +68,23 @@ struct TerScore {
 TerScore corpus_ter(const std::vector<std::string>& hyps,
                     const std::vector<std::vector<std::string>>& refs,
                     const TerOptions& options = {});
+
+// The StatsMetric rows: [fewest edits, sum of the references' lengths] per
+// segment, nrefs = refs.size() (TER keeps empty reference lines). sacreBLEU's
+// rows are [edits, average reference length], the average a float; here it
+// is kept as its integer numerator and divided by nrefs after summing, which
+// is exactly sacreBLEU's sum whenever nrefs is a power of two (1, 2, 4: every
+// average and partial sum is exact in float32 below 2^23 words and in
+// float64). With 3 references sacreBLEU rounds each average before summing,
+// so a score may differ from it in the last bits (not at the printed width).
+SegmentStats ter_segment_stats(const std::vector<std::string>& hyps,
+                               const std::vector<std::vector<std::string>>& refs,
+                               const TerOptions& options = {});
+// _compute_score_from_stats on summed rows, in sacreBLEU's arithmetic:
+// edits / (lengths / nrefs), 100 for edits against empty references only.
+double ter_from_stats(const int64_t* sums, int nrefs, StatsArithmetic arithmetic);
+// The printed TerScore of summed rows (Python arithmetic).
+TerScore ter_score_from_stats(const int64_t* sums, int nrefs, const TerOptions& options);
 
 TerScore sentence_ter(const std::string& hyp, const std::vector<std::string>& refs,
                       const TerOptions& options = {});

@@ -6,11 +6,16 @@
 // non-digit.
 #include "metrics/tokenizers.h"
 
+#include <mecab.h>
+#include <sentencepiece_processor.h>
+#include <sys/stat.h>
 #include <unicode/ucasemap.h>
 #include <unicode/uchar.h>
 #include <unicode/utf8.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "core/error.h"
 
@@ -68,8 +73,16 @@ TokenizerKind parse_tokenizer(std::string_view name) {
   if (name == "intl") return TokenizerKind::kIntl;
   if (name == "none") return TokenizerKind::kNone;
   if (name == "char") return TokenizerKind::kChar;
-  throw InputError("unknown tokenizer '" + std::string(name) +
-                   "': expected 13a, intl, none or char");
+  if (name == "zh") return TokenizerKind::kZh;
+  if (name == "ja-mecab") return TokenizerKind::kJaMecab;
+  if (name == "ko-mecab") return TokenizerKind::kKoMecab;
+  if (name == "spm") return TokenizerKind::kSpm;
+  if (name == "flores101") return TokenizerKind::kFlores101;
+  if (name == "flores200") return TokenizerKind::kFlores200;
+  if (name == "spBLEU-1K") return TokenizerKind::kSpBleu1K;
+  std::string names;
+  for (const char* n : kTokenizerNames) names += std::string(names.empty() ? "" : ", ") + n;
+  throw InputError("unknown tokenizer '" + std::string(name) + "': expected one of " + names);
 }
 
 const char* tokenizer_name(TokenizerKind kind) {
@@ -82,11 +95,30 @@ const char* tokenizer_name(TokenizerKind kind) {
       return "none";
     case TokenizerKind::kChar:
       return "char";
+    case TokenizerKind::kZh:
+      return "zh";
+    case TokenizerKind::kJaMecab:
+      return "ja-mecab";
+    case TokenizerKind::kKoMecab:
+      return "ko-mecab";
+    case TokenizerKind::kSpm:
+      return "spm";
+    case TokenizerKind::kFlores101:
+      return "flores101";
+    case TokenizerKind::kFlores200:
+      return "flores200";
+    case TokenizerKind::kSpBleu1K:
+      return "spBLEU-1K";
   }
   return "?";
 }
 
-std::string tokenize(std::string_view line, TokenizerKind kind) {
+bool tokenizer_needs_spm_model(TokenizerKind kind) {
+  return kind == TokenizerKind::kSpm || kind == TokenizerKind::kFlores101 ||
+         kind == TokenizerKind::kFlores200 || kind == TokenizerKind::kSpBleu1K;
+}
+
+std::string tokenize(std::string_view line, TokenizerKind kind, const std::string& spm_model) {
   switch (kind) {
     case TokenizerKind::k13a:
       return tokenize_13a(line);
@@ -96,6 +128,18 @@ std::string tokenize(std::string_view line, TokenizerKind kind) {
       return std::string(line);
     case TokenizerKind::kChar:
       return tokenize_char(line);
+    case TokenizerKind::kZh:
+      return tokenize_zh(line);
+    case TokenizerKind::kJaMecab:
+      return tokenize_ja_mecab(line);
+    case TokenizerKind::kKoMecab:
+      load_tokenizer(kind);  // throws: says what is missing
+      break;
+    case TokenizerKind::kSpm:
+    case TokenizerKind::kFlores101:
+    case TokenizerKind::kFlores200:
+    case TokenizerKind::kSpBleu1K:
+      return tokenize_spm(line, spm_model);
   }
   return std::string(line);
 }
@@ -118,10 +162,14 @@ std::string tokenize_13a(std::string_view line) {
   }
 
   // Padding with spaces lets a final "." after a number split off (mteval
-  // v13a does the same; the intl tokeniser famously does not).
+  // v13a does the same; the intl and zh tokenisers do not).
+  return tokenize_regexp(" " + s + " ");
+}
+
+// sacreBLEU's TokenizerRegexp, the part 13a and zh share.
+std::string tokenize_regexp(std::string_view s) {
   std::string a;
   a.reserve(s.size() * 2 + 2);
-  a += ' ';
   for (char c : s) {
     if (is_13a_isolated(static_cast<unsigned char>(c))) {
       a += ' ';
@@ -131,7 +179,6 @@ std::string tokenize_13a(std::string_view line) {
       a += c;
     }
   }
-  a += ' ';
 
   auto is_dot_comma = [](char c) { return c == '.' || c == ','; };
   std::string b;
@@ -173,6 +220,48 @@ std::string tokenize_13a(std::string_view line) {
     }
   }
   return normalize_spaces(b);
+}
+
+// sacreBLEU's _UCODE_RANGES. Two of its ranges are written '\u20000' ..
+// '\u2a6d6' and '\u2f800' .. '\u2fa1d': Python reads each as two
+// characters ('\u2000' then '0'), so comparing one character against them
+// takes in U+2001..U+2A6D and U+2F81..U+2FA1 (inside the Kangxi radicals
+// anyway), and no character outside the BMP. That is what sacreBLEU does,
+// so it is what this table says.
+namespace {
+bool is_zh_split(char32_t c) {
+  static constexpr char32_t kRanges[][2] = {
+      {0x3400, 0x4db5}, {0x4e00, 0x9fa5}, {0x9fa6, 0x9fbb}, {0xf900, 0xfa2d}, {0xfa30, 0xfa6a},
+      {0xfa70, 0xfad9}, {0x2001, 0x2a6d}, {0x2f81, 0x2fa1}, {0xff00, 0xffef}, {0x2e80, 0x2eff},
+      {0x3000, 0x303f}, {0x31c0, 0x31ef}, {0x2f00, 0x2fdf}, {0x2ff0, 0x2fff}, {0x3100, 0x312f},
+      {0x31a0, 0x31bf}, {0xfe10, 0xfe1f}, {0xfe30, 0xfe4f}, {0x2600, 0x26ff}, {0x2700, 0x27bf},
+      {0x3200, 0x32ff}, {0x3300, 0x33ff}};
+  if (c < 0x2001) return false;
+  for (const auto& r : kRanges)
+    if (c >= r[0] && c <= r[1]) return true;
+  return false;
+}
+}  // namespace
+
+std::string tokenize_zh(std::string_view line) {
+  const std::string_view s = strip_whitespace(line);
+  std::string padded;
+  padded.reserve(s.size() * 2);
+  const auto n = static_cast<int32_t>(s.size());
+  int32_t i = 0;
+  while (i < n) {
+    const int32_t start = i;
+    const char32_t c = next_code_point(s, i);
+    const std::string_view bytes = s.substr(start, static_cast<std::size_t>(i - start));
+    if (is_zh_split(c)) {
+      padded += ' ';
+      padded.append(bytes);
+      padded += ' ';
+    } else {
+      padded.append(bytes);
+    }
+  }
+  return tokenize_regexp(padded);
 }
 
 std::string tokenize_intl(std::string_view line) {
@@ -310,6 +399,17 @@ std::string_view rstrip_whitespace(std::string_view s) {
   return s.substr(0, end);
 }
 
+std::string_view strip_whitespace(std::string_view s) {
+  s = rstrip_whitespace(s);
+  const auto n = static_cast<int32_t>(s.size());
+  int32_t i = 0;
+  while (i < n) {
+    int32_t here = i;
+    if (!is_space(next_code_point(s, i))) return s.substr(here);
+  }
+  return s.substr(s.size());
+}
+
 std::u32string decode_utf8(std::string_view s) {
   std::u32string out;
   out.reserve(s.size());
@@ -333,6 +433,122 @@ void append_utf8(std::string& dst, char32_t c) {
     return;
   }
   dst.append(reinterpret_cast<const char*>(buf), static_cast<std::size_t>(len));
+}
+
+// MeCab and SentencePiece: loaded once per process (loading the IPA
+// dictionary takes longer than tokenising a test set), kept to the end.
+namespace {
+
+// sacreBLEU checks the dictionary by its entry count: pip's ipadic has
+// 392,126 entries, Debian's mecab-ipadic-utf8 392,127 (one more word).
+constexpr unsigned kIpadicSizes[] = {392126, 392127};
+
+class Mecab {
+ public:
+  static Mecab& get() {
+    static Mecab m;  // thread-safe initialisation; throws again on the next call if it failed
+    return m;
+  }
+  std::string parse(std::string_view line) {
+    // MeCab reads a C string, as the Python binding passes it: text after
+    // a NUL byte is not seen.
+    const std::string text(line.substr(0, line.find('\0')));
+    std::lock_guard<std::mutex> lock(mu_);  // a Tagger keeps one lattice
+    const char* out = tagger_->parse(text.c_str());
+    if (out == nullptr)
+      throw Error(std::string("MeCab could not parse a line: ") + tagger_->what());
+    return std::string(out);
+  }
+
+ private:
+  Mecab() {
+    struct stat st {};
+    const std::string sys_dic = std::string(kMecabIpadicDir) + "/sys.dic";
+    if (::stat(sys_dic.c_str(), &st) != 0)
+      throw Error(std::string("-tok ja-mecab needs MeCab's IPA dictionary in ") + kMecabIpadicDir +
+                  " (Debian package mecab-ipadic-utf8), and " + sys_dic + " is not there");
+    // An empty resource file: nothing from a user's mecabrc (such as a user
+    // dictionary, which sacreBLEU refuses) changes the result.
+    const std::string args = std::string("-r /dev/null -d ") + kMecabIpadicDir + " -Owakati";
+    tagger_.reset(MeCab::createTagger(args.c_str()));
+    if (!tagger_)
+      throw Error(std::string("-tok ja-mecab: MeCab could not load ") + kMecabIpadicDir + ": " +
+                  MeCab::getTaggerError());
+    const MeCab::DictionaryInfo* d = tagger_->dictionary_info();
+    bool ipa = false;
+    for (unsigned n : kIpadicSizes) ipa |= d != nullptr && d->size == n;
+    if (!ipa || d->next != nullptr)
+      throw Error(std::string("-tok ja-mecab: ") + kMecabIpadicDir +
+                  " is not MeCab's IPA dictionary alone (" +
+                  (d ? std::to_string(d->size) : std::string("no")) +
+                  " entries; sacreBLEU expects 392,126 or Debian's 392,127)");
+  }
+  std::unique_ptr<MeCab::Tagger> tagger_;
+  std::mutex mu_;
+};
+
+// SentencePiece models by path; Encode is const and thread-safe.
+const sentencepiece::SentencePieceProcessor& spm_processor(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<sentencepiece::SentencePieceProcessor>> models;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = models.find(path);
+  if (it != models.end()) return *it->second;
+  if (path.empty())
+    throw InputError(
+        "the SentencePiece tokenisers (spm, flores101, flores200, spBLEU-1K) need a model file "
+        "(--spm-model FILE)");
+  auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  const auto status = sp->Load(path);
+  if (!status.ok())
+    throw InputError("--spm-model " + path + ": not a SentencePiece model (" + status.ToString() +
+                     ")");
+  return *models.emplace(path, std::move(sp)).first->second;
+}
+
+}  // namespace
+
+std::string tokenize_ja_mecab(std::string_view line) {
+  return std::string(strip_whitespace(Mecab::get().parse(strip_whitespace(line))));
+}
+
+std::string tokenize_spm(std::string_view line, const std::string& spm_model) {
+  std::vector<std::string> pieces;
+  const auto status = spm_processor(spm_model).Encode(std::string(line), &pieces);
+  if (!status.ok()) throw Error("SentencePiece could not encode a line: " + status.ToString());
+  std::string out;
+  for (const std::string& p : pieces) {
+    if (!out.empty()) out += ' ';
+    out += p;
+  }
+  return out;
+}
+
+void load_tokenizer(TokenizerKind kind, const std::string& spm_model) {
+  switch (kind) {
+    case TokenizerKind::kJaMecab:
+      Mecab::get();
+      return;
+    case TokenizerKind::kKoMecab:
+      throw Error(
+          "-tok ko-mecab needs mecab-ko and its dictionary mecab-ko-dic, which are not in Debian "
+          "and not in this build of nmt");
+    case TokenizerKind::kSpm:
+    case TokenizerKind::kFlores101:
+    case TokenizerKind::kFlores200:
+    case TokenizerKind::kSpBleu1K:
+      spm_processor(spm_model);
+      return;
+    default:
+      return;
+  }
+}
+
+std::string tokenizer_signature(TokenizerKind kind) {
+  // sacreBLEU: tagger.version() + "-IPA", the library's version.
+  if (kind == TokenizerKind::kJaMecab) return std::string("ja-mecab-") + mecab_version() + "-IPA";
+  if (kind == TokenizerKind::kSpm) return "flores101";  // sacreBLEU's SPM_MODELS["spm"]
+  return tokenizer_name(kind);
 }
 
 }  // namespace nmt::metrics

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "io/output_file.h"
+#include "io/text_file.h"
 #include "model/config.h"
 #include "ops/ops.h"
 
@@ -67,13 +68,10 @@ void apply_training_json(const json& j, TrainOptions& o, const std::string& sour
 
 namespace {
 
+// The check every command makes of an input (io::check_input_path).
 void check_file(const std::string& path, const char* option) {
   if (path.empty()) throw InputError(std::string(option) + " is required");
-  std::error_code ec;
-  if (!fs::exists(path, ec))
-    throw InputError(std::string(option) + ": cannot open " + path + ": no such file");
-  if (fs::is_directory(path, ec))
-    throw InputError(std::string(option) + ": " + path + " is a directory");
+  io::check_input_path(path, option);
 }
 
 }  // namespace
@@ -118,12 +116,10 @@ void validate_options(const TrainOptions& o) {
     check_file(o.valid_tgt, "--valid-tgt");
   }
   if (!o.spm.empty()) check_file(o.spm, "--spm");
-  if (o.out.empty()) throw OptionError("--out is required");
+  // Empty, a directory, in a directory that does not exist, or a .gz name
+  // (models are not compressed): refused as every command refuses them.
+  io::check_output_path(o.out, "--out");
   std::error_code ec;
-  if (fs::is_directory(o.out, ec)) throw OptionError("--out: " + o.out + " is a directory");
-  const fs::path parent = fs::path(o.out).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec))
-    throw InputError("--out: directory " + parent.string() + " does not exist");
   if (o.vocab_size < 0 || (o.vocab_size > 0 && o.vocab_size < 8))
     throw OptionError("--vocab-size: expected 0 or at least 8, got " +
                       std::to_string(o.vocab_size));

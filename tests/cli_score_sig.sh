@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# nmt score with several systems, paired tests and confidence intervals
+# against what sacreBLEU 2.6.0 printed: every case of
+# tests/fixtures/sacrebleu-sig/cases.tsv, compared byte for byte with
+# expected/NAME.out (with SACREBLEU_SEED=None only the parts that do not
+# depend on the draws), then hostile input. Usage: cli_score_sig.sh NMT DATA_DIR WORK_DIR
+set -uo pipefail
+NMT=$1 WORK=$3
+FIX=$(cd "$(dirname "$0")/fixtures/sacrebleu-sig" && pwd)
+rm -rf "$WORK" && mkdir -p "$WORK"
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+cd "$FIX" || exit 1
+
+while IFS=$'\t' read -r name env args; do
+  [[ -z "$name" || "$name" == \#* ]] && continue
+  [[ "$env" == - ]] && env=
+  # sacreBLEU's -m (metrics) is --metrics in nmt; everything else is the same.
+  nargs=$(sed 's/ -m / --metrics /' <<<" $args")
+  rc=0
+  # shellcheck disable=SC2086
+  env $env "$NMT" score $nargs >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+  [[ "$rc" == "$(cat "expected/$name.rc")" ]] || { fail "$name: exit $rc"; cat "$WORK/$name.err" >&2; continue; }
+  if [[ "$env" == *None* ]]; then
+    # Fresh entropy: the numbers differ run to run, the layout and signature do not.
+    strip() { grep -v '^│' "$1"; }
+    diff <(strip "expected/$name.out") <(strip "$WORK/$name.out") >"$WORK/$name.diff" ||
+      { fail "$name (seed none)"; cat "$WORK/$name.diff" >&2; }
+  else
+    diff "expected/$name.out" "$WORK/$name.out" >"$WORK/$name.diff" ||
+      { fail "$name: nmt score $nargs"; head -20 "$WORK/$name.diff" >&2; }
+  fi
+done <cases.tsv
+
+# The same seed gives the same draws twice; another seed gives others.
+"$NMT" score ref.de -i sysA.de sysB.de --paired-bs -pbsn 50 -f json >"$WORK/s1" 2>/dev/null
+"$NMT" score ref.de -i sysA.de sysB.de --paired-bs -pbsn 50 -f json >"$WORK/s2" 2>/dev/null
+SACREBLEU_SEED=3 "$NMT" score ref.de -i sysA.de sysB.de --paired-bs -pbsn 50 -f json >"$WORK/s3" 2>/dev/null
+cmp -s "$WORK/s1" "$WORK/s2" || fail "the same seed gave different resamples"
+cmp -s "$WORK/s1" "$WORK/s3" && fail "SACREBLEU_SEED=3 gave the default seed's resamples"
+
+# Hostile input. A hypothesis file with fewer lines (sacreBLEU: "System and
+# reference streams have different lengths.", exit 1): named, with both counts.
+"$NMT" score ref.de -i sysA.de short.de >"$WORK/h1.out" 2>"$WORK/h1.err"; rc=$?
+[[ $rc == 1 ]] || fail "short hypothesis: exit $rc, expected 1"
+grep -qx 'nmt: error: score: short.de has 350 lines but reference ref.de has 400' "$WORK/h1.err" ||
+  { fail "short hypothesis message"; cat "$WORK/h1.err" >&2; }
+[[ -s "$WORK/h1.out" ]] && fail "short hypothesis: something was printed on stdout"
+
+# One system with --paired-bs (sacreBLEU: "Paired tests require multiple
+# input systems given to --input (-i).", exit 1): a usage error in nmt.
+"$NMT" score ref.de -i sysA.de --paired-bs >"$WORK/h2.out" 2>"$WORK/h2.err"; rc=$?
+[[ $rc == 2 ]] || fail "--paired-bs with one system: exit $rc, expected 2"
+grep -q 'nmt score: error: score: paired tests require multiple input systems given to --input (-i)' "$WORK/h2.err" ||
+  { fail "--paired-bs with one system: message"; cat "$WORK/h2.err" >&2; }
+# ... and a baseline given twice is one system (sacreBLEU skips the repeat).
+"$NMT" score ref.de -i sysA.de sysA.de --paired-ar >/dev/null 2>"$WORK/h3.err"; rc=$?
+[[ $rc == 2 ]] || fail "baseline given twice: exit $rc, expected 2"
+grep -q 'ignoring sysA.de as it was also given as the baseline' "$WORK/h3.err" || fail "baseline twice: note"
+# A repeated non-baseline name is refused, as sacreBLEU refuses it.
+"$NMT" score ref.de -i sysA.de sysB.de sysB.de >/dev/null 2>"$WORK/h4.err"; rc=$?
+[[ $rc == 1 ]] || fail "system named twice: exit $rc, expected 1"
+# --paired-bs and --paired-ar together, --confidence with several systems,
+# tests at sentence level: usage errors.
+"$NMT" score ref.de -i sysA.de sysB.de --paired-bs --paired-ar >/dev/null 2>&1; [[ $? == 2 ]] || fail "-pbs with -par"
+"$NMT" score ref.de -i sysA.de sysB.de -ci >/dev/null 2>"$WORK/h5.err"; [[ $? == 2 ]] || fail "-ci with two systems"
+grep -q 'use --paired-bs or --paired-ar for several' "$WORK/h5.err" || fail "-ci with two systems: message"
+"$NMT" score ref.de -i sysA.de -ci -sl >/dev/null 2>&1; [[ $? == 2 ]] || fail "-ci with -sl"
+# A bad seed names the variable.
+SACREBLEU_SEED=x "$NMT" score ref.de -i sysA.de sysB.de -pbs >/dev/null 2>"$WORK/h6.err"; [[ $? == 1 ]] || fail "bad seed: exit"
+grep -q "SACREBLEU_SEED must be a non-negative integer or 'none', got 'x'" "$WORK/h6.err" || fail "bad seed: message"
+# Invalid UTF-8 (sacreBLEU stops with a UnicodeDecodeError): nmt warns with
+# the file and line, replaces the bytes, and still compares.
+"$NMT" score ref.de -i sysA.de bad.de --paired-bs -pbsn 20 -f text >"$WORK/h7.out" 2>"$WORK/h7.err"; rc=$?
+[[ $rc == 0 ]] || fail "invalid UTF-8: exit $rc"
+grep -q 'bad.de.*line 3' "$WORK/h7.err" || { fail "invalid UTF-8: no warning naming bad.de line 3"; cat "$WORK/h7.err" >&2; }
+grep -q 'Baseline: sysA.de' "$WORK/h7.out" || fail "invalid UTF-8: no table"
+
+if ((failures)); then echo "$failures failure(s)" >&2; exit 1; fi
+echo "cli_score_sig: all cases match sacreBLEU 2.6.0"
