@@ -1,6 +1,6 @@
 // numpy's generator as nmt reproduces it, against numbers numpy 1.24.2
 // printed, and sacreBLEU 2.6.0's significance tests and intervals on the
-// BLEU and chrF statistics seam, against the JSON sacreBLEU printed for
+// BLEU, chrF and TER statistics seam, against the JSON sacreBLEU printed for
 // tests/fixtures/sacrebleu-sig (see its README.md). The command line's
 // tables are checked by tests/cli_score_sig.sh.
 #include <catch2/catch.hpp>
@@ -18,6 +18,7 @@
 #include "metrics/report_table.h"
 #include "metrics/significance.h"
 #include "metrics/stats_metric.h"
+#include "metrics/ter.h"
 
 #ifndef NMT_SOURCE_DIR
 #define NMT_SOURCE_DIR "."
@@ -221,6 +222,12 @@ TEST_CASE("paired bootstrap equals sacreBLEU's to the last bit", "[metrics][sign
     check_against(run_test(two, {b.get(), c.get()}, opt), {"BLEU", "chrF2++"},
                   expected_json("bs200_chrfpp_addk_json"));
   }
+  SECTION("TER then BLEU, 100 resamples (TER divides the float32 sums in float32)") {
+    opt.n_samples = 100;
+    const auto ter = nmt::metrics::ter_stats_metric({}, 1);
+    check_against(run_test(sys, {ter.get(), bleu.get()}, opt), {"TER", "BLEU"},
+                  expected_json("bs100_ter_json"));
+  }
 }
 
 TEST_CASE("approximate randomization equals sacreBLEU's to the last bit",
@@ -259,6 +266,21 @@ TEST_CASE("summed statistics give the corpus scores", "[metrics][significance]")
         nmt::metrics::corpus_chrf(sys.hyps[0], sys.refs, co).score);
   CHECK(nmt::metrics::corpus_score(*bleu, bleu->segment_stats(sys.hyps[0], sys.refs)) ==
         nmt::metrics::corpus_bleu(sys.hyps[0], sys.refs).score);
+  // TER's rows keep the summed reference lengths; over 1, 2 or 4 references
+  // (a power of two) dividing after summing is sacreBLEU's float sum exactly.
+  std::vector<std::vector<std::string>> refs = sys.refs;
+  for (const char* extra : {"sysA.de", "sysB.de", "sysC.de"}) {
+    refs.push_back(lines_of(extra));
+    if (refs.size() == 3) continue;
+    INFO(refs.size() << " references");
+    const auto ter = nmt::metrics::ter_stats_metric({}, static_cast<int>(refs.size()));
+    const SegmentStats st = ter->segment_stats(sys.hyps[0], refs);
+    CHECK(st.nrefs == static_cast<int>(refs.size()));
+    CHECK(nmt::metrics::corpus_score(*ter, st) ==
+          nmt::metrics::corpus_ter(sys.hyps[0], refs).score);
+  }
+  const auto ter1 = nmt::metrics::ter_stats_metric({}, 1);
+  CHECK_THROWS_AS(ter1->segment_stats(sys.hyps[0], refs), nmt::InputError);
 }
 
 TEST_CASE("paired tests refuse what sacreBLEU cannot compare", "[metrics][significance]") {
