@@ -8,7 +8,9 @@
 # Usage: SACREBLEU="/work/sacrebleu-2.6.0/run.sh" bench/score_significance.sh NMT [DATA_DIR]
 set -euo pipefail
 NMT=${1:?usage: SACREBLEU=CMD $0 NMT [DATA_DIR]}
-DATA=${2:-$(dirname "$0")/../../shared/data}
+# Absolute, since the cases run in a scratch folder.
+NMT=$(realpath "$NMT")
+DATA=$(realpath "${2:-$(dirname "$0")/../../shared/data}")
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 head -3000 "$DATA/wmt14-newstest2014/newstest2014-deen.de" >"$WORK/ref.de"
