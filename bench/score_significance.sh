@@ -5,7 +5,9 @@
 # newstest2014-deen.de; the two "systems" are that reference with every 7th
 # and every 5th word dropped (awk, deterministic), so both tools score
 # realistic German.
-# Usage: SACREBLEU="/work/sacrebleu-2.6.0/run.sh" bench/score_significance.sh NMT [DATA_DIR]
+# Usage: SACREBLEU=CMD bench/score_significance.sh NMT [DATA_DIR], CMD a
+# sacreBLEU 2.6.0 set up as tests/fixtures/sacrebleu-sig/README.md describes
+# (optional); DATA_DIR defaults to ../shared/data beside the checkout.
 set -euo pipefail
 NMT=${1:?usage: SACREBLEU=CMD $0 NMT [DATA_DIR]}
 # Absolute, since the cases run in a scratch folder.

@@ -3,14 +3,20 @@
 # against what sacreBLEU 2.6.0 printed: every case of
 # tests/fixtures/sacrebleu-sig/cases.tsv, compared byte for byte with
 # expected/NAME.out (with SACREBLEU_SEED=None only the parts that do not
-# depend on the draws), then hostile input. Usage: cli_score_sig.sh NMT DATA_DIR WORK_DIR
+# depend on the draws), then hostile input. The input files (ref.de, sysA.de,
+# ...) are made from DATA_DIR by the fixture's make_inputs.py into
+# WORK_DIR/inputs, and the cases run there under the same names, so the
+# system names sacreBLEU printed still match. Usage: cli_score_sig.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
-NMT=$1 WORK=$3
+NMT=$1 DATA=$2 WORK=$(realpath -m "$3")
+[[ $NMT == */* ]] && NMT=$(realpath "$NMT")  # the cases run in WORK/inputs
 FIX=$(cd "$(dirname "$0")/fixtures/sacrebleu-sig" && pwd)
 rm -rf "$WORK" && mkdir -p "$WORK"
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-cd "$FIX" || exit 1
+python3 "$FIX/make_inputs.py" "$DATA" "$WORK/inputs" ||
+  { echo "FAIL: could not make the inputs from DATA_DIR '$DATA'" >&2; exit 1; }
+cd "$WORK/inputs" || exit 1
 
 while IFS=$'\t' read -r name env args; do
   [[ -z "$name" || "$name" == \#* ]] && continue
@@ -20,17 +26,17 @@ while IFS=$'\t' read -r name env args; do
   rc=0
   # shellcheck disable=SC2086
   env $env "$NMT" score $nargs >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
-  [[ "$rc" == "$(cat "expected/$name.rc")" ]] || { fail "$name: exit $rc"; cat "$WORK/$name.err" >&2; continue; }
+  [[ "$rc" == "$(cat "$FIX/expected/$name.rc")" ]] || { fail "$name: exit $rc"; cat "$WORK/$name.err" >&2; continue; }
   if [[ "$env" == *None* ]]; then
     # Fresh entropy: the numbers differ run to run, the layout and signature do not.
     strip() { grep -v '^│' "$1"; }
-    diff <(strip "expected/$name.out") <(strip "$WORK/$name.out") >"$WORK/$name.diff" ||
+    diff <(strip "$FIX/expected/$name.out") <(strip "$WORK/$name.out") >"$WORK/$name.diff" ||
       { fail "$name (seed none)"; cat "$WORK/$name.diff" >&2; }
   else
-    diff "expected/$name.out" "$WORK/$name.out" >"$WORK/$name.diff" ||
+    diff "$FIX/expected/$name.out" "$WORK/$name.out" >"$WORK/$name.diff" ||
       { fail "$name: nmt score $nargs"; head -20 "$WORK/$name.diff" >&2; }
   fi
-done <cases.tsv
+done <"$FIX/cases.tsv"
 
 # The same seed gives the same draws twice; another seed gives others.
 "$NMT" score ref.de -i sysA.de sysB.de --paired-bs -pbsn 50 -f json >"$WORK/s1" 2>/dev/null

@@ -23,6 +23,11 @@
 #ifndef NMT_SOURCE_DIR
 #define NMT_SOURCE_DIR "."
 #endif
+// The inputs (ref.de, sysA.de, ...), made from ../shared/data by
+// tests/fixtures/sacrebleu-sig/make_inputs.py when CMake configures the build.
+#ifndef NMT_SIG_INPUTS_DIR
+#define NMT_SIG_INPUTS_DIR "sacrebleu-sig-inputs"
+#endif
 
 namespace {
 
@@ -34,7 +39,7 @@ std::string fixture(const std::string& name) {
 }
 
 std::vector<std::string> lines_of(const std::string& name) {
-  return nmt::io::read_lines(fixture(name));
+  return nmt::io::read_lines(std::string(NMT_SIG_INPUTS_DIR) + "/" + name);
 }
 
 nlohmann::json expected_json(const std::string& name) {
@@ -331,7 +336,9 @@ TEST_CASE("fancy_grid lays out a table as tabulate does", "[metrics][significanc
 
 // Not on sacreBLEU's command line, but in its API: AR with a bootstrap
 // interval too (the resample indices drawn after the swap masks).
-// cd tests/fixtures/sacrebleu-sig && PYTHONPATH=/work/sacrebleu-2.6.0 /usr/bin/python3 -c "
+// (in a folder of inputs made by tests/fixtures/sacrebleu-sig/make_inputs.py, with
+// $SACREBLEU_DIR a sacreBLEU 2.6.0 set up as that folder's README describes)
+// PYTHONPATH=$SACREBLEU_DIR python3 -c "
 // from sacrebleu.metrics import BLEU; from sacrebleu.significance import PairedTest
 // ref = [open('ref.de').read().splitlines()]
 // sy = [(n, open(n).read().splitlines()) for n in ['sysA.de', 'sysB.de']]
