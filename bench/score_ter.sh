@@ -7,8 +7,9 @@
 # translation). Wall-clock seconds, best of RUNS, and both scores, which must
 # agree.
 #
-#   SACREBLEU=/work/sacrebleu-2.6.0/run.sh bench/score_ter.sh [NMT]
-# Environment: SACREBLEU, the sacreBLEU command (not part of this repo;
+#   SACREBLEU=/path/to/sacrebleu bench/score_ter.sh [NMT]
+# Environment: SACREBLEU, the sacreBLEU command (a sacreBLEU 2.6.0 set up as
+# tests/fixtures/sacrebleu-ter/README.md describes; not part of this repo;
 # without it only nmt is timed); RUNS (default 3); DATA (default
 # ../shared/data); EXTRA, more arguments for both (e.g. --ter-normalized).
 set -euo pipefail
@@ -40,7 +41,7 @@ best_time() {  # command...: prints "SECONDS OUTPUT" of the fastest of RUNS runs
 
 printf "%-34s %7s %10s %10s %8s  %s\n" "test set" lines "nmt s" "sacrebleu s" speedup "TER (nmt / sacrebleu)"
 run_pair() {  # label, hypothesis, reference
-  local label=$1 hyp=$2 ref=$3 lines n s nt st ns ss
+  local label=$1 hyp=$2 ref=$3 lines nt st ns ss
   lines=$(wc -l <"$hyp")
   # shellcheck disable=SC2086  # EXTRA is a word list
   read -r nt ns < <(best_time "$NMT" score "$ref" -i "$hyp" --metrics ter -b -w 4 $EXTRA)

@@ -2,12 +2,16 @@
 # nmt score against what sacreBLEU 2.6.0 printed for TER (alone and with
 # BLEU and chrF): every case of tests/fixtures/sacrebleu-ter/cases.txt is
 # run through the binary and compared byte for byte with expected/NAME.out;
-# then the inputs sacreBLEU refuses.  Usage: cli_score_ter.sh NMT WORK_DIR
+# then the inputs sacreBLEU refuses.  The inputs are made first, into
+# WORK_DIR/inputs, from DATA_DIR (../shared/data) by make_inputs.py, and the
+# cases run there.  Usage: cli_score_ter.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
-NMT=$1 WORK=$2
+NMT=$1 DATA=$2 WORK=$3
 FIX=$(cd "$(dirname "$0")/fixtures/sacrebleu-ter" && pwd)
+IN=$WORK/inputs
 rm -rf "$WORK" && mkdir -p "$WORK"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+python3 "$FIX/make_inputs.py" "$DATA" "$IN" || fail "make_inputs.py $DATA $IN"
 
 n=0
 while IFS=$'\t' read -r name args nmt_args; do
@@ -18,7 +22,7 @@ while IFS=$'\t' read -r name args nmt_args; do
     [[ " $args " == *" -w "* ]] || nmt_args+=" -w 1"
   fi
   # shellcheck disable=SC2086  # the arguments are word lists
-  (cd "$FIX" && "$NMT" score $nmt_args) >"$WORK/$name.out" 2>"$WORK/$name.err" \
+  (cd "$IN" && "$NMT" score $nmt_args) >"$WORK/$name.out" 2>"$WORK/$name.err" \
     || fail "$name: nmt score $nmt_args: $(cat "$WORK/$name.err")"
   cmp -s "$WORK/$name.out" "$FIX/expected/$name.out" \
     || fail "$name: nmt score $nmt_args differs from sacrebleu $args:
@@ -37,13 +41,13 @@ expect_error() {  # exit status, pattern, command...
   [ "$(wc -l <"$WORK/err.txt")" -eq 1 ] || fail "$*: expected one line, got: $(cat "$WORK/err.txt")"
   grep -q -- "$pat" "$WORK/err.txt" || fail "$*: expected '$pat', got: $(cat "$WORK/err.txt")"
 }
-head -5 "$FIX/m30k.hyp" >"$WORK/five.hyp"
-expect_error 1 "^nmt: error: score: $WORK/five.hyp has 5 lines but reference $FIX/m30k.ref has 400$" \
-  "$NMT" score "$FIX/m30k.ref" -i "$WORK/five.hyp" --metrics ter
+head -5 "$IN/m30k.hyp" >"$WORK/five.hyp"
+expect_error 1 "^nmt: error: score: $WORK/five.hyp has 5 lines but reference $IN/m30k.ref has 400$" \
+  "$NMT" score "$IN/m30k.ref" -i "$WORK/five.hyp" --metrics ter
 expect_error 2 "^nmt score: error: score: sacreBLEU 2.6.0 has no -ti (it would read -t i); case-sensitive TER is --ter-case-sensitive (see nmt score --help)$" \
-  "$NMT" score "$FIX/m30k.ref" -i "$FIX/m30k.hyp" --metrics ter -ti
+  "$NMT" score "$IN/m30k.ref" -i "$IN/m30k.hyp" --metrics ter -ti
 expect_error 2 "^nmt score: error: score: only one metric can be used with --sentence-level" \
-  "$NMT" score "$FIX/m30k.ref" -i "$FIX/m30k.hyp" --metrics bleu ter -sl
+  "$NMT" score "$IN/m30k.ref" -i "$IN/m30k.hyp" --metrics bleu ter -sl
 # An empty system: sacreBLEU says "Test set None contains no sentence" and exits 1.
 : >"$WORK/empty.hyp"
 : >"$WORK/empty.ref"

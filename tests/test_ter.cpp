@@ -26,7 +26,14 @@ namespace {
 
 using nmt::metrics::TerOptions;
 
+#ifndef NMT_TER_INPUTS_DIR
+#define NMT_TER_INPUTS_DIR "."
+#endif
+
 std::string fixture_dir() { return std::string(NMT_SOURCE_DIR) + "/tests/fixtures/sacrebleu-ter/"; }
+// The files cases.txt names, made from ../shared/data at configure time by
+// the fixture folder's make_inputs.py (tests/CMakeLists.txt).
+std::string inputs_dir() { return std::string(NMT_TER_INPUTS_DIR) + "/"; }
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -41,7 +48,7 @@ std::vector<std::string> read_fixture(const std::string& name, int* warnings = n
   nmt::io::TextChecks checks;
   int count = 0;
   checks.warn = [&count](const std::string&) { ++count; };
-  std::vector<std::string> lines = nmt::io::read_lines(fixture_dir() + name, checks);
+  std::vector<std::string> lines = nmt::io::read_lines(inputs_dir() + name, checks);
   for (std::string& l : lines) l.resize(nmt::metrics::rstrip_whitespace(l).size());
   if (warnings) *warnings = count;
   return lines;
