@@ -269,14 +269,23 @@ TEST_CASE("char and none tokenisers", "[metrics][tokenizer]") {
 // zh, ja-mecab and flores200 against sacreBLEU 2.6.0 on the files of
 // tests/fixtures/sacrebleu-tok (made by make_expected.sh there): each line's
 // tokens, the corpus line and every sentence-level line, to the printed digit.
+// The inputs (.ref, .hyp, spm.model) are made from ../shared/data by
+// make_inputs.py there, at configure time (tests/CMakeLists.txt).
 namespace {
 
+// What sacreBLEU printed: committed.
 std::string tok_fixture(const std::string& name) {
   return std::string(NMT_SOURCE_DIR) + "/tests/fixtures/sacrebleu-tok/" + name;
 }
 
-std::vector<std::string> tok_fixture_lines(const std::string& name) {
-  std::ifstream in(tok_fixture(name), std::ios::binary);
+// What it scored: made by make_inputs.py.
+std::string tok_input(const std::string& name) {
+  return std::string(NMT_TOK_INPUTS_DIR) + "/" + name;
+}
+
+std::vector<std::string> file_lines(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  INFO(path);
   REQUIRE(in.good());
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -286,10 +295,10 @@ std::vector<std::string> tok_fixture_lines(const std::string& name) {
 // sacreBLEU's tokeniser output for NAME.ref then NAME.hyp, one line each.
 void check_tokens(const std::string& name, nmt::metrics::TokenizerKind kind,
                   const std::string& spm_model = "") {
-  std::vector<std::string> in = tok_fixture_lines(name + ".ref");
-  for (std::string& h : tok_fixture_lines(name + ".hyp")) in.push_back(h);
+  std::vector<std::string> in = file_lines(tok_input(name + ".ref"));
+  for (std::string& h : file_lines(tok_input(name + ".hyp"))) in.push_back(h);
   const std::vector<std::string> want =
-      tok_fixture_lines(name + "." + nmt::metrics::tokenizer_name(kind) + ".tok");
+      file_lines(tok_fixture(name + "." + nmt::metrics::tokenizer_name(kind) + ".tok"));
   REQUIRE(want.size() == in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
     INFO(name << " line " << i + 1 << ": " << in[i]);
@@ -300,15 +309,15 @@ void check_tokens(const std::string& name, nmt::metrics::TokenizerKind kind,
 
 void check_scores(const std::string& name, nmt::metrics::TokenizerKind kind,
                   const std::string& spm_model = "") {
-  const std::vector<std::string> refs = tok_fixture_lines(name + ".ref");
-  const std::vector<std::string> hyps = tok_fixture_lines(name + ".hyp");
+  const std::vector<std::string> refs = file_lines(tok_input(name + ".ref"));
+  const std::vector<std::string> hyps = file_lines(tok_input(name + ".hyp"));
   const std::string tok = nmt::metrics::tokenizer_name(kind);
   BleuOptions opt;
   opt.tokenizer = kind;
   opt.spm_model = spm_model;
   CHECK(nmt::metrics::corpus_bleu(hyps, {refs}, opt).line(1) ==
-        tok_fixture_lines(name + "." + tok + ".txt").at(0));
-  const std::vector<std::string> sl = tok_fixture_lines(name + "." + tok + ".sl.txt");
+        file_lines(tok_fixture(name + "." + tok + ".txt")).at(0));
+  const std::vector<std::string> sl = file_lines(tok_fixture(name + "." + tok + ".sl.txt"));
   REQUIRE(sl.size() == hyps.size());
   for (std::size_t i = 0; i < hyps.size(); ++i) {
     INFO(name << " line " << i + 1);
@@ -346,7 +355,7 @@ TEST_CASE("ja-mecab tokeniser against sacreBLEU", "[metrics][tokenizer]") {
 
 TEST_CASE("flores tokenisers against sacreBLEU", "[metrics][tokenizer]") {
   using nmt::metrics::TokenizerKind;
-  const std::string model = tok_fixture("spm.model");
+  const std::string model = tok_input("spm.model");
   CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kFlores101) == "flores101");
   CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kFlores200) == "flores200");
   CHECK(nmt::metrics::tokenizer_signature(TokenizerKind::kSpm) == "flores101");
@@ -355,7 +364,7 @@ TEST_CASE("flores tokenisers against sacreBLEU", "[metrics][tokenizer]") {
   check_tokens("spm", TokenizerKind::kFlores200, model);
   check_scores("spm", TokenizerKind::kFlores200, model);
   CHECK_THROWS_AS(nmt::metrics::tokenize("a", TokenizerKind::kFlores200), nmt::InputError);
-  CHECK_THROWS_AS(nmt::metrics::load_tokenizer(TokenizerKind::kFlores101, tok_fixture("zh.ref")),
+  CHECK_THROWS_AS(nmt::metrics::load_tokenizer(TokenizerKind::kFlores101, tok_input("zh.ref")),
                   nmt::InputError);
 }
 
