@@ -13,11 +13,9 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 cd "$WORK" || exit 1
 mknod probe c 1 3 2>/dev/null || { echo "cli_devices: mknod refused here; skipped"; exit 77; }
 fail() { echo "FAIL: $*" >&2; umount "$WORK/small" 2>/dev/null; exit 1; }
-toy=$DATA/joeynmt-toy
 T="--threads 1 --workers 1"
-"$NMT" train -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
-  --out m.nmt --vocab-size 300 --max-steps 10 --batch-tokens 1024 --seed 1 2>train.err \
-  || { cat train.err; fail "train"; }
+. "$(dirname "$0")/cli_common.sh"
+train_toy_model "$NMT" "$DATA"
 printf 'A man is riding a bike.\nTwo dogs play.\n' >in.en
 
 is_null() { [ -c "$1" ] && [ "$(stat -c %t:%T "$1")" = 1:3 ] || fail "$2: $1 is no longer the character device: $(ls -l "$1")"; }

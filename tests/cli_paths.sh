@@ -15,21 +15,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 toy=$DATA/joeynmt-toy
 T="--threads 1 --workers 1"
 
-"$NMT" train -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
-  --out m.nmt --vocab-size 300 --max-steps 10 --batch-tokens 1024 --seed 1 2>train.err \
-  || { cat train.err; fail "train"; }
+. "$(dirname "$0")/cli_common.sh"
+train_toy_model "$NMT" "$DATA"
 md5() { md5sum "$1" | cut -d' ' -f1; }
 model_md5=$(md5 m.nmt)
 
-# expect STATUS PATTERN command...: exit status, one line on stderr matching.
-expect() {
-  local want=$1 pat=$2; shift 2
-  "$@" </dev/null >out.txt 2>err.txt
-  local rc=$?
-  [ "$rc" -eq "$want" ] || fail "$*: exit $rc, expected $want ($(cat err.txt))"
-  [ "$(wc -l <err.txt)" -eq 1 ] || fail "$*: expected one line on stderr, got: $(cat err.txt)"
-  grep -q -- "$pat" err.txt || fail "$*: expected '$pat', got: $(cat err.txt)"
-}
 no_temps() { [ -z "$(ls -A "${1:-.}" | grep '\.tmp\.')" ] || fail "$2: temp files left: $(ls -A "${1:-.}" | grep '\.tmp\.')"; }
 printf 'A man is riding a bike.\nTwo dogs play.\n' >in.en
 

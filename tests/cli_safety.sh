@@ -11,19 +11,9 @@ cd "$WORK" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 toy=$DATA/joeynmt-toy
 
-"$NMT" train -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
-  --out m.nmt --vocab-size 300 --max-steps 10 --batch-tokens 1024 --seed 1 2>train.err \
-  || { cat train.err; fail "train"; }
+. "$(dirname "$0")/cli_common.sh"
+train_toy_model "$NMT" "$DATA"
 
-# expect STATUS PATTERN command...: exit status, one line on stderr matching.
-expect() {
-  local want=$1 pat=$2; shift 2
-  "$@" </dev/null >out.txt 2>err.txt
-  local rc=$?
-  [ "$rc" -eq "$want" ] || fail "$*: exit $rc, expected $want ($(cat err.txt))"
-  [ "$(wc -l <err.txt)" -eq 1 ] || fail "$*: expected one line on stderr, got: $(cat err.txt)"
-  grep -q -- "$pat" err.txt || fail "$*: expected '$pat', got: $(cat err.txt)"
-}
 
 # 1. Outputs never destroy inputs.
 printf 'A man is riding a bike.\nTwo dogs play.\n' >in.en

@@ -11,6 +11,9 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include "core/error.h"
 
@@ -165,7 +168,7 @@ OutputFile::OutputFile(std::string path, Content content) : path_(std::move(path
     // A read-only file is protected from `>` in a shell; so it is here.
     if (existed_ && ::access(target_.c_str(), W_OK) != 0)
       throw Error("cannot write " + path_ + ": " + std::strerror(errno));
-    remove_stale_temps_of(target_, /*only_dead=*/true);
+    remove_dead_temps_of(target_);
     tmp_ = temp_prefix(target_) + std::to_string(::getpid());
     slot_ = register_temp(tmp_);
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -405,14 +408,13 @@ std::string temp_pid(const std::string& name, const std::string& target_name) {
   return name.substr(at + 5);
 }
 
-int remove_matching(const std::string& dir, const std::string& target_name, bool only_dead) {
+int remove_matching(const std::string& dir, const std::string& target_name) {
   namespace fs = std::filesystem;
   std::error_code ec;
   int removed = 0;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string pid = temp_pid(e.path().filename().string(), target_name);
     if (pid.empty() || !e.is_regular_file(ec)) continue;
-    if (only_dead && (pid == std::to_string(::getpid()) || process_alive(pid))) continue;
     if (fs::remove(e.path(), ec)) ++removed;
   }
   return removed;
@@ -420,11 +422,35 @@ int remove_matching(const std::string& dir, const std::string& target_name, bool
 
 }  // namespace
 
-int remove_stale_temps_of(const std::string& target, bool only_dead) {
-  return remove_matching(dir_of(target), name_of(target), only_dead);
+int remove_stale_temps_of(const std::string& target) {
+  return remove_matching(dir_of(target), name_of(target));
 }
 
-int remove_stale_temps_in(const std::string& dir) { return remove_matching(dir, "", false); }
+void remove_dead_temps_of(const std::string& target) {
+  // The directory is listed once per process, and only the names of nmt's
+  // temporary files are kept: --output-dir with thousands of outputs must
+  // not list the directory once for each of them.
+  static std::mutex mu;
+  static std::map<std::string, std::vector<std::string>> temps;  // dir -> names
+  const std::string dir = dir_of(target), name = name_of(target);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = temps.find(dir);
+  if (it == temps.end()) {
+    std::vector<std::string>& found = temps[dir];
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (!temp_pid(e.path().filename().string(), "").empty() && e.is_regular_file(ec))
+        found.push_back(e.path().filename().string());
+    it = temps.find(dir);
+  }
+  for (const std::string& t : it->second) {
+    const std::string pid = temp_pid(t, name);
+    if (pid.empty() || pid == std::to_string(::getpid()) || process_alive(pid)) continue;
+    ::unlink((dir + "/" + t).c_str());
+  }
+}
+
+int remove_stale_temps_in(const std::string& dir) { return remove_matching(dir, ""); }
 
 FileId file_id(const std::string& path) {
   if (path == "-") return stdin_id();

@@ -34,7 +34,7 @@ class OutputFile {
  public:
   // Opens the target (see above). Throws nmt::Error naming the path when it
   // cannot. Temporary files that killed nmt processes left beside the same
-  // target are removed first.
+  // target are removed first (remove_dead_temps_of).
   explicit OutputFile(std::string path, Content content = Content::Binary);
   // Without commit(), a replaced file is left as it was (the temporary file
   // is removed); a written-through one keeps what was written.
@@ -111,11 +111,14 @@ void fsync_parent_dir(const std::string& path);
 
 // Remove the temporary files that a killed process left behind: those of
 // one target ("DIR/.NAME.tmp.PID", and the older "DIR/NAME.tmp.PID"), or
-// every one in a directory that nmt owns (a checkpoint directory). Without
-// a lock that keeps other writers out, only_dead removes just those whose
-// process is gone. They return how many files went.
-int remove_stale_temps_of(const std::string& target, bool only_dead = false);
+// every one in a directory that nmt owns (a checkpoint directory). Call them
+// only while holding the lock that keeps other writers out. They return
+// how many files went.
+int remove_stale_temps_of(const std::string& target);
 int remove_stale_temps_in(const std::string& dir);
+// Without such a lock: the temporary files of `target` whose process is
+// gone (OutputFile does it before it writes).
+void remove_dead_temps_of(const std::string& target);
 
 // The identity of a file (device, inode), so that two names, a symlink and
 // "./" spellings compare equal. exists is false when there is no such file.

@@ -361,27 +361,5 @@ std::string sanitize_utf8(std::string_view s, bool* had_invalid) {
   return out;
 }
 
-uint32_t file_crc32(const std::string& path, uint64_t* size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError("cannot open " + path + ": " + errno_message(errno));
-  uLong crc = crc32(0L, Z_NULL, 0);
-  uint64_t total = 0;
-  std::string buf(kChunk, '\0');
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw InputError("cannot read " + path + ": " + errno_message(err));
-    }
-    if (n == 0) break;
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(buf.data()), static_cast<uInt>(n));
-    total += static_cast<uint64_t>(n);
-  }
-  ::close(fd);
-  if (size) *size = total;
-  return static_cast<uint32_t>(crc);
-}
 
 }  // namespace nmt::io

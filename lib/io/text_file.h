@@ -91,10 +91,6 @@ std::vector<std::string> read_lines(const std::string& path, const TextChecks& c
 // "nmt: warning: ..." on stderr.
 void warn_on_stderr(const std::string& message);
 
-// CRC-32 (zlib's) of a whole file, and its size; throws InputError if it
-// cannot be read.
-uint32_t file_crc32(const std::string& path, uint64_t* size = nullptr);
-
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool is_valid_utf8(std::string_view s);
 

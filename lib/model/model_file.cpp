@@ -130,6 +130,17 @@ void check_layout(const std::map<std::string, FileContents::Entry>& tensors, uin
 
 namespace {
 
+uLong crc_bytes(uLong crc, const void* data, uint64_t n) {
+  const auto* p = static_cast<const Bytef*>(data);
+  while (n > 0) {  // crc32 takes at most a uInt at a time
+    const uInt k = static_cast<uInt>(std::min<uint64_t>(n, uint64_t{1} << 30));
+    crc = crc32(crc, p, k);
+    p += k;
+    n -= k;
+  }
+  return crc;
+}
+
 // A model file's bytes, from a regular file or a pipe (`-m <(zcat m.gz)`),
 // read with the file's size known where it is, so that a bad header is
 // refused before the data is allocated.
@@ -164,10 +175,7 @@ class ModelBytes {
     const uint64_t got = read_raw(dst, n);
     if (sum_) {
       sum_->bytes += got;
-      for (uint64_t at = 0; at < got; at += 1u << 30)
-        sum_->crc32 = static_cast<uint32_t>(
-            crc32(sum_->crc32, reinterpret_cast<const Bytef*>(dst + at),
-                  static_cast<uInt>(std::min<uint64_t>(got - at, 1u << 30))));
+      sum_->crc32 = static_cast<uint32_t>(crc_bytes(sum_->crc32, dst, got));
     }
     return got;
   }
@@ -337,17 +345,6 @@ void save_model(const std::string& path, Transformer& model, const std::string& 
 }
 
 namespace {
-
-uLong crc_bytes(uLong crc, const void* data, uint64_t n) {
-  const auto* p = static_cast<const Bytef*>(data);
-  while (n > 0) {  // crc32 takes at most a uInt at a time
-    const uInt k = static_cast<uInt>(std::min<uint64_t>(n, uint64_t{1} << 30));
-    crc = crc32(crc, p, k);
-    p += k;
-    n -= k;
-  }
-  return crc;
-}
 
 std::string crc_metadata(uLong crc, const std::map<std::string, std::string>& metadata) {
   for (const auto& [key, value] : metadata) {
