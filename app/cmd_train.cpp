@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -90,15 +91,29 @@ void register_train(CLI::App& app) {
     TrainOptions opts;
     nlohmann::json given = nlohmann::json::object();  // training options named on the command line
     int threads = 0;
+    CLI::App* app = nullptr;
+    bool no_recipe = false, no_filter = false;
   };
   auto cli = std::make_shared<Cli>();
-  auto* cmd = app.add_subcommand("train", "Train a model on parallel text (plain or gzip)");
+  auto* cmd = app.add_subcommand(
+      "train",
+      "Train a model on parallel text (plain or gzip). Give the data and a budget "
+      "(--max-minutes, --max-steps or --max-epochs): the recipe chooses the model, vocabulary, "
+      "compute type, batch, schedule, regularisation and cadence, each printed with its "
+      "reason; an option given wins");
+  cli->app = cmd;
   TrainOptions& o = cli->opts;
-  cmd->add_option("-c,--config", cli->config, "Model config file or name in models/");
-  cmd->add_option("--train-src", o.train_src, "Training source text, one sentence per line")
-      ->required();
-  cmd->add_option("--train-tgt", o.train_tgt, "Training target text, line-aligned with --train-src")
-      ->required();
+  cmd->add_option("-c,--config", cli->config,
+                  "Model config file or name in models/ (default: the recipe's, by corpus size)");
+  cmd->add_option("--train-src", o.train_src,
+                  "Training source text, one sentence per line; several files for several "
+                  "corpora")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("--train-tgt", o.train_tgt,
+                  "Training target text, line-aligned with --train-src (one file for each)")
+      ->required()
+      ->expected(1, -1);
   cmd->add_option("--valid-src", o.valid_src, "Validation source text");
   cmd->add_option("--valid-tgt", o.valid_tgt, "Validation target text");
   cmd->add_option("-o,--out", o.out, "The model file to write (checkpoints in OUT.ckpt/)")
@@ -114,15 +129,45 @@ void register_train(CLI::App& app) {
           },
           "0 or INT >= 8"));
   cmd->add_flag("--resume", o.resume, "Continue from the latest checkpoint in OUT.ckpt/");
+  cmd->add_flag("--explain", o.explain,
+                "Print the recipe (every option chosen, with its reason) and stop before training");
+  cmd->add_flag("--no-recipe", cli->no_recipe,
+                "Take no choice from the recipe: every option not given has its fixed default "
+                "(the paper's schedule, f32, transformer-small)");
+  cmd->add_flag("--no-filter", cli->no_filter,
+                "Keep exact duplicate pairs and pairs of implausible length ratio");
+  auto fraction = [](const char* what) {
+    return CLI::Validator(
+        [what](std::string& s) -> std::string {
+          double v = 0;
+          if (!CLI::detail::lexical_cast(s, v) || !(v >= 0 && v < 1))
+            return std::string(what) + ": expected a number in [0, 1), got " + s;
+          return "";
+        },
+        "FLOAT in [0, 1)");
+  };
+  cmd->add_option("--dropout", o.dropout,
+                  "Dropout on embeddings and sub-layer outputs (default: the config's or the "
+                  "recipe's)")
+      ->check(fraction("--dropout"));
+  cmd->add_option("--label-smoothing", o.label_smoothing,
+                  "Label smoothing epsilon (default: the config's or the recipe's)")
+      ->check(fraction("--label-smoothing"));
   add_threads_option(cmd, cli->threads);
 
   // Options that the config's "training" object may also set, under the
   // same name with underscores; given here they win.
   auto given = [cli](const char* key) { return [cli, key](auto v) { cli->given[key] = v; }; };
   const nlohmann::json defaults = options_to_json(TrainOptions{});
+  // The recipe chooses these unless they are given; --help says so, and
+  // what --no-recipe uses.
+  static const std::set<std::string> chosen = {
+      "batch_tokens", "warmup_steps", "lr_scale",         "lr_schedule", "valid_every",
+      "valid_sentences", "checkpoint_every", "average_last", "early_stop", "compute_type"};
   auto shown = [&](CLI::Option* opt, const char* key) {
     const nlohmann::json& d = defaults.at(key);
-    opt->default_str(d.is_string() ? d.get<std::string>() : d.dump());
+    const std::string v = d.is_string() ? d.get<std::string>() : d.dump();
+    opt->default_str(chosen.count(key) ? "recipe, or " + v : v);
   };
   // Each option's range is the one training_keys() declares for its key,
   // checked by CLI11 (a usage error, exit 2, naming the option as typed) and
@@ -173,7 +218,14 @@ void register_train(CLI::App& app) {
   num_opt("--max-minutes", "max_minutes", "Stop after this many minutes of this run (0: no limit)");
   int_opt("--seed", "seed", "Random seed: initialisation, batch order, dropout");
   int_opt("--warmup", "warmup_steps", "Warmup steps of the learning-rate schedule");
-  num_opt("--lr-scale", "lr_scale", "Multiplies the paper's learning rate");
+  num_opt("--lr-scale", "lr_scale",
+          "Multiplies the paper's learning rate (its value at the end of warmup is the peak)");
+  shown(cmd->add_option_function<std::string>(
+               "--lr-schedule", given("lr_schedule"),
+               "After warmup: inverse-sqrt (the paper's), or linear or cosine decay to 0 at the "
+               "end of the budget (--max-steps, --max-epochs or --max-minutes)")
+            ->check(CLI::IsMember({"inverse-sqrt", "linear", "cosine"})),
+        "lr_schedule");
   num_opt("--clip-norm", "clip_norm", "Clip the gradient norm to this (0: off)");
   int_opt("--valid-every", "valid_every", "Validate every N updates");
   int_opt("--valid-sentences", "valid_sentences", "Validation sentences decoded for BLEU (0: all)");
@@ -202,8 +254,21 @@ void register_train(CLI::App& app) {
     io::check_input_path(config_path, "-c", /*nonempty=*/true);
     ModelConfig cfg = load_config(config_path);
     TrainOptions opts = cli->opts;
-    opts.config = config_path;
+    opts.recipe = !cli->no_recipe;
+    opts.filter = !cli->no_filter;
+    CLI::App* self = cli->app;
+    if (self->count("--config")) {
+      opts.config = config_path;
+      opts.given.insert("config");
+    }
+    if (self->count("--vocab-size") || self->count("--spm")) opts.given.insert("vocab_size");
+    if (self->count("--dropout")) opts.given.insert("dropout");
+    if (self->count("--label-smoothing")) opts.given.insert("label_smoothing");
+    // A config's own "training" values are the user's too.
     apply_training_json(cfg.training, opts, config_path);
+    for (auto it = cfg.training.begin(); it != cfg.training.end(); ++it)
+      opts.given.insert(it.key());
+    for (auto it = cli->given.begin(); it != cli->given.end(); ++it) opts.given.insert(it.key());
     try {
       apply_training_json(cli->given, opts, "command line", /*cli=*/true);
     } catch (const InputError& e) {

@@ -173,6 +173,7 @@ nlohmann::ordered_json model_info(const std::string& path) {
   if (auto o = meta_json("training_options"); !o.is_null()) j["training_options"] = o;
   if (auto d = meta_json("training_data"); !d.is_null()) j["training_data"] = d;
   if (auto s = meta_json("training_state"); !s.is_null()) j["checkpoint"] = s;
+  if (auto r = meta_json("recipe"); !r.is_null()) j["recipe"] = r;
   return j;
 }
 
@@ -200,14 +201,33 @@ void print_info(const nlohmann::ordered_json& j) {
   if (j.contains("step")) std::printf("step         %lld\n", j["step"].get<long long>());
   if (j.contains("training_data")) {
     const auto& d = j["training_data"];
+    // One file (a string) or several corpora (a list).
+    auto files = [&](const char* key) {
+      const auto it = d.find(key);
+      if (it == d.end()) return std::string("?");
+      if (it->is_string()) return it->get<std::string>();
+      std::string s;
+      if (it->is_array())
+        for (const auto& f : *it)
+          if (f.is_string()) s += (s.empty() ? "" : ", ") + f.get<std::string>();
+      return s.empty() ? std::string("?") : s;
+    };
     std::printf("trained on   %s | %s: %lld of %lld pairs, %s target tokens\n",
-                d.value("train_src", "?").c_str(), d.value("train_tgt", "?").c_str(),
+                files("train_src").c_str(), files("train_tgt").c_str(),
                 d.value("train_pairs", 0LL), d.value("train_lines", 0LL),
                 human(d.value("train_target_tokens", 0.0)).c_str());
   }
   if (j.contains("training_options"))
     std::printf("options      %s\n", j["training_options"].dump().c_str());
   if (j.contains("checkpoint")) std::printf("checkpoint   %s\n", j["checkpoint"].dump().c_str());
+  if (j.contains("recipe") && j["recipe"].is_array())
+    for (const auto& c : j["recipe"]) {
+      if (!c.is_object()) continue;
+      const auto& v = c.value("value", nlohmann::json());
+      std::printf("recipe       %s %s: %s\n", c.value("key", std::string("?")).c_str(),
+                  v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str(),
+                  c.value("reason", std::string()).c_str());
+    }
 }
 
 void register_info_impl(CLI::App& app) {
@@ -253,7 +273,7 @@ void register_quantize_impl(CLI::App& app) {
     Transformer net(cfg);
     load_weights(f, net);
     std::map<std::string, std::string> keep;  // what nmt info shows of its training
-    for (const char* k : {"step", "training_options", "training_data"})
+    for (const char* k : {"step", "training_options", "training_data", "recipe"})
       if (auto it = f.metadata.find(k); it != f.metadata.end()) keep[k] = it->second;
     save_model(o->out, net, spm, keep, /*int8=*/true);
     std::error_code ec;

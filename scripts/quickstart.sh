@@ -10,15 +10,17 @@
 # data/multi30k beside the repository; else a download from
 # github.com/multi30k/dataset (scripts/get-multi30k.sh).
 # Environment: NMT (binary, default build/nmt), MINUTES (training budget,
-# default 10), THREADS (0: all cores), OUT (default quickstart/en-de.nmt),
-# CONFIG (default transformer-small). Rerunning continues the same run.
+# default 10), THREADS (default: all cores), OUT (default quickstart/en-de.nmt),
+# CONFIG (default: the recipe's). Rerunning continues the same run.
+# nmt train is given the data and the budget only: its recipe chooses the
+# rest (model, vocabulary, compute type, batch, schedule...) and prints why.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 NMT=${NMT:-$root/build/nmt}
 MINUTES=${MINUTES:-10}
-THREADS=${THREADS:-0}
+THREADS=${THREADS:-}
 OUT=${OUT:-quickstart/en-de.nmt}
-CONFIG=${CONFIG:-transformer-small}
+CONFIG=${CONFIG:-}
 
 if [ ! -x "$NMT" ]; then
   echo "quickstart: $NMT not found; build first: cmake -S . -B build && make -C build -j nmt" >&2
@@ -56,17 +58,14 @@ MSG
 fi
 
 mkdir -p "$(dirname "$OUT")"
-resume=()
-[ -d "$OUT.ckpt" ] && resume=(--resume)
-# A short run needs a short warmup: the paper's 4000 steps would leave the
-# learning rate tiny for the whole budget. Peak lr = 0.5 * 256^-0.5 * 300^-0.5.
+extra=()
+[ -d "$OUT.ckpt" ] && extra+=(--resume)
+[ -n "$CONFIG" ] && extra+=(--config "$CONFIG")
+[ -n "$THREADS" ] && extra+=(--threads "$THREADS")
 set +e
-"$NMT" train --config "$CONFIG" \
-  --train-src "$train_src" --train-tgt "$train_tgt" \
+"$NMT" train --train-src "$train_src" --train-tgt "$train_tgt" \
   --valid-src "$valid_src" --valid-tgt "$valid_tgt" \
-  --out "$OUT" --max-minutes "$MINUTES" --threads "$THREADS" \
-  --warmup 300 --lr-scale 0.5 --valid-every 200 --valid-sentences 200 \
-  --checkpoint-every 200 --checkpoint-minutes 5 "${resume[@]}"
+  --out "$OUT" --max-minutes "$MINUTES" "${extra[@]}"
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then
@@ -74,12 +73,13 @@ if [ $rc -ne 0 ]; then
   exit $rc
 fi
 
+# The final model: the better-validating of the last weights and the
+# average of the last checkpoints.
 model=$OUT
-[ -s "$OUT.best" ] && model=$OUT.best
 echo
 echo "== A few test translations ($model, beam 4) =="
 hyp=$OUT.test.hyp
-"$NMT" translate -m "$model" -i "$test_src" -o "$hyp" --beam 4 --threads "$THREADS"
+"$NMT" translate -m "$model" -i "$test_src" -o "$hyp" --beam 4 --threads "${THREADS:-0}"
 paste <(gzip -cdf "$test_src" | head -5) <(head -5 "$hyp") | sed 's/\t/\n  -> /'
 echo
 echo "== Test BLEU ($(gzip -cdf "$test_src" | wc -l) sentences) =="

@@ -70,7 +70,7 @@ expect 2 "unexpected arguments: t.hyp -lc -tok" "$NMT" translate -m m.nmt t.hyp 
 for cmd in train translate score; do
   "$NMT" $cmd --help | grep -q -- "--threads INT:INT in \[0 - 1024\]=0" || fail "$cmd --help: threads default"
 done
-"$NMT" train --help | grep -q -- "--batch-tokens INT:INT >= 2=4096" || fail "train --help: defaults"
+"$NMT" train --help | grep -q -- "--batch-tokens INT:INT >= 2=recipe, or 4096" || fail "train --help: defaults"
 cat >typo.json <<'JSON'
 {"encoder_layer": 2, "decoder_layers": 2, "d_model": 32, "d_ff": 64, "heads": 4,
  "dropout": 0.0, "label_smoothing": 0.1}

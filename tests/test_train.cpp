@@ -466,8 +466,8 @@ TEST_CASE("nmt train end to end: interrupt, resume, logs, best model, averaging"
   cfg.max_positions = 32;
   cfg.vocab_size = 60;
   TrainOptions o;
-  o.train_src = dir / "train.src.gz";
-  o.train_tgt = dir / "train.tgt";
+  o.train_src = {std::string(dir / "train.src.gz")};
+  o.train_tgt = {std::string(dir / "train.tgt")};
   o.valid_src = dir / "valid.src";
   o.valid_tgt = dir / "valid.tgt";
   o.batch_tokens = 300;
@@ -565,8 +565,8 @@ TEST_CASE("bad training inputs give one clear error before training", "[train]")
   ModelConfig cfg = small_config(0.f);
   auto opts = [&](const std::string& s, const std::string& t) {
     TrainOptions o;
-    o.train_src = s;
-    o.train_tgt = t;
+    o.train_src = {s};
+    o.train_tgt = {t};
     o.out = dir / "m.nmt";
     o.max_steps = 1;
     return o;

@@ -22,7 +22,7 @@ cat "$toy/train.en" "$toy/train.de" >spm.txt
 spm_train --input=spm.txt --model_prefix=spm --vocab_size=300 --pad_id=0 --unk_id=1 --bos_id=2 \
   --eos_id=3 --character_coverage=1.0 --minloglevel=2 >/dev/null 2>&1 || fail "spm_train"
 ARGS=(train -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" --spm spm.model
-  --batch-tokens 400 --threads 1 --seed 5 --checkpoint-every 5 --log-every 1)
+  --batch-tokens 400 --threads 1 --seed 5 --checkpoint-every 5 --log-every 1 --compute-type f32)
 losses() { grep '"type":"train"' "$1" | sed 's/.*"loss":\([-0-9.e]*\).*/\1/'; }
 
 # 1. Two ranks compute what one process computes with --update-freq 2.

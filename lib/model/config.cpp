@@ -199,6 +199,7 @@ const std::vector<TrainingKey>& training_keys() {
       {"best_metric", TrainingKey::kMetric, 0, false},
       {"log_every", TrainingKey::kInt, 1, false},
       {"compute_type", TrainingKey::kCompute, 0, false},
+      {"lr_schedule", TrainingKey::kSchedule, 0, false},
   };
   return keys;
 }
@@ -223,6 +224,12 @@ void check_training_value(const TrainingKey& k, const json& v, const std::string
   if (k.kind == TrainingKey::kMetric) {
     if (!v.is_string() || (v != "bleu" && v != "loss"))
       throw InputError(name + ": expected \"bleu\" or \"loss\", got " + v.dump());
+    return;
+  }
+  if (k.kind == TrainingKey::kSchedule) {
+    if (!v.is_string() || (v != "inverse-sqrt" && v != "linear" && v != "cosine"))
+      throw InputError(name + ": expected \"inverse-sqrt\", \"linear\" or \"cosine\", got " +
+                       v.dump());
     return;
   }
   if (k.kind == TrainingKey::kCompute) {

@@ -3,6 +3,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -46,14 +47,14 @@ Vocab Vocab::from_file(const std::string& path) {
 namespace {
 class VectorIterator : public sentencepiece::SentenceIterator {
  public:
-  explicit VectorIterator(const std::vector<std::string>& v) : v_(v) {}
+  explicit VectorIterator(const std::vector<const std::string*>& v) : v_(v) {}
   bool done() const override { return i_ >= v_.size(); }
   void Next() override { ++i_; }
-  const std::string& value() const override { return v_[i_]; }
+  const std::string& value() const override { return *v_[i_]; }
   sentencepiece::util::Status status() const override { return {}; }
 
  private:
-  const std::vector<std::string>& v_;
+  const std::vector<const std::string*>& v_;
   size_t i_ = 0;
 };
 }  // namespace
@@ -86,12 +87,23 @@ InputError VocabSizeError(const std::string& spm_message, int size) {
 
 Vocab Vocab::train(const std::vector<std::string>& sentences, int vocab_size,
                    const std::string& model_type, int threads) {
+  std::vector<const std::string*> ptrs;
+  ptrs.reserve(sentences.size());
+  for (const std::string& s : sentences) ptrs.push_back(&s);
+  return train(ptrs, vocab_size, 1.0, model_type, threads);
+}
+
+Vocab Vocab::train(const std::vector<const std::string*>& sentences, int vocab_size,
+                   double character_coverage, const std::string& model_type, int threads) {
   VectorIterator it(sentences);
   std::string bytes;
+  char coverage[32];
+  std::snprintf(coverage, sizeof coverage, "%.6g", character_coverage);
   const std::string args = "--vocab_size=" + std::to_string(vocab_size) +
                            " --model_type=" + model_type +
                            " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3"
-                           " --character_coverage=1.0 --input_sentence_size=1000000"
+                           " --character_coverage=" + coverage +
+                           " --input_sentence_size=1000000"
                            " --shuffle_input_sentence=true --hard_vocab_limit=false"
                            " --minloglevel=2 --num_threads=" +
                            std::to_string(threads);

@@ -27,6 +27,13 @@ class Vocab {
   // samples at most input_sentence_size lines).
   static Vocab train(const std::vector<std::string>& sentences, int vocab_size,
                      const std::string& model_type = "unigram", int threads = 1);
+  // The same over sentences held elsewhere (a sample of a corpus, not a copy
+  // of it). character_coverage: the share of characters the pieces must
+  // cover; the rest map to <unk> (SentencePiece recommends 0.9995 for
+  // Chinese and Japanese, 1.0 for small character sets).
+  static Vocab train(const std::vector<const std::string*>& sentences, int vocab_size,
+                     double character_coverage, const std::string& model_type = "unigram",
+                     int threads = 1);
 
   std::vector<int32_t> encode(const std::string& text) const;
   std::string decode(const std::vector<int32_t>& ids) const;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -122,6 +123,106 @@ ParallelCorpus encode_corpus(const Vocab& vocab, const std::vector<std::string>&
     t[i] = vocab.encode(tgt[i]);
   }
   return make_corpus(std::move(s), std::move(t), max_len);
+}
+
+ParallelCorpus encode_corpus_releasing(const Vocab& vocab, std::vector<std::string>& src,
+                                       std::vector<std::string>& tgt, int64_t max_len) {
+  const int64_t n = static_cast<int64_t>(src.size());
+  std::vector<std::vector<int32_t>> s(n), t(n);
+#pragma omp parallel for schedule(dynamic, 256)
+  for (int64_t i = 0; i < n; ++i) {
+    s[i] = vocab.encode(src[i]);
+    std::string().swap(src[i]);
+    t[i] = vocab.encode(tgt[i]);
+    std::string().swap(tgt[i]);
+  }
+  std::vector<std::string>().swap(src);
+  std::vector<std::string>().swap(tgt);
+  return make_corpus(std::move(s), std::move(t), max_len);
+}
+
+int64_t drop_duplicate_pairs(std::vector<std::string>& src, std::vector<std::string>& tgt,
+                             std::vector<int64_t>& line) {
+  const size_t n = std::min(src.size(), tgt.size());
+  std::vector<std::pair<uint64_t, int64_t>> keys;  // (hash of the pair, index)
+  keys.reserve(n);
+  const std::hash<std::string_view> h;
+  for (size_t i = 0; i < n; ++i) {
+    if (src[i].empty() || tgt[i].empty()) continue;
+    const uint64_t a = h(src[i]), b = h(tgt[i]);
+    keys.emplace_back(a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2)),
+                      static_cast<int64_t>(i));
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<uint8_t> drop(n, 0);
+  int64_t dropped = 0;
+  for (size_t k = 0; k < keys.size();) {
+    size_t e = k + 1;
+    while (e < keys.size() && keys[e].first == keys[k].first) ++e;
+    // The same hash: compare the text, so only exact copies go (a hash
+    // collision keeps both). Indices are sorted: the first copy stays.
+    for (size_t x = k + 1; x < e; ++x)
+      for (size_t y = k; y < x; ++y) {
+        const int64_t i = keys[y].second, j = keys[x].second;
+        if (!drop[i] && src[i] == src[j] && tgt[i] == tgt[j]) {
+          drop[j] = 1;
+          ++dropped;
+          break;
+        }
+      }
+    k = e;
+  }
+  if (dropped == 0) return 0;
+  size_t w = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (drop[i]) continue;
+    if (w != i) {
+      src[w] = std::move(src[i]);
+      tgt[w] = std::move(tgt[i]);
+      if (i < line.size()) line[w] = line[i];
+    }
+    ++w;
+  }
+  src.resize(w);
+  tgt.resize(w);
+  if (line.size() >= n) line.resize(w);
+  return dropped;
+}
+
+RatioFilter filter_length_ratio(ParallelCorpus& c, double factor, int64_t min_longer) {
+  RatioFilter f;
+  f.factor = factor;
+  f.min_longer = min_longer;
+  const int64_t n = c.size();
+  if (n == 0) return f;
+  auto ratio = [&](int64_t i) {
+    return double(c.tgt[i].size() + 1) / double(c.src[i].size() + 1);
+  };
+  std::vector<double> r(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) r[i] = ratio(i);
+  std::nth_element(r.begin(), r.begin() + n / 2, r.end());
+  f.median = r[n / 2];
+  f.lo = f.median / factor;
+  f.hi = f.median * factor;
+  int64_t w = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double q = ratio(i);
+    const int64_t longer = static_cast<int64_t>(std::max(c.src[i].size(), c.tgt[i].size())) + 1;
+    if (longer >= min_longer && (q < f.lo || q > f.hi)) {
+      ++f.dropped;
+      continue;
+    }
+    if (w != i) {
+      c.src[w] = std::move(c.src[i]);
+      c.tgt[w] = std::move(c.tgt[i]);
+      c.line[w] = c.line[i];
+    }
+    ++w;
+  }
+  c.src.resize(w);
+  c.tgt.resize(w);
+  c.line.resize(w);
+  return f;
 }
 
 namespace {

@@ -56,6 +56,32 @@ ParallelCorpus make_corpus(std::vector<std::vector<int32_t>> src,
 // Encodes text with the vocabulary (in parallel) and then filters as above.
 ParallelCorpus encode_corpus(const Vocab& vocab, const std::vector<std::string>& src,
                              const std::vector<std::string>& tgt, int64_t max_len);
+// The same, freeing each line's text as it is encoded and both vectors at
+// the end, so the text and its ids are never both held whole.
+ParallelCorpus encode_corpus_releasing(const Vocab& vocab, std::vector<std::string>& src,
+                                       std::vector<std::string>& tgt, int64_t max_len);
+
+// Removes every pair that repeats an earlier pair exactly (both sides
+// byte-identical), keeping the first; pairs with an empty side are left for
+// the empty-side count. `line` (the input line of each pair) is compacted
+// alike. Returns the number removed. Memory: 16 bytes a pair.
+int64_t drop_duplicate_pairs(std::vector<std::string>& src, std::vector<std::string>& tgt,
+                             std::vector<int64_t>& line);
+
+// The length-ratio filter: a pair is implausible when its target/source
+// ratio of subwords (each side counting its </s>) is more than `factor`
+// times off the corpus median, either way, and its longer side has at
+// least `min_longer` subwords (short pairs vary too much to judge).
+struct RatioFilter {
+  double factor = 3.0;
+  int64_t min_longer = 10;
+  double median = 1.0;   // the corpus's median target/source ratio
+  double lo = 0, hi = 0;  // the ratios kept: [median / factor, median * factor]
+  int64_t dropped = 0;
+};
+// Removes the implausible pairs from the corpus (with their `line`).
+RatioFilter filter_length_ratio(ParallelCorpus& corpus, double factor = 3.0,
+                                int64_t min_longer = 10);
 
 // Sentence indices of each batch of one epoch, in training order.
 std::vector<std::vector<int64_t>> make_batches(const ParallelCorpus& corpus, int64_t batch_tokens,

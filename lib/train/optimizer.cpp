@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
 #include "ops/ops.h"
 
 namespace nmt {
@@ -13,6 +14,31 @@ double noam_lr(int64_t step, int64_t d_model, int64_t warmup, double scale) {
   const double w = static_cast<double>(std::max<int64_t>(warmup, 1));
   return scale * std::pow(static_cast<double>(d_model), -0.5) *
          std::min(std::pow(s, -0.5), s * std::pow(w, -1.5));
+}
+
+LrShape parse_lr_shape(const std::string& name) {
+  if (name == "linear") return LrShape::Linear;
+  if (name == "cosine") return LrShape::Cosine;
+  if (name == "inverse-sqrt") return LrShape::InverseSqrt;
+  throw InputError("--lr-schedule: expected inverse-sqrt, linear or cosine, got " + name);
+}
+
+const char* lr_shape_name(LrShape s) {
+  switch (s) {
+    case LrShape::Linear: return "linear";
+    case LrShape::Cosine: return "cosine";
+    default: return "inverse-sqrt";
+  }
+}
+
+double schedule_lr(LrShape shape, int64_t step, int64_t d_model, int64_t warmup, double scale,
+                   int64_t total) {
+  if (shape == LrShape::InverseSqrt || total <= warmup || step <= warmup)
+    return noam_lr(step, d_model, warmup, scale);
+  const double peak = noam_lr(warmup, d_model, warmup, scale);
+  const double p = std::min(1.0, double(step - warmup) / double(total - warmup));
+  if (shape == LrShape::Linear) return peak * (1.0 - p);
+  return peak * 0.5 * (1.0 + std::cos(M_PI * p));
 }
 
 Adam::Adam(int64_t n, AdamOptions opts) : opts_(opts), m_(Shape{n}), v_(Shape{n}) {}

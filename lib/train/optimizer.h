@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/tensor.h"
 
@@ -12,6 +13,17 @@ namespace nmt {
 
 // step counts from 1.
 double noam_lr(int64_t step, int64_t d_model, int64_t warmup, double scale = 1.0);
+
+// The shapes the learning rate can take after its linear warmup, all with
+// the same peak (noam_lr's at the end of warmup): the paper's inverse square
+// root, which never ends, and two that end at 0 after `total` updates, for
+// a run whose budget is known (see train/recipe.h).
+enum class LrShape { InverseSqrt, Linear, Cosine };
+LrShape parse_lr_shape(const std::string& name);  // "inverse-sqrt", "linear", "cosine"
+const char* lr_shape_name(LrShape s);
+// total <= warmup (unknown or too short) decays like InverseSqrt.
+double schedule_lr(LrShape shape, int64_t step, int64_t d_model, int64_t warmup, double scale,
+                   int64_t total);
 
 struct AdamOptions {
   double beta1 = 0.9;

@@ -63,6 +63,8 @@ void apply_training_json(const json& j, TrainOptions& o, const std::string& sour
       o.best_metric = v.get<std::string>();
     else if (k == "compute_type")
       o.compute_type = v.get<std::string>();
+    else if (k == "lr_schedule")
+      o.lr_schedule = v.get<std::string>();
   }
 }
 
@@ -76,9 +78,20 @@ void check_file(const std::string& path, const char* option) {
 
 }  // namespace
 
+namespace {
+
+// One file as a string (as models trained before several corpora were
+// possible record it), several as a list.
+json files_json(const std::vector<std::string>& files) {
+  if (files.size() == 1) return files[0];
+  return files;
+}
+
+}  // namespace
+
 json options_to_json(const TrainOptions& o) {
-  return json{{"train_src", o.train_src},
-              {"train_tgt", o.train_tgt},
+  return json{{"train_src", files_json(o.train_src)},
+              {"train_tgt", files_json(o.train_tgt)},
               {"valid_src", o.valid_src},
               {"valid_tgt", o.valid_tgt},
               {"out", o.out},
@@ -92,6 +105,7 @@ json options_to_json(const TrainOptions& o) {
               {"seed", o.seed},
               {"warmup_steps", o.warmup_steps},
               {"lr_scale", o.lr_scale},
+              {"lr_schedule", o.lr_schedule},
               {"clip_norm", o.clip_norm},
               {"valid_every", o.valid_every},
               {"valid_sentences", o.valid_sentences},
@@ -107,8 +121,14 @@ json options_to_json(const TrainOptions& o) {
 }
 
 void validate_options(const TrainOptions& o) {
-  check_file(o.train_src, "--train-src");
-  check_file(o.train_tgt, "--train-tgt");
+  if (o.train_src.empty()) throw InputError("--train-src is required");
+  if (o.train_tgt.empty()) throw InputError("--train-tgt is required");
+  if (o.train_src.size() != o.train_tgt.size())
+    throw OptionError("--train-src names " + std::to_string(o.train_src.size()) +
+                      " file(s) and --train-tgt " + std::to_string(o.train_tgt.size()) +
+                      ": give one target file for each source file, in the same order");
+  for (const std::string& f : o.train_src) check_file(f, "--train-src");
+  for (const std::string& f : o.train_tgt) check_file(f, "--train-tgt");
   if (o.valid_src.empty() != o.valid_tgt.empty())
     throw OptionError("--valid-src and --valid-tgt go together: give both or neither");
   if (!o.valid_src.empty()) {
@@ -133,12 +153,12 @@ void validate_options(const TrainOptions& o) {
   // Nothing that training writes may be one of its inputs: not the files
   // beside OUT, nor anything in OUT.ckpt/, where checkpoints are written and
   // pruned.
-  const std::vector<std::pair<std::string, const char*>> inputs = {{o.train_src, "--train-src"},
-                                                                   {o.train_tgt, "--train-tgt"},
-                                                                   {o.valid_src, "--valid-src"},
-                                                                   {o.valid_tgt, "--valid-tgt"},
-                                                                   {o.spm, "--spm"},
-                                                                   {o.config, "--config"}};
+  std::vector<std::pair<std::string, const char*>> inputs = {{o.valid_src, "--valid-src"},
+                                                             {o.valid_tgt, "--valid-tgt"},
+                                                             {o.spm, "--spm"},
+                                                             {o.config, "--config"}};
+  for (const std::string& f : o.train_src) inputs.emplace_back(f, "--train-src");
+  for (const std::string& f : o.train_tgt) inputs.emplace_back(f, "--train-tgt");
   const std::string ckpt = o.out + ".ckpt";
   for (const std::string& out :
        {o.out, o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg", o.out + ".lock", ckpt})

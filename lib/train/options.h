@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -22,8 +24,10 @@ class OptionError : public InputError {
 };
 
 struct TrainOptions {
-  // Files (command line only).
-  std::string train_src, train_tgt, valid_src, valid_tgt;
+  // Files (command line only). Several training corpora: train_src[i] is
+  // line-aligned with train_tgt[i].
+  std::vector<std::string> train_src, train_tgt;
+  std::string valid_src, valid_tgt;
   std::string out;  // the final model; OUT.best, OUT.ckpt/, OUT.log.jsonl, OUT.curve.svg beside it
   std::string spm;  // an existing SentencePiece model instead of training one
   // The --config file, when the config was read from one: checked not to be
@@ -31,6 +35,21 @@ struct TrainOptions {
   std::string config;
   int vocab_size = 0;   // 0: the config's vocab_size
   bool resume = false;  // continue from the latest checkpoint in OUT.ckpt/
+
+  // The command line turns these on (--no-recipe, --no-filter turn them
+  // off); a run made in code has neither unless it asks.
+  // recipe: choose what the user did not give (train/recipe.h).
+  bool recipe = false;
+  // filter: drop exact duplicate pairs and pairs whose length ratio is
+  // implausible (data.h's filters).
+  bool filter = false;
+  bool explain = false;  // print the recipe and stop before training
+  // What the user set, by key: the training keys below, and "config",
+  // "vocab_size", "dropout", "label_smoothing". The recipe leaves these.
+  std::set<std::string> given;
+  // --dropout, --label-smoothing: set on whichever config is trained (< 0:
+  // the config's, or the recipe's).
+  double dropout = -1, label_smoothing = -1;
 
   // Also settable in the config's "training" object, under these names.
   int64_t batch_tokens = 4096;  // max(source, target) padded tokens per batch
@@ -41,6 +60,7 @@ struct TrainOptions {
   uint64_t seed = 1;
   int64_t warmup_steps = 4000;
   double lr_scale = 1.0;
+  std::string lr_schedule = "inverse-sqrt";  // or "linear", "cosine" (optimizer.h)
   double clip_norm = 0;             // 0: no gradient-norm clipping
   int64_t valid_every = 1000;       // steps
   int64_t valid_sentences = 500;    // first N validation pairs decoded for BLEU (0: all)

@@ -3,8 +3,14 @@
 //      open the checkpoint to resume (the newest whole one; damaged ones are
 //      named and passed over) and check it against this run's config,
 //      vocabulary and options, or load --spm: all before reading any data;
-//   2. read and check every input, then train a vocabulary if none is given;
-//   3. encode the data; build the model and the Trainer; open the log;
+//   2. read and check every input (several corpora, one after the other),
+//      drop exact duplicate pairs; the recipe's first stage (model config,
+//      vocabulary, compute type: train/recipe.h); train a vocabulary if none
+//      is given;
+//   3. encode the data and drop pairs of implausible length ratio; build the
+//      model, measure how fast it trains and take the recipe's second stage
+//      (batch, schedule, regularisation, cadence); --explain stops here;
+//      build the Trainer; open the log;
 //   4. the loop: an update, then validation, checkpoint and stop checks;
 //   5. the end: a last checkpoint and validation, then the final model (the
 //      better of the last weights and the checkpoint average, if asked).
@@ -21,6 +27,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <random>
 
@@ -34,6 +41,8 @@
 #include "model/model_file.h"
 #include "model/vocab.h"
 #include "ops/ops.h"
+#include "core/memory.h"
+#include "train/recipe.h"
 #include "train/train_log.h"
 
 namespace nmt {
@@ -71,10 +80,13 @@ class TrainRun {
   TrainResult run() {
     validate_options(opts_);
     // Before reading any data: the models are built on the CPU backend.
-    require_compute_type(Device{}, parse_compute_type(opts_.compute_type));
-    if (io::file_id(opts_.train_src) == io::file_id(opts_.train_tgt))
-      log("warning: --train-src and --train-tgt are the same file (" + opts_.train_src +
-          "): the model will learn to copy its input");
+    if (!opts_.recipe || given("compute_type"))
+      require_compute_type(Device{}, parse_compute_type(opts_.compute_type));
+    for (size_t k = 0; k < opts_.train_src.size(); ++k)
+      if (io::file_id(opts_.train_src[k]) == io::file_id(opts_.train_tgt[k]))
+        log("warning: --train-src and --train-tgt are the same file (" + opts_.train_src[k] +
+            "): the model will learn to copy its input");
+    apply_given_regularisation();
     std::optional<io::FileLock> lock;
     if (root()) {
       lock.emplace(lock_path(opts_.out), opts_.out);
@@ -83,14 +95,26 @@ class TrainRun {
     }
     // Everything that does not need the data is checked before reading it.
     open_previous_run();
-    check_memory_bounds(opts_, cfg_,
-                        !spm_.empty()          ? vocab_.size()
-                        : opts_.vocab_size > 0 ? opts_.vocab_size
-                                               : cfg_.vocab_size);
+    if (!opts_.recipe || given("batch_tokens") || resumed_recipe_) {
+      check_bounds();
+    } else {
+      // The batch is the recipe's, chosen later: refuse now what its
+      // smallest batch could not fit.
+      TrainOptions smallest = opts_;
+      smallest.batch_tokens = 256;
+      check_memory_bounds(smallest, cfg_, opts_.vocab_size > 0 ? opts_.vocab_size : cfg_.vocab_size);
+    }
     read_data();
+    choose_data_recipe();
     make_vocabulary();
     encode_data();
     build_model();
+    if (opts_.explain) {
+      result_.stop_reason = "explain";
+      log("--explain: the recipe above is what this run would train with; stopping before "
+          "training");
+      return std::move(result_);
+    }
     if (cb_.on_training) cb_.on_training();
     if (root()) open_log();
     loop();
@@ -107,6 +131,17 @@ class TrainRun {
   }
   void agree();
   bool has_valid() const { return !opts_.valid_src.empty(); }
+  bool given(const char* key) const { return opts_.given.count(key) > 0; }
+  void apply_given_regularisation();
+  void check_bounds();
+  void choose_data_recipe();
+  void choose_budget_recipe();
+  void log_recipe(size_t from);
+  void revise_schedule(int64_t total);
+  int64_t schedule_end() const;
+  // "line 12 of a.en" for a line of the concatenated training corpora.
+  std::string where(int64_t line) const;
+  std::string train_files() const;
 
   void clear_stale_temps();
   void read_data();
@@ -139,6 +174,20 @@ class TrainRun {
 
   std::vector<std::string> src_, tgt_, vsrc_, vtgt_;
   int64_t train_lines_ = 0;
+  std::vector<int64_t> file_starts_;  // first line of each training corpus
+  std::vector<int64_t> line_of_;      // the input line of each pair still held as text
+  int64_t usable_pairs_ = 0, duplicates_ = 0;
+  RatioFilter ratio_;
+  Recipe recipe_;
+  DataRecipe data_recipe_;
+  bool resumed_recipe_ = false;  // the options were restored from a checkpoint's recipe
+  double probe_seconds_ = 0;     // one update, measured before training (0: not measured)
+  int64_t recipe_updates_ = 0;   // the recipe's first estimate of the run's updates
+  int64_t logged_end_ = 0;       // the schedule's end as last logged
+  Clock::time_point loop_start_ = Clock::now();
+  int64_t loop_start_step_ = 0;
+  double last_valid_seconds_ = 0;
+  int64_t widest_ = 0;  // subwords of the widest training pair, with </s>
   Vocab vocab_;
   std::string spm_;
   std::unique_ptr<FileContents> resume_file_;
@@ -179,7 +228,18 @@ void TrainRun::read_data() {
   checks.max_line_bytes = io::kMaxBytesPerSubword * static_cast<size_t>(max_len);
   checks.why_limit = "the model takes at most " + std::to_string(max_len) + " subwords";
   checks.warn = [this](const std::string& w) { log("warning: " + w); };
-  read_parallel(opts_.train_src, opts_.train_tgt, src_, tgt_, checks);
+  for (size_t k = 0; k < opts_.train_src.size(); ++k) {
+    std::vector<std::string> s, t;
+    read_parallel(opts_.train_src[k], opts_.train_tgt[k], s, t, checks);
+    file_starts_.push_back(static_cast<int64_t>(src_.size()));
+    if (src_.empty()) {
+      src_ = std::move(s);
+      tgt_ = std::move(t);
+    } else {  // the strings move, their text is not copied
+      src_.insert(src_.end(), std::make_move_iterator(s.begin()), std::make_move_iterator(s.end()));
+      tgt_.insert(tgt_.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
+    }
+  }
   if (has_valid()) read_parallel(opts_.valid_src, opts_.valid_tgt, vsrc_, vtgt_, checks);
   train_lines_ = static_cast<int64_t>(src_.size());
   // A side with nothing SentencePiece keeps (spaces, control or zero-width
@@ -192,10 +252,67 @@ void TrainRun::read_data() {
                       " with an empty side: blank, or only spaces, control or zero-width "
                       "characters)");
   };
-  if (clear_unusable_pairs(src_, tgt_) == 0) throw none_left(opts_.train_src, train_lines_, "");
+  usable_pairs_ = clear_unusable_pairs(src_, tgt_);
+  if (usable_pairs_ == 0) throw none_left(train_files(), train_lines_, "");
   if (has_valid() && clear_unusable_pairs(vsrc_, vtgt_) == 0)
     throw none_left(opts_.valid_src, static_cast<int64_t>(vsrc_.size()),
                     " in the validation set");
+  line_of_.resize(src_.size());
+  std::iota(line_of_.begin(), line_of_.end(), int64_t{0});
+  if (opts_.filter) {
+    duplicates_ = drop_duplicate_pairs(src_, tgt_, line_of_);
+    usable_pairs_ -= duplicates_;
+  }
+}
+
+std::string TrainRun::train_files() const {
+  std::string s;
+  for (const std::string& f : opts_.train_src) s += (s.empty() ? "" : ", ") + f;
+  return s;
+}
+
+std::string TrainRun::where(int64_t line) const {
+  size_t k = 0;
+  while (k + 1 < file_starts_.size() && file_starts_[k + 1] <= line) ++k;
+  const int64_t first = file_starts_.empty() ? 0 : file_starts_[k];
+  return "line " + std::to_string(line - first + 1) + " of " +
+         (opts_.train_src.empty() ? std::string("?") : opts_.train_src[k]);
+}
+
+void TrainRun::apply_given_regularisation() {
+  if (opts_.dropout >= 0) cfg_.dropout = static_cast<float>(opts_.dropout);
+  if (opts_.label_smoothing >= 0) cfg_.label_smoothing = static_cast<float>(opts_.label_smoothing);
+}
+
+void TrainRun::check_bounds() {
+  check_memory_bounds(opts_, cfg_,
+                      !spm_.empty()          ? vocab_.size()
+                      : opts_.vocab_size > 0 ? opts_.vocab_size
+                                             : cfg_.vocab_size);
+}
+
+void TrainRun::log_recipe(size_t from) {
+  const auto lines = recipe_.lines();
+  for (size_t i = from; i < lines.size(); ++i) log("recipe: " + lines[i]);
+}
+
+void TrainRun::choose_data_recipe() {
+  if (!opts_.recipe || resumed_recipe_) return;
+  if (!given("config")) {
+    cfg_ = load_config(find_config(recipe_config_name(usable_pairs_)));
+    apply_given_regularisation();
+    if (!spm_.empty()) cfg_.vocab_size = vocab_.size();
+  }
+  std::string why_not;
+  try {
+    require_compute_type(Device{}, ComputeType::BF16);
+  } catch (const Error& e) {
+    why_not = e.what();
+  }
+  CorpusFacts facts = corpus_facts(src_, tgt_);
+  facts.pairs = usable_pairs_;
+  data_recipe_ = recipe_for_data(facts, cfg_, opts_, why_not, recipe_);
+  log_recipe(0);
 }
 
 namespace {
@@ -261,6 +378,31 @@ void TrainRun::open_previous_run() {
       log("warning: " + d + "; resuming from " + name_of(chosen) +
           (damaged.size() > 1 ? " (the newest whole checkpoint)" : ""));
     const TrainState rs = read_train_state(*resume_file_);
+    if (opts_.recipe) {
+      // A resumed run goes on as it began: the options it chose (or was
+      // given then) stay, unless given now.
+      resumed_recipe_ = true;
+      if (rs.extra.contains("recipe")) recipe_ = Recipe::from_json(rs.extra["recipe"]);
+      const json old = rs.extra.contains("options") && rs.extra["options"].is_object()
+                           ? rs.extra["options"]
+                           : json::object();
+      json restore = json::object();
+      for (const TrainingKey& k : training_keys()) {
+        const std::string key = k.name;
+        if (given(k.name) || !old.contains(key) || key == "max_steps" || key == "max_epochs" ||
+            key == "max_minutes" || key == "log_every" || key == "seed")
+          continue;
+        restore[key] = old[key];
+      }
+      try {
+        apply_training_json(restore, opts_, chosen);
+      } catch (const InputError&) {
+        // An option of an older nmt that this one reads otherwise: the
+        // checks below name what differs.
+      }
+      require_compute_type(Device{}, parse_compute_type(opts_.compute_type));
+      if (!recipe_.empty()) log("resuming with the recipe the run began with");
+    }
     check_resume(chosen, ccfg, rs);
     cfg_ = ccfg;
     vocab_ = Vocab::from_bytes(spm_);
@@ -311,11 +453,11 @@ void TrainRun::check_resume(const std::string& path, const ModelConfig& ccfg,
                 (now.contains(k) ? now[k].dump() : std::string("none")) + " here";
   }
   const std::string config_name = opts_.config.empty() ? "the config" : "--config " + opts_.config;
-  if (!differ.empty())
+  if (!differ.empty() && (given("config") || !opts_.recipe))
     throw InputError("--resume: " + config_name + " differs from the model of checkpoint " + ckpt +
                      " (" + differ +
                      "): resume with the config it was trained with, or train into another --out");
-  if (was.value("name", "") != now.value("name", ""))
+  if (was.value("name", "") != now.value("name", "") && (given("config") || !opts_.recipe))
     log("warning: " + config_name + " is named \"" + now.value("name", "") +
         "\", the checkpoint's config \"" + was.value("name", "") +
         "\" (the model's shape is the same)");
@@ -356,22 +498,26 @@ void TrainRun::make_vocabulary() {
   if (!spm_.empty()) return;  // the checkpoint's, or --spm's
   {
     const int size = opts_.vocab_size > 0 ? opts_.vocab_size : cfg_.vocab_size;
-    // A joint vocabulary from a sample of both sides.
+    // A joint vocabulary from a sample of both sides, pointing at the text
+    // rather than copying it.
     constexpr size_t kSamplePerSide = 300000;
-    std::vector<std::string> sample;
+    std::vector<const std::string*> sample;
     std::mt19937_64 rng(mix_seed(opts_.seed, 0x5e9));
     for (const auto* side : {&src_, &tgt_}) {
       if (side->size() <= kSamplePerSide) {
-        sample.insert(sample.end(), side->begin(), side->end());
+        for (const std::string& line : *side) sample.push_back(&line);
       } else {
-        for (size_t k = 0; k < kSamplePerSide; ++k) sample.push_back((*side)[rng() % side->size()]);
+        for (size_t k = 0; k < kSamplePerSide; ++k) sample.push_back(&(*side)[rng() % side->size()]);
       }
     }
     log("training a joint SentencePiece vocabulary of " + std::to_string(size) + " pieces on " +
         std::to_string(sample.size()) + " sentences");
     // One vocabulary for all processes: rank 0 trains it and sends it.
     std::string bytes;
-    if (root()) bytes = Vocab::train(sample, size, "unigram", ops::num_threads()).bytes();
+    if (root())
+      bytes = Vocab::train(sample, size, data_recipe_.character_coverage, "unigram",
+                           ops::num_threads())
+                  .bytes();
     comm_.broadcast(bytes, 0);
     vocab_ = Vocab::from_bytes(bytes);
     log("vocabulary: " + std::to_string(vocab_.size()) + " pieces");
@@ -383,12 +529,13 @@ void TrainRun::make_vocabulary() {
 void TrainRun::encode_data() {
   // Pairs too long for the model are skipped and counted.
   const int64_t max_len = cfg_.max_positions - 1;
-  train_c_ = encode_corpus(vocab_, src_, tgt_, max_len);
-  src_ = {};
-  tgt_ = {};
+  train_c_ = encode_corpus_releasing(vocab_, src_, tgt_, max_len);
+  for (int64_t& l : train_c_.line) l = line_of_[static_cast<size_t>(l)];
+  std::vector<int64_t>().swap(line_of_);
+  if (opts_.filter) ratio_ = filter_length_ratio(train_c_);
   if (has_valid()) valid_c_ = encode_corpus(vocab_, vsrc_, vtgt_, max_len);
   if (train_c_.size() == 0)
-    throw InputError(opts_.train_src + ": no usable sentence pairs (" +
+    throw InputError(train_files() + ": no usable sentence pairs (" +
                      std::to_string(train_c_.skipped_long) + " longer than " +
                      std::to_string(max_len) + " subwords, " +
                      std::to_string(train_c_.skipped_empty) + " with an empty side)");
@@ -405,16 +552,28 @@ void TrainRun::encode_data() {
         static_cast<int64_t>(std::max(train_c_.src[i].size(), train_c_.tgt[i].size())) + 1;
     if (w > widest) widest = w, widest_line = train_c_.line[i];
   }
-  if (opts_.batch_tokens < widest)
+  if (opts_.batch_tokens < widest && (!opts_.recipe || given("batch_tokens")))
     throw OptionError("--batch-tokens " + std::to_string(opts_.batch_tokens) +
                       " is smaller than the widest sentence pair (" + std::to_string(widest) +
-                      " subwords with </s>, line " + std::to_string(widest_line + 1) + " of " +
-                      opts_.train_src + "): a batch must hold at least one pair; use " +
+                      " subwords with </s>, " + where(widest_line) +
+                      "): a batch must hold at least one pair; use " +
                       "--batch-tokens " + std::to_string(widest) + " or more");
+  widest_ = widest;
+  std::string filtered = "; --no-filter: duplicates and length ratios kept";
+  if (opts_.filter)
+    filtered = "; dropped " + std::to_string(duplicates_) + " exact duplicate pairs and " +
+               std::to_string(ratio_.dropped) + " of implausible length ratio (target/source " +
+               "subwords outside " + fmt("%.2f", ratio_.lo) + "-" + fmt("%.2f", ratio_.hi) +
+               ", " + fmt("%g", ratio_.factor) + "x off the median " +
+               fmt("%.2f", ratio_.median) + ", pairs of " + std::to_string(ratio_.min_longer) +
+               "+ subwords)";
+  const uint64_t peak = peak_resident_bytes();
   log("training data: " + std::to_string(train_c_.size()) + " of " + std::to_string(train_lines_) +
-      " pairs, " + std::to_string(train_c_.tgt_tokens()) + " target tokens; skipped " +
+      " pairs from " + std::to_string(opts_.train_src.size()) + " corpus file pair(s), " +
+      std::to_string(train_c_.tgt_tokens()) + " target tokens; skipped " +
       std::to_string(train_c_.skipped_long) + " longer than " + std::to_string(max_len) +
-      " subwords and " + std::to_string(train_c_.skipped_empty) + " with an empty side");
+      " subwords and " + std::to_string(train_c_.skipped_empty) + " with an empty side" +
+      filtered + (peak ? "; peak memory " + fmt("%.0f", double(peak) / (1 << 20)) + " MiB" : ""));
   if (has_valid())
     log("validation data: " + std::to_string(valid_c_.size()) + " of " +
         std::to_string(vsrc_.size()) + " pairs; skipped " + std::to_string(valid_c_.skipped_long) +
@@ -425,7 +584,21 @@ void TrainRun::build_model() {
   model_ = std::make_unique<Transformer>(cfg_);
   model_->init(opts_.seed);
   model_->params().set_compute_type(parse_compute_type(opts_.compute_type));
+  if (opts_.recipe && !resumed_recipe_) {
+    const float dropout = cfg_.dropout, smoothing = cfg_.label_smoothing;
+    choose_budget_recipe();
+    if (cfg_.dropout != dropout || cfg_.label_smoothing != smoothing) {
+      // The same weights (init depends on the seed and the shape only),
+      // now with the recipe's regularisation in the config.
+      model_ = std::make_unique<Transformer>(cfg_);
+      model_->init(opts_.seed);
+      model_->params().set_compute_type(parse_compute_type(opts_.compute_type));
+    }
+    check_bounds();
+  }
+  if (opts_.explain) return;
   trainer_ = std::make_unique<Trainer>(*model_, train_c_, opts_);
+  trainer_->set_schedule_steps(recipe_updates_);
   if (resume_file_) {
     const TrainState rs = trainer_->load(*resume_file_);
     const json& e = rs.extra;
@@ -438,9 +611,92 @@ void TrainRun::build_model() {
     last_valid_step_ = static_cast<int64_t>(num("last_valid_step", -1));
     last_metric_ = num("last_metric", 0.0);
     train_seconds_before_ = num("train_seconds", 0.0);
+    trainer_->set_schedule_steps(static_cast<int64_t>(num("schedule_steps", 0)));
     resume_file_.reset();
   }
   last_ckpt_step_ = trainer_->steps();
+  loop_start_step_ = trainer_->steps();
+}
+
+void TrainRun::choose_budget_recipe() {
+  BudgetFacts f;
+  f.pairs = train_c_.size();
+  f.target_tokens = train_c_.tgt_tokens();
+  f.widest_pair = widest_;
+  f.has_valid = has_valid();
+  // Planned on rank 0's measurement, so that every process plans alike.
+  auto measure = [&](int64_t batch) {
+    batch = std::max(batch, widest_);
+    std::string m;
+    if (root()) {
+      double fill = 0.8;
+      const double sec = measure_update_seconds(*model_, train_c_, batch, opts_.seed, &fill);
+      m = fmt("%.17g", sec) + " " + fmt("%.17g", fill);
+    }
+    comm_.broadcast(m, 0);
+    std::sscanf(m.c_str(), "%lf %lf", &f.probe_seconds, &f.fill);
+    f.probe_batch_tokens = batch;
+    log("measured " + fmt("%.2f", f.probe_seconds) + " s per update of " + std::to_string(batch) +
+        " tokens (" +
+        fmt("%.0f", f.fill * double(batch) / std::max(f.probe_seconds, 1e-9)) +
+        " target tokens/s, " + opts_.compute_type + ")");
+  };
+  if (opts_.max_minutes > 0) {
+    measure(given("batch_tokens") ? opts_.batch_tokens : f.pairs < 100000 ? 4096 : 8192);
+    if (!given("batch_tokens")) {
+      // Smaller batches run fewer tokens a second: plan again with the
+      // speed of the batch the first plan chose.
+      TrainOptions o = opts_;
+      ModelConfig c = cfg_;
+      Recipe scratch;
+      recipe_for_budget(f, c, o, scratch);
+      if (o.batch_tokens != f.probe_batch_tokens) measure(o.batch_tokens);
+    }
+  }
+  const size_t from = recipe_.choices().size();
+  recipe_updates_ = recipe_for_budget(f, cfg_, opts_, recipe_);
+  if (f.probe_batch_tokens > 0)
+    probe_seconds_ = f.probe_seconds * double(opts_.batch_tokens) / double(f.probe_batch_tokens);
+  log_recipe(from);
+}
+
+// The update at which a linear or cosine schedule ends, from what is known
+// now: the step and epoch budgets exactly, and a time budget from the
+// speed so far (the measured probe before the first updates), keeping room
+// for the last validations. 0: not known (decays as the inverse square root).
+int64_t TrainRun::schedule_end() const {
+  if (!trainer_ || opts_.lr_schedule == "inverse-sqrt") return 0;
+  int64_t end = 0;
+  auto take = [&](int64_t x) { end = end == 0 ? x : std::min(end, x); };
+  if (opts_.max_steps > 0) take(opts_.max_steps);
+  if (opts_.max_epochs > 0)
+    take(std::max<int64_t>(1, opts_.max_epochs * trainer_->batches_per_epoch() /
+                                  (opts_.update_freq * comm_.size())));
+  if (opts_.max_minutes > 0) {
+    const int64_t done = trainer_->steps() - loop_start_step_;
+    const double elapsed = seconds_since(loop_start_);
+    const double per_update = done >= 5 ? elapsed / double(done) : probe_seconds_;
+    if (per_update > 0) {
+      const double left = opts_.max_minutes * 60 - seconds_since(start_);
+      const double reserve = 2 * last_valid_seconds_ + 0.02 * opts_.max_minutes * 60;
+      take(trainer_->steps() + updates_in_time(left, per_update, reserve));
+    }
+  }
+  return end;
+}
+
+void TrainRun::revise_schedule(int64_t end) {
+  if (end <= 0 || end == trainer_->schedule_steps()) return;
+  trainer_->set_schedule_steps(end);
+  if (logged_end_ == 0 || std::abs(double(end - logged_end_)) > 0.1 * double(logged_end_)) {
+    log("schedule: the learning rate reaches 0 at update " + std::to_string(end) +
+        (opts_.max_minutes > 0 && trainer_->steps() > loop_start_step_
+             ? " (" + fmt("%.2f", seconds_since(loop_start_) /
+                                      double(trainer_->steps() - loop_start_step_)) +
+                   " s per update so far)"
+             : std::string()));
+    logged_end_ = end;
+  }
 }
 
 void TrainRun::open_log() {
@@ -470,12 +726,13 @@ void TrainRun::open_log() {
 }
 
 void TrainRun::agree() {
-  int64_t flags[3] = {
+  int64_t flags[4] = {
       cb_.stop && cb_.stop->load() != 0,
       root() && opts_.max_minutes > 0 && seconds_since(start_) >= opts_.max_minutes * 60,
-      root() && early_stopped_};
-  comm_.max(flags, 3);
+      root() && early_stopped_, root() ? schedule_end() : 0};
+  comm_.max(flags, 4);
   signalled_ = flags[0], out_of_time_ = flags[1], early_stop_agreed_ = flags[2];
+  revise_schedule(flags[3]);
 }
 
 // Every input here is the same in every process: step counts, epochs and
@@ -498,6 +755,8 @@ bool TrainRun::stop_now() {
 }
 
 void TrainRun::loop() {
+  loop_start_ = Clock::now();
+  loop_start_step_ = trainer_->steps();
   while (!stop_now()) {
     const StepStats s = trainer_->step();
     if (!std::isfinite(s.loss))
@@ -561,15 +820,18 @@ json TrainRun::extra_state() const {
               {"bad_validations", bad_valids_},
               {"last_valid_step", last_valid_step_},
               {"last_metric", last_metric_},
-              {"train_seconds", train_seconds_before_ + seconds_since(start_)}};
+              {"train_seconds", train_seconds_before_ + seconds_since(start_)},
+              {"schedule_steps", trainer_->schedule_steps()},
+              {"recipe", recipe_.to_json()}};
 }
 
 // Recorded in every model file a run writes, so `nmt info` can say how the
 // model was made. Nothing here may depend on time or on resumption: a run
 // resumed after a crash must write the same bytes as an uninterrupted one.
 json TrainRun::data_summary() const {
-  return {{"train_src", opts_.train_src},
-          {"train_tgt", opts_.train_tgt},
+  json files = options_to_json(opts_);
+  return {{"train_src", files["train_src"]},
+          {"train_tgt", files["train_tgt"]},
           {"train_lines", train_lines_},
           {"train_pairs", train_c_.size()},
           {"train_target_tokens", train_c_.tgt_tokens()},
@@ -581,13 +843,19 @@ json TrainRun::data_summary() const {
           {"valid_pairs", valid_c_.size()},
           {"valid_skipped_long", valid_c_.skipped_long},
           {"valid_skipped_empty", valid_c_.skipped_empty},
-          {"vocab_size", vocab_.size()}};
+          {"vocab_size", vocab_.size()},
+          {"filtered", opts_.filter},
+          {"duplicates_dropped", duplicates_},
+          {"ratio_dropped", ratio_.dropped},
+          {"ratio_kept", json::array({ratio_.lo, ratio_.hi})}};
 }
 
 std::map<std::string, std::string> TrainRun::model_metadata() const {
-  return {{"step", std::to_string(trainer_->steps())},
-          {"training_options", options_to_json(opts_).dump()},
-          {"training_data", data_summary().dump()}};
+  std::map<std::string, std::string> m = {{"step", std::to_string(trainer_->steps())},
+                                          {"training_options", options_to_json(opts_).dump()},
+                                          {"training_data", data_summary().dump()}};
+  if (!recipe_.empty()) m["recipe"] = recipe_.to_json().dump();
+  return m;
 }
 
 void TrainRun::save_checkpoint() {
@@ -616,6 +884,7 @@ void TrainRun::save_checkpoint() {
 Metric TrainRun::validate(bool averaged) {
   const auto t0 = Clock::now();
   const ValidStats v = trainer_->validate(valid_c_, &vocab_, &vtgt_, opts_.valid_sentences);
+  last_valid_seconds_ = seconds_since(t0);
   const int64_t step = trainer_->steps();
   Metric m;
   m.higher_better = opts_.best_metric == "bleu" && v.has_bleu;

@@ -36,7 +36,8 @@ Trainer::Trainer(Transformer& model, const ParallelCorpus& train, const TrainOpt
       stream_(train, opts.batch_tokens, opts.seed),
       adam_(model.params().size()),
       grads_(model.params()),
-      sync_(comm, grads_) {
+      sync_(comm, grads_),
+      shape_(parse_lr_shape(opts.lr_schedule)) {
   if (!model.params().values().numel()) throw Error("Trainer: the model is not initialised");
 }
 
@@ -91,13 +92,53 @@ void Trainer::apply_update(StepStats& s) {
   if (opts_.clip_norm > 0 && s.grad_norm > opts_.clip_norm)
     ops::scale_(grads, static_cast<float>(opts_.clip_norm / s.grad_norm));
   ++step_;
-  s.lr = noam_lr(step_, model_.config().d_model, opts_.warmup_steps, opts_.lr_scale);
+  s.lr = schedule_lr(shape_, step_, model_.config().d_model, opts_.warmup_steps, opts_.lr_scale,
+                     schedule_steps_);
   adam_.update(model_.params().values(), grads, s.lr);
   s.step = step_;
   s.epoch = stream_.epoch();
   s.epoch_progress =
       static_cast<double>(stream_.epoch()) +
       static_cast<double>(stream_.index()) / static_cast<double>(stream_.batches_per_epoch());
+}
+
+double measure_update_seconds(Transformer& model, const ParallelCorpus& corpus,
+                              int64_t batch_tokens, uint64_t seed, double* fill) {
+  BatchStream stream(corpus, batch_tokens, seed);
+  Activations acts;
+  Grads grads(model.params());
+  Tensor dlogits;
+  double best = 0;
+  int64_t tgt = 0, budget = 0;
+  // The first batch builds the primitives; then the best of three. Batches
+  // are of mixed lengths, so each one's time is scaled to a full batch.
+  const int64_t n = std::min<int64_t>(4, stream.batches_per_epoch() + 1);
+  for (int64_t k = 0; k < n; ++k) {
+    const std::vector<int64_t>& idx = stream.next();
+    const TokenBatch b = gather_batch(corpus, idx);
+    int64_t padded = 0, t = 0;
+    size_t ls = 0, lt = 0;
+    for (int64_t i : idx) {
+      ls = std::max(ls, corpus.src[i].size() + 1);
+      lt = std::max(lt, corpus.tgt[i].size() + 1);
+      t += static_cast<int64_t>(corpus.tgt[i].size()) + 1;
+    }
+    padded = static_cast<int64_t>(std::max(ls, lt) * idx.size());
+    const auto t0 = std::chrono::steady_clock::now();
+    grads.zero();
+    model.forward(b, acts, true, mix_seed(seed, 0x9e0be + static_cast<uint64_t>(k)));
+    ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, model.config().label_smoothing, kPad,
+                             &dlogits, 1.f / static_cast<float>(std::max<int64_t>(t, 1)));
+    model.backward(b, acts, dlogits, grads);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    tgt += t;
+    budget += padded;
+    if (k == 0 && n > 1) continue;
+    const double full = sec * double(batch_tokens) / double(std::max<int64_t>(padded, 1));
+    best = best == 0 ? full : std::min(best, full);
+  }
+  if (fill) *fill = budget ? double(tgt) / double(budget) : 1.0;
+  return best;
 }
 
 namespace {

@@ -100,6 +100,11 @@ class Trainer {
   TrainState load(const FileContents& file);
 
   int64_t steps() const { return step_; }
+  // The update at which a linear or cosine schedule reaches 0 (0: none
+  // known yet, which decays as the inverse square root). A run with a time
+  // budget revises it as it learns how fast updates go.
+  void set_schedule_steps(int64_t total) { schedule_steps_ = total; }
+  int64_t schedule_steps() const { return schedule_steps_; }
   int64_t epoch() { return stream_.epoch(); }
   int64_t batch_index() { return stream_.index(); }
   int64_t batches_per_epoch() { return stream_.batches_per_epoch(); }
@@ -124,8 +129,17 @@ class Trainer {
   GradSync sync_;
   Activations acts_;  // the step's arena, reused by every batch
   int64_t step_ = 0;
+  LrShape shape_;
+  int64_t schedule_steps_ = 0;
   Tensor dlogits_;
 };
+
+// Seconds of one update of `batch_tokens` on this model (forward and
+// backward passes on batches of the corpus, no weight change), the best of
+// a few after one that warms the primitive cache: what the recipe plans a
+// time budget with. Also returns the target tokens per padded batch token.
+double measure_update_seconds(Transformer& model, const ParallelCorpus& corpus,
+                              int64_t batch_tokens, uint64_t seed, double* fill = nullptr);
 
 // The training state a checkpoint holds; throws InputError naming the file
 // when it is missing or damaged.

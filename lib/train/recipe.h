@@ -1,0 +1,105 @@
+// The training recipe: what `nmt train` chooses for the options a user did
+// not give, from the data and the budget, each choice with its reason.
+//
+// Two stages, because the second needs what the first makes possible:
+//   1. from the corpus (pairs, script): the model config (when -c is not
+//      given), the vocabulary size and SentencePiece's character coverage,
+//      the compute type;
+//   2. from the budget and the throughput measured on the built model: the
+//      number of updates the budget allows, and from it the batch size, the
+//      warmup, the learning-rate schedule and its peak, dropout, label
+//      smoothing, and the validation, checkpoint, averaging and early-stopping
+//      cadence.
+// Both stages are pure functions of their inputs, so tests can ask what a
+// corpus of any size would get without having one. An option the user gave
+// (on the command line or in the config's "training" object) is never
+// changed; it is listed as given.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "train/options.h"
+
+namespace nmt {
+
+struct RecipeChoice {
+  std::string key;     // the option's key: "batch_tokens", "config", "vocab_size", ...
+  nlohmann::json value;
+  std::string reason;  // "given" for a user's own value
+  bool given = false;
+};
+
+class Recipe {
+ public:
+  void choose(const std::string& key, nlohmann::json value, std::string reason);
+  void given(const std::string& key, nlohmann::json value, std::string where = "given");
+  const std::vector<RecipeChoice>& choices() const { return choices_; }
+  const RecipeChoice* find(const std::string& key) const;
+  // One line per choice: "batch_tokens 2048: <reason>".
+  std::vector<std::string> lines() const;
+  nlohmann::json to_json() const;
+  static Recipe from_json(const nlohmann::json& j);
+  bool empty() const { return choices_.empty(); }
+
+ private:
+  std::vector<RecipeChoice> choices_;
+};
+
+// What the first stage looks at: the corpus as it will be trained on
+// (after the filters), and a sample's script.
+struct CorpusFacts {
+  int64_t pairs = 0;
+  // Shares of the characters of each side (a sample of lines; spaces and
+  // ASCII punctuation not counted) that are Han, kana or Hangul.
+  double src_cjk = 0, tgt_cjk = 0;
+};
+// Reads at most `sample` lines of each side.
+CorpusFacts corpus_facts(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
+                         size_t sample = 20000);
+
+// The shipped config the recipe takes for a corpus of this many pairs.
+std::string recipe_config_name(int64_t pairs, std::string* reason = nullptr);
+
+struct DataRecipe {
+  int vocab_size = 8000;
+  double character_coverage = 1.0;
+  std::string compute_type = "f32";
+};
+
+// Stage 1. opts.given says what the user set ("config", "vocab_size",
+// "compute_type", ...); cfg is the config in use (the given one, or the
+// recipe's, already loaded). bf16_why_not: "" when this machine trains in
+// bf16, else why it cannot. Sets opts.compute_type.
+DataRecipe recipe_for_data(const CorpusFacts& facts, const ModelConfig& cfg, TrainOptions& opts,
+                           const std::string& bf16_why_not, Recipe& recipe);
+
+struct BudgetFacts {
+  int64_t pairs = 0;
+  int64_t target_tokens = 0;  // of the encoded corpus, with </s>
+  int64_t widest_pair = 0;    // subwords of the widest pair, with </s>: the smallest batch
+  // Measured on the model about to be trained: seconds of one update of
+  // `probe_batch_tokens`; 0 when not measured (a budget of steps or epochs
+  // needs no clock).
+  double probe_seconds = 0;
+  int64_t probe_batch_tokens = 0;
+  // Target tokens per padded batch token, as the batches come out.
+  double fill = 0.8;
+  bool has_valid = false;
+};
+
+// Stage 2. Sets the options and cfg's dropout and label smoothing (unless
+// given); returns the number of updates the schedule ends at (0: no end,
+// for a run without a budget).
+int64_t recipe_for_budget(const BudgetFacts& facts, ModelConfig& cfg, TrainOptions& opts,
+                          Recipe& recipe);
+
+// The updates a time budget allows at `seconds_per_update`, keeping
+// `reserve_seconds` for the end (the last validation and the final model).
+int64_t updates_in_time(double seconds_left, double seconds_per_update, double reserve_seconds);
+
+}  // namespace nmt

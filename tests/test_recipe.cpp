@@ -1,0 +1,266 @@
+// The training recipe (train/recipe.h) on synthetic corpus sizes and
+// budgets, the schedules it chooses between, and the corpus filters.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "train/data.h"
+#include "train/optimizer.h"
+#include "train/recipe.h"
+
+using namespace nmt;
+
+namespace {
+
+ModelConfig shipped(const std::string& name) { return load_config(find_config(name)); }
+
+struct Planned {
+  TrainOptions opts;
+  ModelConfig cfg;
+  Recipe recipe;
+  DataRecipe data;
+  int64_t updates = 0;
+};
+
+// Both stages for a corpus of `pairs` pairs of `tokens_per_pair` target
+// tokens, trained at `seconds_per_4096` per update of 4096 tokens.
+Planned plan(int64_t pairs, TrainOptions o, double seconds_per_4096 = 0.5, double cjk = 0,
+             const std::string& bf16_why_not = "") {
+  Planned p;
+  p.opts = std::move(o);
+  p.opts.recipe = true;
+  CorpusFacts f;
+  f.pairs = pairs;
+  f.tgt_cjk = cjk;
+  p.cfg = p.opts.given.count("config") ? shipped("transformer-tiny")
+                                       : shipped(recipe_config_name(pairs));
+  p.data = recipe_for_data(f, p.cfg, p.opts, bf16_why_not, p.recipe);
+  BudgetFacts b;
+  b.pairs = pairs;
+  b.target_tokens = pairs * 15;
+  b.widest_pair = 60;
+  b.probe_seconds = seconds_per_4096;
+  b.probe_batch_tokens = 4096;
+  b.fill = 0.8;
+  b.has_valid = true;
+  p.updates = recipe_for_budget(b, p.cfg, p.opts, p.recipe);
+  return p;
+}
+
+TrainOptions minutes(double m) {
+  TrainOptions o;
+  o.max_minutes = m;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("recipe: the model, vocabulary and regularisation grow with the corpus", "[recipe]") {
+  const Planned small = plan(5000, minutes(60));
+  const Planned mid = plan(29000, minutes(60));
+  const Planned large = plan(2000000, minutes(600));
+  CHECK(recipe_config_name(5000) == "transformer-small");
+  CHECK(recipe_config_name(2000000) == "transformer-base");
+  CHECK(small.cfg.name == "transformer-small");
+  CHECK(large.cfg.name == "transformer-base");
+  CHECK(small.data.vocab_size == 4000);
+  CHECK(mid.data.vocab_size == 8000);
+  CHECK(large.data.vocab_size == 32000);
+  CHECK(small.opts.vocab_size == 4000);
+  // Many epochs of a small corpus: the most dropout; a big corpus the least.
+  CHECK(small.cfg.dropout == Approx(0.3));
+  CHECK(large.cfg.dropout == Approx(0.1));
+  CHECK(small.opts.batch_tokens <= 4096);
+  CHECK(large.opts.batch_tokens > small.opts.batch_tokens);
+  // Every choice has a reason, and none is marked given.
+  for (const Planned* p : {&small, &mid, &large})
+    for (const RecipeChoice& c : p->recipe.choices()) {
+      INFO(c.key);
+      CHECK(!c.reason.empty());
+      CHECK_FALSE(c.given);
+    }
+  REQUIRE(small.recipe.find("dropout"));
+  CHECK(small.recipe.find("dropout")->value.get<double>() == Approx(0.3));
+}
+
+TEST_CASE("recipe: a budget of few epochs takes less dropout", "[recipe]") {
+  // 29k pairs: 1 minute is well under 3 epochs, an hour many.
+  TrainOptions o;
+  o.max_steps = 100;
+  const Planned brief = plan(29000, o);
+  const Planned hour = plan(29000, minutes(60), 0.3);
+  CHECK(brief.cfg.dropout == Approx(0.1));
+  CHECK(hour.cfg.dropout == Approx(0.3));
+}
+
+TEST_CASE("recipe: character coverage below 1 for Chinese and Japanese text", "[recipe]") {
+  CHECK(plan(26000, minutes(10), 0.5, 0.9).data.character_coverage == Approx(0.9995));
+  CHECK(plan(26000, minutes(10), 0.5, 0.0).data.character_coverage == 1.0);
+  const std::vector<std::string> en = {"A man is riding a bike.", "Two dogs play in the snow."};
+  const std::vector<std::string> zh = {"我们今天去公园。", "他喜欢喝茶，不喜欢咖啡。"};
+  const std::vector<std::string> ja = {"私 は 学生 です 。", "これ は ペン です か 。"};
+  const CorpusFacts ez = corpus_facts(en, zh);
+  CHECK(ez.src_cjk == 0.0);
+  CHECK(ez.tgt_cjk > 0.9);
+  CHECK(corpus_facts(en, ja).tgt_cjk > 0.9);
+  const std::vector<std::string> de = {"Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee."};
+  CHECK(corpus_facts(en, de).tgt_cjk == 0.0);
+}
+
+TEST_CASE("recipe: bf16 where the CPU has it, else f32 with the reason", "[recipe]") {
+  const Planned with = plan(29000, minutes(10), 0.5, 0, "");
+  const Planned without = plan(29000, minutes(10), 0.5, 0, "--compute-type bf16: no AVX512-BF16");
+  CHECK(with.opts.compute_type == "bf16");
+  CHECK(without.opts.compute_type == "f32");
+  CHECK(without.recipe.find("compute_type")->reason.find("no AVX512-BF16") != std::string::npos);
+}
+
+TEST_CASE("recipe: a time budget plans its updates from the measured speed", "[recipe]") {
+  // 0.5 s per 4096 tokens, 10 minutes less 30 s for the end: about 4.7M
+  // padded tokens, so batches for ~2000 updates (whole 256s), and a linear
+  // schedule that ends with the budget.
+  const Planned p = plan(29000, minutes(10), 0.5);
+  const int64_t batch = int64_t(570 / (0.5 / 4096) / 2000) / 256 * 256;
+  CHECK(batch == 2304);
+  CHECK(p.opts.batch_tokens == batch);
+  CHECK(p.opts.lr_schedule == "linear");
+  const int64_t expect = updates_in_time(600, 0.5 * double(batch) / 4096, 30);
+  CHECK(p.updates == expect);
+  CHECK(p.opts.warmup_steps == expect / 10);
+  CHECK(p.opts.valid_every > 0);
+  CHECK(p.opts.valid_every * 8 == Approx(expect).epsilon(0.05));
+  CHECK(p.opts.checkpoint_every * 20 == Approx(expect).epsilon(0.05));
+  CHECK(p.opts.average_last == 4);
+  CHECK(p.opts.early_stop == 5);
+  CHECK(p.opts.valid_sentences == 200);  // a short budget validates on fewer
+  // Twice as slow a machine: batches at their floor of 2048, and the
+  // updates that those allow.
+  const Planned slow = plan(29000, minutes(10), 1.0);
+  CHECK(slow.opts.batch_tokens == 2048);
+  CHECK(slow.updates == updates_in_time(600, 1.0 * 2048 / 4096, 30));
+  // The peak learning rate: 1.5e-3 at width 256, times sqrt(batch / 4096).
+  const auto peak = [](const Planned& x) {
+    return noam_lr(x.opts.warmup_steps, x.cfg.d_model, x.opts.warmup_steps, x.opts.lr_scale);
+  };
+  CHECK(peak(p) == Approx(1.5e-3 * std::sqrt(2304.0 / 4096.0)).epsilon(1e-3));
+  CHECK(peak(slow) == Approx(1.5e-3 * std::sqrt(2048.0 / 4096.0)).epsilon(1e-3));
+  // An hour validates on more sentences.
+  CHECK(plan(29000, minutes(60), 0.5).opts.valid_sentences == 500);
+}
+
+TEST_CASE("recipe: step and epoch budgets, and no budget", "[recipe]") {
+  TrainOptions steps;
+  steps.max_steps = 20;
+  const Planned s = plan(1000, steps, 0);
+  CHECK(s.updates == 20);
+  CHECK(s.opts.warmup_steps == 5);  // a quarter of a short run
+  CHECK(s.opts.lr_schedule == "linear");
+  TrainOptions epochs;
+  epochs.max_epochs = 3;
+  const Planned e = plan(29000, epochs, 0);
+  // 29k x 15 tokens, 0.8 of each batch real, 3 epochs
+  CHECK(e.updates == int64_t(std::ceil(3.0 * 29000 * 15 / (0.8 * double(e.opts.batch_tokens)))));
+  const Planned none = plan(29000, TrainOptions{}, 0);
+  CHECK(none.updates == 0);
+  CHECK(none.opts.lr_schedule == "inverse-sqrt");
+  CHECK(none.opts.warmup_steps == 4000);
+  CHECK(none.opts.lr_scale == Approx(1.0));  // the paper's schedule, as it is
+}
+
+TEST_CASE("recipe: every option given stays as given", "[recipe]") {
+  TrainOptions o = minutes(10);
+  o.batch_tokens = 1234;
+  o.warmup_steps = 77;
+  o.lr_scale = 0.7;
+  o.lr_schedule = "cosine";
+  o.compute_type = "f32";
+  o.valid_every = 33;
+  o.average_last = 2;
+  o.dropout = 0.25;
+  o.given = {"batch_tokens", "warmup_steps", "lr_scale", "lr_schedule", "compute_type",
+             "valid_every",  "average_last", "dropout",  "config"};
+  Planned p = plan(29000, o, 0.5, 0, "");
+  CHECK(p.opts.batch_tokens == 1234);
+  CHECK(p.opts.warmup_steps == 77);
+  CHECK(p.opts.lr_scale == 0.7);
+  CHECK(p.opts.lr_schedule == "cosine");
+  CHECK(p.opts.compute_type == "f32");
+  CHECK(p.opts.valid_every == 33);
+  CHECK(p.opts.average_last == 2);
+  CHECK(p.cfg.name == "transformer-tiny");  // the given config, with its own vocabulary
+  CHECK(p.data.vocab_size == p.cfg.vocab_size);
+  for (const char* k : {"batch_tokens", "warmup_steps", "lr_scale", "lr_schedule", "compute_type",
+                        "valid_every", "average_last", "config", "vocab_size", "dropout"}) {
+    INFO(k);
+    REQUIRE(p.recipe.find(k));
+    CHECK(p.recipe.find(k)->given);
+  }
+  // Not given: still chosen.
+  CHECK_FALSE(p.recipe.find("checkpoint_every")->given);
+  // The recipe survives its JSON form (model metadata, checkpoints).
+  const Recipe back = Recipe::from_json(p.recipe.to_json());
+  CHECK(back.lines() == p.recipe.lines());
+}
+
+TEST_CASE("learning-rate shapes share the peak and end with the budget", "[recipe][train]") {
+  const int64_t d = 256, w = 100, total = 1000;
+  const double peak = noam_lr(w, d, w, 2.0);
+  for (LrShape s : {LrShape::InverseSqrt, LrShape::Linear, LrShape::Cosine}) {
+    INFO(lr_shape_name(s));
+    CHECK(parse_lr_shape(lr_shape_name(s)) == s);
+    for (int64_t step : {1, 50, 99, 100})  // warmup is the paper's for every shape
+      CHECK(schedule_lr(s, step, d, w, 2.0, total) == Approx(noam_lr(step, d, w, 2.0)));
+    for (int64_t step = w + 1; step < total; step += 37)
+      CHECK(schedule_lr(s, step, d, w, 2.0, total) < schedule_lr(s, step - 1, d, w, 2.0, total));
+  }
+  CHECK(schedule_lr(LrShape::Linear, 550, d, w, 2.0, total) == Approx(peak / 2));
+  CHECK(schedule_lr(LrShape::Cosine, 550, d, w, 2.0, total) == Approx(peak / 2));
+  CHECK(schedule_lr(LrShape::Cosine, 325, d, w, 2.0, total) ==
+        Approx(peak * 0.5 * (1 + std::cos(M_PI * 0.25))));
+  CHECK(schedule_lr(LrShape::Linear, total, d, w, 2.0, total) == 0.0);
+  CHECK(schedule_lr(LrShape::Linear, total + 10, d, w, 2.0, total) == 0.0);
+  // Without a known end, the decaying shapes fall back to the paper's.
+  CHECK(schedule_lr(LrShape::Linear, 500, d, w, 2.0, 0) == noam_lr(500, d, w, 2.0));
+  CHECK(schedule_lr(LrShape::InverseSqrt, 500, d, w, 2.0, total) == noam_lr(500, d, w, 2.0));
+  CHECK_THROWS_WITH(parse_lr_shape("step"), Catch::Contains("inverse-sqrt, linear or cosine"));
+}
+
+TEST_CASE("exact duplicate pairs are dropped, near ones kept", "[recipe][data]") {
+  std::vector<std::string> src = {"a b", "c d", "a b", "a b", "a b ", "c d", "", "", "e"};
+  std::vector<std::string> tgt = {"x y", "z", "x y", "x Y", "x y", "z", "q", "q", "f"};
+  std::vector<int64_t> line = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  CHECK(drop_duplicate_pairs(src, tgt, line) == 2);  // lines 2 and 5
+  CHECK(src == std::vector<std::string>{"a b", "c d", "a b", "a b ", "", "", "e"});
+  CHECK(tgt == std::vector<std::string>{"x y", "z", "x Y", "x y", "q", "q", "f"});
+  CHECK(line == std::vector<int64_t>{0, 1, 3, 4, 6, 7, 8});
+  // A corpus of one pair repeated leaves one.
+  std::vector<std::string> s(1000, "same"), t(1000, "gleich");
+  std::vector<int64_t> l(1000);
+  CHECK(drop_duplicate_pairs(s, t, l) == 999);
+  CHECK(s.size() == 1);
+}
+
+TEST_CASE("pairs of implausible length ratio are dropped by the corpus median", "[recipe][data]") {
+  std::vector<std::vector<int32_t>> s, t;
+  auto add = [&](size_t ls, size_t lt) {
+    s.emplace_back(ls, 5);
+    t.emplace_back(lt, 6);
+  };
+  for (int i = 0; i < 50; ++i) add(20, 24);  // the median ratio: 25/21, kept within 0.40-3.57
+  add(20, 80);   // 81/21 = 3.86 > 3.57: dropped
+  add(30, 8);    // 9/31 = 0.29 < 0.40: dropped
+  add(1, 8);     // 9/2 = 4.5, but 8+1 subwords on the longer side: too short to judge, kept
+  add(20, 76);   // 77/21 = 3.67 > 3.57: dropped
+  add(20, 60);   // 61/21 = 2.9: kept
+  ParallelCorpus c = make_corpus(s, t, 200);
+  const RatioFilter f = filter_length_ratio(c, 3.0, 10);
+  CHECK(f.median == Approx(25.0 / 21));
+  CHECK(f.lo == Approx(25.0 / 21 / 3));
+  CHECK(f.hi == Approx(25.0 / 21 * 3));
+  CHECK(f.dropped == 3);
+  CHECK(c.size() == 52);
+  CHECK(c.line.back() == 54);
+  CHECK(c.line[50] == 52);
+}
