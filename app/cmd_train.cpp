@@ -104,16 +104,19 @@ void register_train(CLI::App& app) {
   cli->app = cmd;
   TrainOptions& o = cli->opts;
   cmd->add_option("-c,--config", cli->config,
-                  "Model config file or name in models/ (default: the recipe's, by corpus size)");
+                  "Model config file or name in models/ (default: the recipe's, by corpus size)")
+      ->default_str("recipe, or transformer-small");
   cmd->add_option("--train-src", o.train_src,
                   "Training source text, one sentence per line; several files for several "
                   "corpora")
       ->required()
-      ->expected(1, -1);
+      ->expected(1, -1)
+      ->default_str("");
   cmd->add_option("--train-tgt", o.train_tgt,
                   "Training target text, line-aligned with --train-src (one file for each)")
       ->required()
-      ->expected(1, -1);
+      ->expected(1, -1)
+      ->default_str("");
   cmd->add_option("--valid-src", o.valid_src, "Validation source text");
   cmd->add_option("--valid-tgt", o.valid_tgt, "Validation target text");
   cmd->add_option("-o,--out", o.out, "The model file to write (checkpoints in OUT.ckpt/)")
@@ -149,10 +152,12 @@ void register_train(CLI::App& app) {
   cmd->add_option("--dropout", o.dropout,
                   "Dropout on embeddings and sub-layer outputs (default: the config's or the "
                   "recipe's)")
-      ->check(fraction("--dropout"));
+      ->check(fraction("--dropout"))
+      ->default_str("recipe, or the config's");
   cmd->add_option("--label-smoothing", o.label_smoothing,
                   "Label smoothing epsilon (default: the config's or the recipe's)")
-      ->check(fraction("--label-smoothing"));
+      ->check(fraction("--label-smoothing"))
+      ->default_str("recipe, or the config's");
   add_threads_option(cmd, cli->threads);
 
   // Options that the config's "training" object may also set, under the
@@ -163,7 +168,8 @@ void register_train(CLI::App& app) {
   // what --no-recipe uses.
   static const std::set<std::string> chosen = {
       "batch_tokens", "warmup_steps", "lr_scale",         "lr_schedule", "valid_every",
-      "valid_sentences", "checkpoint_every", "average_last", "early_stop", "compute_type"};
+      "valid_sentences", "checkpoint_every", "average_last", "early_stop", "compute_type",
+      "valid_tokenize"};
   auto shown = [&](CLI::Option* opt, const char* key) {
     const nlohmann::json& d = defaults.at(key);
     const std::string v = d.is_string() ? d.get<std::string>() : d.dump();
@@ -240,6 +246,11 @@ void register_train(CLI::App& app) {
                                               "Metric that picks OUT.best: bleu or loss")
             ->check(CLI::IsMember({"bleu", "loss"})),
         "best_metric");
+  shown(cmd->add_option_function<std::string>(
+               "--valid-tokenize", given("valid_tokenize"),
+               "sacreBLEU's tokeniser for the validation BLEU: 13a, intl, char, zh, ja-mecab, none")
+            ->check(CLI::IsMember({"13a", "intl", "char", "zh", "ja-mecab", "none"})),
+        "valid_tokenize");
   int_opt("--log-every", "log_every", "Steps between progress lines when stderr is not a terminal");
   shown(cmd->add_option_function<std::string>(
                "--compute-type", given("compute_type"),

@@ -26,7 +26,7 @@ mkdir -p "$(dirname "$OUT")"
 # Peak lr 1e-3 (lr-scale 0.5 x 256^-0.5 x 1000^-0.5), then the paper's
 # inverse square-root decay; the final model averages the last 5 checkpoints.
 if [ ! -s "$OUT" ]; then
-  /usr/bin/time -v "$NMT" train -c transformer-small \
+  /usr/bin/time -v "$NMT" train --no-recipe -c transformer-small \
     --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
     --valid-src "$data/val.en.gz" --valid-tgt "$data/val.de.gz" --out "$OUT" \
     --batch-tokens 4096 --warmup 1000 --lr-scale 0.5 --threads "$THREADS" --seed 1 \

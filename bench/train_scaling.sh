@@ -17,12 +17,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # One vocabulary for every run.
-"$NMT" train -c transformer-small --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
+"$NMT" train --no-recipe -c transformer-small --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
   --max-steps 1 --out "$work/v.nmt" --threads 2 2>/dev/null
 "$NMT" info "$work/v.nmt" --format json >/dev/null
 run() {  # name launcher... -- threads
   local name=$1 threads=$2; shift 2
-  /usr/bin/time -f "%M" -o "$work/$name.rss" "$@" "$NMT" train -c transformer-small \
+  /usr/bin/time -f "%M" -o "$work/$name.rss" "$@" "$NMT" train --no-recipe -c transformer-small \
     --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" --out "$work/$name.nmt" \
     --spm "$work/spm.model" --batch-tokens 4096 --warmup 1000 --lr-scale 0.5 --seed 1 \
     --threads "$threads" --max-steps "$STEPS" --checkpoint-every 0 --log-every 1000 2>"$work/$name.err"

@@ -47,6 +47,8 @@ head -3000 "$DATA/tatoeba-cmn-eng/train.zh" >zh.zh
 has "recipe: character_coverage 0.9995: [0-9]*% of a side's characters are Han" zh.err
 has "recipe: vocab_size 4000: 29[0-9][0-9] pairs" zh.err
 has "recipe: character_coverage 1.0: an alphabetic script" ex.err
+has "recipe: valid_tokenize zh: Chinese target text" zh.err
+has "recipe: valid_tokenize 13a" ex.err
 # A time budget is planned from the measured speed.
 "$NMT" train --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out tm.nmt \
   --max-minutes 1 --threads 1 --explain 2>tm.err || fail "time --explain: $(cat tm.err)"
@@ -142,4 +144,16 @@ j = json.load(sys.stdin)
 assert j['training_options']['batch_tokens'] == $batch, j['training_options']
 assert any(c['key'] == 'batch_tokens' for c in j['recipe'])
 " || fail "resumed model: batch or recipe changed"
+# 7. A time budget: the schedule's end follows the measured speed, so the
+# learning rate has decayed to near 0 when the time is up.
+"$NMT" train -c transformer-tiny --vocab-size 300 --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
+  --out t.nmt --max-minutes 0.2 --threads 1 2>t.err || fail "timed run: $(cat t.err)"
+has "schedule: the learning rate reaches 0 at update" t.err
+has "wrote t.nmt after [0-9]* steps (max-minutes)" t.err
+python3 - t.nmt.log.jsonl <<'PY' || fail "timed run: the learning rate did not end near 0: $(tail -3 t.nmt.log.jsonl)"
+import json, sys
+lr = [r["lr"] for r in map(json.loads, open(sys.argv[1])) if r.get("type") == "train"]
+assert len(lr) > 50, len(lr)
+assert lr[-1] < 0.15 * max(lr), (lr[-1], max(lr))
+PY
 echo "cli_train_recipe: all passed"

@@ -1,11 +1,13 @@
 // The training recipe (train/recipe.h) on synthetic corpus sizes and
 // budgets, the schedules it chooses between, and the corpus filters.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "model/config.h"
+#include "model/vocab.h"
 #include "train/data.h"
 #include "train/optimizer.h"
 #include "train/recipe.h"
@@ -27,16 +29,18 @@ struct Planned {
 // Both stages for a corpus of `pairs` pairs of `tokens_per_pair` target
 // tokens, trained at `seconds_per_4096` per update of 4096 tokens.
 Planned plan(int64_t pairs, TrainOptions o, double seconds_per_4096 = 0.5, double cjk = 0,
-             const std::string& bf16_why_not = "") {
+             const std::string& bf16_why_not = "", double kana = 0,
+             const std::string& mecab_why_not = "") {
   Planned p;
   p.opts = std::move(o);
   p.opts.recipe = true;
   CorpusFacts f;
   f.pairs = pairs;
   f.tgt_cjk = cjk;
+  f.tgt_kana = kana;
   p.cfg = p.opts.given.count("config") ? shipped("transformer-tiny")
                                        : shipped(recipe_config_name(pairs));
-  p.data = recipe_for_data(f, p.cfg, p.opts, bf16_why_not, p.recipe);
+  p.data = recipe_for_data(f, p.cfg, p.opts, bf16_why_not, p.recipe, mecab_why_not);
   BudgetFacts b;
   b.pairs = pairs;
   b.target_tokens = pairs * 15;
@@ -107,6 +111,45 @@ TEST_CASE("recipe: character coverage below 1 for Chinese and Japanese text", "[
   CHECK(corpus_facts(en, ja).tgt_cjk > 0.9);
   const std::vector<std::string> de = {"Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee."};
   CHECK(corpus_facts(en, de).tgt_cjk == 0.0);
+}
+
+TEST_CASE("recipe: validation BLEU tokenised as the target language is scored", "[recipe]") {
+  CHECK(plan(26000, minutes(10), 0.5, 0.0).opts.valid_tokenize == "13a");
+  CHECK(plan(26000, minutes(10), 0.5, 0.95).opts.valid_tokenize == "zh");
+  CHECK(plan(50000, minutes(10), 0.5, 0.6, "", 0.4).opts.valid_tokenize == "ja-mecab");
+  const Planned nomecab = plan(50000, minutes(10), 0.5, 0.6, "", 0.4, "no dictionary");
+  CHECK(nomecab.opts.valid_tokenize == "char");
+  CHECK(nomecab.recipe.find("valid_tokenize")->reason.find("no dictionary") != std::string::npos);
+  const std::vector<std::string> en = {"I am a student ."};
+  const std::vector<std::string> ja = {"私 は 学生 です 。", "これ は ペン です か 。"};
+  const std::vector<std::string> zh = {"我们今天去公园。"};
+  CHECK(corpus_facts(en, ja).tgt_kana > 0.3);
+  CHECK(corpus_facts(en, zh).tgt_kana == 0.0);
+}
+
+TEST_CASE("a vocabulary below full character coverage spells rare characters in bytes",
+          "[recipe]") {
+  // 2000 lines of common characters and one line with a character that
+  // occurs once: below SentencePiece's 0.9995 coverage.
+  std::vector<std::string> lines;
+  const std::vector<std::string> common = {"我", "们", "今", "天", "去", "公", "园", "他", "喜",
+                                           "欢", "喝", "茶", "不", "咖", "啡", "。"};
+  for (int i = 0; i < 2000; ++i) {
+    std::string l;
+    for (int k = 0; k < 12; ++k) l += common[(i * 7 + k * 3) % common.size()];
+    lines.push_back(l);
+  }
+  lines.push_back("我们去龘。");
+  std::vector<const std::string*> ptrs;
+  for (const auto& l : lines) ptrs.push_back(&l);
+  const Vocab partial = Vocab::train(ptrs, 400, 0.9995);  // 256 byte pieces among them
+  const std::vector<int32_t> ids = partial.encode("龘");
+  CHECK(std::find(ids.begin(), ids.end(), 1) == ids.end());  // no <unk>
+  CHECK(ids.size() >= 3);                                    // its three UTF-8 bytes
+  CHECK(partial.decode(partial.encode("我们去龘。")) == "我们去龘。");
+  // Full coverage gives the character its own piece.
+  const Vocab full = Vocab::train(ptrs, 100, 1.0);
+  CHECK(full.decode(full.encode("我们去龘。")) == "我们去龘。");
 }
 
 TEST_CASE("recipe: bf16 where the CPU has it, else f32 with the reason", "[recipe]") {

@@ -200,6 +200,7 @@ const std::vector<TrainingKey>& training_keys() {
       {"log_every", TrainingKey::kInt, 1, false},
       {"compute_type", TrainingKey::kCompute, 0, false},
       {"lr_schedule", TrainingKey::kSchedule, 0, false},
+      {"valid_tokenize", TrainingKey::kTokenizer, 0, false},
   };
   return keys;
 }
@@ -224,6 +225,14 @@ void check_training_value(const TrainingKey& k, const json& v, const std::string
   if (k.kind == TrainingKey::kMetric) {
     if (!v.is_string() || (v != "bleu" && v != "loss"))
       throw InputError(name + ": expected \"bleu\" or \"loss\", got " + v.dump());
+    return;
+  }
+  if (k.kind == TrainingKey::kTokenizer) {
+    static const char* const names[] = {"13a", "intl", "char", "zh", "ja-mecab", "none"};
+    if (!v.is_string() ||
+        std::none_of(std::begin(names), std::end(names), [&](const char* n) { return v == n; }))
+      throw InputError(name + ": expected one of 13a, intl, char, zh, ja-mecab, none, got " +
+                       v.dump());
     return;
   }
   if (k.kind == TrainingKey::kSchedule) {

@@ -51,7 +51,7 @@ ModelConfig parse_config(const std::string& text, const std::string& source);
 // them, and its command line sets the same ones): each key's name and what
 // its value must be.
 struct TrainingKey {
-  enum Kind { kInt, kNumber, kMetric, kCompute, kSchedule };
+  enum Kind { kInt, kNumber, kMetric, kCompute, kSchedule, kTokenizer };
   const char* name;
   Kind kind;
   double min;   // smallest allowed value

@@ -103,6 +103,9 @@ Vocab Vocab::train(const std::vector<const std::string*>& sentences, int vocab_s
                            " --model_type=" + model_type +
                            " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3"
                            " --character_coverage=" + coverage +
+                           // Characters below the coverage are spelled in
+                           // UTF-8 byte pieces rather than made <unk>.
+                           std::string(character_coverage < 1.0 ? " --byte_fallback=true" : "") +
                            " --input_sentence_size=1000000"
                            " --shuffle_input_sentence=true --hard_vocab_limit=false"
                            " --minloglevel=2 --num_threads=" +

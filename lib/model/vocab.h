@@ -30,7 +30,9 @@ class Vocab {
   // The same over sentences held elsewhere (a sample of a corpus, not a copy
   // of it). character_coverage: the share of characters the pieces must
   // cover; the rest map to <unk> (SentencePiece recommends 0.9995 for
-  // Chinese and Japanese, 1.0 for small character sets).
+  // Chinese and Japanese, 1.0 for small character sets); below 1.0 the
+  // characters left out are spelled in UTF-8 byte pieces (byte fallback),
+  // so that no text becomes <unk>.
   static Vocab train(const std::vector<const std::string*>& sentences, int vocab_size,
                      double character_coverage, const std::string& model_type = "unigram",
                      int threads = 1);

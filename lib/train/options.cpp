@@ -65,6 +65,8 @@ void apply_training_json(const json& j, TrainOptions& o, const std::string& sour
       o.compute_type = v.get<std::string>();
     else if (k == "lr_schedule")
       o.lr_schedule = v.get<std::string>();
+    else if (k == "valid_tokenize")
+      o.valid_tokenize = v.get<std::string>();
   }
 }
 
@@ -115,6 +117,7 @@ json options_to_json(const TrainOptions& o) {
               {"average_last", o.average_last},
               {"early_stop", o.early_stop},
               {"best_metric", o.best_metric},
+              {"valid_tokenize", o.valid_tokenize},
               {"log_every", o.log_every},
               {"compute_type", o.compute_type},
               {"threads", ops::num_threads()}};

@@ -70,6 +70,9 @@ struct TrainOptions {
   int64_t average_last = 0;      // final model = mean of the last K checkpoints (0/1: last weights)
   int64_t early_stop = 0;        // stop after N validations without improvement (0: never)
   std::string best_metric = "bleu";  // or "loss"
+  // sacreBLEU's tokeniser for the validation BLEU: 13a, intl, char, zh,
+  // ja-mecab or none (the recipe takes the target language's).
+  std::string valid_tokenize = "13a";
   int64_t log_every = 100;           // steps between plain progress lines (not on a terminal)
   // "bf16": mixed precision (the products in bf16 with f32 accumulation;
   // weights, gradients, optimiser and loss in f32).

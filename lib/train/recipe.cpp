@@ -82,8 +82,8 @@ CorpusFacts corpus_facts(const std::vector<std::string>& src, const std::vector<
                          size_t sample) {
   CorpusFacts f;
   f.pairs = static_cast<int64_t>(std::min(src.size(), tgt.size()));
-  auto cjk_share = [&](const std::vector<std::string>& side) {
-    int64_t cjk = 0, all = 0;
+  auto cjk_share = [&](const std::vector<std::string>& side, double* kana_share = nullptr) {
+    int64_t cjk = 0, all = 0, kana = 0;
     const size_t n = side.size(), step = std::max<size_t>(1, n / std::max<size_t>(sample, 1));
     for (size_t i = 0; i < n; i += step) {
       const auto* p = reinterpret_cast<const uint8_t*>(side[i].data());
@@ -103,12 +103,14 @@ CorpusFacts corpus_facts(const std::vector<std::string>& src, const std::vector<
         if (U_SUCCESS(err) && (s == USCRIPT_HAN || s == USCRIPT_HIRAGANA ||
                                s == USCRIPT_KATAKANA || s == USCRIPT_HANGUL))
           ++cjk;
+        if (U_SUCCESS(err) && (s == USCRIPT_HIRAGANA || s == USCRIPT_KATAKANA)) ++kana;
       }
     }
+    if (kana_share) *kana_share = all ? double(kana) / double(all) : 0.0;
     return all ? double(cjk) / double(all) : 0.0;
   };
   f.src_cjk = cjk_share(src);
-  f.tgt_cjk = cjk_share(tgt);
+  f.tgt_cjk = cjk_share(tgt, &f.tgt_kana);
   return f;
 }
 
@@ -126,7 +128,8 @@ std::string recipe_config_name(int64_t pairs, std::string* reason) {
 }
 
 DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOptions& o,
-                           const std::string& bf16_why_not, Recipe& r) {
+                           const std::string& bf16_why_not, Recipe& r,
+                           const std::string& mecab_why_not) {
   DataRecipe d;
   const std::string from_config = "from the config " + cfg.name;
   if (given(o, "config")) {
@@ -153,20 +156,43 @@ DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOp
     r.choose("vocab_size", d.vocab_size,
              count(p) + " pairs: joint vocabularies of 1k (<2k pairs), 4k (<10k), 8k (<100k), "
                         "16k (<500k), 32k pieces above");
+    o.vocab_size = d.vocab_size;
   }
-  o.vocab_size = d.vocab_size;
 
   const double cjk = std::max(f.src_cjk, f.tgt_cjk);
-  if (cjk >= 0.3) {
+  if (!o.spm.empty()) {
+    r.given("character_coverage", "the --spm model's", "given (--spm)");
+  } else if (cjk >= 0.3) {
     d.character_coverage = 0.9995;
     r.choose("character_coverage", d.character_coverage,
              num("%.0f", 100 * cjk) + "% of a side's characters are Han, kana or Hangul: "
-             "SentencePiece's recommendation for such large character sets (the rarest "
-             "0.05% become <unk> instead of a piece each)");
+             "SentencePiece's recommendation for such large character sets; the rarest "
+             "0.05% are spelled in UTF-8 byte pieces (byte fallback), never <unk>");
   } else {
     r.choose("character_coverage", 1.0,
              "an alphabetic script (" + num("%.1f", 100 * cjk) +
                  "% Han, kana or Hangul): every character gets a piece");
+  }
+
+  // Validation BLEU as it is reported for the target language: 13a's
+  // spaces would make a Chinese or Japanese sentence one word, and every
+  // validation score 0, which picks the best model and stops early.
+  if (given(o, "valid_tokenize")) {
+    r.given("valid_tokenize", o.valid_tokenize);
+  } else if (f.tgt_cjk >= 0.3 && f.tgt_kana >= 0.05) {
+    o.valid_tokenize = mecab_why_not.empty() ? "ja-mecab" : "char";
+    r.choose("valid_tokenize", o.valid_tokenize,
+             "Japanese target text (" + num("%.0f", 100 * f.tgt_kana) + "% kana): " +
+                 (mecab_why_not.empty() ? "MeCab's words, as sacreBLEU's -tok ja-mecab"
+                                        : "characters (ja-mecab cannot run: " + mecab_why_not + ")"));
+  } else if (f.tgt_cjk >= 0.3) {
+    o.valid_tokenize = "zh";
+    r.choose("valid_tokenize", "zh",
+             "Chinese target text (" + num("%.0f", 100 * f.tgt_cjk) +
+                 "% Han): each character a word, as sacreBLEU's -tok zh");
+  } else {
+    o.valid_tokenize = "13a";
+    r.choose("valid_tokenize", "13a", "space-separated target text: sacreBLEU's default");
   }
 
   if (given(o, "compute_type")) {

@@ -57,6 +57,7 @@ struct CorpusFacts {
   // Shares of the characters of each side (a sample of lines; spaces and
   // ASCII punctuation not counted) that are Han, kana or Hangul.
   double src_cjk = 0, tgt_cjk = 0;
+  double tgt_kana = 0;  // of the target side's characters, the share that is kana (Japanese)
 };
 // Reads at most `sample` lines of each side.
 CorpusFacts corpus_facts(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
@@ -74,9 +75,11 @@ struct DataRecipe {
 // Stage 1. opts.given says what the user set ("config", "vocab_size",
 // "compute_type", ...); cfg is the config in use (the given one, or the
 // recipe's, already loaded). bf16_why_not: "" when this machine trains in
-// bf16, else why it cannot. Sets opts.compute_type.
+// bf16, else why it cannot; mecab_why_not likewise for the ja-mecab
+// tokeniser. Sets opts.vocab_size, compute_type and valid_tokenize.
 DataRecipe recipe_for_data(const CorpusFacts& facts, const ModelConfig& cfg, TrainOptions& opts,
-                           const std::string& bf16_why_not, Recipe& recipe);
+                           const std::string& bf16_why_not, Recipe& recipe,
+                           const std::string& mecab_why_not = "");
 
 struct BudgetFacts {
   int64_t pairs = 0;

@@ -35,13 +35,14 @@
 #include "core/comm.h"
 #include "core/error.h"
 #include "core/format.h"
+#include "core/memory.h"
 #include "core/rng.h"
 #include "io/output_file.h"
+#include "metrics/tokenizers.h"
 #include "io/file_lock.h"
 #include "model/model_file.h"
 #include "model/vocab.h"
 #include "ops/ops.h"
-#include "core/memory.h"
 #include "train/recipe.h"
 #include "train/train_log.h"
 
@@ -311,7 +312,13 @@ void TrainRun::choose_data_recipe() {
   }
   CorpusFacts facts = corpus_facts(src_, tgt_);
   facts.pairs = usable_pairs_;
-  data_recipe_ = recipe_for_data(facts, cfg_, opts_, why_not, recipe_);
+  std::string mecab_why_not;
+  if (facts.tgt_kana >= 0.05) try {
+      metrics::load_tokenizer(metrics::TokenizerKind::kJaMecab);
+    } catch (const Error& e) {
+      mecab_why_not = e.what();
+    }
+  data_recipe_ = recipe_for_data(facts, cfg_, opts_, why_not, recipe_, mecab_why_not);
   log_recipe(0);
 }
 
@@ -394,6 +401,10 @@ void TrainRun::open_previous_run() {
           continue;
         restore[key] = old[key];
       }
+      // The vocabulary size the recipe chose, so that the options recorded
+      // in the final model are those of an uninterrupted run.
+      if (!given("vocab_size") && old.contains("vocab_size") && old["vocab_size"].is_number_integer())
+        opts_.vocab_size = old["vocab_size"].get<int>();
       try {
         apply_training_json(restore, opts_, chosen);
       } catch (const InputError&) {
@@ -610,6 +621,9 @@ void TrainRun::build_model() {
     bad_valids_ = static_cast<int64_t>(num("bad_validations", 0));
     last_valid_step_ = static_cast<int64_t>(num("last_valid_step", -1));
     last_metric_ = num("last_metric", 0.0);
+    // A checkpoint written by the validation that ran out the patience:
+    // the run it resumes had decided to stop there.
+    early_stopped_ = opts_.early_stop > 0 && bad_valids_ >= opts_.early_stop;
     train_seconds_before_ = num("train_seconds", 0.0);
     trainer_->set_schedule_steps(static_cast<int64_t>(num("schedule_steps", 0)));
     resume_file_.reset();

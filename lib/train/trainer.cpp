@@ -108,37 +108,41 @@ double measure_update_seconds(Transformer& model, const ParallelCorpus& corpus,
   Activations acts;
   Grads grads(model.params());
   Tensor dlogits;
-  double best = 0;
+  std::vector<double> times;
   int64_t tgt = 0, budget = 0;
-  // The first batch builds the primitives; then the best of three. Batches
-  // are of mixed lengths, so each one's time is scaled to a full batch.
-  const int64_t n = std::min<int64_t>(4, stream.batches_per_epoch() + 1);
+  // Each batch twice, timing the second pass: the first builds the
+  // primitives of its shape, which a long run builds once and reuses. The
+  // median of the batches, each scaled to a full batch.
+  const int64_t n = std::min<int64_t>(5, stream.batches_per_epoch());
   for (int64_t k = 0; k < n; ++k) {
     const std::vector<int64_t>& idx = stream.next();
     const TokenBatch b = gather_batch(corpus, idx);
-    int64_t padded = 0, t = 0;
+    int64_t t = 0;
     size_t ls = 0, lt = 0;
     for (int64_t i : idx) {
       ls = std::max(ls, corpus.src[i].size() + 1);
       lt = std::max(lt, corpus.tgt[i].size() + 1);
       t += static_cast<int64_t>(corpus.tgt[i].size()) + 1;
     }
-    padded = static_cast<int64_t>(std::max(ls, lt) * idx.size());
-    const auto t0 = std::chrono::steady_clock::now();
-    grads.zero();
-    model.forward(b, acts, true, mix_seed(seed, 0x9e0be + static_cast<uint64_t>(k)));
-    ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, model.config().label_smoothing, kPad,
-                             &dlogits, 1.f / static_cast<float>(std::max<int64_t>(t, 1)));
-    model.backward(b, acts, dlogits, grads);
-    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto padded = static_cast<int64_t>(std::max(ls, lt) * idx.size());
+    double sec = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto t0 = std::chrono::steady_clock::now();
+      grads.zero();
+      model.forward(b, acts, true, mix_seed(seed, 0x9e0be + static_cast<uint64_t>(k)));
+      ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, model.config().label_smoothing,
+                               kPad, &dlogits, 1.f / static_cast<float>(std::max<int64_t>(t, 1)));
+      model.backward(b, acts, dlogits, grads);
+      sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     tgt += t;
     budget += padded;
-    if (k == 0 && n > 1) continue;
-    const double full = sec * double(batch_tokens) / double(std::max<int64_t>(padded, 1));
-    best = best == 0 ? full : std::min(best, full);
+    times.push_back(sec * double(batch_tokens) / double(std::max<int64_t>(padded, 1)));
   }
   if (fill) *fill = budget ? double(tgt) / double(budget) : 1.0;
-  return best;
+  if (times.empty()) return 0;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 namespace {
@@ -215,7 +219,9 @@ void Trainer::greedy_bleu(const ParallelCorpus& valid, const Vocab* vocab,
   }
   for (int64_t i = 0; i < n; ++i)
     refs[i] = (vocab && ref_lines) ? (*ref_lines)[valid.line[i]] : join_ids(valid.tgt[i]);
-  const metrics::BleuScore b = metrics::corpus_bleu(hyps, {refs});
+  metrics::BleuOptions bo;
+  bo.tokenizer = metrics::parse_tokenizer(opts_.valid_tokenize);
+  const metrics::BleuScore b = metrics::corpus_bleu(hyps, {refs}, bo);
   v.has_bleu = true;
   v.bleu = b.score;
   v.bleu_text = b.text();

@@ -135,9 +135,10 @@ class Trainer {
 };
 
 // Seconds of one update of `batch_tokens` on this model (forward and
-// backward passes on batches of the corpus, no weight change), the best of
-// a few after one that warms the primitive cache: what the recipe plans a
-// time budget with. Also returns the target tokens per padded batch token.
+// backward passes on a few batches of the corpus, no weight change; each
+// timed on its second pass, once its primitives exist; the median): what the
+// recipe plans a time budget with. Also returns, in fill, the target tokens
+// per padded batch token.
 double measure_update_seconds(Transformer& model, const ParallelCorpus& corpus,
                               int64_t batch_tokens, uint64_t seed, double* fill = nullptr);
 
