@@ -333,14 +333,14 @@ int64_t recipe_for_budget(const BudgetFacts& f, ModelConfig& cfg, TrainOptions& 
     const double peak = known ? 1.5e-3 * std::sqrt(256.0 / d) *
                                     std::min(1.0, std::sqrt(double(o.batch_tokens) / 4096.0))
                               : std::pow(d, -0.5) * std::pow(double(o.warmup_steps), -0.5);
-    o.lr_scale = peak * std::sqrt(d) * std::sqrt(double(o.warmup_steps));
-    r.choose("lr_scale", std::round(o.lr_scale * 1e4) / 1e4,
+    // Four decimals, as printed and recorded.
+    o.lr_scale = std::round(peak * std::sqrt(d) * std::sqrt(double(o.warmup_steps)) * 1e4) / 1e4;
+    r.choose("lr_scale", o.lr_scale,
              "peak learning rate " + num("%.2e", peak) +
                  (known ? " (1.5e-3 at width 256, times sqrt(256/d_model) = " +
                               num("%.2f", std::sqrt(256.0 / d)) +
                               " and sqrt(batch/4096) below 4096 tokens)"
                         : " (the paper's)"));
-    o.lr_scale = std::round(o.lr_scale * 1e4) / 1e4;
   }
 
   // Regularisation: dropout by corpus size, less when the budget allows few
