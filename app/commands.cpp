@@ -105,13 +105,13 @@ void register_summary_impl(CLI::App& app) {
       throw UsageError("--length " + std::to_string(opts->length) + " exceeds the model's " +
                        std::to_string(cfg.max_positions) + " positions");
     std::mt19937 g(1);
-    std::uniform_int_distribution<int32_t> tok(4, cfg.vocab_size - 1);
+    std::uniform_int_distribution<int32_t> tok(4, std::min(cfg.vocab_size, cfg.source_vocab()) - 1);
     std::vector<std::vector<int32_t>> sents(opts->batch, std::vector<int32_t>(opts->length - 1));
     for (auto& s : sents)
       for (auto& t : s) t = tok(g);
     std::vector<const std::vector<int32_t>*> ptrs;
     for (auto& s : sents) ptrs.push_back(&s);
-    TokenBatch b = make_batch(ptrs, ptrs);
+    TokenBatch b = make_batch(ptrs, ptrs, cfg);
     Activations acts;
     model->forward(b, acts, false, 0);  // warm-up: builds the primitives
     const int reps = 3;
@@ -183,14 +183,39 @@ void print_info(const nlohmann::ordered_json& j) {
   std::printf("format       %s, %s weights, %s, crc32 %s\n", j["format"].get<std::string>().c_str(),
               j["weights"].get<std::string>().c_str(), human(j["bytes"].get<double>(), "B").c_str(),
               j["crc32"].get<std::string>().c_str());
+  const bool tied = c["tie_embeddings"].get<bool>(), tied_out = c["tie_output"].get<bool>();
   std::printf(
-      "config       %s: %d+%d layers, d_model %d, d_ff %d, %d heads, %s-LN, %s positions "
+      "config       %s: %d+%d layers, d_model %d, d_ff %d (%s), %d heads, %s-LN%s, %s positions "
       "(max %d), %s embeddings\n",
       c["name"].get<std::string>().c_str(), c["encoder_layers"].get<int>(),
       c["decoder_layers"].get<int>(), c["d_model"].get<int>(), c["d_ff"].get<int>(),
-      c["heads"].get<int>(), c["norm"].get<std::string>().c_str(),
+      c["activation"].get<std::string>().c_str(), c["heads"].get<int>(),
+      c["norm"].get<std::string>().c_str(),
+      c["norm"] == "pre" && !c["final_norm"].get<bool>() ? " without final norms" : "",
       c["positional"].get<std::string>().c_str(), c["max_positions"].get<int>(),
-      c["tie_embeddings"].get<bool>() ? "tied" : "separate");
+      tied       ? "tied"
+      : tied_out ? "separate source, tied target and output"
+                 : "separate");
+  // What only an imported model has differently from the paper's.
+  std::string extra;
+  auto add = [&](const std::string& s) { extra += (extra.empty() ? "" : ", ") + s; };
+  if (c["src_vocab_size"].get<int>())
+    add("source vocabulary " + std::to_string(c["src_vocab_size"].get<int>()) + ", target " +
+        std::to_string(c["vocab_size"].get<int>()));
+  if (c["output_bias"].get<bool>()) add("output bias");
+  if (!c["scale_embeddings"].get<bool>()) add("unscaled embeddings");
+  if (c["decoder_start"] == "zero") add("decoder starts from a zero embedding");
+  const int ids[] = {c["pad_id"].get<int>(), c["unk_id"].get<int>(), c["bos_id"].get<int>(),
+                     c["eos_id"].get<int>()};
+  if (ids[0] != 0 || ids[1] != 1 || ids[2] != 2 || ids[3] != 3) {
+    const char* names[] = {"pad", "unk", "bos", "eos"};
+    std::string t;
+    for (int i = 0; i < 4; ++i)
+      t += std::string(i ? " " : "") + names[i] + " " +
+           (ids[i] < 0 ? "none" : std::to_string(ids[i]));
+    add("token ids " + t);
+  }
+  if (!extra.empty()) std::printf("             %s\n", extra.c_str());
   std::printf("parameters   %s (%lld)\n", human(j["parameters"].get<double>()).c_str(),
               j["parameters"].get<long long>());
   std::string sample;
@@ -213,9 +238,8 @@ void print_info(const nlohmann::ordered_json& j) {
       return s.empty() ? std::string("?") : s;
     };
     std::printf("trained on   %s | %s: %lld of %lld pairs, %s target tokens\n",
-                files("train_src").c_str(), files("train_tgt").c_str(),
-                d.value("train_pairs", 0LL), d.value("train_lines", 0LL),
-                human(d.value("train_target_tokens", 0.0)).c_str());
+                files("train_src").c_str(), files("train_tgt").c_str(), d.value("train_pairs", 0LL),
+                d.value("train_lines", 0LL), human(d.value("train_target_tokens", 0.0)).c_str());
   }
   if (j.contains("training_options"))
     std::printf("options      %s\n", j["training_options"].dump().c_str());

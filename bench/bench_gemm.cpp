@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
         Tensor a(Shape{M, s.K}), w(Shape{s.N, s.K}), bias(Shape{s.N}), c(Shape{M, s.N});
         fill(a);
         fill(w);
-        const double sec = time_it([&] { ops::linear(a, w, &bias, c, s.relu); });
+        const double sec = time_it(
+            [&] { ops::linear(a, w, &bias, c, s.relu ? Activation::Relu : Activation::None); });
         const double gf = 2.0 * M * s.K * s.N / sec / 1e9;
         char label[64];
         std::snprintf(label, sizeof label, "%s %s %ldx%ld->%ld", m.name, s.op, (long)M, (long)s.K,

@@ -109,10 +109,30 @@ std::vector<float> stored(const std::vector<float>& x, int64_t rows, int64_t col
   return t;
 }
 
-// alpha A B (+ bias) (relu) (+ C0), in double.
+// The activations as their definitions say, in double.
+double act_reference(Activation a, double x) {
+  switch (a) {
+    case Activation::Relu:
+      return x > 0 ? x : 0;
+    case Activation::Swish:
+      return x / (1 + std::exp(-x));
+    case Activation::Gelu:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case Activation::GeluTanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::None:
+      break;
+  }
+  return x;
+}
+
+constexpr Activation kActivations[] = {Activation::Relu, Activation::Swish, Activation::Gelu,
+                                       Activation::GeluTanh};
+
+// act(alpha A B (+ bias)) (+ C0), in double.
 std::vector<double> gemm_reference(const std::vector<float>& A, const std::vector<float>& B,
                                    const std::vector<float>& bias, const std::vector<float>& C0,
-                                   Mm s, float alpha, bool with_bias, bool relu, bool acc) {
+                                   Mm s, float alpha, bool with_bias, Activation act, bool acc) {
   std::vector<double> ref(s.M * s.N);
   for (int64_t i = 0; i < s.M; ++i)
     for (int64_t j = 0; j < s.N; ++j) {
@@ -120,7 +140,7 @@ std::vector<double> gemm_reference(const std::vector<float>& A, const std::vecto
       for (int64_t k = 0; k < s.K; ++k) r += double(A[i * s.K + k]) * B[k * s.N + j];
       r *= alpha;
       if (with_bias) r += bias[j];
-      if (relu && r < 0) r = 0;
+      r = act_reference(act, r);
       if (acc) r += C0[i * s.N + j];
       ref[i * s.N + j] = r;
     }
@@ -129,15 +149,19 @@ std::vector<double> gemm_reference(const std::vector<float>& A, const std::vecto
 
 }  // namespace
 
-TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate, constant weights",
+TEST_CASE("matmul: plain, transposed, bias, activations, alpha, accumulate, constant weights",
           "[ops][gemm]") {
   for (DType dt : kDtypes)
     for (Mm s : {Mm{1, 1, 1}, Mm{7, 5, 3}, Mm{33, 64, 17}, Mm{128, 96, 200}, Mm{1, 256, 512}})
-      for (int variant = 0; variant < 7; ++variant) {
+      for (int variant = 0; variant < 10; ++variant) {
         // 6: the weights are constant (a frozen model's), so the backend may
-        // repack them once and reuse the copy.
-        const bool ta = variant == 1, tb = variant == 2 || variant == 6, bias = variant == 3,
-                   relu = variant == 4, acc = variant == 5, constant = variant == 6;
+        // repack them once and reuse the copy. 4, 7-9: each activation
+        // epilogue, 7-9 after a bias.
+        const bool ta = variant == 1, tb = variant == 2 || variant == 6,
+                   bias = variant == 3 || variant >= 7, acc = variant == 5, constant = variant == 6;
+        const Activation act = variant == 4   ? Activation::Relu
+                               : variant >= 7 ? kActivations[variant - 6]
+                                              : Activation::None;
         const float alpha = variant == 5 ? 0.5f : 1.f;
         auto A = randv(s.M * s.K, 1), Bm = randv(s.K * s.N, 2), bv = randv(s.N, 3),
              C0 = randv(s.M * s.N, 4);
@@ -148,7 +172,7 @@ TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate, constant we
         ops::MatmulOpts o;
         o.alpha = alpha;
         o.bias = bias ? &bt : nullptr;
-        o.relu = relu;
+        o.act = act;
         o.accumulate = acc;
         o.constant_b = constant ? 4242 : 0;
         ops::matmul(a, ta, b, tb, c, o);
@@ -156,7 +180,7 @@ TEST_CASE("matmul: plain, transposed, bias, ReLU, alpha, accumulate, constant we
           ops::matmul(a, ta, b, tb, c, o);  // the second call uses the kept copy
           backend(g_device).forget_constants(4242);
         }
-        const auto ref = gemm_reference(A, Bm, bv, C0, s, alpha, bias, relu, acc);
+        const auto ref = gemm_reference(A, Bm, bv, C0, s, alpha, bias, act, acc);
         expect_close(host(c), ref, tolerance(dt),
                      "matmul " + std::to_string(s.M) + "x" + std::to_string(s.K) + "x" +
                          std::to_string(s.N) + " variant " + std::to_string(variant));
@@ -179,13 +203,15 @@ void check_weights_matmul(ComputeType ct) {
                                                : 2e-2;
   const uint64_t owner = 5151 + static_cast<uint64_t>(ct);
   for (int64_t M : {1, 5, 17, 33, 40, 300, 600})
-    for (int variant = 0; variant < 3; ++variant) {
-      const bool bias = variant >= 1, relu = variant == 2;
+    for (int variant = 0; variant < 6; ++variant) {
+      // 0 plain, 1 bias, 2-5 bias and each activation.
+      const bool bias = variant >= 1;
+      const Activation act = variant >= 2 ? kActivations[variant - 2] : Activation::None;
       auto A = randv(M * K, 10 + M);
       Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
       ops::MatmulOpts o;
       o.bias = bias ? &bt : nullptr;
-      o.relu = relu;
+      o.act = act;
       o.constant_b = owner;
       o.compute = ct;
       ops::matmul(a, false, w, true, c, o);
@@ -195,8 +221,7 @@ void check_weights_matmul(ComputeType ct) {
           double r = 0;
           for (int64_t k = 0; k < K; ++k) r += double(A[i * K + k]) * W[j * K + k];
           if (bias) r += bv[j];
-          if (relu && r < 0) r = 0;
-          ref[i * N + j] = r;
+          ref[i * N + j] = act_reference(act, r);
         }
       expect_close(host(c), ref, tol,
                    std::string(compute_type_name(ct)) + " M=" + std::to_string(M) + " variant " +
@@ -228,7 +253,7 @@ TEST_CASE("int8 products of a row do not depend on the other rows of the batch",
   Tensor w = dev(W, Shape{N, K}), bt = dev(bv, Shape{N});
   ops::MatmulOpts o;
   o.bias = &bt;
-  o.relu = true;
+  o.act = Activation::Relu;
   o.constant_b = 6262;
   o.compute = ComputeType::INT8;
   Tensor alone = dev(std::vector<float>(A.begin(), A.begin() + 5 * K), Shape{5, K});
@@ -247,7 +272,8 @@ TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[op
       // 0 plain, 1 a transposed (dY^T X), 2 b transposed (x W^T), 3 bias and
       // ReLU, 4 accumulate with alpha, 5 both transposed.
       const bool ta = variant == 1 || variant == 5, tb = variant == 2 || variant == 5;
-      const bool bias = variant == 3, relu = variant == 3, acc = variant == 4;
+      const bool bias = variant == 3, acc = variant == 4;
+      const Activation act = variant == 3 ? Activation::Relu : Activation::None;
       const float alpha = acc ? 0.5f : 1.f;
       auto A = randv(s.M * s.K, 1), Bm = randv(s.K * s.N, 2), bv = randv(s.N, 3),
            C0 = randv(s.M * s.N, 4);
@@ -257,11 +283,11 @@ TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[op
       ops::MatmulOpts o;
       o.alpha = alpha;
       o.bias = bias ? &bt : nullptr;
-      o.relu = relu;
+      o.act = act;
       o.accumulate = acc;
       o.compute = ComputeType::BF16;
       ops::matmul(a, ta, b, tb, c, o);
-      const auto ref = gemm_reference(A, Bm, bv, C0, s, alpha, bias, relu, acc);
+      const auto ref = gemm_reference(A, Bm, bv, C0, s, alpha, bias, act, acc);
       expect_close(host(c), ref, 1e-2,
                    "bf16 " + std::to_string(s.M) + "x" + std::to_string(s.K) + "x" +
                        std::to_string(s.N) + " variant " + std::to_string(variant));
@@ -460,7 +486,7 @@ TEST_CASE("layer norm forward (with and without statistics) and backward", "[ops
     }
 }
 
-TEST_CASE("element-wise: add, add_, scale_, copy, copy_rows, relu backward, column sums",
+TEST_CASE("element-wise: add, add_, scale_, copy, copy_rows, activations, column sums",
           "[ops][elementwise]") {
   for (int64_t n : {1, 100, 70000}) {
     auto A = randv(n, 1), B = randv(n, 2);
@@ -477,10 +503,33 @@ TEST_CASE("element-wise: add, add_, scale_, copy, copy_rows, relu backward, colu
     Tensor c;
     ops::copy(a, c);
     CHECK(host(c) == host(a));
+    // Each activation against its definition, and its derivative against
+    // central differences of the definition (in double, on inputs spread
+    // spread over about [-5, 5]).
+    std::vector<float> X(n);
+    for (int64_t i = 0; i < n; ++i) X[i] = 2.5f * A[i];
+    for (Activation act : kActivations) {
+      const std::string name = "activation " + std::to_string(static_cast<int>(act));
+      Tensor x = dev(X, Shape{n}), yv, dy = dev(B, Shape{n});
+      ops::activate(x, yv, act);
+      std::vector<double> ry(n), rd(n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double h = 1e-4, v = X[i];
+        ry[i] = act_reference(act, v);
+        const double d = act == Activation::Relu
+                             ? (v > 0 ? 1.0 : 0.0)
+                             : (act_reference(act, v + h) - act_reference(act, v - h)) / (2 * h);
+        rd[i] = d * B[i];
+      }
+      expect_close(host(yv), ry, 1e-6, name);
+      ops::activation_backward_(x, dy, act);
+      expect_close(host(dy), rd, 1e-5, name + " backward");
+    }
+    // ReLU's backward pass may read its output instead of its input.
     Tensor y = dev(A, Shape{n}), dy = dev(B, Shape{n});
-    ops::relu_backward_(y, dy);
+    ops::activation_backward_(y, dy, Activation::Relu);
     for (int64_t i = 0; i < n; ++i) r[i] = A[i] > 0 ? B[i] : 0.0;
-    expect_close(host(dy), r, 0, "relu_backward");
+    expect_close(host(dy), r, 0, "relu backward");
   }
   auto S = randv(300 * 40, 3), D0 = randv(40, 4);
   Tensor src = dev(S, Shape{300, 40}), dst = dev(D0, Shape{40});

@@ -68,6 +68,35 @@ expect 1 "va.en: no usable sentence pairs in the validation set" \
   "$NMT" train "${A[@]}" "${T[@]}" --valid-src va.en --valid-tgt va.de --max-steps 2 --out v.nmt
 no_outputs v.nmt
 
+# A config describing a model nmt train cannot make (another toolkit's
+# token ids, or separate vocabularies) is refused by name before the data.
+python3 - "$CFG" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+json.dump(dict(c, eos_id=0, unk_id=1, pad_id=-1, bos_id=-1, decoder_start="zero"), open("ids.json", "w"))
+json.dump(dict(c, tie_embeddings=False, src_vocab_size=300), open("srcv.json", "w"))
+PY
+expect 1 "config transformer-tiny: pad_id -1: the vocabulary nmt train makes has pad 0" \
+  "$NMT" train -c ids.json --threads 1 "${T[@]}" --max-steps 2 --out ids.nmt
+expect 1 "config transformer-tiny: src_vocab_size 300: nmt train makes one joint vocabulary" \
+  "$NMT" train -c srcv.json --threads 1 "${T[@]}" --max-steps 2 --out srcv.nmt
+no_outputs ids.nmt
+# What it can make, nmt info shows.
+python3 - "$CFG" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+json.dump(dict(c, activation="gelu", output_bias=True, norm="pre", final_norm=False,
+               positional="sinusoidal-concat", tie_embeddings=False, tie_output=True),
+          open("feat.json", "w"))
+PY
+"$NMT" train -c feat.json --threads 1 --vocab-size 200 "${T[@]}" --max-steps 2 --out feat.nmt \
+  2>err.txt || fail "training with feat.json: $(cat err.txt)"
+"$NMT" info feat.nmt >info.txt 2>&1 || fail "nmt info feat.nmt: $(cat info.txt)"
+for want in "d_ff 64 (gelu)" "pre-LN without final norms" "sinusoidal-concat positions" \
+  "separate source, tied target and output embeddings" "output bias"; do
+  grep -qF "$want" info.txt || fail "nmt info lacks '$want': $(cat info.txt)"
+done
+
 # 3. Text with nothing SentencePiece keeps is an empty side: one error, exit
 # 1, no lock left (SentencePiece itself would end the process with 255).
 head -300 tr.de >tr300.de

@@ -28,31 +28,38 @@ Tensor causal_mask(int64_t T) {
 }  // namespace
 
 TEST_CASE("Linear and FeedForward backward match finite differences", "[grad]") {
-  ParamStore store;
-  Linear lin(store, "lin", 6, 5);
-  FeedForward ffn(store, "ffn", 6, 12, 0.f);
-  store.allocate(1);
-  Grads g(store);
-  randomize(store, 3);  // non-zero biases too
-  Tensor x(Shape{7, 6}), R5(Shape{7, 5}), R6(Shape{7, 6}), y, hidden, dhidden, dx, dx2;
-  fill_random(x, 1);
-  fill_random(R5, 2);
-  fill_random(R6, 4);
-  auto loss = [&] {
+  for (Activation act :
+       {Activation::Relu, Activation::Swish, Activation::Gelu, Activation::GeluTanh}) {
+    ParamStore store;
+    Linear lin(store, "lin", 6, 5);
+    FeedForward ffn(store, "ffn", 6, 12, 0.f, act);
+    store.allocate(1);
+    Grads g(store);
+    randomize(store, 3);  // non-zero biases too
+    Tensor x(Shape{7, 6}), R5(Shape{7, 5}), R6(Shape{7, 6}), y, hidden, pre, dhidden, dx, dx2;
+    fill_random(x, 1);
+    fill_random(R5, 2);
+    fill_random(R6, 4);
+    // The loss runs the inference path (the activation fused into the
+    // GEMM); the gradients come from the training path.
+    auto loss = [&] {
+      lin.forward(x, y);
+      double l = dot(y, R5);
+      ffn.forward(x, hidden, nullptr, y, false, 0);
+      return l + dot(y, R6);
+    };
+    loss();
     lin.forward(x, y);
-    double l = dot(y, R5);
-    ffn.forward(x, hidden, y, false, 0);
-    return l + dot(y, R6);
-  };
-  loss();
-  lin.forward(x, y);
-  lin.backward(x, R5, &dx, false, g);
-  ffn.forward(x, hidden, y, true, 0);
-  ffn.backward(x, hidden, R6, dhidden, dx2, g, 0);
-  ops::add_(dx, dx2);
-  auto targets = param_targets(store, g);
-  targets.push_back({"x", x.data(), dx.data(), x.numel()});
-  check_gradients(loss, targets, 12, 1e-2, 2e-2, 1e-3);
+    lin.backward(x, R5, &dx, false, g);
+    Tensor* kept = ffn.keeps_pre() ? &pre : nullptr;
+    ffn.forward(x, hidden, kept, y, true, 0);
+    ffn.backward(x, hidden, kept, R6, dhidden, dx2, g, 0);
+    ops::add_(dx, dx2);
+    auto targets = param_targets(store, g);
+    targets.push_back({"x", x.data(), dx.data(), x.numel()});
+    INFO("activation " << static_cast<int>(act));
+    check_gradients(loss, targets, 12, 1e-2, 2e-2, 1e-3);
+  }
 }
 
 TEST_CASE("LayerNorm backward matches finite differences", "[grad]") {
@@ -132,9 +139,14 @@ TEST_CASE("attention dropout backward matches finite differences", "[grad]") {
 
 TEST_CASE("encoder and decoder layers backward match finite differences, post-LN and pre-LN",
           "[grad]") {
-  for (const char* norm : {"post", "pre"}) {
+  // Every FFN activation, each in one norm placement or both.
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"post", "relu"}, {"pre", "relu"},  {"post", "swish"},
+      {"pre", "swish"}, {"post", "gelu"}, {"pre", "gelu-tanh"}};
+  for (const auto& [norm, activation] : cases) {
     ModelConfig cfg = tiny_config();
     cfg.norm = norm;
+    cfg.activation = activation;
     cfg.dropout = 0.2f;  // hash-based masks are fixed for a fixed seed
     const int64_t B = 2, S = 5, T = 4;
     ParamStore store;
@@ -170,31 +182,59 @@ TEST_CASE("encoder and decoder layers backward match finite differences, post-LN
     auto targets = param_targets(store, g);
     targets.push_back({"x", x.data(), dx.data(), x.numel()});
     targets.push_back({"t", t.data(), dt.data(), t.numel()});
-    INFO("norm " << norm);
+    INFO("norm " << norm << ", activation " << activation);
     check_gradients(loss, targets, 6, 1e-2, 4e-2, 3e-3);
   }
 }
 
 TEST_CASE("whole Transformer with label-smoothed loss matches finite differences", "[grad]") {
-  for (int variant = 0; variant < 2; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     ModelConfig cfg = tiny_config();
     if (variant == 1) {
       cfg.tie_embeddings = false;
       cfg.positional = "learned";
     }
+    if (variant >= 2) {
+      // What imported models have: a source vocabulary of its own, the
+      // target embedding as the output projection with a bias, a zero
+      // start, Marian's position layout without scaled embeddings, swish,
+      // and (variant 3) pre-LN without the final LayerNorms, with </s> = 0.
+      cfg.tie_embeddings = false;
+      cfg.tie_output = true;
+      cfg.src_vocab_size = 30;
+      cfg.output_bias = true;
+      cfg.decoder_start = "zero";
+      cfg.positional = "sinusoidal-concat";
+      cfg.scale_embeddings = false;
+      cfg.activation = "swish";
+      if (variant == 3) {
+        cfg.norm = "pre";
+        cfg.final_norm = false;
+        cfg.eos_id = 0, cfg.unk_id = 1, cfg.pad_id = -1, cfg.bos_id = -1;
+      }
+    }
     Transformer model(cfg);
     model.init(3);
+    if (cfg.output_bias)  // zero at initialisation: make its gradient matter
+      for (const Param& p : model.params().params())
+        if (p.name == "decoder/output/bias") {
+          Tensor v = model.params().value(&p);
+          fill_random(v, 8, 0.1f);
+        }
     Grads g(model.params());
-    std::vector<int32_t> s1{5, 6, 7, 8}, s2{9, 10}, t1{11, 12, 13}, t2{14, 15, 16, 17, 18};
-    TokenBatch b = make_batch({&s1, &s2}, {&t1, &t2});
+    // 27 is a source id beyond the target vocabulary where there are two.
+    std::vector<int32_t> s1{5, 6, 7, 8}, s2{9, 10, variant >= 2 ? 27 : 19}, t1{11, 12, 13},
+        t2{14, 15, 16, 17, 18};
+    TokenBatch b = make_batch({&s1, &s2}, {&t1, &t2}, cfg);
     Activations acts;
     Tensor dlogits;
     auto loss = [&] {
       model.forward(b, acts, true, 1);
-      return ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.1f, kPad, nullptr, 1.f).loss;
+      return ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.1f, kNoToken, nullptr, 1.f)
+          .loss;
     };
     model.forward(b, acts, true, 1);
-    ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.1f, kPad, &dlogits, 1.f);
+    ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.1f, kNoToken, &dlogits, 1.f);
     model.backward(b, acts, dlogits, g);
     INFO("variant " << variant);
     check_gradients(loss, param_targets(model.params(), g), 4, 1e-2, 5e-2, 3e-3);

@@ -142,17 +142,19 @@ inline double train_copy_task(Transformer& model, int steps, bool reverse = fals
   double last = 0;
   Tensor dlogits;
   for (int step = 1; step <= steps; ++step) {
-    auto src = random_sequences(32, 2, 8, model.config().vocab_size, seed * 100003u + step);
+    const ModelConfig& cfg = model.config();
+    auto src = random_sequences(32, 2, 8, std::min(cfg.vocab_size, cfg.source_vocab()),
+                                seed * 100003u + step);
     auto tgt = src;
     if (reverse)
       for (auto& t : tgt) std::reverse(t.begin(), t.end());
     std::vector<const std::vector<int32_t>*> ps_src, ps_tgt;
     for (size_t i = 0; i < src.size(); ++i) ps_src.push_back(&src[i]), ps_tgt.push_back(&tgt[i]);
-    TokenBatch b = make_batch(ps_src, ps_tgt);
+    TokenBatch b = make_batch(ps_src, ps_tgt, cfg);
     grads.zero();
     model.forward(b, acts, true, step);
-    const auto stats = ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.0f, kPad, &dlogits,
-                                                1.f / static_cast<float>(b.tgt_tokens()));
+    const auto stats = ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.0f, kNoToken,
+                                                &dlogits, 1.f / static_cast<float>(b.tgt_tokens()));
     last = stats.loss / stats.tokens;
     model.backward(b, acts, dlogits, grads);
     // Warm up, then decay linearly to a tenth: the last steps settle the model.

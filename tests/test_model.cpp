@@ -4,16 +4,16 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "core/error.h"
 #include "model/attention.h"
 #include "model/config.h"
 #include "model/embeddings.h"
 #include "model/model_file.h"
-#include "model/vocab.h"
 #include "model/transformer.h"
+#include "model/vocab.h"
 #include "test_helpers.h"
 
 using namespace nmt;
@@ -71,18 +71,25 @@ TEST_CASE("multi-head attention equals the per-head reference loop", "[model]") 
 }
 
 TEST_CASE("padding never changes the outputs at real positions", "[model]") {
-  ModelConfig cfg = tiny_config(30);
-  for (const char* norm : {"post", "pre"}) {
-    cfg.norm = norm;
+  for (int variant = 0; variant < 3; ++variant) {
+    ModelConfig cfg = tiny_config(30);
+    cfg.norm = variant == 1 ? "pre" : "post";
+    if (variant == 2) {
+      // Marian's ids: </s> is 0, which the padding must not be taken for.
+      cfg.eos_id = 0, cfg.unk_id = 1, cfg.pad_id = -1, cfg.bos_id = -1;
+      cfg.decoder_start = "zero";
+      cfg.activation = "swish";
+    }
+    INFO("variant " << variant);
     Transformer model(cfg);
     model.init(2);
     Activations acts;
     std::vector<int32_t> s1{5, 6, 7}, t1{8, 9}, s2{10, 11, 12, 13, 14, 15, 16},
         t2{17, 18, 19, 20, 21, 22};
-    TokenBatch alone = make_batch({&s1}, {&t1});
+    TokenBatch alone = make_batch({&s1}, {&t1}, cfg);
     model.forward(alone, acts, false, 0);
     std::vector<float> ref(acts.logits.data(), acts.logits.data() + acts.logits.numel());
-    TokenBatch padded = make_batch({&s1, &s2}, {&t1, &t2});
+    TokenBatch padded = make_batch({&s1, &s2}, {&t1, &t2}, cfg);
     model.forward(padded, acts, false, 0);
     const int64_t V = cfg.vocab_size;
     for (int64_t t = 0; t < alone.T; ++t)
@@ -121,6 +128,37 @@ TEST_CASE("sinusoidal positional encodings follow the formula", "[model]") {
       CHECK(pe.data()[pos * D + 2 * i] == Approx(std::sin(angle)).margin(1e-6));
       CHECK(pe.data()[pos * D + 2 * i + 1] == Approx(std::cos(angle)).margin(1e-6));
     }
+}
+
+TEST_CASE("Marian's sinusoid layout: sines, then cosines, over n-1 timescale steps", "[model]") {
+  Tensor pe;
+  const int64_t D = 512, n = D / 2;
+  sinusoidal_positions_concat(100, D, pe);
+  for (int64_t pos : {0, 1, 7, 50, 99})
+    for (int64_t i = 0; i < n; i += 37) {
+      // tensor2tensor's get_timing_signal_1d, as Marian and fairseq compute it.
+      const double angle = pos * std::exp(-std::log(10000.0) * i / (n - 1.0));
+      CHECK(pe.data()[pos * D + i] == Approx(std::sin(angle)).margin(1e-5));
+      CHECK(pe.data()[pos * D + n + i] == Approx(std::cos(angle)).margin(1e-5));
+    }
+}
+
+TEST_CASE("a config without the keys imported models add reads as the paper's model", "[model]") {
+  // The keys a model file written before them lacks.
+  nlohmann::json j = config_to_json(tiny_config());
+  for (const char* k : {"scale_embeddings", "tie_output", "output_bias", "final_norm", "activation",
+                        "src_vocab_size", "pad_id", "unk_id", "bos_id", "eos_id", "decoder_start"})
+    j.erase(k);
+  const ModelConfig c = config_from_json(j, "old.json");
+  CHECK(c.scale_embeddings);
+  CHECK_FALSE(c.tie_output);
+  CHECK_FALSE(c.output_bias);
+  CHECK(c.final_norm);
+  CHECK(c.ffn_activation() == Activation::Relu);
+  CHECK(c.source_vocab() == c.vocab_size);
+  CHECK((c.pad_id == 0 && c.unk_id == 1 && c.bos_id == 2 && c.eos_id == 3));
+  CHECK(c.start_token() == 2);
+  CHECK(config_to_json(c) == config_to_json(tiny_config()));
 }
 
 TEST_CASE("the shipped configs load with the paper's values", "[model]") {
@@ -180,6 +218,34 @@ TEST_CASE("config errors name the file, the key and what was expected", "[model]
   j = good;
   j["norm"] = "middle";
   CHECK(error_of(j) == "cfg.json: key \"norm\": expected \"post\" or \"pre\", got \"middle\"");
+  j = good;
+  j["activation"] = "tanh";
+  CHECK(error_of(j).find("cfg.json: key \"activation\": expected ") == 0);
+  j = good;
+  j["src_vocab_size"] = 100;  // tied embeddings: one vocabulary
+  CHECK(error_of(j).find("cfg.json: key \"src_vocab_size\": tie_embeddings shares") == 0);
+  j["tie_embeddings"] = false;
+  CHECK(error_of(j).empty());
+  j = good;
+  j["tie_output"] = true;
+  CHECK(error_of(j).find("cfg.json: key \"tie_output\": tie_embeddings already") == 0);
+  j = good;
+  j["eos_id"] = -1;
+  CHECK(error_of(j) == "cfg.json: key \"eos_id\": a model needs an end-of-sentence token");
+  j = good;
+  j["eos_id"] = j["vocab_size"];
+  CHECK(error_of(j).find("cfg.json: key \"eos_id\": expected an integer from -1 to ") == 0);
+  j = good;
+  j["bos_id"] = -1;
+  CHECK(error_of(j).find("cfg.json: key \"bos_id\": decoder_start \"bos\" needs") == 0);
+  j["decoder_start"] = "zero";
+  CHECK(error_of(j).empty());
+  j = good;
+  j["positional"] = "sinusoidal-concat";
+  j["d_model"] = 2;
+  j["heads"] = 1;
+  j["d_k"] = j["d_v"] = 2;
+  CHECK(error_of(j).find("cfg.json: key \"positional\": ") == 0);
   CHECK(error_of(good).empty());
 
   const std::string path = "/tmp/nmt_test_bad_config.json";
@@ -297,20 +363,24 @@ TEST_CASE("the model file round-trips and rejects every corruption", "[model]") 
   CHECK(rewrite([](auto&, auto& meta, auto&) {
           meta["format_version"] = "99";
         }).find("unsupported model format version 99") != std::string::npos);
-  CHECK(rewrite([](auto&, auto& meta, auto&) { meta.erase("format"); })
-            .find("not an nmt model file") != std::string::npos);
+  CHECK(rewrite([](auto&, auto& meta, auto&) {
+          meta.erase("format");
+        }).find("not an nmt model file") != std::string::npos);
   // The vocabulary: missing, corrupt, smaller than the embedding, a step
   // that is not a number: each refused by every loader (open_model).
-  CHECK(rewrite([](auto&, auto&, auto& bytes) { bytes.clear(); })
-            .find("holds no SentencePiece vocabulary") != std::string::npos);
+  CHECK(rewrite([](auto&, auto&, auto& bytes) {
+          bytes.clear();
+        }).find("holds no SentencePiece vocabulary") != std::string::npos);
   CHECK(rewrite([](auto&, auto&, auto& bytes) {
           bytes["vocab/sentencepiece"] = "not a SentencePiece model";
         }).find("vocab/sentencepiece: invalid SentencePiece model") != std::string::npos);
-  CHECK(rewrite([](auto&, auto&, auto& bytes) { bytes["vocab/sentencepiece"] = vocab_bytes(24); })
-            .find("the vocabulary has 24 pieces but the model's embedding 30 rows") !=
+  CHECK(rewrite([](auto&, auto&, auto& bytes) {
+          bytes["vocab/sentencepiece"] = vocab_bytes(24);
+        }).find("the vocabulary has 24 pieces but the model's embedding 30 rows") !=
         std::string::npos);
-  CHECK(rewrite([](auto&, auto& meta, auto&) { meta["step"] = "12x"; })
-            .find("metadata \"step\" is not a non-negative integer: \"12x\"") != std::string::npos);
+  CHECK(rewrite([](auto&, auto& meta, auto&) {
+          meta["step"] = "12x";
+        }).find("metadata \"step\" is not a non-negative integer: \"12x\"") != std::string::npos);
   CHECK(rewrite([](auto&, auto& meta, auto&) { meta["step"] = "12"; }).empty());
   std::remove(path.c_str());
   std::remove(bad.c_str());
@@ -361,11 +431,11 @@ TEST_CASE("the model reader refuses forged headers, bad numbers and deep or inva
     }
     return std::string();
   };
-  CHECK(strict_error(
-            forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight)) ==
+  CHECK(strict_error(forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                           eight)) ==
         bad + ": not a valid model file: 4 bytes before tensor a's data belong to no tensor");
-  CHECK(strict_error(
-            forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", eight)) ==
+  CHECK(strict_error(forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                           eight)) ==
         bad + ": not a valid model file: 4 bytes after the last tensor's data");
   CHECK(strict_error(
             forge("{" + meta + R"(,"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", eight))

@@ -20,8 +20,8 @@
 
 #include "capability.h"
 #include "core/backend.h"
-#include "core/memory.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "model/model_file.h"
 #include "ops/ops.h"
 #include "test_helpers.h"
@@ -200,7 +200,7 @@ TEST_CASE("batches hold similar lengths within the token budget and cover the da
       w = std::max<int64_t>(w, std::max(c.src[i].size(), c.tgt[i].size()) + 1);
     }
     CHECK(int64_t(b.size()) * w <= 100);
-    const TokenBatch tb = gather_batch(c, b);
+    const TokenBatch tb = gather_batch(c, b, ModelConfig{});
     CHECK(tb.B * std::max(tb.S, tb.T) <= 100);
   }
   CHECK(seen.size() == 500);
@@ -286,7 +286,7 @@ TEST_CASE("the loss curve matches an independent PyTorch implementation", "[trai
     const TokenBatch b = golden_batch(static_cast<int>(step - 1));
     grads.zero();
     model.forward(b, acts, true, 0);
-    const auto l = ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.1f, kPad, &dlogits,
+    const auto l = ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.1f, kNoToken, &dlogits,
                                             1.f / static_cast<float>(b.tgt_tokens()));
     model.backward(b, acts, dlogits, grads);
     adam.update(model.params().values(), grads.buffer(), noam_lr(int64_t(step), 16, 4, 0.5));
@@ -380,7 +380,7 @@ TEST_CASE("bf16 mixed precision: gradients within bf16 rounding of f32, and a co
     Tensor dlogits;
     g.zero();
     model.forward(b, acts, true, 1);
-    ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.1f, kPad, &dlogits, 1.f);
+    ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, 0.1f, kNoToken, &dlogits, 1.f);
     model.backward(b, acts, dlogits, g);
     const float* p = g.buffer().data();  // a CPU model: host memory
     return std::vector<float>(p, p + g.buffer().numel());

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/activation.h"
 #include "core/device.h"
 
 namespace nmt {
@@ -30,9 +31,9 @@ struct MatDesc {
 
 struct GemmAttr {
   float alpha = 1.f;
-  bool accumulate = false;      // dst += alpha * a @ b (gradient accumulation)
-  const float* bias = nullptr;  // (cols) added to every row
-  bool relu = false;
+  bool accumulate = false;            // dst += alpha * a @ b (gradient accumulation)
+  const float* bias = nullptr;        // (cols) added to every row
+  Activation act = Activation::None;  // applied after the bias
   // Non-zero: b is a weight matrix that never changes again, owned by this
   // id (a frozen ParamStore); the backend may keep a repacked copy of it
   // until forget_constants(id).
@@ -79,7 +80,7 @@ class Backend {
   virtual void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n,
                            int64_t len, float* dst, int64_t dst_ld, const int64_t* dst_idx) = 0;
 
-  // GEMM: dst = alpha * a @ b (+ bias) (relu) (+ dst).
+  // GEMM: dst = act(alpha * a @ b (+ bias)) (+ dst).
   virtual void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst,
                     const GemmAttr& attr) = 0;
   // The constant weights of this owner are going away: drop what was kept.
@@ -126,14 +127,18 @@ class Backend {
   // Dropout from the counter hash of (seed, index): mask-free, identical on
   // every device and thread count.
   virtual void dropout(float* x, int64_t n, float p, uint64_t seed) = 0;
-  virtual void relu_backward(const float* y, float* dy, int64_t n) = 0;
+  // y = act(x); dy *= act'(x) (ReLU's may be given its output as x).
+  virtual void activate(const float* x, float* y, int64_t n, Activation act) = 0;
+  virtual void activation_backward(const float* x, float* dy, int64_t n, Activation act) = 0;
   virtual void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) = 0;
 
-  // out[r] = table[tokens[r]] * scale + positions[pos0 + r % T], (n, D).
+  // out[r] = table[tokens[r]] * scale + positions[pos0 + r % T], (n, D);
+  // a token id < 0 (no token: padding, a decoder's zero start) embeds as 0.
   virtual void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D,
                          float scale, const float* positions, int64_t pos0, int64_t T,
                          float* out) = 0;
-  // dtable[tokens[r]] += dy[r] * scale; dpositions[r % T] += dy[r] (if given).
+  // dtable[tokens[r]] += dy[r] * scale (ids < 0 skipped); dpositions[r % T]
+  // += dy[r] (if given).
   virtual void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale,
                                   const float* dy, float* dtable, float* dpositions, int64_t T) = 0;
 
@@ -149,7 +154,7 @@ class Backend {
   // Sum of squares, in a fixed order (thread-count independent).
   virtual double sum_squares(const float* x, int64_t n) = 0;
 
-  // host_out[i] = x[i, host_cols[i]] for x (N, V).
+  // host_out[i] = x[i, host_cols[i]] for x (N, V); 0 where host_cols[i] is -1.
   virtual void pick(const float* x, int64_t N, int64_t V, const int32_t* host_cols,
                     float* host_out) = 0;
   // A search step, per row r of logits (rows, V), with log-probabilities

@@ -66,7 +66,7 @@ void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const Gem
   key.add(sb[1] == 1 ? 0 : 1);
   key.add(dst.strides[2]);
   key.add(bits(attr.alpha));
-  key.add(attr.accumulate * 1 + (attr.bias != nullptr) * 2 + attr.relu * 4);
+  key.add(attr.accumulate * 1 + (attr.bias != nullptr) * 2 + static_cast<int>(attr.act) * 4);
   Entry& e = lookup(key, [&](Entry& e) {
     const memory::desc a_md({M, K}, dt::bf16, {sa[0], sa[1]});
     const memory::desc b_md({K, N}, dt::bf16, {sb[0], sb[1]});

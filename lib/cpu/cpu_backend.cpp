@@ -117,8 +117,11 @@ class CpuBackend final : public Backend {
   void dropout(float* x, int64_t n, float p, uint64_t seed) override {
     cpu::dropout(x, n, p, seed);
   }
-  void relu_backward(const float* y, float* dy, int64_t n) override {
-    cpu::relu_backward(y, dy, n);
+  void activate(const float* x, float* y, int64_t n, Activation act) override {
+    cpu::activate(x, y, n, act);
+  }
+  void activation_backward(const float* x, float* dy, int64_t n, Activation act) override {
+    cpu::activation_backward(x, dy, n, act);
   }
   void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) override {
     cpu::add_column_sums(src, dst, rows, cols);
@@ -141,7 +144,7 @@ class CpuBackend final : public Backend {
   }
   double sum_squares(const float* x, int64_t n) override { return cpu::sum_squares(x, n); }
   void pick(const float* x, int64_t N, int64_t V, const int32_t* cols, float* out) override {
-    for (int64_t i = 0; i < N; ++i) out[i] = x[i * V + cols[i]];
+    for (int64_t i = 0; i < N; ++i) out[i] = cols[i] < 0 ? 0.f : x[i * V + cols[i]];
   }
   void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                         const int32_t* banned, int64_t n_banned, const int32_t* cols,

@@ -182,9 +182,19 @@ void dropout(float* x, int64_t n, float p, uint64_t seed) {
     x[i] = dropout_value(x[i], seed, static_cast<uint64_t>(i), threshold, keep);
 }
 
-void relu_backward(const float* y, float* dy, int64_t n) {
+void activate(const float* x, float* y, int64_t n, Activation act) {
 #pragma omp parallel for simd if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) dy[i] = y[i] > 0.f ? dy[i] : 0.f;
+  for (int64_t i = 0; i < n; ++i) y[i] = nmt::activate(act, x[i]);
+}
+
+void activation_backward(const float* x, float* dy, int64_t n, Activation act) {
+  if (act == Activation::Relu) {  // the paper's case, a select
+#pragma omp parallel for simd if (n > 32768)
+    for (int64_t i = 0; i < n; ++i) dy[i] = x[i] > 0.f ? dy[i] : 0.f;
+    return;
+  }
+#pragma omp parallel for simd if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) dy[i] *= activate_derivative(act, x[i]);
 }
 
 void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) {
@@ -257,9 +267,13 @@ void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, 
                const float* positions, int64_t pos0, int64_t T, float* out) {
 #pragma omp parallel for if (n * D > 65536)
   for (int64_t r = 0; r < n; ++r) {
-    const float* e = table + static_cast<int64_t>(tokens[r]) * D;
     const float* p = positions + (pos0 + r % T) * D;
     float* o = out + r * D;
+    if (tokens[r] < 0) {  // no token: the position alone
+      for (int64_t i = 0; i < D; ++i) o[i] = p[i];
+      continue;
+    }
+    const float* e = table + static_cast<int64_t>(tokens[r]) * D;
     for (int64_t i = 0; i < D; ++i) o[i] = e[i] * scale + p[i];
   }
 }
@@ -276,9 +290,11 @@ void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale
     const int64_t i0 = s * kSlice, i1 = std::min(D, i0 + kSlice);
     for (int64_t r = 0; r < n; ++r) {
       const float* g = dy + r * D;
-      float* de = dtable + static_cast<int64_t>(tokens[r]) * D;
+      if (tokens[r] >= 0) {
+        float* de = dtable + static_cast<int64_t>(tokens[r]) * D;
 #pragma omp simd
-      for (int64_t i = i0; i < i1; ++i) de[i] += g[i] * scale;
+        for (int64_t i = i0; i < i1; ++i) de[i] += g[i] * scale;
+      }
       if (dpositions) {
         float* dp = dpositions + (r % T) * D;
 #pragma omp simd

@@ -78,7 +78,22 @@ dnnl::primitive_attr matmul_attr(const GemmAttr& attr, const memory::desc* scale
     ops.append_binary(dnnl::algorithm::binary_mul, *scales);
   else if (attr.alpha != 1.f)
     pa.set_output_scales(0, {attr.alpha});
-  if (attr.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  switch (attr.act) {
+    case Activation::Relu:
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      break;
+    case Activation::Swish:  // x * sigmoid(alpha x)
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+      break;
+    case Activation::Gelu:
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
+      break;
+    case Activation::GeluTanh:
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+      break;
+    case Activation::None:
+      break;
+  }
   if (attr.accumulate) ops.append_sum(1.f);
   pa.set_post_ops(ops);
   return pa;
@@ -198,7 +213,7 @@ void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr
   key.add(dst.dims);
   key.add(dst.strides);
   key.add(bits(attr.alpha));
-  key.add(attr.accumulate * 1 + (attr.bias != nullptr) * 2 + attr.relu * 4);
+  key.add(attr.accumulate * 1 + (attr.bias != nullptr) * 2 + static_cast<int>(attr.act) * 4);
   Entry& e = lookup(key, [&](Entry& e) { build_matmul(e, a, b, dst, attr); });
   e.set(DNNL_ARG_SRC, a.ptr);
   e.set(DNNL_ARG_WEIGHTS, b.ptr);
@@ -248,7 +263,7 @@ int64_t unit_pattern(const std::array<int64_t, 4>& s) {
 
 void gemm_runtime(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
   if (a.dims[3] != b.dims[2] || a.dims[2] != dst.dims[2] || b.dims[3] != dst.dims[3] ||
-      a.dims[0] != b.dims[0] || a.dims[1] != b.dims[1] || attr.bias || attr.relu)
+      a.dims[0] != b.dims[0] || a.dims[1] != b.dims[1] || attr.bias || attr.act != Activation::None)
     throw Error("gemm: batched operands do not match");
   const auto sa = fixed_strides(a), sb = fixed_strides(b), sc = fixed_strides(dst);
   Key key;

@@ -19,7 +19,7 @@ namespace nmt::cpu {
 void set_num_threads(int n);
 int num_threads();
 
-// dst = alpha * a @ b (+ bias) (relu) (+ dst if accumulate).
+// dst = act(alpha * a @ b (+ bias)) (+ dst if accumulate).
 // (Attention masks are not fused as a binary post-op: oneDNN 2.6 runs a
 // broadcast binary post-op on batched matmul up to 80x slower than the GEMM
 // itself, so cpu::add_mask applies them before the softmax instead.)

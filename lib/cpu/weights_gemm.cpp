@@ -11,7 +11,7 @@
 // - bf16 and int8 convert the activations per call; int8 quantises each row
 //   with its own dynamic scale (so no row depends on its batch), multiplies
 //   by the weights' channel scales in a post-op, and applies the row scales,
-//   bias and ReLU in one pass over the result.
+//   bias and activation in one pass over the result.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -312,11 +312,11 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     src = a_s8.data(), lda = K, elem = 1;
   }
   // int8 runs the bare product times the weights' column scales; the row
-  // scales, the bias and ReLU follow in one pass over the result (a per-row
+  // scales, the bias and the activation follow in one pass over the result (a per-row
   // post-op would put oneDNN 2.6 on its reference kernel, and the bias
   // cannot be folded into the product once each row has its own scale).
   GemmAttr fused = attr;
-  if (ct == ComputeType::INT8) fused.bias = nullptr, fused.relu = false;
+  if (ct == ComputeType::INT8) fused.bias = nullptr, fused.act = Activation::None;
   const float* col_scales = nullptr;  // int8: the weights' channel scales times alpha
   for_each_piece(M, [&](int64_t row, int64_t rows) {
     const Shape2 s{rows, K, N, lda, dst.strides[2]};
@@ -324,7 +324,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     key.add(8);
     key.add(std::array<int64_t, 7>{rows, K, N, lda, s.ldc, b.strides[2], b.strides[3]});
     key.add(bits(fused.alpha));
-    key.add((fused.bias != nullptr) + fused.relu * 2 + static_cast<int>(ct) * 4);
+    key.add((fused.bias != nullptr) + static_cast<int>(fused.act) * 2 + static_cast<int>(ct) * 16);
     const auto* a_rows = static_cast<const char*>(src) + row * lda * elem;
     float* c_rows = const_cast<float*>(dst.ptr) + row * s.ldc;
     Entry& e = lookup(key, [&](Entry& e) {
@@ -332,7 +332,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
         Key choice;
         choice.add(9);
         choice.add(std::array<int64_t, 5>{row_class(rows), K, N, b.strides[2], b.strides[3]});
-        choice.add((fused.bias != nullptr) + fused.relu * 2);
+        choice.add((fused.bias != nullptr) + static_cast<int>(fused.act) * 2);
         choose_f32_layout(e, with_thread_count(choice), s, a.ptr + row * lda, b, c_rows, fused);
       } else
         build(e, s, b, fused, ct, /*packed_b=*/true);
@@ -355,8 +355,10 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     if (ct != ComputeType::INT8) return;
     const float* rs = row_scales.data() + row;
     const float* bias = attr.bias;
-    const bool relu = attr.relu;
-    auto act = [relu](float v) { return relu && !(v > 0.f) ? 0.f : v; };
+    const Activation a = attr.act;
+    auto act = [a](float v) {
+      return a == Activation::Relu ? (v > 0.f ? v : 0.f) : nmt::activate(a, v);
+    };
 #pragma omp parallel for if (rows * N > 65536)
     for (int64_t i = 0; i < rows; ++i) {
       float* y = c_rows + i * s.ldc;

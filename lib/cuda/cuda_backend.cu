@@ -57,9 +57,14 @@ __global__ void dropout_kernel(float* x, int64_t n, uint64_t seed, uint32_t thre
   if (i < n) x[i] = dropout_value(x[i], seed, static_cast<uint64_t>(i), threshold, keep);
 }
 
-__global__ void relu_backward_kernel(const float* y, float* dy, int64_t n) {
+__global__ void activate_kernel(const float* x, float* y, int64_t n, Activation act) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < n && !(y[i] > 0.f)) dy[i] = 0.f;
+  if (i < n) y[i] = activate(act, x[i]);
+}
+
+__global__ void activation_backward_kernel(const float* x, float* dy, int64_t n, Activation act) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) dy[i] *= activate_derivative(act, x[i]);
 }
 
 __global__ void padding_mask_kernel(const int32_t* ids, int64_t n, int32_t pad, float* mask) {
@@ -96,7 +101,8 @@ __global__ void embedding_kernel(const float* table, const int32_t* tokens, int6
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= n * D) return;
   const int64_t r = i / D, d = i % D;
-  out[i] = table[int64_t(tokens[r]) * D + d] * scale + positions[(pos0 + r % T) * D + d];
+  const float e = tokens[r] < 0 ? 0.f : table[int64_t(tokens[r]) * D + d] * scale;
+  out[i] = e + positions[(pos0 + r % T) * D + d];
 }
 
 class CudaBackend final : public Backend {
@@ -196,8 +202,12 @@ class CudaBackend final : public Backend {
                                                 1.f / (1.f - p));
     check_launch();
   }
-  void relu_backward(const float* y, float* dy, int64_t n) override {
-    relu_backward_kernel<<<blocks_for(n), kThreads>>>(y, dy, n);
+  void activate(const float* x, float* y, int64_t n, Activation act) override {
+    activate_kernel<<<blocks_for(n), kThreads>>>(x, y, n, act);
+    check_launch();
+  }
+  void activation_backward(const float* x, float* dy, int64_t n, Activation act) override {
+    activation_backward_kernel<<<blocks_for(n), kThreads>>>(x, dy, n, act);
     check_launch();
   }
   void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) override {
@@ -245,7 +255,7 @@ class CudaBackend final : public Backend {
 // instead of transposing anything. Each matrix must have one unit stride
 // (rows or columns); the batch runs as one strided-batched call per B.
 void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) {
-  if (attr.bias || attr.relu) missing("gemm with a bias or ReLU epilogue");
+  if (attr.bias || attr.act != Activation::None) missing("gemm with a bias or activation epilogue");
   if (c.strides[3] != 1) missing("gemm into a column-major output");
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
   auto layout = [](const MatDesc& x, cublasOperation_t& op, int64_t& ld) {

@@ -19,7 +19,7 @@ AttentionMap attention_map(const Transformer& model, const std::vector<int32_t>&
   if (head >= cfg.heads)
     throw UsageError("--head " + std::to_string(head + 1) + ": the model has heads 1.." +
                      std::to_string(cfg.heads));
-  TokenBatch b = make_batch({&src}, {&out});
+  TokenBatch b = make_batch({&src}, {&out}, cfg);
   acts.keep_attention = true;
   model.forward(b, acts, /*training=*/false, 0);
   const Tensor& probs = enc                            ? acts.encoder.layers[layer].attn.probs

@@ -46,14 +46,14 @@ std::vector<ForcedScore> score_pairs(const Transformer& model,
       idx.push_back(order[i]);
       ++i;
     }
-    TokenBatch b = make_batch(bs, bt);
+    TokenBatch b = make_batch(bs, bt, model.config());
     model.forward(b, acts, /*training=*/false, 0);
     ops::log_softmax(acts.logits, logp);
-    ops::pick(logp, b.tgt_out, picked);  // pad positions pick id 0, unused
+    ops::pick(logp, b.tgt_out, picked);  // padding picks nothing
     for (int64_t r = 0; r < b.B; ++r) {
       auto& s = out[idx[r]].token_logprobs;
       for (int64_t t = 0; t < b.T; ++t) {
-        if (b.tgt_out[r * b.T + t] == kPad) break;
+        if (b.tgt_out[r * b.T + t] == kNoToken) break;
         s.push_back(picked[r * b.T + t]);
       }
     }

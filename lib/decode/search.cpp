@@ -113,7 +113,16 @@ std::vector<int32_t> backtrack(const Sentence& s, int64_t K, int64_t step, int32
 class BeamSearch {
  public:
   BeamSearch(const Transformer& model, const SearchOptions& opts, DecodeState& st)
-      : model_(model), opts_(opts), st_(st), K_(std::max(1, opts.beam)) {}
+      : model_(model),
+        opts_(opts),
+        st_(st),
+        K_(std::max(1, opts.beam)),
+        eos_(model.config().eos_id) {
+    // Never an output: padding and the start token (where they are tokens
+    // of the vocabulary and not also its </s>).
+    for (int id : {model.config().pad_id, model.config().bos_id})
+      if (id >= 0 && id != eos_) never_.push_back(id);
+  }
 
   std::vector<std::vector<Hypothesis>> run(const std::vector<SearchRequest>& src) {
     results_.assign(src.size(), {});
@@ -146,7 +155,9 @@ class BeamSearch {
   const SearchOptions& opts_;
   DecodeState& st_;
   const int64_t K_;
-  int64_t k2_ = 0;  // candidates per hypothesis: with at most K of them </s>, K remain
+  const int32_t eos_;           // the model's </s>
+  std::vector<int32_t> never_;  // ids the search never outputs
+  int64_t k2_ = 0;              // candidates per hypothesis: with at most K of them </s>, K remain
   std::vector<std::vector<Hypothesis>> results_;
   std::vector<Sentence> live_, next_live_;
   std::vector<int32_t> tokens_, next_tokens_, banned_, top_idx_;
@@ -174,7 +185,7 @@ void BeamSearch::start(const std::vector<SearchRequest>& src) {
   for (const auto& s : src) S = std::max<int64_t>(S, s.src.size() + 1);
   if (S > cfg.max_positions)
     throw InputError("source of " + std::to_string(S) + " tokens exceeds max_positions");
-  std::vector<int32_t> batch(B * S, kPad);
+  std::vector<int32_t> batch(B * S, kNoToken);
   live_.assign(B, Sentence());
   int64_t longest = 0;
   for (int64_t b = 0; b < B; ++b) {
@@ -182,7 +193,7 @@ void BeamSearch::start(const std::vector<SearchRequest>& src) {
     if (req.constraints.size() > kMaxConstraints)
       throw InputError("more than " + std::to_string(kMaxConstraints) + " constraints");
     std::copy(req.src.begin(), req.src.end(), batch.begin() + b * S);
-    batch[b * S + req.src.size()] = kEos;
+    batch[b * S + req.src.size()] = eos_;
     Sentence& s = live_[b];
     s.index = b;
     s.req = &req;
@@ -211,7 +222,7 @@ void BeamSearch::start(const std::vector<SearchRequest>& src) {
     longest = std::max(longest, s.max_out);
   }
   model_.start_decoding(batch.data(), B, S, K_, longest + 1, st_);
-  tokens_.assign(B, kBos);
+  tokens_.assign(B, cfg.start_token());
   k2_ = 2 * K_;
   cands_.reserve(2 * K_ * K_);
   chosen_.reserve(K_);
@@ -224,10 +235,10 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
   base_.resize(rows);
   for (size_t j = 0; j < live_.size(); ++j)
     for (int64_t k = 0; k < beam; ++k) base_[j * beam + k] = live_[j].live_lp[k];
-  banned_.assign({kPad, kBos});
+  banned_.assign(never_.begin(), never_.end());
   // Forced length (benchmarks): </s> only once the length is reached; every
   // sentence has the same limit then.
-  if (opts_.force_length > 0 && t < live_.front().max_out) banned_.push_back(kEos);
+  if (opts_.force_length > 0 && t < live_.front().max_out) banned_.push_back(eos_);
   // Chosen columns: </s>, then a forced prefix token or the constraint
   // tokens each hypothesis may take next.
   n_cols_ = 1;
@@ -241,7 +252,7 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
     const Sentence& s = live_[j];
     for (int64_t k = 0; k < beam; ++k) {
       int32_t* c = &cols_[(j * beam + k) * n_cols_];
-      c[0] = kEos;
+      c[0] = eos_;
       if (s.forcing(t)) {
         c[1] = s.req->prefix[t];
       } else if (s.constrained() && k < static_cast<int64_t>(s.prog.size())) {
@@ -271,7 +282,7 @@ void BeamSearch::gather(const Sentence& s, size_t j, int64_t t) {
     if (s.forcing(t)) {
       cands_.push_back({s.live_lp[k] + lp[1], parent, col[1], {}});
     } else if (t >= s.max_out) {
-      cands_.push_back({s.live_lp[k] + lp[0], parent, kEos, {}});
+      cands_.push_back({s.live_lp[k] + lp[0], parent, eos_, {}});
     } else {
       const int32_t* top = &top_idx_[r * k2_];
       for (int64_t c = 0; c < k2_ && top[c] >= 0; ++c)
@@ -284,7 +295,7 @@ void BeamSearch::gather(const Sentence& s, size_t j, int64_t t) {
   }
   if (s.constrained())
     for (Candidate& c : cands_)
-      c.prog = c.token == kEos ? s.prog[c.parent] : advance_progress(s, s.prog[c.parent], c.token);
+      c.prog = c.token == eos_ ? s.prog[c.parent] : advance_progress(s, s.prog[c.parent], c.token);
   std::stable_sort(cands_.begin(), cands_.end(),
                    [](const Candidate& a, const Candidate& b) { return a.logprob > b.logprob; });
 }
@@ -294,7 +305,7 @@ void BeamSearch::choose(Sentence& s, int64_t t) {
   chosen_.clear();
   for (const Candidate& c : cands_) {
     if (static_cast<int64_t>(chosen_.size()) == K_) break;
-    if (c.token == kEos)
+    if (c.token == eos_)
       s.fin.push_back({t, c.parent, c.logprob, c.logprob / length_penalty(t + 1, opts_)});
     else
       chosen_.push_back(c);
@@ -323,7 +334,7 @@ void BeamSearch::choose_by_banks(Sentence& s, int64_t t) {
   quota_.assign(banks, 0);
   taken_.assign(banks, 0);
   for (const Candidate& c : cands_)
-    if (c.token != kEos) ++avail_[c.prog.met];
+    if (c.token != eos_) ++avail_[c.prog.met];
   for (int64_t dealt = 0, before = -1; dealt < K_ && dealt != before;) {
     before = dealt;
     for (int32_t b = top; b >= 0 && dealt < K_; --b)
@@ -333,7 +344,7 @@ void BeamSearch::choose_by_banks(Sentence& s, int64_t t) {
   int64_t ahead_in_top = 0;  // non-</s> candidates of the top bank so far
   for (const Candidate& c : cands_) {
     const int32_t b = c.prog.met;
-    if (c.token == kEos) {
+    if (c.token == eos_) {
       const bool met = s.all_met(c.prog);
       if ((met && ahead_in_top < K_) || t >= s.max_out)
         s.fin.push_back({t, c.parent, c.logprob, c.logprob / length_penalty(t + 1, opts_), met});

@@ -16,9 +16,11 @@ double decode_memory_bound(const ModelConfig& cfg, const SearchOptions& opts, in
   for (int64_t S = 1; S < cfg.max_positions; ++S) {
     const double n = double(std::max<int64_t>(1, std::min(max_sentences, batch_tokens / S)));
     const double rows = n * opts.beam;
-    const double T = std::min<double>(cfg.max_positions, opts.max_len_a * double(S) + opts.max_len_b);
-    const double bytes = rows * (T * kv + double(S) * kv +
-                                 (2.0 * cfg.vocab_size + 8.0 * cfg.d_model + cfg.d_ff) * sizeof(float));
+    const double T =
+        std::min<double>(cfg.max_positions, opts.max_len_a * double(S) + opts.max_len_b);
+    const double bytes =
+        rows * (T * kv + double(S) * kv +
+                (2.0 * cfg.vocab_size + 8.0 * cfg.d_model + cfg.d_ff) * sizeof(float));
     worst = std::max(worst, bytes);
   }
   return worst;
@@ -146,7 +148,8 @@ bool Translator::encode_extras(const TranslationRequest& rq, int64_t line_no,
     if (text.find_first_not_of(" \t\r") == std::string::npos)
       return refuse("constraint " + std::to_string(c + 1) + " is empty");
     std::vector<int32_t> ids = model_.vocab.encode(text);
-    if (std::find(ids.begin(), ids.end(), kUnk) != ids.end())
+    const int32_t unk = model_.config.unk_id;
+    if (unk >= 0 && std::find(ids.begin(), ids.end(), unk) != ids.end())
       return refuse(quoted + " has characters the model's vocabulary lacks (they encode as <unk>)");
     tokens += static_cast<int64_t>(ids.size());
     out.constraints.push_back(std::move(ids));

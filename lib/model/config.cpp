@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 #include "core/suggest.h"
@@ -106,10 +107,21 @@ const std::vector<std::string> kConfigKeys = {"name",
                                               "label_smoothing",
                                               "positional",
                                               "max_positions",
+                                              "scale_embeddings",
                                               "tie_embeddings",
+                                              "tie_output",
+                                              "output_bias",
                                               "norm",
+                                              "final_norm",
                                               "layer_norm_eps",
+                                              "activation",
                                               "vocab_size",
+                                              "src_vocab_size",
+                                              "pad_id",
+                                              "unk_id",
+                                              "bos_id",
+                                              "eos_id",
+                                              "decoder_start",
                                               "training"};
 
 // Keeps every width and table size far from int overflow, computed in 64 bits.
@@ -124,6 +136,8 @@ void check_sizes(const ModelConfig& c, Reader& r) {
   constexpr int64_t kMaxTable = int64_t{1} << 31;  // elements of one matrix
   if (int64_t{c.vocab_size} * c.d_model > kMaxTable)
     r.fail("vocab_size", "vocab_size x d_model is too large");
+  if (int64_t{c.src_vocab_size} * c.d_model > kMaxTable)
+    r.fail("src_vocab_size", "src_vocab_size x d_model is too large");
   if (int64_t{c.max_positions} * c.d_model > kMaxTable)
     r.fail("max_positions", "max_positions x d_model is too large");
   if (int64_t{c.d_ff} * c.d_model > kMaxTable) r.fail("d_ff", "d_ff x d_model is too large");
@@ -152,12 +166,44 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   r.get("attention_dropout", c.attention_dropout, false, 0.f, 0.99f);
   r.get("relu_dropout", c.relu_dropout, false, 0.f, 0.99f);
   r.get("label_smoothing", c.label_smoothing, true, 0.f, 0.99f);
-  r.get("positional", c.positional, false, {"sinusoidal", "learned"});
+  r.get("positional", c.positional, false, {"sinusoidal", "sinusoidal-concat", "learned"});
+  // Its timescales step over n - 1 intervals of n = d_model / 2.
+  if (c.positional == "sinusoidal-concat" && (c.d_model < 4 || c.d_model % 2))
+    r.fail("positional", "\"sinusoidal-concat\" needs an even d_model of at least 4, got " +
+                             std::to_string(c.d_model));
   r.get("max_positions", c.max_positions, false, 2, 1 << 16);
+  r.get("scale_embeddings", c.scale_embeddings, false);
   r.get("tie_embeddings", c.tie_embeddings, false);
+  r.get("tie_output", c.tie_output, false);
+  r.get("output_bias", c.output_bias, false);
   r.get("norm", c.norm, false, {"post", "pre"});
+  r.get("final_norm", c.final_norm, false);
   r.get("layer_norm_eps", c.layer_norm_eps, false, 0.f, 1.f);
+  r.get("activation", c.activation, false, {"relu", "swish", "gelu", "gelu-tanh"});
   r.get("vocab_size", c.vocab_size, false, 8);
+  r.get("src_vocab_size", c.src_vocab_size, false, 0);
+  if (c.src_vocab_size && c.src_vocab_size < 8)
+    r.fail("src_vocab_size", "expected 0 (the joint vocabulary) or at least 8, got " +
+                                 std::to_string(c.src_vocab_size));
+  if (c.tie_embeddings && c.src_vocab_size && c.src_vocab_size != c.vocab_size)
+    r.fail("src_vocab_size",
+           "tie_embeddings shares one matrix between the source and the "
+           "target, so the vocabularies must be one (src_vocab_size " +
+               std::to_string(c.src_vocab_size) + ", vocab_size " + std::to_string(c.vocab_size) +
+               ")");
+  if (c.tie_embeddings && c.tie_output)
+    r.fail("tie_output", "tie_embeddings already shares the pre-softmax projection");
+  // A token id must name a row of the vocabulary it is read from.
+  const int lowest_vocab = std::min(c.vocab_size, c.source_vocab());
+  for (auto [key, id] : {std::pair<const char*, int*>{"pad_id", &c.pad_id},
+                         {"unk_id", &c.unk_id},
+                         {"bos_id", &c.bos_id},
+                         {"eos_id", &c.eos_id}})
+    r.get(key, *id, false, -1, lowest_vocab - 1);
+  if (c.eos_id < 0) r.fail("eos_id", "a model needs an end-of-sentence token");
+  r.get("decoder_start", c.decoder_start, false, {"bos", "zero"});
+  if (c.decoder_start == "bos" && c.bos_id < 0)
+    r.fail("bos_id", "decoder_start \"bos\" needs a bos_id (or decoder_start \"zero\")");
   check_sizes(c, r);
   if (const json* t = r.find("training", false)) {
     validate_training_json(*t, source);
@@ -292,10 +338,21 @@ json config_to_json(const ModelConfig& c) {
             {"label_smoothing", c.label_smoothing},
             {"positional", c.positional},
             {"max_positions", c.max_positions},
+            {"scale_embeddings", c.scale_embeddings},
             {"tie_embeddings", c.tie_embeddings},
+            {"tie_output", c.tie_output},
+            {"output_bias", c.output_bias},
             {"norm", c.norm},
+            {"final_norm", c.final_norm},
             {"layer_norm_eps", c.layer_norm_eps},
-            {"vocab_size", c.vocab_size}};
+            {"activation", c.activation},
+            {"vocab_size", c.vocab_size},
+            {"src_vocab_size", c.src_vocab_size},
+            {"pad_id", c.pad_id},
+            {"unk_id", c.unk_id},
+            {"bos_id", c.bos_id},
+            {"eos_id", c.eos_id},
+            {"decoder_start", c.decoder_start}};
   if (!c.training.empty()) j["training"] = c.training;
   return j;
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/activation.h"
+
 namespace nmt {
 
 struct ModelConfig {
@@ -19,16 +21,33 @@ struct ModelConfig {
   int heads = 8;
   int d_k = 64;  // per head; the paper has d_k = d_v = d_model / h
   int d_v = 64;
-  float dropout = 0.1f;                   // P_drop: embeddings + PE, and every sub-layer output
-  float attention_dropout = 0.0f;         // on attention weights (not in the paper)
-  float relu_dropout = 0.0f;              // inside the FFN (not in the paper)
-  float label_smoothing = 0.1f;           // epsilon_ls
-  std::string positional = "sinusoidal";  // or "learned" (Table 3 row E)
-  int max_positions = 256;                // longest sequence, in subword tokens incl. EOS
-  bool tie_embeddings = true;             // one matrix for source, target and pre-softmax
-  std::string norm = "post";              // "post" (the paper) or "pre"
+  float dropout = 0.1f;            // P_drop: embeddings + PE, and every sub-layer output
+  float attention_dropout = 0.0f;  // on attention weights (not in the paper)
+  float relu_dropout = 0.0f;       // inside the FFN (not in the paper)
+  float label_smoothing = 0.1f;    // epsilon_ls
+  // "sinusoidal": PE(pos, 2i) = sin, PE(pos, 2i+1) = cos (the paper);
+  // "sinusoidal-concat": the sines in the first half of the vector, the
+  // cosines in the second (tensor2tensor, Marian, fairseq); "learned": a
+  // table in the model file (Table 3 row E, or positions a model was
+  // imported with).
+  std::string positional = "sinusoidal";
+  int max_positions = 256;       // longest sequence, in subword tokens incl. EOS
+  bool scale_embeddings = true;  // token embeddings times sqrt(d_model)
+  bool tie_embeddings = true;    // one matrix for source, target and pre-softmax
+  // Without tie_embeddings: the target embedding is also the pre-softmax
+  // projection (Marian's --tied-embeddings).
+  bool tie_output = false;
+  bool output_bias = false;   // a bias on the pre-softmax projection
+  std::string norm = "post";  // "post" (the paper) or "pre"
+  bool final_norm = true;     // pre-norm: a LayerNorm after the last layer of each stack
   float layer_norm_eps = 1e-6f;
-  int vocab_size = 8000;  // joint SentencePiece vocabulary
+  std::string activation = "relu";  // the FFN's: "relu", "swish", "gelu" (erf), "gelu-tanh"
+  int vocab_size = 8000;            // the target vocabulary (joint: the source's too)
+  int src_vocab_size = 0;  // the source vocabulary when it is another one; 0: the joint one
+  // Token ids (-1: the vocabulary has none). The decoder starts from bos_id
+  // or, with decoder_start "zero", from a zero embedding (Marian).
+  int pad_id = 0, unk_id = 1, bos_id = 2, eos_id = 3;
+  std::string decoder_start = "bos";
 
   // Training options that may also come from the config ("training": {...});
   // kept as JSON so that `nmt train` owns their meaning and validation.
@@ -38,6 +57,15 @@ struct ModelConfig {
   int qk_width() const { return heads * d_k; }
   int v_width() const { return heads * d_v; }
   bool pre_norm() const { return norm == "pre"; }
+  Activation ffn_activation() const {
+    return activation == "swish"       ? Activation::Swish
+           : activation == "gelu"      ? Activation::Gelu
+           : activation == "gelu-tanh" ? Activation::GeluTanh
+                                       : Activation::Relu;
+  }
+  int source_vocab() const { return src_vocab_size ? src_vocab_size : vocab_size; }
+  // The decoder's first input: bos_id, or -1 (no token: a zero embedding).
+  int start_token() const { return decoder_start == "zero" ? -1 : bos_id; }
 };
 
 // Parses and validates; `source` names the file in error messages. Stored

@@ -14,7 +14,7 @@ DecoderLayer::DecoderLayer(ParamStore& store, const std::string& name, const Mod
             cfg.attention_dropout, true),
       cross_(store, name + "/cross_attn", cfg.d_model, cfg.heads, cfg.d_k, cfg.d_v,
              cfg.attention_dropout, false),
-      ffn_(store, name + "/ffn", cfg.d_model, cfg.d_ff, cfg.relu_dropout),
+      ffn_(store, name + "/ffn", cfg.d_model, cfg.d_ff, cfg.relu_dropout, cfg.ffn_activation()),
       ln1_(store, name + "/ln1", cfg.d_model, cfg.layer_norm_eps),
       ln2_(store, name + "/ln2", cfg.d_model, cfg.layer_norm_eps),
       ln3_(store, name + "/ln3", cfg.d_model, cfg.layer_norm_eps) {}
@@ -38,7 +38,7 @@ void DecoderLayer::forward(const Tensor& x, const Tensor& enc, int64_t B, int64_
     cross_.forward(a.h1, &enc, B, T, S, &src_mask, a.cross_attn, a.c, training, mix_seed(seed, 3));
     sub_residual(a.r1, a.c, a.r2, 4);
     ln3_.forward(a.r2, a.h2, s3);
-    ffn_.forward(a.h2, a.ffn_hidden, a.f, training, mix_seed(seed, 5));
+    ffn_.forward(a.h2, a.ffn_hidden, ffn_pre(a, training), a.f, training, mix_seed(seed, 5));
     sub_residual(a.r2, a.f, a.r3, 6);
   } else {
     self_.forward(x, nullptr, B, T, T, &causal, a.self_attn, a.a, training, mix_seed(seed, 1));
@@ -47,7 +47,7 @@ void DecoderLayer::forward(const Tensor& x, const Tensor& enc, int64_t B, int64_
     cross_.forward(a.h1, &enc, B, T, S, &src_mask, a.cross_attn, a.c, training, mix_seed(seed, 3));
     sub_residual(a.h1, a.c, a.r2, 4);
     ln2_.forward(a.r2, a.h2, s2);
-    ffn_.forward(a.h2, a.ffn_hidden, a.f, training, mix_seed(seed, 5));
+    ffn_.forward(a.h2, a.ffn_hidden, ffn_pre(a, training), a.f, training, mix_seed(seed, 5));
     sub_residual(a.h2, a.f, a.r3, 6);
     ln3_.forward(a.r3, a.h3, s3);
   }
@@ -63,7 +63,8 @@ void DecoderLayer::backward(const Tensor& x, const Tensor& enc, int64_t B, int64
   if (pre_) {
     // y = r2 + drop(ffn(ln3(r2)))
     undrop(s.g1, dy, 6);
-    ffn_.backward(a.h2, a.ffn_hidden, s.g1, s.dhidden, s.g2, g, mix_seed(seed, 5));
+    ffn_.backward(a.h2, a.ffn_hidden, ffn_pre(a, true), s.g1, s.dhidden, s.g2, g,
+                  mix_seed(seed, 5));
     ln3_.backward(a.r2, s.g2, a.ln3, s.g3, g);
     ops::add_(s.g3, dy);  // g3 = d r2
     // r2 = r1 + drop(cross(ln2(r1)))
@@ -81,7 +82,8 @@ void DecoderLayer::backward(const Tensor& x, const Tensor& enc, int64_t B, int64
   } else {
     ln3_.backward(a.r3, dy, a.ln3, s.g3, g);  // d r3
     undrop(s.g1, s.g3, 6);
-    ffn_.backward(a.h2, a.ffn_hidden, s.g1, s.dhidden, s.g2, g, mix_seed(seed, 5));
+    ffn_.backward(a.h2, a.ffn_hidden, ffn_pre(a, true), s.g1, s.dhidden, s.g2, g,
+                  mix_seed(seed, 5));
     ops::add_(s.g3, s.g2);                      // d h2
     ln2_.backward(a.r2, s.g3, a.ln2, s.g4, g);  // d r2
     undrop(s.g1, s.g4, 4);
@@ -106,7 +108,7 @@ void DecoderLayer::step(const Tensor& x, DecodeState& st, size_t layer, Tensor& 
     cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, st.src_mask, s, st.a);
     ops::add_(st.r, st.a);  // r2
     ln3_.forward(st.r, st.h1);
-    ffn_.forward(st.h1, st.ffn_hidden, st.a, false, 0);
+    ffn_.forward(st.h1, st.ffn_hidden, nullptr, st.a, false, 0);
     ops::add(st.r, st.a, y);
   } else {
     self_.step_self(x, st.self[layer], s, st.a);
@@ -115,20 +117,21 @@ void DecoderLayer::step(const Tensor& x, DecodeState& st, size_t layer, Tensor& 
     cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, st.src_mask, s, st.a);
     ops::add(st.h1, st.a, st.r);
     ln2_.forward(st.r, st.h2);
-    ffn_.forward(st.h2, st.ffn_hidden, st.a, false, 0);
+    ffn_.forward(st.h2, st.ffn_hidden, nullptr, st.a, false, 0);
     ops::add(st.h2, st.a, st.r);
     ln3_.forward(st.r, y);
   }
 }
 
-Decoder::Decoder(ParamStore& store, const ModelConfig& cfg) : pre_(cfg.pre_norm()) {
+Decoder::Decoder(ParamStore& store, const ModelConfig& cfg)
+    : pre_(cfg.pre_norm()), final_(cfg.pre_norm() && cfg.final_norm) {
   layers_.reserve(cfg.decoder_layers);
   for (int i = 0; i < cfg.decoder_layers; ++i) {
     const int64_t begin = store.size();
     layers_.emplace_back(store, "decoder/layer_" + std::to_string(i), cfg);
     ranges_.push_back({begin, store.size()});
   }
-  if (pre_) final_ln_ = LayerNorm(store, "decoder/final_ln", cfg.d_model, cfg.layer_norm_eps);
+  if (final_) final_ln_ = LayerNorm(store, "decoder/final_ln", cfg.d_model, cfg.layer_norm_eps);
 }
 
 void Decoder::forward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
@@ -140,18 +143,18 @@ void Decoder::forward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, 
                        mix_seed(seed, 200 + i));
     in = &layers_[i].output(a.layers[i]);
   }
-  if (pre_) final_ln_.forward(*in, a.final_out, training ? &a.final_ln : nullptr);
+  if (final_) final_ln_.forward(*in, a.final_out, training ? &a.final_ln : nullptr);
 }
 
 const Tensor& Decoder::output(const DecoderActs& a) const {
-  return pre_ ? a.final_out : layers_.back().output(a.layers.back());
+  return final_ ? a.final_out : layers_.back().output(a.layers.back());
 }
 
 void Decoder::backward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
                        const DecoderActs& a, const Tensor& dy, LayerGrads& s, Tensor& ping,
                        Tensor& pong, Tensor& dx, Tensor& denc, Grads& g, uint64_t seed) const {
   const Tensor* grad = &dy;
-  if (pre_) {
+  if (final_) {
     final_ln_.backward(layers_.back().output(a.layers.back()), dy, a.final_ln, ping, g);
     grad = &ping;
   }
@@ -173,7 +176,7 @@ void Decoder::step(Tensor& x, DecodeState& st, Tensor& y) const {
     layers_[i].step(*in, st, i, *out);
     std::swap(in, out);
   }
-  if (pre_) {
+  if (final_) {
     final_ln_.forward(*in, *out);
     std::swap(in, out);
   }

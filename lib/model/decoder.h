@@ -41,6 +41,7 @@ struct DecodeState {
 struct DecoderLayerActs {
   AttnActs self_attn, cross_attn;
   Tensor ffn_hidden;                           // (B*T, d_ff)
+  Tensor ffn_pre;                              // (B*T, d_ff), training, not ReLU
   Tensor n1, a, r1, h1, c, r2, h2, f, r3, h3;  // (B*T, D); n1: pre-LN, h3: post-LN
   NormStats ln1, ln2, ln3;
 };
@@ -63,6 +64,13 @@ class DecoderLayer {
   const MultiHeadAttention& cross_attention() const { return cross_; }
 
  private:
+  Tensor* ffn_pre(DecoderLayerActs& a, bool training) const {
+    return training && ffn_.keeps_pre() ? &a.ffn_pre : nullptr;
+  }
+  const Tensor* ffn_pre(const DecoderLayerActs& a, bool training) const {
+    return training && ffn_.keeps_pre() ? &a.ffn_pre : nullptr;
+  }
+
   bool pre_;
   float dropout_;
   MultiHeadAttention self_, cross_;
@@ -72,7 +80,7 @@ class DecoderLayer {
 
 struct DecoderActs {
   std::vector<DecoderLayerActs> layers;
-  Tensor final_out;  // pre-LN only
+  Tensor final_out;  // pre-LN with final_norm only
   NormStats final_ln;
 };
 
@@ -92,10 +100,12 @@ class Decoder {
   void step(Tensor& x, DecodeState& st, Tensor& y) const;
   const std::vector<DecoderLayer>& layers() const { return layers_; }
   bool pre_norm() const { return pre_; }
+  bool final_norm() const { return final_; }
 
  private:
   std::vector<DecoderLayer> layers_;
   bool pre_;
+  bool final_;  // pre-LN and the config's final_norm
   LayerNorm final_ln_;
   // Each layer's parameters in the flat buffer, for Grads::ready().
   std::vector<std::pair<int64_t, int64_t>> ranges_;

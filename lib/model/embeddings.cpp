@@ -17,23 +17,42 @@ void sinusoidal_positions(int64_t max_positions, int64_t D, Tensor& table) {
     }
 }
 
+void sinusoidal_positions_concat(int64_t max_positions, int64_t D, Tensor& table) {
+  table.resize(Shape{max_positions, D});
+  const int64_t n = D / 2;
+  const float increment = std::log(10000.f) / (static_cast<float>(D) / 2 - 1.f);
+  for (int64_t pos = 0; pos < max_positions; ++pos)
+    for (int64_t i = 0; i < D; ++i) {
+      const float v = static_cast<float>(pos) * std::exp(static_cast<float>(i % n) * -increment);
+      table.data()[pos * D + i] = i < n ? std::sin(v) : std::cos(v);
+    }
+}
+
 Embeddings::Embeddings(ParamStore& store, const std::string& name, const Param* table,
                        const ModelConfig& cfg)
-    : table_(table), D_(cfg.d_model), max_pos_(cfg.max_positions), dropout_(cfg.dropout) {
+    : table_(table),
+      D_(cfg.d_model),
+      max_pos_(cfg.max_positions),
+      concat_(cfg.positional == "sinusoidal-concat"),
+      scale_(cfg.scale_embeddings ? std::sqrt(static_cast<float>(cfg.d_model)) : 1.f),
+      dropout_(cfg.dropout) {
   if (cfg.positional == "learned")
     learned_pos_ = store.add(name + "/positions", Shape{max_pos_, D_}, Init::Normal,
                              1.f / std::sqrt(static_cast<float>(D_)));
 }
 
 void Embeddings::init_tables() {
-  if (!learned_pos_ && sinusoids_.empty()) sinusoidal_positions(max_pos_, D_, sinusoids_);
+  if (learned_pos_ || !sinusoids_.empty()) return;
+  if (concat_)
+    sinusoidal_positions_concat(max_pos_, D_, sinusoids_);
+  else
+    sinusoidal_positions(max_pos_, D_, sinusoids_);
 }
 
 void Embeddings::forward(const Tensor& tokens, int64_t T, int64_t pos0, Tensor& y, bool training,
                          uint64_t seed) const {
-  const float scale = std::sqrt(static_cast<float>(D_));
   ops::embedding(table_->value, tokens, learned_pos_ ? learned_pos_->value : sinusoids_, pos0, T,
-                 scale, y);
+                 scale_, y);
   if (training) ops::dropout_(y, dropout_, seed);
 }
 
@@ -44,8 +63,7 @@ void Embeddings::backward(const Tensor& tokens, int64_t T, const Tensor& dy, Ten
   Tensor dtable = g.of(table_);
   Tensor dpos;
   if (learned_pos_) dpos = g.of(learned_pos_);
-  ops::embedding_backward(tokens, dscaled, T, std::sqrt(static_cast<float>(D_)), dtable,
-                          learned_pos_ ? &dpos : nullptr);
+  ops::embedding_backward(tokens, dscaled, T, scale_, dtable, learned_pos_ ? &dpos : nullptr);
 }
 
 }  // namespace nmt

@@ -1,5 +1,8 @@
-// Token embeddings scaled by sqrt(d_model) plus positional encodings
-// (sinusoidal, or learned as in Table 3 row E), followed by dropout.
+// Token embeddings scaled by sqrt(d_model) (unless the config says
+// scale_embeddings false) plus positional encodings (sinusoidal in either
+// layout, or a table: learned as in Table 3 row E, or imported), followed by
+// dropout. A token id of -1 (padding, a decoder's zero start) contributes
+// nothing but its position.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,11 @@ namespace nmt {
 
 // PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(pos / 10000^(2i/D)).
 void sinusoidal_positions(int64_t max_positions, int64_t D, Tensor& table);
+// The tensor2tensor layout Marian and fairseq use: with n = D/2 timescales,
+// PE(pos, i) = sin(pos * 10000^(-i/(n-1))) for i < n and
+// PE(pos, n + i) = cos(pos * 10000^(-i/(n-1))), computed in float as Marian
+// computes it, so an imported model sees the positions it was trained with.
+void sinusoidal_positions_concat(int64_t max_positions, int64_t D, Tensor& table);
 
 class Embeddings {
  public:
@@ -41,6 +49,8 @@ class Embeddings {
   const Param* learned_pos_ = nullptr;
   Tensor sinusoids_;  // (max_positions, D)
   int64_t D_ = 0, max_pos_ = 0;
+  bool concat_ = false;  // positional "sinusoidal-concat"
+  float scale_ = 1.f;
   float dropout_ = 0.f;
 };
 

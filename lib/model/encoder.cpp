@@ -10,7 +10,7 @@ EncoderLayer::EncoderLayer(ParamStore& store, const std::string& name, const Mod
       dropout_(cfg.dropout),
       attn_(store, name + "/self_attn", cfg.d_model, cfg.heads, cfg.d_k, cfg.d_v,
             cfg.attention_dropout, /*self_attention=*/true),
-      ffn_(store, name + "/ffn", cfg.d_model, cfg.d_ff, cfg.relu_dropout),
+      ffn_(store, name + "/ffn", cfg.d_model, cfg.d_ff, cfg.relu_dropout, cfg.ffn_activation()),
       ln1_(store, name + "/ln1", cfg.d_model, cfg.layer_norm_eps),
       ln2_(store, name + "/ln2", cfg.d_model, cfg.layer_norm_eps) {}
 
@@ -26,7 +26,7 @@ void EncoderLayer::forward(const Tensor& x, int64_t B, int64_t S, const Tensor& 
     ops::dropout_(a.a, p, mix_seed(seed, 2));
     ops::add(x, a.a, a.r1);
     ln2_.forward(a.r1, a.h1, s2);
-    ffn_.forward(a.h1, a.ffn_hidden, a.f, training, mix_seed(seed, 3));
+    ffn_.forward(a.h1, a.ffn_hidden, ffn_pre(a, training), a.f, training, mix_seed(seed, 3));
     ops::dropout_(a.f, p, mix_seed(seed, 4));
     ops::add(a.r1, a.f, a.r2);
   } else {
@@ -35,7 +35,7 @@ void EncoderLayer::forward(const Tensor& x, int64_t B, int64_t S, const Tensor& 
     ops::dropout_(a.a, p, mix_seed(seed, 2));
     ops::add(x, a.a, a.r1);
     ln1_.forward(a.r1, a.h1, s1);
-    ffn_.forward(a.h1, a.ffn_hidden, a.f, training, mix_seed(seed, 3));
+    ffn_.forward(a.h1, a.ffn_hidden, ffn_pre(a, training), a.f, training, mix_seed(seed, 3));
     ops::dropout_(a.f, p, mix_seed(seed, 4));
     ops::add(a.h1, a.f, a.r2);
     ln2_.forward(a.r2, a.h2, s2);
@@ -52,7 +52,8 @@ void EncoderLayer::backward(const Tensor& x, int64_t B, int64_t S, const Encoder
   };
   if (pre_) {
     undrop(s.g1, dy, 4);
-    ffn_.backward(a.h1, a.ffn_hidden, s.g1, s.dhidden, s.g2, g, mix_seed(seed, 3));
+    ffn_.backward(a.h1, a.ffn_hidden, ffn_pre(a, true), s.g1, s.dhidden, s.g2, g,
+                  mix_seed(seed, 3));
     ln2_.backward(a.r1, s.g2, a.ln2, s.g3, g);  // g3 = d r1 via the ffn branch
     ops::add_(s.g3, dy);                        // + the residual
     undrop(s.g1, s.g3, 2);
@@ -63,7 +64,8 @@ void EncoderLayer::backward(const Tensor& x, int64_t B, int64_t S, const Encoder
   } else {
     ln2_.backward(a.r2, dy, a.ln2, s.g1, g);  // g1 = d r2
     undrop(s.g2, s.g1, 4);
-    ffn_.backward(a.h1, a.ffn_hidden, s.g2, s.dhidden, s.g3, g, mix_seed(seed, 3));
+    ffn_.backward(a.h1, a.ffn_hidden, ffn_pre(a, true), s.g2, s.dhidden, s.g3, g,
+                  mix_seed(seed, 3));
     ops::add_(s.g3, s.g1);                      // d h1
     ln1_.backward(a.r1, s.g3, a.ln1, s.g1, g);  // g1 = d r1
     undrop(s.g2, s.g1, 2);
@@ -72,14 +74,15 @@ void EncoderLayer::backward(const Tensor& x, int64_t B, int64_t S, const Encoder
   }
 }
 
-Encoder::Encoder(ParamStore& store, const ModelConfig& cfg) : pre_(cfg.pre_norm()) {
+Encoder::Encoder(ParamStore& store, const ModelConfig& cfg)
+    : pre_(cfg.pre_norm()), final_(cfg.pre_norm() && cfg.final_norm) {
   layers_.reserve(cfg.encoder_layers);
   for (int i = 0; i < cfg.encoder_layers; ++i) {
     const int64_t begin = store.size();
     layers_.emplace_back(store, "encoder/layer_" + std::to_string(i), cfg);
     ranges_.push_back({begin, store.size()});
   }
-  if (pre_) final_ln_ = LayerNorm(store, "encoder/final_ln", cfg.d_model, cfg.layer_norm_eps);
+  if (final_) final_ln_ = LayerNorm(store, "encoder/final_ln", cfg.d_model, cfg.layer_norm_eps);
 }
 
 void Encoder::forward(const Tensor& x, int64_t B, int64_t S, const Tensor& mask, EncoderActs& a,
@@ -89,18 +92,18 @@ void Encoder::forward(const Tensor& x, int64_t B, int64_t S, const Tensor& mask,
     layers_[i].forward(*in, B, S, mask, a.layers[i], training, mix_seed(seed, 100 + i));
     in = &layers_[i].output(a.layers[i]);
   }
-  if (pre_) final_ln_.forward(*in, a.final_out, training ? &a.final_ln : nullptr);
+  if (final_) final_ln_.forward(*in, a.final_out, training ? &a.final_ln : nullptr);
 }
 
 const Tensor& Encoder::output(const EncoderActs& a) const {
-  return pre_ ? a.final_out : layers_.back().output(a.layers.back());
+  return final_ ? a.final_out : layers_.back().output(a.layers.back());
 }
 
 void Encoder::backward(const Tensor& x, int64_t B, int64_t S, const EncoderActs& a,
                        const Tensor& dy, LayerGrads& s, Tensor& ping, Tensor& pong, Tensor& dx,
                        Grads& g, uint64_t seed) const {
   const Tensor* grad = &dy;
-  if (pre_) {
+  if (final_) {
     final_ln_.backward(layers_.back().output(a.layers.back()), dy, a.final_ln, ping, g);
     grad = &ping;
   }

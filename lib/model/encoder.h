@@ -1,6 +1,8 @@
 // The encoder: N identical layers of self-attention and FFN, each sub-layer
 // wrapped as LayerNorm(x + Dropout(Sublayer(x))) (post-LN, the paper), or
-// x + Dropout(Sublayer(LayerNorm(x))) (pre-LN, with a final LayerNorm).
+// x + Dropout(Sublayer(LayerNorm(x))) (pre-LN, with a final LayerNorm unless
+// the config says final_norm false, as Marian's pre-norm models without
+// --transformer-postprocess-top n have it).
 #pragma once
 
 #include <string>
@@ -18,6 +20,7 @@ namespace nmt {
 struct EncoderLayerActs {
   AttnActs attn;
   Tensor ffn_hidden;                // (B*S, d_ff)
+  Tensor ffn_pre;                   // (B*S, d_ff), training with an activation other than ReLU
   Tensor n1, a, r1, h1, f, r2, h2;  // n1: pre-LN only; h2: post-LN only
   NormStats ln1, ln2;
 };
@@ -42,6 +45,13 @@ class EncoderLayer {
                 LayerGrads& s, Tensor& dx, Grads& g, uint64_t seed) const;
 
  private:
+  Tensor* ffn_pre(EncoderLayerActs& a, bool training) const {
+    return training && ffn_.keeps_pre() ? &a.ffn_pre : nullptr;
+  }
+  const Tensor* ffn_pre(const EncoderLayerActs& a, bool training) const {
+    return training && ffn_.keeps_pre() ? &a.ffn_pre : nullptr;
+  }
+
   bool pre_;
   float dropout_;
   MultiHeadAttention attn_;
@@ -51,7 +61,7 @@ class EncoderLayer {
 
 struct EncoderActs {
   std::vector<EncoderLayerActs> layers;
-  Tensor final_out;  // pre-LN only
+  Tensor final_out;  // pre-LN with final_norm only
   NormStats final_ln;
 };
 
@@ -68,11 +78,13 @@ class Encoder {
                 uint64_t seed) const;
   size_t depth() const { return layers_.size(); }
   bool pre_norm() const { return pre_; }
+  bool final_norm() const { return final_; }
 
  private:
   std::vector<EncoderLayer> layers_;
   bool pre_;
-  LayerNorm final_ln_;  // pre-LN only
+  bool final_;          // pre-LN and the config's final_norm
+  LayerNorm final_ln_;  // when final_
   // Each layer's parameters in the flat buffer, for Grads::ready().
   std::vector<std::pair<int64_t, int64_t>> ranges_;
 };

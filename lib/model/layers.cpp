@@ -1,5 +1,6 @@
 #include "model/layers.h"
 
+#include "core/error.h"
 #include "ops/ops.h"
 
 namespace nmt {
@@ -9,8 +10,8 @@ Linear::Linear(ParamStore& store, const std::string& name, int64_t in, int64_t o
   if (bias) b = store.add(name + "/bias", Shape{out}, Init::Zeros);
 }
 
-void Linear::forward(const Tensor& x, Tensor& y, bool relu) const {
-  ops::linear(x, w->value, b ? &b->value : nullptr, y, relu, w->store->constant_id(),
+void Linear::forward(const Tensor& x, Tensor& y, Activation act) const {
+  ops::linear(x, w->value, b ? &b->value : nullptr, y, act, w->store->constant_id(),
               w->store->compute_type());
 }
 
@@ -50,24 +51,33 @@ void LayerNorm::backward(const Tensor& x, const Tensor& dy, const NormStats& sta
 }
 
 FeedForward::FeedForward(ParamStore& store, const std::string& name, int64_t d_model, int64_t d_ff,
-                         float dropout)
+                         float dropout, Activation a)
     : w1(store, name + "/w1", d_model, d_ff),
       w2(store, name + "/w2", d_ff, d_model),
-      relu_dropout(dropout) {}
+      relu_dropout(dropout),
+      act(a) {}
 
-void FeedForward::forward(const Tensor& x, Tensor& hidden, Tensor& y, bool training,
+void FeedForward::forward(const Tensor& x, Tensor& hidden, Tensor* pre, Tensor& y, bool training,
                           uint64_t seed) const {
-  w1.forward(x, hidden, /*relu=*/true);
+  if (pre) {
+    w1.forward(x, *pre);
+    ops::activate(*pre, hidden, act);
+  } else {
+    w1.forward(x, hidden, act);
+  }
   if (training) ops::dropout_(hidden, relu_dropout, seed);
   w2.forward(hidden, y);
 }
 
-void FeedForward::backward(const Tensor& x, const Tensor& hidden, const Tensor& dy, Tensor& dhidden,
-                           Tensor& dx, Grads& g, uint64_t seed) const {
+void FeedForward::backward(const Tensor& x, const Tensor& hidden, const Tensor* pre,
+                           const Tensor& dy, Tensor& dhidden, Tensor& dx, Grads& g,
+                           uint64_t seed) const {
   w2.backward(hidden, dy, &dhidden, false, g);
   ops::dropout_(dhidden, relu_dropout, seed);
-  // hidden is post-dropout; a dropped unit has zero gradient either way.
-  ops::relu_backward_(hidden, dhidden);
+  // ReLU's derivative reads its output: hidden is post-dropout, and a
+  // dropped unit has zero gradient either way.
+  if (keeps_pre() && !pre) throw Error("FeedForward::backward: the forward pass kept no units");
+  ops::activation_backward_(keeps_pre() ? *pre : hidden, dhidden, act);
   w1.backward(x, dhidden, &dx, false, g);
 }
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/activation.h"
 #include "core/tensor.h"
 #include "model/params.h"
 
@@ -26,8 +27,8 @@ struct Linear {
 
   Linear() = default;
   Linear(ParamStore& store, const std::string& name, int64_t in, int64_t out, bool bias = true);
-  // x (N, in) -> y (N, out); relu is fused into the GEMM.
-  void forward(const Tensor& x, Tensor& y, bool relu = false) const;
+  // x (N, in) -> y (N, out); the activation is fused into the GEMM.
+  void forward(const Tensor& x, Tensor& y, Activation act = Activation::None) const;
   // dx (N, in) = dy W (added to dx when accumulate_dx); dW += dy^T x; db += sum dy.
   void backward(const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx, Grads& g) const;
   int64_t in() const { return w->shape[1]; }
@@ -52,20 +53,28 @@ struct LayerNorm {
                 Grads& g) const;
 };
 
-// Position-wise FFN: max(0, x W1 + b1) W2 + b2, dropout on the hidden units.
+// Position-wise FFN: act(x W1 + b1) W2 + b2 (the paper's act is ReLU),
+// dropout on the hidden units.
 struct FeedForward {
   Linear w1, w2;
   float relu_dropout = 0.f;
+  Activation act = Activation::Relu;
 
   FeedForward() = default;
   FeedForward(ParamStore& store, const std::string& name, int64_t d_model, int64_t d_ff,
-              float relu_dropout);
-  // hidden (N, d_ff) holds the units after ReLU (and dropout, when training
-  // with a seed); the backward pass reads it. dropout 0: inference.
-  void forward(const Tensor& x, Tensor& hidden, Tensor& y, bool training, uint64_t seed) const;
-  // dhidden: scratch (N, d_ff).
-  void backward(const Tensor& x, const Tensor& hidden, const Tensor& dy, Tensor& dhidden,
-                Tensor& dx, Grads& g, uint64_t seed) const;
+              float relu_dropout, Activation act);
+  // hidden (N, d_ff) holds the units after the activation (and dropout,
+  // when training with a seed); the backward pass reads it. A training pass
+  // with an activation other than ReLU also keeps the units before it in
+  // *pre (N, d_ff), whose derivative needs them; elsewhere pre is null and
+  // the activation is fused into the GEMM.
+  void forward(const Tensor& x, Tensor& hidden, Tensor* pre, Tensor& y, bool training,
+               uint64_t seed) const;
+  // dhidden: scratch (N, d_ff); pre: as the forward pass kept it.
+  void backward(const Tensor& x, const Tensor& hidden, const Tensor* pre, const Tensor& dy,
+                Tensor& dhidden, Tensor& dx, Grads& g, uint64_t seed) const;
+  // Whether a training pass needs the pre-activation units.
+  bool keeps_pre() const { return act != Activation::Relu; }
 };
 
 }  // namespace nmt

@@ -11,30 +11,36 @@
 namespace nmt {
 
 int64_t TokenBatch::src_tokens() const {
-  return std::count_if(src.begin(), src.end(), [](int32_t t) { return t != kPad; });
+  return std::count_if(src.begin(), src.end(), [](int32_t t) { return t != kNoToken; });
 }
 int64_t TokenBatch::tgt_tokens() const {
-  return std::count_if(tgt_out.begin(), tgt_out.end(), [](int32_t t) { return t != kPad; });
+  return std::count_if(tgt_out.begin(), tgt_out.end(), [](int32_t t) { return t != kNoToken; });
 }
 
 TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
-                      const std::vector<const std::vector<int32_t>*>& tgt) {
+                      const std::vector<const std::vector<int32_t>*>& tgt, const ModelConfig& cfg) {
+  return make_batch(src, tgt, cfg.eos_id, cfg.start_token());
+}
+
+TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
+                      const std::vector<const std::vector<int32_t>*>& tgt, int32_t eos,
+                      int32_t start) {
   TokenBatch b;
   b.B = static_cast<int64_t>(src.size());
   for (auto* s : src) b.S = std::max<int64_t>(b.S, s->size() + 1);
   for (auto* t : tgt) b.T = std::max<int64_t>(b.T, t->size() + 1);
-  b.src.assign(b.B * b.S, kPad);
-  b.tgt_in.assign(b.B * b.T, kPad);
-  b.tgt_out.assign(b.B * b.T, kPad);
+  b.src.assign(b.B * b.S, kNoToken);
+  b.tgt_in.assign(b.B * b.T, kNoToken);
+  b.tgt_out.assign(b.B * b.T, kNoToken);
   for (int64_t i = 0; i < b.B; ++i) {
     std::copy(src[i]->begin(), src[i]->end(), b.src.begin() + i * b.S);
-    b.src[i * b.S + src[i]->size()] = kEos;
+    b.src[i * b.S + src[i]->size()] = eos;
     if (i < static_cast<int64_t>(tgt.size())) {
       const auto& t = *tgt[i];
-      b.tgt_in[i * b.T] = kBos;
+      b.tgt_in[i * b.T] = start;
       std::copy(t.begin(), t.end(), b.tgt_in.begin() + i * b.T + 1);
       std::copy(t.begin(), t.end(), b.tgt_out.begin() + i * b.T);
-      b.tgt_out[i * b.T + t.size()] = kEos;
+      b.tgt_out[i * b.T + t.size()] = eos;
     }
   }
   return b;
@@ -46,10 +52,14 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
   if (cfg.tie_embeddings) {
     src_table_ = tgt_table_ = out_proj_ = store_.add("embed/tokens", table, Init::Normal, emb_std);
   } else {
-    src_table_ = store_.add("encoder/embed/tokens", table, Init::Normal, emb_std);
+    src_table_ = store_.add("encoder/embed/tokens", Shape{cfg.source_vocab(), cfg.d_model},
+                            Init::Normal, emb_std);
     tgt_table_ = store_.add("decoder/embed/tokens", table, Init::Normal, emb_std);
-    out_proj_ = store_.add("decoder/output/weight", table, Init::XavierUniform);
+    out_proj_ = cfg.tie_output ? tgt_table_
+                               : store_.add("decoder/output/weight", table, Init::XavierUniform);
   }
+  if (cfg.output_bias)
+    out_bias_ = store_.add("decoder/output/bias", Shape{cfg.vocab_size}, Init::Zeros);
   src_embed_ = std::make_unique<Embeddings>(store_, "encoder/embed", src_table_, cfg);
   tgt_embed_ = std::make_unique<Embeddings>(store_, "decoder/embed", tgt_table_, cfg);
   encoder_ = std::make_unique<Encoder>(store_, cfg);
@@ -68,7 +78,12 @@ void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool 
                 Wv = cfg_.v_width(), V = cfg_.vocab_size;
   const int64_t Ns = B * S, Nt = B * T, M = std::max(S, T), Nmax = B * M;
   const int64_t drop = training && cfg_.attention_dropout > 0.f ? B : 0;
-  const int64_t stat = training ? 1 : 0, pre = cfg_.pre_norm() ? 1 : 0;
+  const int64_t stat = training ? 1 : 0;
+  const int64_t enc_final = encoder_->final_norm() ? 1 : 0,
+                dec_final = decoder_->final_norm() ? 1 : 0;
+  // A training pass keeps the FFN's units before an activation other than
+  // ReLU (whose derivative reads its output).
+  const int64_t pre_act = training && cfg_.ffn_activation() != Activation::Relu ? 1 : 0;
   a.encoder.layers.resize(encoder_->depth());
   a.decoder.layers.resize(decoder_->layers().size());
   a.arena.lay_out([&](Arena& ar) {
@@ -97,21 +112,23 @@ void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool 
     for (EncoderLayerActs& l : a.encoder.layers) {
       attn(l.attn, Ns, Ns, S, S, true, false);
       ar.take(l.ffn_hidden, Shape{Ns, F});
+      ar.take(l.ffn_pre, Shape{pre_act * Ns, F});
       for (Tensor* t : {&l.n1, &l.a, &l.r1, &l.h1, &l.f, &l.r2, &l.h2}) ar.take(*t, Shape{Ns, D});
       stats(l.ln1, Ns), stats(l.ln2, Ns);
     }
-    ar.take(a.encoder.final_out, Shape{pre * Ns, D});
-    stats(a.encoder.final_ln, pre * Ns);
+    ar.take(a.encoder.final_out, Shape{enc_final * Ns, D});
+    stats(a.encoder.final_ln, enc_final * Ns);
     for (DecoderLayerActs& l : a.decoder.layers) {
       attn(l.self_attn, Nt, Nt, T, T, true, true);
       attn(l.cross_attn, Nt, Ns, T, S, false, false);
       ar.take(l.ffn_hidden, Shape{Nt, F});
+      ar.take(l.ffn_pre, Shape{pre_act * Nt, F});
       for (Tensor* t : {&l.n1, &l.a, &l.r1, &l.h1, &l.c, &l.r2, &l.h2, &l.f, &l.r3, &l.h3})
         ar.take(*t, Shape{Nt, D});
       stats(l.ln1, Nt), stats(l.ln2, Nt), stats(l.ln3, Nt);
     }
-    ar.take(a.decoder.final_out, Shape{pre * Nt, D});
-    stats(a.decoder.final_ln, pre * Nt);
+    ar.take(a.decoder.final_out, Shape{dec_final * Nt, D});
+    stats(a.decoder.final_ln, dec_final * Nt);
     ar.take(a.logits, Shape{Nt, V});
     if (!training) return;
     // The backward pass's scratch, shared by the layers: sized for the
@@ -136,6 +153,7 @@ void Transformer::project_output(const Tensor& h, Tensor& logits) const {
   ops::MatmulOpts o;
   o.constant_b = store_.constant_id();
   o.compute = store_.compute_type();
+  if (out_bias_) o.bias = &out_bias_->value;
   ops::matmul(h, false, out_proj_->value, true, logits, o);
 }
 
@@ -145,7 +163,7 @@ void Transformer::forward(const TokenBatch& b, Activations& a, bool training, ui
   ops::upload(b.src.data(), a.src_ids);
   ops::upload(b.tgt_in.data(), a.tgt_ids);
   ops::upload(b.tgt_out.data(), a.tgt_out_ids);
-  ops::padding_mask(a.src_ids, kPad, a.src_mask);
+  ops::padding_mask(a.src_ids, kNoToken, a.src_mask);
   ops::causal_mask(a.causal);
   src_embed_->forward(a.src_ids, b.S, 0, a.src_x, training, mix_seed(seed, 11));
   encoder_->forward(a.src_x, b.B, b.S, a.src_mask, a.encoder, training, mix_seed(seed, 12));
@@ -169,6 +187,10 @@ void Transformer::backward(const TokenBatch& b, Activations& a, const Tensor& dl
   acc.compute = store_.compute_type();
   Tensor dE = g.of(out_proj_);
   ops::matmul(dlogits, true, h, false, dE, acc);
+  if (out_bias_) {
+    Tensor db = g.of(out_bias_);
+    ops::add_column_sums(dlogits, db);
+  }
   a.denc.zero();
   const Tensor& enc = encoder_->output(a.encoder);
   decoder_->backward(a.tgt_x, enc, b.B, b.T, b.S, a.decoder, a.dh, a.grads, a.ping, a.pong,
@@ -192,7 +214,7 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   st.src_ids.resize(Shape{B * S});
   ops::upload(src, st.src_ids);
   st.src_mask.resize(Shape{B, 1, 1, S});
-  ops::padding_mask(st.src_ids, kPad, st.src_mask);
+  ops::padding_mask(st.src_ids, kNoToken, st.src_mask);
   src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
   st.encoder.layers.resize(encoder_->depth());
   for (EncoderLayerActs& l : st.encoder.layers) l.attn.keep_probs = false;

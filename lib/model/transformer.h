@@ -7,9 +7,12 @@
 // Activations arena for teacher-forced passes (training, scoring) or a
 // DecodeState for translation, so one model serves many threads.
 //
-// Token ids follow the SentencePiece model trained by `nmt train`:
-// 0 <pad>, 1 <unk>, 2 <s>, 3 </s>. Sources end in </s>; the decoder input is
-// <s> followed by the target, and its output is the target followed by </s>.
+// Token ids are the config's (pad_id, unk_id, bos_id, eos_id; the
+// SentencePiece models `nmt train` makes have 0 <pad>, 1 <unk>, 2 <s>,
+// 3 </s>). Sources end in </s>; the decoder input is the start (<s>, or no
+// token: a zero embedding) followed by the target, and its output is the
+// target followed by </s>. Padding is kNoToken, never a vocabulary id, so a
+// vocabulary whose </s> is 0 (Marian's) pads the same way.
 #pragma once
 
 #include <cstdint>
@@ -25,21 +28,31 @@
 
 namespace nmt {
 
+// The ids of the vocabularies `nmt train` makes (a model's own are in its config).
 constexpr int32_t kPad = 0, kUnk = 1, kBos = 2, kEos = 3;
+// Not a token: what a batch is padded with (masked in attention, ignored by
+// the loss) and the decoder's first input when it starts from a zero
+// embedding. It embeds as zeros.
+constexpr int32_t kNoToken = -1;
 
 // A padded batch of token ids, row-major.
 struct TokenBatch {
   int64_t B = 0, S = 0, T = 0;
-  std::vector<int32_t> src;      // (B, S), </s>-terminated, kPad after
-  std::vector<int32_t> tgt_in;   // (B, T): <s> y1 .. y_{n}
-  std::vector<int32_t> tgt_out;  // (B, T): y1 .. y_n </s>, kPad after
+  std::vector<int32_t> src;      // (B, S), </s>-terminated, kNoToken after
+  std::vector<int32_t> tgt_in;   // (B, T): start y1 .. y_{n}, kNoToken after
+  std::vector<int32_t> tgt_out;  // (B, T): y1 .. y_n </s>, kNoToken after
   int64_t src_tokens() const;
   int64_t tgt_tokens() const;  // non-pad targets
 };
 
-// Builds a TokenBatch from id sequences (without </s>, <s>).
+// Builds a TokenBatch from id sequences (without </s>, <s>): eos ends each
+// sequence and start begins the decoder input (a config's eos_id and
+// start_token()).
 TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
-                      const std::vector<const std::vector<int32_t>*>& tgt);
+                      const std::vector<const std::vector<int32_t>*>& tgt, int32_t eos = kEos,
+                      int32_t start = kBos);
+TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
+                      const std::vector<const std::vector<int32_t>*>& tgt, const ModelConfig& cfg);
 
 // The run state of one teacher-forced step: every tensor the forward pass
 // keeps for the backward pass, and the backward pass's scratch, as views
@@ -104,6 +117,7 @@ class Transformer {
   const Param* src_table_ = nullptr;
   const Param* tgt_table_ = nullptr;
   const Param* out_proj_ = nullptr;  // == tgt_table_ when tied
+  const Param* out_bias_ = nullptr;  // output_bias only
   std::unique_ptr<Embeddings> src_embed_, tgt_embed_;
   std::unique_ptr<Encoder> encoder_;
   std::unique_ptr<Decoder> decoder_;

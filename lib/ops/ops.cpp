@@ -79,20 +79,20 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
   attr.alpha = o.alpha;
   attr.accumulate = o.accumulate;
   attr.bias = o.bias ? o.bias->data() : nullptr;
-  attr.relu = o.relu;
+  attr.act = o.act;
   attr.constant_b = o.constant_b;
   attr.compute = o.compute;
   be(a).gemm(mat(a, trans_a), mat(b, trans_b), mat(c, false), attr);
 }
 
-void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu,
+void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, Activation act,
             uint64_t constant_w, ComputeType compute) {
   const int64_t in = w.dim(1);
   if (x.numel() % in != 0)
     fail("linear", "input width does not match the weight's " + std::to_string(in));
   MatmulOpts o;
   o.bias = b;
-  o.relu = relu;
+  o.act = act;
   o.constant_b = constant_w;
   o.compute = compute;
   if (x.ndim() == 2) return matmul(x, false, w, true, y, o);
@@ -270,9 +270,15 @@ void dropout_(Tensor& x, float p, uint64_t seed) {
   be(x).dropout(x.data(), x.numel(), p, seed);
 }
 
-void relu_backward_(const Tensor& y, Tensor& dy) {
-  if (y.numel() != dy.numel()) fail("relu_backward", "sizes differ");
-  be(y).relu_backward(y.data(), dy.data(), y.numel());
+void activate(const Tensor& x, Tensor& y, Activation act) {
+  same_device("activate", {&x, &y});
+  y.resize(x.shape());
+  be(x).activate(x.data(), y.data(), x.numel(), act);
+}
+
+void activation_backward_(const Tensor& x, Tensor& dy, Activation act) {
+  if (x.numel() != dy.numel()) fail("activation_backward", "sizes differ");
+  be(x).activation_backward(x.data(), dy.data(), x.numel(), act);
 }
 
 void add_column_sums(const Tensor& src, Tensor& dst) {
@@ -292,7 +298,7 @@ void embedding(const Tensor& table, const Tensor& tokens, const Tensor& position
   if (tokens.device() == Device::CPU)
     for (int64_t r = 0; r < n; ++r) {
       const int32_t t = tokens.data_as<int32_t>()[r];
-      if (t < 0 || t >= V)
+      if (t < -1 || t >= V)
         throw Error("token id " + std::to_string(t) + " is outside the vocabulary of " +
                     std::to_string(V));
     }
@@ -360,7 +366,7 @@ void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>&
   const int64_t N = x.dim(0), V = x.dim(1);
   if (static_cast<int64_t>(cols.size()) != N) fail("pick", "one column per row expected");
   for (int32_t c : cols)
-    if (c < 0 || c >= V) fail("pick", "column " + std::to_string(c) + " out of range");
+    if (c < -1 || c >= V) fail("pick", "column " + std::to_string(c) + " out of range");
   out.resize(N);
   be(x).pick(x.data(), N, V, cols.data(), out.data());
 }

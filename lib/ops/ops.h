@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/activation.h"
 #include "core/tensor.h"
 
 namespace nmt::ops {
@@ -25,22 +26,23 @@ int64_t primitives_created();
 
 struct MatmulOpts {
   float alpha = 1.f;
-  bool accumulate = false;       // c += ... (beta = 1)
-  const Tensor* bias = nullptr;  // (N) added to every row
-  bool relu = false;
+  bool accumulate = false;                 // c += ... (beta = 1)
+  const Tensor* bias = nullptr;            // (N) added to every row
+  Activation act = Activation::None;       // after the bias
   uint64_t constant_b = 0;                 // b never changes again (see GemmAttr::constant_b)
   ComputeType compute = ComputeType::F32;  // with constant_b: what the product runs in
 };
 
-// c (M, N) = alpha * op(a) op(b) (+ bias) (relu) (+ c), op a transpose when
+// c (M, N) = act(alpha * op(a) op(b) (+ bias)) (+ c), op a transpose when
 // asked. 2-D tensors; a and b may be strided views.
 void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
             const MatmulOpts& opts = {});
-// y (N, out) = x (N, in) W^T (+ b) (relu): the Linear layer's product, W
+// y (N, out) = act(x (N, in) W^T (+ b)): the Linear layer's product, W
 // stored (out, in).
 // constant_w, compute: as MatmulOpts::constant_b and compute.
-void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu = false,
-            uint64_t constant_w = 0, ComputeType compute = ComputeType::F32);
+void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
+            Activation act = Activation::None, uint64_t constant_w = 0,
+            ComputeType compute = ComputeType::F32);
 
 // Batched over the first two dims: c (B, H, M, N) = alpha * a (B, H, M, K)
 // b (B, H, K, N) (+ c). Any of the three may be strided views (head splits,
@@ -102,16 +104,20 @@ void copy_rows(const Tensor& src, Tensor& dst);
 // Counter-hash dropout in place; the backward pass is the same call with the
 // same seed on the gradient.
 void dropout_(Tensor& x, float p, uint64_t seed);
-void relu_backward_(const Tensor& y, Tensor& dy);      // dy = 0 where y <= 0
+void activate(const Tensor& x, Tensor& y, Activation act);  // y = act(x), resized
+// dy *= act'(x); ReLU's may be given its output (where dy is 0 if it was 0).
+void activation_backward_(const Tensor& x, Tensor& dy, Activation act);
 void add_column_sums(const Tensor& src, Tensor& dst);  // dst (N) += sum over rows of src (M, N)
 
 // ---- Embeddings and loss --------------------------------------------------
 
 // out (n, D) = table[tokens] * scale + positions[pos0 + r % T]; tokens are
-// n = B*T ids (I32), range-checked against the table.
+// n = B*T ids (I32), range-checked against the table; -1 (no token:
+// padding, a decoder's zero start) embeds as zeros before the positions.
 void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int64_t pos0,
                int64_t T, float scale, Tensor& out);
-// dtable[tokens] += dy * scale; dpositions[r % T] += dy (when given).
+// dtable[tokens] += dy * scale (ids -1 skipped); dpositions[r % T] += dy
+// (when given).
 void embedding_backward(const Tensor& tokens, const Tensor& dy, int64_t T, float scale,
                         Tensor& dtable, Tensor* dpositions);
 
@@ -149,7 +155,8 @@ void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int
                       int64_t n_cols, std::vector<double>& values, std::vector<int32_t>& indices,
                       std::vector<float>& col_lp);
 // out[i] = x[i, cols[i]] for a (N, V) tensor, into host memory (forced
-// decoding reads the log-probabilities of the given targets).
+// decoding reads the log-probabilities of the given targets); 0 where
+// cols[i] is -1 (padding).
 void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out);
 // dst rows = src rows idx (src, dst contiguous with rows of equal width).
 void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst);

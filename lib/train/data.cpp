@@ -195,9 +195,7 @@ RatioFilter filter_length_ratio(ParallelCorpus& c, double factor, int64_t min_lo
   f.min_longer = min_longer;
   const int64_t n = c.size();
   if (n == 0) return f;
-  auto ratio = [&](int64_t i) {
-    return double(c.tgt[i].size() + 1) / double(c.src[i].size() + 1);
-  };
+  auto ratio = [&](int64_t i) { return double(c.tgt[i].size() + 1) / double(c.src[i].size() + 1); };
   std::vector<double> r(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) r[i] = ratio(i);
   std::nth_element(r.begin(), r.begin() + n / 2, r.end());
@@ -285,7 +283,8 @@ std::vector<std::vector<int64_t>> sequential_batches(const ParallelCorpus& corpu
   return cut(corpus, order, batch_tokens);
 }
 
-TokenBatch gather_batch(const ParallelCorpus& corpus, const std::vector<int64_t>& indices) {
+TokenBatch gather_batch(const ParallelCorpus& corpus, const std::vector<int64_t>& indices,
+                        const ModelConfig& cfg) {
   std::vector<const std::vector<int32_t>*> s, t;
   s.reserve(indices.size());
   t.reserve(indices.size());
@@ -293,7 +292,7 @@ TokenBatch gather_batch(const ParallelCorpus& corpus, const std::vector<int64_t>
     s.push_back(&corpus.src[i]);
     t.push_back(&corpus.tgt[i]);
   }
-  return make_batch(s, t);
+  return make_batch(s, t, cfg);
 }
 
 BatchStream::BatchStream(const ParallelCorpus& corpus, int64_t batch_tokens, uint64_t seed)

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "io/text_file.h"
-
 #include "model/transformer.h"
 
 namespace nmt {
@@ -75,7 +74,7 @@ int64_t drop_duplicate_pairs(std::vector<std::string>& src, std::vector<std::str
 struct RatioFilter {
   double factor = 3.0;
   int64_t min_longer = 10;
-  double median = 1.0;   // the corpus's median target/source ratio
+  double median = 1.0;    // the corpus's median target/source ratio
   double lo = 0, hi = 0;  // the ratios kept: [median / factor, median * factor]
   int64_t dropped = 0;
 };
@@ -91,7 +90,9 @@ std::vector<std::vector<int64_t>> make_batches(const ParallelCorpus& corpus, int
 std::vector<std::vector<int64_t>> sequential_batches(const ParallelCorpus& corpus,
                                                      int64_t batch_tokens);
 
-TokenBatch gather_batch(const ParallelCorpus& corpus, const std::vector<int64_t>& indices);
+// The batch of those sentences, with the config's </s> and decoder start.
+TokenBatch gather_batch(const ParallelCorpus& corpus, const std::vector<int64_t>& indices,
+                        const ModelConfig& cfg);
 
 // Walks the batches epoch after epoch; its position is (epoch, index).
 class BatchStream {

@@ -30,6 +30,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include "core/backend.h"
 #include "core/comm.h"
@@ -73,6 +74,24 @@ struct Metric {
   bool better_than(double other) const { return higher_better ? value > other : value < other; }
 };
 
+// What nmt train cannot make: its one SentencePiece vocabulary is joint,
+// with ids pad 0, unk 1, bos 2, eos 3 (a config may otherwise describe a
+// model converted from another toolkit).
+void check_trainable(const ModelConfig& cfg) {
+  const std::string where = "config " + (cfg.name.empty() ? std::string("(unnamed)") : cfg.name);
+  if (cfg.src_vocab_size)
+    throw InputError(where + ": src_vocab_size " + std::to_string(cfg.src_vocab_size) +
+                     ": nmt train makes one joint vocabulary (src_vocab_size 0)");
+  const std::pair<const char*, int> ids[] = {{"pad_id", cfg.pad_id},
+                                             {"unk_id", cfg.unk_id},
+                                             {"bos_id", cfg.bos_id},
+                                             {"eos_id", cfg.eos_id}};
+  for (int i = 0; i < 4; ++i)
+    if (ids[i].second != i)
+      throw InputError(where + ": " + ids[i].first + " " + std::to_string(ids[i].second) +
+                       ": the vocabulary nmt train makes has pad 0, unk 1, bos 2, eos 3");
+}
+
 class TrainRun {
  public:
   TrainRun(ModelConfig cfg, const TrainOptions& opts, const TrainCallbacks& cb)
@@ -80,6 +99,7 @@ class TrainRun {
 
   TrainResult run() {
     validate_options(opts_);
+    check_trainable(cfg_);
     // Before reading any data: the models are built on the CPU backend.
     if (!opts_.recipe || given("compute_type"))
       require_compute_type(Device{}, parse_compute_type(opts_.compute_type));

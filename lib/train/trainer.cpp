@@ -58,7 +58,7 @@ StepStats Trainer::step() {
       s.src_tokens += static_cast<int64_t>(train_.src[i].size()) + 1;
       s.tgt_tokens += static_cast<int64_t>(train_.tgt[i].size()) + 1;
     }
-    if (k % ranks == rank) mine.emplace_back(k, gather_batch(train_, idx));
+    if (k % ranks == rank) mine.emplace_back(k, gather_batch(train_, idx, model_.config()));
   }
   grads_.zero();
   const float grad_scale = 1.f / static_cast<float>(std::max<int64_t>(s.tgt_tokens, 1));
@@ -69,7 +69,7 @@ StepStats Trainer::step() {
     model_.forward(b, acts_, true, mix_seed(step_seed, static_cast<uint64_t>(k)));
     const ops::LossTotals l =
         ops::label_smoothed_xent(acts_.logits, acts_.tgt_out_ids, model_.config().label_smoothing,
-                                 kPad, &dlogits_, grad_scale);
+                                 kNoToken, &dlogits_, grad_scale);
     totals[0] += l.loss;
     totals[1] += l.nll;
     if (j + 1 == mine.size()) sync_.arm();  // the last pass: sum layers as they finish
@@ -116,7 +116,7 @@ double measure_update_seconds(Transformer& model, const ParallelCorpus& corpus,
   const int64_t n = std::min<int64_t>(5, stream.batches_per_epoch());
   for (int64_t k = 0; k < n; ++k) {
     const std::vector<int64_t>& idx = stream.next();
-    const TokenBatch b = gather_batch(corpus, idx);
+    const TokenBatch b = gather_batch(corpus, idx, model.config());
     int64_t t = 0;
     size_t ls = 0, lt = 0;
     for (int64_t i : idx) {
@@ -131,7 +131,8 @@ double measure_update_seconds(Transformer& model, const ParallelCorpus& corpus,
       grads.zero();
       model.forward(b, acts, true, mix_seed(seed, 0x9e0be + static_cast<uint64_t>(k)));
       ops::label_smoothed_xent(acts.logits, acts.tgt_out_ids, model.config().label_smoothing,
-                               kPad, &dlogits, 1.f / static_cast<float>(std::max<int64_t>(t, 1)));
+                               kNoToken, &dlogits,
+                               1.f / static_cast<float>(std::max<int64_t>(t, 1)));
       model.backward(b, acts, dlogits, grads);
       sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
@@ -164,10 +165,10 @@ ValidStats Trainer::validate(const ParallelCorpus& valid, const Vocab* vocab,
   ValidStats v;
   double loss = 0, nll = 0;
   for (const auto& idx : sequential_batches(valid, opts_.batch_tokens)) {
-    const TokenBatch b = gather_batch(valid, idx);
+    const TokenBatch b = gather_batch(valid, idx, cfg);
     model_.forward(b, acts_, false, 0);
     const ops::LossTotals l = ops::label_smoothed_xent(acts_.logits, acts_.tgt_out_ids,
-                                                       cfg.label_smoothing, kPad, nullptr, 1.f);
+                                                       cfg.label_smoothing, kNoToken, nullptr, 1.f);
     loss += l.loss;
     nll += l.nll;
     v.tokens += l.tokens;
