@@ -52,14 +52,14 @@ void run(Opts& o) {
                                                         : AttentionKind::Cross;
   const int layers = kind == AttentionKind::EncoderSelf ? cfg.encoder_layers : cfg.decoder_layers;
   const int layer = o.layer > 0 ? o.layer - 1 : std::max(0, layers - 2);
-  std::vector<int32_t> src = model.vocab.encode(sentence);
+  std::vector<int32_t> src = model.src_vocab().encode(sentence);
   if (static_cast<int64_t>(src.size()) > cfg.max_positions - 1)
     throw InputError("the sentence's " + std::to_string(src.size()) +
                      " subwords exceed the model's limit of " +
                      std::to_string(cfg.max_positions - 1));
   std::vector<int32_t> out;
   if (!o.target.empty()) {
-    out = model.vocab.encode(io::checked_text(o.target, "--target", io::warn_on_stderr));
+    out = model.tgt_vocab().encode(io::checked_text(o.target, "--target", io::warn_on_stderr));
     if (static_cast<int64_t>(out.size()) > cfg.max_positions - 1)
       throw InputError("--target's subwords exceed the model's limit");
   } else {
@@ -70,8 +70,8 @@ void run(Opts& o) {
   Activations acts;
   const AttentionMap m =
       attention_map(*model.net, src, out, kind, layer, o.head > 0 ? o.head - 1 : -1, acts);
-  std::vector<std::string> sp = labels(model.vocab.pieces(src)),
-                           tp = labels(model.vocab.pieces(out));
+  std::vector<std::string> sp = labels(model.src_vocab().pieces(src)),
+                           tp = labels(model.tgt_vocab().pieces(out));
   sp.push_back("</s>");
   plot::HeatMap h;
   const std::string which =
@@ -100,7 +100,7 @@ void run(Opts& o) {
                 std::to_string(h.col_labels.size()) + " labels");
   h.weights = m.w;
   plot::write(h, o.output);
-  std::cout << model.vocab.decode(out) << "\n";
+  std::cout << model.tgt_vocab().decode(out) << "\n";
   std::cerr << "nmt: wrote " << o.output << ": " << h.title << ", " << m.rows << " x " << m.cols
             << "\n";
 }

@@ -162,7 +162,18 @@ nlohmann::ordered_json model_info(const std::string& path) {
   j["weights"] = compute_type_name(m.compute);
   j["config"] = config_to_json(m.config);
   j["parameters"] = m.net->parameter_count();
-  j["vocabulary"] = {{"pieces", m.vocab.size()}, {"sample", sample_pieces(m.vocab, 12)}};
+  auto vocab_json = [](const Vocab& v) {
+    return nlohmann::ordered_json{
+        {"pieces", v.size()},
+        {"kind", !v.imported()       ? "sentencepiece"
+                 : v.bytes().empty() ? "tokens (tokenised text, split at spaces)"
+                                     : "tokens, cut by a SentencePiece model"},
+        {"sample", sample_pieces(v, 12)}};
+  };
+  j["vocabulary"] = vocab_json(m.tgt_vocab());
+  if (m.source_vocab) j["source_vocabulary"] = vocab_json(*m.source_vocab);
+  if (auto it = m.metadata.find("imported_from"); it != m.metadata.end())
+    j["imported_from"] = io::parse_json(it->second, path + " (imported_from)");
   auto meta_json = [&](const char* key) -> nlohmann::json {
     auto it = m.metadata.find(key);
     if (it == m.metadata.end()) return nullptr;
@@ -218,11 +229,17 @@ void print_info(const nlohmann::ordered_json& j) {
   if (!extra.empty()) std::printf("             %s\n", extra.c_str());
   std::printf("parameters   %s (%lld)\n", human(j["parameters"].get<double>()).c_str(),
               j["parameters"].get<long long>());
-  std::string sample;
-  for (const auto& p : j["vocabulary"]["sample"])
-    sample += (sample.empty() ? "" : " ") + p.get<std::string>();
-  std::printf("vocabulary   %d SentencePiece pieces, e.g. %s\n",
-              j["vocabulary"]["pieces"].get<int>(), sample.c_str());
+  auto print_vocab = [](const char* label, const nlohmann::ordered_json& v) {
+    std::string sample;
+    for (const auto& p : v["sample"]) sample += (sample.empty() ? "" : " ") + p.get<std::string>();
+    const std::string kind = v["kind"].get<std::string>();
+    std::printf("%s %d %s, e.g. %s\n", label, v["pieces"].get<int>(),
+                kind == "sentencepiece" ? "SentencePiece pieces" : kind.c_str(), sample.c_str());
+  };
+  print_vocab(j.contains("source_vocabulary") ? "target vocab" : "vocabulary  ", j["vocabulary"]);
+  if (j.contains("source_vocabulary")) print_vocab("source vocab", j["source_vocabulary"]);
+  if (j.contains("imported_from"))
+    std::printf("imported     %s\n", j["imported_from"].value("summary", std::string()).c_str());
   if (j.contains("step")) std::printf("step         %lld\n", j["step"].get<long long>());
   if (j.contains("training_data")) {
     const auto& d = j["training_data"];
@@ -299,7 +316,9 @@ void register_quantize_impl(CLI::App& app) {
     std::map<std::string, std::string> keep;  // what nmt info shows of its training
     for (const char* k : {"step", "training_options", "training_data", "recipe"})
       if (auto it = f.metadata.find(k); it != f.metadata.end()) keep[k] = it->second;
-    save_model(o->out, net, spm, keep, /*int8=*/true);
+    for (const char* k : {"imported_from"})
+      if (auto it = f.metadata.find(k); it != f.metadata.end()) keep[k] = it->second;
+    save_model(o->out, net, vocab_tensors(f), keep, /*int8=*/true);
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(o->out, ec);  // a device has none
     std::fprintf(stderr, "nmt: wrote %s (int8%s)\n", o->out.c_str(),
@@ -320,6 +339,7 @@ void register_all(CLI::App& app) {
   register_attention(app);
   register_info(app);
   register_quantize(app);
+  register_convert(app);
   register_summary(app);
 }
 

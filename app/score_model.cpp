@@ -50,8 +50,8 @@ int run_model_score(const ModelScoreArgs& args) {
                      std::to_string(tgt.size()));
   std::vector<std::vector<int32_t>> s(src.size()), t(tgt.size());
   for (size_t i = 0; i < src.size(); ++i) {
-    s[i] = m.vocab.encode(src[i]);
-    t[i] = m.vocab.encode(tgt[i]);
+    s[i] = m.src_vocab().encode(src[i]);
+    t[i] = m.tgt_vocab().encode(tgt[i]);
     if (static_cast<int64_t>(s[i].size()) > max_len ||
         static_cast<int64_t>(t[i].size()) > max_len) {
       std::cerr << "nmt: warning: line " << i + 1 << " is longer than " << max_len
@@ -89,7 +89,7 @@ int run_model_score(const ModelScoreArgs& args) {
     const double norm = scores[i].total() / length_penalty(n, so);
     std::vector<std::string> pieces;
     if (args.word_scores) {
-      pieces = m.vocab.pieces(t[i]);
+      pieces = m.tgt_vocab().pieces(t[i]);
       pieces.push_back("</s>");
     }
     if (jsonl) {

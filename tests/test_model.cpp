@@ -1,6 +1,7 @@
 // The model against the paper: attention against an explicit
 // softmax(QK^T/sqrt(d))V, padding and causality invariants, positional
 // encodings against the formula, config validation, and the model file.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -147,7 +148,8 @@ TEST_CASE("a config without the keys imported models add reads as the paper's mo
   // The keys a model file written before them lacks.
   nlohmann::json j = config_to_json(tiny_config());
   for (const char* k : {"scale_embeddings", "tie_output", "output_bias", "final_norm", "activation",
-                        "src_vocab_size", "pad_id", "unk_id", "bos_id", "eos_id", "decoder_start"})
+                        "src_vocab_size", "pad_id", "unk_id", "bos_id", "eos_id", "decoder_start",
+                        "source_bos", "source_eos"})
     j.erase(k);
   const ModelConfig c = config_from_json(j, "old.json");
   CHECK(c.scale_embeddings);
@@ -158,6 +160,7 @@ TEST_CASE("a config without the keys imported models add reads as the paper's mo
   CHECK(c.source_vocab() == c.vocab_size);
   CHECK((c.pad_id == 0 && c.unk_id == 1 && c.bos_id == 2 && c.eos_id == 3));
   CHECK(c.start_token() == 2);
+  CHECK((!c.source_bos && c.source_eos));
   CHECK(config_to_json(c) == config_to_json(tiny_config()));
 }
 
@@ -399,6 +402,70 @@ std::string forge(const std::string& header, const std::string& data) {
 }
 
 }  // namespace
+
+TEST_CASE(
+    "an imported vocabulary: pieces by a SentencePiece model or at spaces, looked up in a list",
+    "[model]") {
+  const std::string spm = vocab_bytes(30);
+  // Marian's order: </s> 0, <unk> 1, then the SentencePiece model's pieces.
+  std::vector<std::string> tokens = {"</s>", "<unk>"};
+  for (const std::string& p : Vocab::sentencepiece_pieces(spm))
+    if (p != "<unk>" && p != "<s>" && p != "</s>" && p != "<pad>") tokens.push_back(p);
+  const Vocab native = Vocab::from_bytes(spm);
+  const Vocab v = Vocab::from_tokens(tokens, spm, 1);
+  CHECK(v.imported());
+  CHECK(v.size() == static_cast<int>(tokens.size()));
+  const std::string text = "abc de a";
+  const std::vector<int32_t> ids = v.encode(text);
+  REQUIRE(!ids.empty());
+  // The same pieces as the SentencePiece model cuts, under the list's ids.
+  CHECK(v.pieces(ids) == native.pieces(native.encode(text)));
+  CHECK(v.decode(ids) == text);
+  // A piece the list lacks (characters the SentencePiece model never saw) is <unk>.
+  const std::vector<int32_t> unknown = v.encode("zzz qqq");
+  CHECK(std::count(unknown.begin(), unknown.end(), 1) > 0);
+  // Tokenised text: the tokens are what the spaces separate.
+  const Vocab plain = Vocab::from_tokens({"<unk>", "</s>", "a", "b@@", "c", "d", "e", "f"}, "", 0);
+  CHECK(plain.encode("  a b@@ c\tx ") == std::vector<int32_t>{2, 3, 4, 0});
+  CHECK(plain.decode({2, 3, 4}) == "a b@@ c");
+  CHECK_THROWS_WITH(Vocab::from_tokens({"a", "b"}, "", -1).encode("c"),
+                    "\"c\" is not in the vocabulary, which has no unknown token");
+  CHECK_THROWS_WITH(Vocab::from_tokens({"a"}, "", 5),
+                    "the unknown-token id 5 is outside the 1 tokens of the vocabulary");
+
+  // In a model file: the list and the SentencePiece model, a source side of
+  // its own under vocab/source/; nmt quantize keeps them (vocab_tensors).
+  ModelConfig cfg = tiny_config(static_cast<int>(tokens.size()));
+  cfg.tie_embeddings = false;
+  cfg.src_vocab_size = 8;
+  cfg.eos_id = 0, cfg.unk_id = 1, cfg.pad_id = -1, cfg.bos_id = -1;
+  cfg.decoder_start = "zero";
+  Transformer model(cfg);
+  model.init(3);
+  const std::string path = "/tmp/nmt_test_imported.nmt";
+  save_model(path, model, vocab_tensors(v, &plain));
+  ModelConfig back;
+  std::string spm_back;
+  Vocab tv, sv;
+  FileContents f = open_model(path, back, spm_back, &tv, nullptr, &sv);
+  CHECK(spm_back == spm);
+  CHECK(tv.tokens() == tokens);
+  CHECK(sv.tokens() == plain.tokens());
+  CHECK(vocab_tensors(f) == vocab_tensors(v, &plain));
+  // The sizes are checked against the embeddings, side by side.
+  save_model(path, model, vocab_tensors(v, nullptr));
+  CHECK(error_loading(path) == path +
+                                   ": the model has a source embedding of its own "
+                                   "(src_vocab_size 8) but no source vocabulary");
+  save_model(path, model, vocab_tensors(v, &v));
+  CHECK(error_loading(path).find(path + ": the source vocabulary has " +
+                                 std::to_string(tokens.size()) +
+                                 " pieces but the model's source embedding 8 rows") == 0);
+  VocabTensors broken = vocab_tensors(v, &plain);
+  broken["vocab/tokens"] = "{\"not\": \"a list\"}";
+  save_model(path, model, broken);
+  CHECK(error_loading(path) == path + ": vocab/tokens: not a JSON list of tokens");
+}
 
 TEST_CASE("the model reader refuses forged headers, bad numbers and deep or invalid configs",
           "[model]") {

@@ -180,9 +180,9 @@ void BeamSearch::start(const std::vector<SearchRequest>& src) {
   const int64_t B = static_cast<int64_t>(src.size()), V = cfg.vocab_size;
   if (2 * K_ > V)
     throw InputError("beam size " + std::to_string(K_) + " is too large for the vocabulary");
-  // Padded source batch, </s>-terminated.
+  // Padded source batch, framed as the model's sources are (</s>-terminated).
   int64_t S = 0;
-  for (const auto& s : src) S = std::max<int64_t>(S, s.src.size() + 1);
+  for (const auto& s : src) S = std::max<int64_t>(S, cfg.source_tokens(s.src.size()));
   if (S > cfg.max_positions)
     throw InputError("source of " + std::to_string(S) + " tokens exceeds max_positions");
   std::vector<int32_t> batch(B * S, kNoToken);
@@ -192,8 +192,7 @@ void BeamSearch::start(const std::vector<SearchRequest>& src) {
     const SearchRequest& req = src[b];
     if (req.constraints.size() > kMaxConstraints)
       throw InputError("more than " + std::to_string(kMaxConstraints) + " constraints");
-    std::copy(req.src.begin(), req.src.end(), batch.begin() + b * S);
-    batch[b * S + req.src.size()] = eos_;
+    frame_source(req.src, cfg, batch.data() + b * S);
     Sentence& s = live_[b];
     s.index = b;
     s.req = &req;

@@ -100,7 +100,7 @@ void Translator::work(int) {
 std::vector<SearchRequest> Translator::encode(const std::vector<TranslationRequest>& requests,
                                               int64_t first_line) const {
   std::vector<SearchRequest> ids(requests.size());
-  const int64_t max_src = model_.config.max_positions - 1;
+  const int64_t max_src = model_.config.max_positions - model_.config.source_tokens(0);
   for (size_t i = 0; i < requests.size(); ++i) {
     if (requests[i].skip) continue;
     bool bad = false;
@@ -110,7 +110,7 @@ std::vector<SearchRequest> Translator::encode(const std::vector<TranslationReque
       warn_("line " + std::to_string(line_no) + ": invalid UTF-8 replaced with U+FFFD");
     if (clean.find_first_not_of(" \t\r") == std::string::npos) continue;  // empty in, empty out
     std::vector<int32_t>& src = ids[i].src;
-    src = model_.vocab.encode(clean);
+    src = model_.src_vocab().encode(clean);
     if (static_cast<int64_t>(src.size()) > max_src) {
       if (warn_)
         warn_("line " + std::to_string(line_no) + ": " + std::to_string(src.size()) +
@@ -133,7 +133,7 @@ bool Translator::encode_extras(const TranslationRequest& rq, int64_t line_no,
   };
   const int64_t room = model_.config.max_positions - 2;  // outputs end in </s>
   if (!rq.prefix.empty()) {
-    out.prefix = model_.vocab.encode(io::sanitize_utf8(rq.prefix));
+    out.prefix = model_.tgt_vocab().encode(io::sanitize_utf8(rq.prefix));
     if (static_cast<int64_t>(out.prefix.size()) > room)
       return refuse("the prefix's " + std::to_string(out.prefix.size()) +
                     " subwords exceed the model's limit of " + std::to_string(room));
@@ -147,7 +147,7 @@ bool Translator::encode_extras(const TranslationRequest& rq, int64_t line_no,
     const std::string quoted = "constraint " + std::to_string(c + 1) + " \"" + text + "\"";
     if (text.find_first_not_of(" \t\r") == std::string::npos)
       return refuse("constraint " + std::to_string(c + 1) + " is empty");
-    std::vector<int32_t> ids = model_.vocab.encode(text);
+    std::vector<int32_t> ids = model_.tgt_vocab().encode(text);
     const int32_t unk = model_.config.unk_id;
     if (unk >= 0 && std::find(ids.begin(), ids.end(), unk) != ids.end())
       return refuse(quoted + " has characters the model's vocabulary lacks (they encode as <unk>)");
@@ -229,7 +229,7 @@ std::vector<TranslationResult> Translator::translate(
     for (size_t k = 0; k < b.src.size(); ++k) {
       TranslationResult& r = out[b.index[k]];
       for (const Hypothesis& h : b.hyps[k]) {
-        std::string text = model_.vocab.decode(h.tokens);
+        std::string text = model_.tgt_vocab().decode(h.tokens);
         if (r.n_best.empty()) {
           r.text = text;
           r.score = h.score;
@@ -244,8 +244,8 @@ std::vector<TranslationResult> Translator::translate(
               ": no translation within the length limit meets every constraint; the best one "
               "that does not is written");
       if (b.maps.empty() || b.hyps[k].empty()) continue;
-      r.src_pieces = model_.vocab.pieces(b.src[k].src);
-      r.out_pieces = model_.vocab.pieces(b.hyps[k][0].tokens);
+      r.src_pieces = model_.src_vocab().pieces(b.src[k].src);
+      r.out_pieces = model_.tgt_vocab().pieces(b.hyps[k][0].tokens);
       if (attention_.alignments)
         r.alignment = word_alignment(b.maps[k], r.src_pieces, r.out_pieces);
       if (attention_.matrix) r.attention = std::move(b.maps[k]);

@@ -122,6 +122,8 @@ const std::vector<std::string> kConfigKeys = {"name",
                                               "bos_id",
                                               "eos_id",
                                               "decoder_start",
+                                              "source_bos",
+                                              "source_eos",
                                               "training"};
 
 // Keeps every width and table size far from int overflow, computed in 64 bits.
@@ -204,6 +206,9 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   r.get("decoder_start", c.decoder_start, false, {"bos", "zero"});
   if (c.decoder_start == "bos" && c.bos_id < 0)
     r.fail("bos_id", "decoder_start \"bos\" needs a bos_id (or decoder_start \"zero\")");
+  r.get("source_bos", c.source_bos, false);
+  r.get("source_eos", c.source_eos, false);
+  if (c.source_bos && c.bos_id < 0) r.fail("source_bos", "the model has no bos_id");
   check_sizes(c, r);
   if (const json* t = r.find("training", false)) {
     validate_training_json(*t, source);
@@ -352,7 +357,9 @@ json config_to_json(const ModelConfig& c) {
             {"unk_id", c.unk_id},
             {"bos_id", c.bos_id},
             {"eos_id", c.eos_id},
-            {"decoder_start", c.decoder_start}};
+            {"decoder_start", c.decoder_start},
+            {"source_bos", c.source_bos},
+            {"source_eos", c.source_eos}};
   if (!c.training.empty()) j["training"] = c.training;
   return j;
 }

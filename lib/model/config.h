@@ -48,6 +48,9 @@ struct ModelConfig {
   // or, with decoder_start "zero", from a zero embedding (Marian).
   int pad_id = 0, unk_id = 1, bos_id = 2, eos_id = 3;
   std::string decoder_start = "bos";
+  // What a source sentence is framed with: </s> after it (nmt, Marian), and
+  // <s> before it (some CTranslate2 models have neither, or both).
+  bool source_bos = false, source_eos = true;
 
   // Training options that may also come from the config ("training": {...});
   // kept as JSON so that `nmt train` owns their meaning and validation.
@@ -64,6 +67,8 @@ struct ModelConfig {
                                        : Activation::Relu;
   }
   int source_vocab() const { return src_vocab_size ? src_vocab_size : vocab_size; }
+  // Tokens a source of n pieces becomes, framing included.
+  int64_t source_tokens(int64_t n) const { return n + (source_bos ? 1 : 0) + (source_eos ? 1 : 0); }
   // The decoder's first input: bos_id, or -1 (no token: a zero embedding).
   int start_token() const { return decoder_start == "zero" ? -1 : bos_id; }
 };

@@ -9,7 +9,9 @@ namespace nmt {
 LoadedModel load_model(const std::string& path, const std::string& compute, FileChecksum* sum) {
   LoadedModel m;
   std::string spm;
-  FileContents f = open_model(path, m.config, spm, &m.vocab, sum);
+  Vocab source;
+  FileContents f = open_model(path, m.config, spm, &m.vocab, sum, &source);
+  if (source.size()) m.source_vocab = std::move(source);
   m.metadata = f.metadata;
   auto q = f.metadata.find("quantization");
   const bool int8_file = q != f.metadata.end() && q->second == "int8";

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "model/config.h"
@@ -14,10 +15,16 @@ namespace nmt {
 
 struct LoadedModel {
   ModelConfig config;
-  Vocab vocab;
+  Vocab vocab;  // the target's, and the source's unless source_vocab is set
+  // A source vocabulary of its own (imported models: another SentencePiece
+  // model, or another token list).
+  std::optional<Vocab> source_vocab;
   std::unique_ptr<Transformer> net;
   ComputeType compute = ComputeType::F32;
   std::map<std::string, std::string> metadata;  // the file's, as nmt info shows it
+
+  const Vocab& src_vocab() const { return source_vocab ? *source_vocab : vocab; }
+  const Vocab& tgt_vocab() const { return vocab; }
 };
 
 // Throws InputError naming the file for anything missing, truncated or wrong.

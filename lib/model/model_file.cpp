@@ -14,10 +14,11 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.h"
-#include "io/output_file.h"
 #include "io/json.h"
+#include "io/output_file.h"
 #include "model/quantise.h"
 #include "model/transformer.h"
 #include "model/vocab.h"
@@ -321,7 +322,32 @@ std::string FileContents::read_bytes(const std::string& name) const {
   return std::string(data.data() + it->second.begin, it->second.end - it->second.begin);
 }
 
+VocabTensors vocab_tensors(const Vocab& vocab, const Vocab* source) {
+  VocabTensors t;
+  auto add = [&](const Vocab& v, const std::string& prefix) {
+    if (!v.bytes().empty()) t[prefix + "sentencepiece"] = v.bytes();
+    if (v.imported()) t[prefix + "tokens"] = json(v.tokens()).dump();
+  };
+  add(vocab, "vocab/");
+  if (source) add(*source, "vocab/source/");
+  return t;
+}
+
+VocabTensors vocab_tensors(const FileContents& f) {
+  VocabTensors t;
+  for (const auto& [name, e] : f.tensors)
+    if (name.rfind("vocab/", 0) == 0 && e.dtype == "U8") t[name] = f.read_bytes(name);
+  return t;
+}
+
 void save_model(const std::string& path, Transformer& model, const std::string& spm_model,
+                const std::map<std::string, std::string>& extra_metadata, bool int8) {
+  VocabTensors v;
+  if (!spm_model.empty()) v["vocab/sentencepiece"] = spm_model;
+  save_model(path, model, v, extra_metadata, int8);
+}
+
+void save_model(const std::string& path, Transformer& model, const VocabTensors& vocab,
                 const std::map<std::string, std::string>& extra_metadata, bool int8) {
   std::map<std::string, std::string> meta = extra_metadata;
   meta["format"] = "nmt";
@@ -339,9 +365,7 @@ void save_model(const std::string& path, Transformer& model, const std::string& 
     tensors.push_back({p.name, p.shape, q.values.data(), DType::S8});
     tensors.push_back({p.name + ".scale", Shape{p.shape[0]}, q.scales.data()});
   }
-  std::map<std::string, std::string> bytes;
-  if (!spm_model.empty()) bytes["vocab/sentencepiece"] = spm_model;
-  write_safetensors(path, meta, tensors, bytes);
+  write_safetensors(path, meta, tensors, vocab);
 }
 
 namespace {
@@ -374,8 +398,44 @@ std::string content_checksum(const FileContents& f) {
   return crc_metadata(crc_bytes(crc32(0L, Z_NULL, 0), f.data.data(), f.data.size()), f.metadata);
 }
 
+namespace {
+
+// One side's vocabulary from the tensors under `prefix`: a token list (with
+// or without a SentencePiece model to cut text into its pieces), or nmt's
+// own SentencePiece model. Empty when the file has neither.
+std::optional<Vocab> read_vocab(const FileContents& f, const std::string& prefix,
+                                const ModelConfig& cfg, std::string* spm_out) {
+  const std::string spm_name = prefix + "sentencepiece", tokens_name = prefix + "tokens";
+  if (!f.has(spm_name) && !f.has(tokens_name)) return std::nullopt;
+  const std::string spm = f.has(spm_name) ? f.read_bytes(spm_name) : std::string();
+  if (spm_out) *spm_out = spm;
+  try {
+    if (!f.has(tokens_name)) return Vocab::from_bytes(spm);
+    const std::string text = f.read_bytes(tokens_name);
+    json list;
+    try {
+      list = io::parse_json(text, tokens_name);
+    } catch (const InputError&) {
+      list = nullptr;
+    }
+    if (!list.is_array()) throw InputError("not a JSON list of tokens");
+    std::vector<std::string> tokens;
+    tokens.reserve(list.size());
+    for (const json& t : list) {
+      if (!t.is_string()) throw InputError("not a JSON list of tokens");
+      tokens.push_back(t.get<std::string>());
+    }
+    return Vocab::from_tokens(std::move(tokens), spm, cfg.unk_id);
+  } catch (const InputError& e) {
+    throw InputError(f.source + ": " + (f.has(tokens_name) ? tokens_name : spm_name) + ": " +
+                     e.what());
+  }
+}
+
+}  // namespace
+
 FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& spm_model,
-                        Vocab* vocab, FileChecksum* sum) {
+                        Vocab* vocab, FileChecksum* sum, Vocab* source) {
   FileContents f = read_file(path, /*strict=*/false, sum);
   auto meta = [&](const std::string& key) -> const std::string& {
     auto it = f.metadata.find(key);
@@ -396,21 +456,24 @@ FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& 
                        st.substr(0, 40) + "\"");
   }
   // Every command that loads a model makes the same checks of its
-  // vocabulary: there, readable, and as large as the embedding.
-  if (!f.has("vocab/sentencepiece"))
-    throw InputError(path + ": the model file holds no SentencePiece vocabulary");
-  spm_model = f.read_bytes("vocab/sentencepiece");
-  Vocab v;
-  try {
-    v = Vocab::from_bytes(spm_model);
-  } catch (const InputError& e) {
-    throw InputError(path + ": vocab/sentencepiece: " + e.what());
-  }
-  if (v.size() != cfg.vocab_size)
-    throw InputError(path + ": the vocabulary has " + std::to_string(v.size()) +
+  // vocabularies: there, readable, and as large as the embeddings.
+  spm_model.clear();
+  std::optional<Vocab> v = read_vocab(f, "vocab/", cfg, &spm_model);
+  if (!v) throw InputError(path + ": the model file holds no SentencePiece vocabulary");
+  if (v->size() != cfg.vocab_size)
+    throw InputError(path + ": the vocabulary has " + std::to_string(v->size()) +
                      " pieces but the model's embedding " + std::to_string(cfg.vocab_size) +
                      " rows");
-  if (vocab) *vocab = std::move(v);
+  std::optional<Vocab> s = read_vocab(f, "vocab/source/", cfg, nullptr);
+  if (s && s->size() != cfg.source_vocab())
+    throw InputError(path + ": the source vocabulary has " + std::to_string(s->size()) +
+                     " pieces but the model's source embedding " +
+                     std::to_string(cfg.source_vocab()) + " rows");
+  if (!s && cfg.src_vocab_size)
+    throw InputError(path + ": the model has a source embedding of its own (src_vocab_size " +
+                     std::to_string(cfg.src_vocab_size) + ") but no source vocabulary");
+  if (vocab) *vocab = std::move(*v);
+  if (source && s) *source = std::move(*s);
   return f;
 }
 

@@ -81,9 +81,19 @@ class Transformer;
 // stores every weight matrix as I8 rows with an F32 scale each ("NAME" and
 // "NAME.scale", see model/quantise.h) and marks the file "quantization":
 // "int8", which translation then computes in by default.
+// The vocabulary tensors of a model file, by name: "vocab/sentencepiece"
+// (a SentencePiece model) and, for an imported vocabulary, "vocab/tokens"
+// (its tokens in id order, a JSON list); a source side of its own adds
+// "vocab/source/sentencepiece" and "vocab/source/tokens".
+using VocabTensors = std::map<std::string, std::string>;
+class Vocab;
+// Those of a loaded vocabulary (and a separate source one, when given).
+VocabTensors vocab_tensors(const Vocab& vocab, const Vocab* source = nullptr);
+void save_model(const std::string& path, Transformer& model, const VocabTensors& vocab,
+                const std::map<std::string, std::string>& extra_metadata = {}, bool int8 = false);
+// nmt's own vocabulary: one SentencePiece model.
 void save_model(const std::string& path, Transformer& model, const std::string& spm_model,
                 const std::map<std::string, std::string>& extra_metadata = {}, bool int8 = false);
-class Vocab;
 
 // The size and CRC-32 (zlib's) of a model file's bytes, as they were read
 // (a pipe can be read once only), for `nmt info`.
@@ -95,10 +105,15 @@ struct FileChecksum {
 // Loads config and SentencePiece bytes and makes every check a model gets
 // wherever it is loaded (translate, score, info, quantize, resume): format,
 // version, config, a numeric "step", a readable vocabulary exactly as large
-// as the embedding (into *vocab when given). The caller builds the
-// Transformer from the config and then calls load_weights.
+// as the embedding (into *vocab when given; the source's into *source when
+// the model has one of its own). spm_model gets "vocab/sentencepiece" (empty
+// for a token list without one). The caller builds the Transformer from the
+// config and then calls load_weights.
 FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& spm_model,
-                        Vocab* vocab = nullptr, FileChecksum* sum = nullptr);
+                        Vocab* vocab = nullptr, FileChecksum* sum = nullptr,
+                        Vocab* source = nullptr);
+// The vocabulary tensors of an opened file, to write them again.
+VocabTensors vocab_tensors(const FileContents& file);
 void load_weights(const FileContents& file, Transformer& model, const std::string& prefix = "");
 
 }  // namespace nmt

@@ -17,9 +17,22 @@ int64_t TokenBatch::tgt_tokens() const {
   return std::count_if(tgt_out.begin(), tgt_out.end(), [](int32_t t) { return t != kNoToken; });
 }
 
+void frame_source(const std::vector<int32_t>& ids, const ModelConfig& cfg, int32_t* row) {
+  if (cfg.source_bos) *row++ = cfg.bos_id;
+  row = std::copy(ids.begin(), ids.end(), row);
+  if (cfg.source_eos) *row = cfg.eos_id;
+}
+
 TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
                       const std::vector<const std::vector<int32_t>*>& tgt, const ModelConfig& cfg) {
-  return make_batch(src, tgt, cfg.eos_id, cfg.start_token());
+  TokenBatch b = make_batch(src, tgt, cfg.eos_id, cfg.start_token());
+  if (cfg.source_bos || !cfg.source_eos) {  // another framing of the sources
+    b.S = 0;
+    for (auto* s : src) b.S = std::max<int64_t>(b.S, cfg.source_tokens(s->size()));
+    b.src.assign(b.B * b.S, kNoToken);
+    for (int64_t i = 0; i < b.B; ++i) frame_source(*src[i], cfg, b.src.data() + i * b.S);
+  }
+  return b;
 }
 
 TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,

@@ -46,11 +46,15 @@ struct TokenBatch {
 };
 
 // Builds a TokenBatch from id sequences (without </s>, <s>): eos ends each
-// sequence and start begins the decoder input (a config's eos_id and
-// start_token()).
+// sequence and start begins the decoder input (the config's overload: its
+// eos_id, start_token() and source framing).
 TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
                       const std::vector<const std::vector<int32_t>*>& tgt, int32_t eos = kEos,
                       int32_t start = kBos);
+// Writes a source of ids (without framing) as the config frames it (<s>
+// before it with source_bos, </s> after it with source_eos) into row, which
+// holds cfg.source_tokens(ids.size()) entries.
+void frame_source(const std::vector<int32_t>& ids, const ModelConfig& cfg, int32_t* row);
 TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
                       const std::vector<const std::vector<int32_t>*>& tgt, const ModelConfig& cfg);
 

@@ -3,6 +3,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -34,6 +35,39 @@ Vocab Vocab::from_bytes(const std::string& model_bytes) {
         "SentencePiece model must use ids pad=0 unk=1 bos=2 eos=3 (train it with "
         "--pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3)");
   return v;
+}
+
+Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& spm_bytes,
+                         int32_t unk_id) {
+  Vocab v;
+  if (tokens.empty()) throw InputError("the vocabulary has no tokens");
+  if (!spm_bytes.empty()) {
+    v.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
+    const auto status = v.sp_->LoadFromSerializedProto(spm_bytes);
+    if (!status.ok()) throw InputError("invalid SentencePiece model: " + status.ToString());
+    v.bytes_ = spm_bytes;
+  }
+  v.ids_.reserve(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i)
+    // The first of two equal tokens keeps the id, as a lookup table built
+    // in order by Marian or CTranslate2 would.
+    v.ids_.emplace(tokens[i], static_cast<int32_t>(i));
+  if (unk_id >= static_cast<int64_t>(tokens.size()))
+    throw InputError("the unknown-token id " + std::to_string(unk_id) + " is outside the " +
+                     std::to_string(tokens.size()) + " tokens of the vocabulary");
+  v.unk_ = unk_id;
+  v.tokens_ = std::move(tokens);
+  return v;
+}
+
+std::vector<std::string> Vocab::sentencepiece_pieces(const std::string& spm_bytes) {
+  sentencepiece::SentencePieceProcessor sp;
+  const auto status = sp.LoadFromSerializedProto(spm_bytes);
+  if (!status.ok()) throw InputError("invalid SentencePiece model: " + status.ToString());
+  std::vector<std::string> out;
+  out.reserve(sp.GetPieceSize());
+  for (int i = 0; i < sp.GetPieceSize(); ++i) out.push_back(sp.IdToPiece(i));
+  return out;
 }
 
 Vocab Vocab::from_file(const std::string& path) {
@@ -102,7 +136,8 @@ Vocab Vocab::train(const std::vector<const std::string*>& sentences, int vocab_s
   const std::string args = "--vocab_size=" + std::to_string(vocab_size) +
                            " --model_type=" + model_type +
                            " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3"
-                           " --character_coverage=" + coverage +
+                           " --character_coverage=" +
+                           coverage +
                            // Characters below the coverage are spelled in
                            // UTF-8 byte pieces rather than made <unk>.
                            std::string(character_coverage < 1.0 ? " --byte_fallback=true" : "") +
@@ -117,23 +152,67 @@ Vocab Vocab::train(const std::vector<const std::string*>& sentences, int vocab_s
 }
 
 std::vector<int32_t> Vocab::encode(const std::string& text) const {
-  std::vector<int> ids;
-  sp_->Encode(text, &ids).IgnoreError();
-  return std::vector<int32_t>(ids.begin(), ids.end());
+  if (!imported()) {
+    std::vector<int> ids;
+    sp_->Encode(text, &ids).IgnoreError();
+    return std::vector<int32_t>(ids.begin(), ids.end());
+  }
+  std::vector<std::string> pieces;
+  if (sp_) {
+    sp_->Encode(text, &pieces).IgnoreError();
+  } else {  // tokenised text: the tokens are what the spaces separate
+    for (size_t i = 0; i < text.size();) {
+      const size_t b = text.find_first_not_of(" \t\r\n", i);
+      if (b == std::string::npos) break;
+      const size_t e = std::min(text.find_first_of(" \t\r\n", b), text.size());
+      pieces.push_back(text.substr(b, e - b));
+      i = e;
+    }
+  }
+  std::vector<int32_t> out;
+  out.reserve(pieces.size());
+  for (const std::string& p : pieces) {
+    auto it = ids_.find(p);
+    if (it != ids_.end()) {
+      out.push_back(it->second);
+    } else {
+      if (unk_ < 0)
+        throw InputError("\"" + p + "\" is not in the vocabulary, which has no unknown token");
+      out.push_back(unk_);
+    }
+  }
+  return out;
 }
 
 std::string Vocab::decode(const std::vector<int32_t>& ids) const {
   std::string out;
-  sp_->Decode(std::vector<int>(ids.begin(), ids.end()), &out).IgnoreError();
+  if (!imported()) {
+    sp_->Decode(std::vector<int>(ids.begin(), ids.end()), &out).IgnoreError();
+    return out;
+  }
+  std::vector<std::string> p = pieces(ids);
+  if (sp_) {
+    sp_->Decode(p, &out).IgnoreError();
+    return out;
+  }
+  for (const std::string& t : p) out += (out.empty() ? "" : " ") + t;
   return out;
 }
 
 std::vector<std::string> Vocab::pieces(const std::vector<int32_t>& ids) const {
   std::vector<std::string> out;
-  for (int32_t id : ids) out.push_back(sp_->IdToPiece(id));
+  out.reserve(ids.size());
+  for (int32_t id : ids)
+    if (imported())
+      out.push_back(id >= 0 && id < static_cast<int32_t>(tokens_.size()) ? tokens_[id] : "");
+    else
+      out.push_back(sp_->IdToPiece(id));
   return out;
 }
 
-int Vocab::size() const { return sp_ ? sp_->GetPieceSize() : 0; }
+int Vocab::size() const {
+  if (imported()) return static_cast<int>(tokens_.size());
+  return sp_ ? sp_->GetPieceSize() : 0;
+}
 
 }  // namespace nmt

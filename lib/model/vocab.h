@@ -1,10 +1,15 @@
-// The joint source/target subword vocabulary: a SentencePiece model, trained
-// here with the SentencePiece library (never re-implemented) and stored
-// inside the model file. Ids: 0 <pad>, 1 <unk>, 2 <s>, 3 </s>.
+// A subword vocabulary: text to ids and back. nmt's own is a SentencePiece
+// model trained here with the SentencePiece library (never re-implemented),
+// stored inside the model file, whose ids are the model's (0 <pad>, 1 <unk>,
+// 2 <s>, 3 </s>). An imported model's is a list of tokens in id order
+// (Marian's vocab.yml, CTranslate2's vocabulary files): text is cut into
+// pieces by a SentencePiece model when there is one, else at spaces (the
+// text is already tokenised), and each piece is looked up in the list.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace sentencepiece {
@@ -22,6 +27,14 @@ class Vocab {
 
   // From the serialized model proto (the bytes of a .model file).
   static Vocab from_bytes(const std::string& model_bytes);
+  // An imported vocabulary: tokens[i] is id i; spm_bytes, when not empty, the
+  // SentencePiece model that cuts text into those pieces and joins them
+  // back. A piece not in the list is unk_id (or, without one, an error).
+  static Vocab from_tokens(std::vector<std::string> tokens, const std::string& spm_bytes,
+                           int32_t unk_id);
+  // Every piece of a SentencePiece model, by its ids (a vocabulary that is
+  // the SentencePiece model itself, as Marian can use one).
+  static std::vector<std::string> sentencepiece_pieces(const std::string& spm_bytes);
   static Vocab from_file(const std::string& path);
   // Trains on the given sentences (a sample is enough; SentencePiece itself
   // samples at most input_sentence_size lines).
@@ -41,11 +54,18 @@ class Vocab {
   std::string decode(const std::vector<int32_t>& ids) const;
   std::vector<std::string> pieces(const std::vector<int32_t>& ids) const;
   int size() const;
+  // The SentencePiece model's bytes (empty: a token list without one).
   const std::string& bytes() const { return bytes_; }
+  // An imported vocabulary's tokens in id order; empty for nmt's own.
+  const std::vector<std::string>& tokens() const { return tokens_; }
+  bool imported() const { return !tokens_.empty(); }
 
  private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   std::string bytes_;
+  std::vector<std::string> tokens_;
+  std::unordered_map<std::string, int32_t> ids_;
+  int32_t unk_ = -1;
 };
 
 }  // namespace nmt

@@ -1,0 +1,53 @@
+#include "convert/convert.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "model/model_file.h"
+#include "model/transformer.h"
+
+namespace nmt::convert {
+
+namespace fs = std::filesystem;
+
+std::string detect(const std::string& src) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(src, ec);
+  if (ec || !fs::exists(st)) throw InputError(src + ": no such file or directory");
+  if (fs::is_directory(st)) {
+    if (fs::exists(fs::path(src) / "model.bin", ec)) return "ctranslate2";
+    for (const auto& e : fs::directory_iterator(src, ec))
+      if (e.path().extension() == ".npz") return "marian";
+    throw InputError(src +
+                     ": neither a CTranslate2 model (model.bin) nor a Marian one (.npz) "
+                     "is in this directory");
+  }
+  if (fs::path(src).extension() == ".npz") return "marian";
+  if (fs::path(src).filename() == "model.bin")
+    throw InputError(src + ": give CTranslate2's model directory, not its model.bin");
+  throw InputError(src +
+                   ": not a Marian .npz model nor a CTranslate2 model directory "
+                   "(--from marian|ctranslate2 says which)");
+}
+
+void write_imported(const Imported& m, const std::string& out) {
+  Transformer net(m.config);
+  net.init(0);
+  ParamStore& ps = net.params();
+  for (const Param& p : ps.params()) {
+    auto it = m.weights.find(p.name);
+    if (it == m.weights.end()) throw Error("convert: the importer left " + p.name + " unset");
+    if (static_cast<int64_t>(it->second.size()) != p.shape.numel())
+      throw Error("convert: " + p.name + " has " + std::to_string(it->second.size()) +
+                  " values for shape " + p.shape.str());
+    Tensor v = ps.value(&p);
+    std::copy(it->second.begin(), it->second.end(), v.data());
+  }
+  for (const auto& [name, values] : m.weights)
+    if (!ps.find(name))
+      throw Error("convert: the importer set " + name + ", which the model lacks");
+  std::map<std::string, std::string> meta = {{"imported_from", m.provenance.dump()}};
+  save_model(out, net, vocab_tensors(m.vocab, m.source_vocab ? &*m.source_vocab : nullptr), meta);
+}
+
+}  // namespace nmt::convert

@@ -1,0 +1,597 @@
+// CTranslate2's model directories: model.bin (the binary layout of
+// python/ctranslate2/specs/model_spec.py, versions 5 and 6), config.json
+// and the vocabularies. A TransformerSpec's variables are named as its
+// layers nest (encoder/layer_0/self_attention/linear_0/weight), matrices
+// already (out, in); attributes are scalar variables. See convert.h.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "convert/convert.h"
+#include "core/error.h"
+#include "io/json.h"
+
+namespace nmt::convert {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string slurp(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot open " + what + " " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// One variable of model.bin.
+struct Variable {
+  std::vector<int64_t> shape;
+  int type = 0;  // CTranslate2's DataType: 0 f32, 1 i8, 2 i16, 3 i32, 4 f16, 5 bf16
+  std::string bytes;
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+const char* type_name(int t) {
+  static const char* names[] = {"float32", "int8", "int16", "int32", "float16", "bfloat16"};
+  return t >= 0 && t < 6 ? names[t] : "unknown";
+}
+int type_size(int t) {
+  static const int sizes[] = {4, 1, 2, 4, 2, 2};
+  return t >= 0 && t < 6 ? sizes[t] : 0;
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {
+      int e = -1;
+      uint32_t m = man;
+      do {
+        ++e;
+        m <<= 1;
+      } while (!(m & 0x400));
+      bits = sign | ((127 - 15 - e) << 23) | ((m & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Reads model.bin, every length checked against what is left.
+class Reader {
+ public:
+  Reader(std::string bytes, std::string path) : b_(std::move(bytes)), path_(std::move(path)) {}
+  template <typename T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, b_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return v;
+  }
+  std::string str() {
+    const uint16_t n = get<uint16_t>();
+    if (n == 0) fail("a string of length 0");
+    need(n);
+    std::string s(b_.data() + at_, n - 1);  // without the terminating NUL
+    at_ += n;
+    return s;
+  }
+  std::string bytes(uint64_t n) {
+    need(n);
+    std::string s(b_.data() + at_, n);
+    at_ += n;
+    return s;
+  }
+  bool done() const { return at_ == b_.size(); }
+  [[noreturn]] void fail(const std::string& why) const {
+    throw InputError(path_ + ": not a readable CTranslate2 model: " + why + " at byte " +
+                     std::to_string(at_));
+  }
+
+ private:
+  void need(uint64_t n) const {
+    if (n > b_.size() - at_) fail("truncated");
+  }
+  std::string b_;
+  std::string path_;
+  size_t at_ = 0;
+};
+
+class Model {
+ public:
+  explicit Model(const std::string& dir) : path_((fs::path(dir) / "model.bin").string()) {
+    Reader r(slurp(path_, "CTranslate2 model"), path_);
+    version_ = r.get<uint32_t>();
+    if (version_ < 5 || version_ > 6)
+      throw InputError(path_ + ": CTranslate2 binary version " + std::to_string(version_) +
+                       " (this nmt reads versions 5 and 6, written by CTranslate2 2.x to 4.x)");
+    spec_ = r.str();
+    revision_ = r.get<uint32_t>();
+    const uint32_t n = r.get<uint32_t>();
+    for (uint32_t i = 0; i < n; ++i) {
+      std::string name = r.str();
+      Variable v;
+      const uint8_t rank = r.get<uint8_t>();
+      for (uint8_t k = 0; k < rank; ++k) v.shape.push_back(r.get<uint32_t>());
+      v.type = r.get<uint8_t>();
+      const uint32_t bytes = r.get<uint32_t>();
+      if (type_size(v.type) == 0) r.fail("variable " + name + " of unknown type");
+      if (static_cast<uint64_t>(v.size()) * type_size(v.type) != bytes)
+        r.fail("variable " + name + " whose size does not match its shape");
+      v.bytes = r.bytes(bytes);
+      vars_[name] = std::move(v);
+    }
+    const uint32_t aliases = r.get<uint32_t>();
+    for (uint32_t i = 0; i < aliases; ++i) {
+      std::string alias = r.str(), target = r.str();
+      aliases_[alias] = target;
+    }
+    if (!r.done()) r.fail("trailing bytes");
+  }
+
+  const std::string& path() const { return path_; }
+  const std::string& spec() const { return spec_; }
+  uint32_t revision() const { return revision_; }
+  bool has(const std::string& n) const { return find(n) != nullptr; }
+
+  const Variable* find(const std::string& n) const {
+    auto a = aliases_.find(n);
+    const std::string& name = a == aliases_.end() ? n : a->second;
+    auto it = vars_.find(name);
+    return it == vars_.end() ? nullptr : &it->second;
+  }
+  // A scalar attribute (int8 flags, int16/int32 counts, f32 values).
+  double scalar(const std::string& n, double fallback) const {
+    const Variable* v = find(n);
+    if (!v) return fallback;
+    used_.insert(n);
+    if (v->size() != 1) throw InputError(path_ + ": attribute " + n + " is not a scalar");
+    switch (v->type) {
+      case 0: {
+        float f;
+        std::memcpy(&f, v->bytes.data(), 4);
+        return f;
+      }
+      case 1:
+        return static_cast<int8_t>(v->bytes[0]);
+      case 2: {
+        int16_t x;
+        std::memcpy(&x, v->bytes.data(), 2);
+        return x;
+      }
+      case 3: {
+        int32_t x;
+        std::memcpy(&x, v->bytes.data(), 4);
+        return x;
+      }
+    }
+    throw InputError(path_ + ": attribute " + n + " has type " + type_name(v->type));
+  }
+  // A weight as f32 with this shape: int8 and int16 times their
+  // "NAME_scale" (one per row, or one), f16 and bf16 widened.
+  std::vector<float> weight(const std::string& n, const std::vector<int64_t>& shape) const {
+    const Variable* v = find(n);
+    if (!v) throw InputError(path_ + ": the model has no variable " + n);
+    used_.insert(n);
+    if (v->shape != shape) {
+      auto str = [](const std::vector<int64_t>& s) {
+        std::string o;
+        for (int64_t d : s) o += (o.empty() ? "" : ", ") + std::to_string(d);
+        return "(" + o + ")";
+      };
+      throw InputError(path_ + ": variable " + n + " has shape " + str(v->shape) + ", expected " +
+                       str(shape));
+    }
+    const int64_t count = v->size();
+    std::vector<float> out(static_cast<size_t>(count));
+    const char* p = v->bytes.data();
+    switch (v->type) {
+      case 0:
+        std::memcpy(out.data(), p, out.size() * 4);
+        break;
+      case 4:
+        for (int64_t i = 0; i < count; ++i) {
+          uint16_t h;
+          std::memcpy(&h, p + 2 * i, 2);
+          out[i] = half_to_float(h);
+        }
+        break;
+      case 5:
+        for (int64_t i = 0; i < count; ++i) {
+          uint16_t h;
+          std::memcpy(&h, p + 2 * i, 2);
+          const uint32_t bits = uint32_t{h} << 16;
+          std::memcpy(&out[i], &bits, 4);
+        }
+        break;
+      case 1:
+      case 2: {
+        // CTranslate2 quantises value * scale and rounds: the weight is
+        // value / scale, with a scale per output row (int8) or one (int16).
+        const Variable* s = find(n + "_scale");
+        if (!s) throw InputError(path_ + ": quantised variable " + n + " has no " + n + "_scale");
+        used_.insert(n + "_scale");
+        const int64_t rows = shape.empty() ? 1 : shape[0],
+                      cols = count / std::max<int64_t>(rows, 1);
+        std::vector<float> scale = as_f32(*s, n + "_scale");
+        if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != rows)
+          throw InputError(path_ + ": " + n + "_scale has " + std::to_string(scale.size()) +
+                           " values for " + std::to_string(rows) + " rows");
+        for (int64_t i = 0; i < count; ++i) {
+          const float q = v->type == 1 ? static_cast<float>(static_cast<int8_t>(p[i])) : [&] {
+            int16_t x;
+            std::memcpy(&x, p + 2 * i, 2);
+            return static_cast<float>(x);
+          }();
+          out[i] = q / scale[scale.size() == 1 ? 0 : i / cols];
+        }
+        break;
+      }
+      default:
+        throw InputError(path_ + ": variable " + n + " has type " + type_name(v->type));
+    }
+    return out;
+  }
+  std::vector<std::string> unused() const {
+    std::vector<std::string> out;
+    for (const auto& [n, v] : vars_)
+      if (!used_.count(n) && !is_alias_target_used(n)) out.push_back(n);
+    return out;
+  }
+
+ private:
+  std::vector<float> as_f32(const Variable& v, const std::string& n) const {
+    if (v.type != 0)
+      throw InputError(path_ + ": " + n + " is " + type_name(v.type) + ", not float32");
+    std::vector<float> out(static_cast<size_t>(v.size()));
+    std::memcpy(out.data(), v.bytes.data(), out.size() * 4);
+    return out;
+  }
+  bool is_alias_target_used(const std::string& n) const {
+    for (const auto& [alias, target] : aliases_)
+      if (target == n && used_.count(alias)) return true;
+    return false;
+  }
+  std::string path_, spec_;
+  uint32_t version_ = 0, revision_ = 0;
+  std::map<std::string, Variable> vars_;
+  std::map<std::string, std::string> aliases_;
+  mutable std::set<std::string> used_;
+};
+
+// A vocabulary file: a JSON list of tokens, or one token per line.
+std::vector<std::string> read_tokens(const std::string& path) {
+  const std::string text = slurp(path, "vocabulary");
+  std::vector<std::string> out;
+  if (fs::path(path).extension() == ".json") {
+    const json j = io::parse_json(text, path);
+    if (!j.is_array()) throw InputError(path + ": expected a JSON list of tokens");
+    for (const json& t : j) {
+      if (!t.is_string()) throw InputError(path + ": expected a JSON list of tokens");
+      out.push_back(t.get<std::string>());
+    }
+    return out;
+  }
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.push_back(line);
+  }
+  return out;
+}
+
+std::string find_vocab(const fs::path& dir, const std::string& stem) {
+  for (const char* ext : {".json", ".txt"}) {
+    const fs::path p = dir / (stem + ext);
+    std::error_code ec;
+    if (fs::exists(p, ec)) return p.string();
+  }
+  return "";
+}
+
+int32_t id_of(const std::vector<std::string>& tokens, const std::string& t) {
+  const auto it = std::find(tokens.begin(), tokens.end(), t);
+  return it == tokens.end() ? -1 : static_cast<int32_t>(it - tokens.begin());
+}
+
+// CTranslate2's own position encodings where a model stores none
+// (layers/common.cc): sines then cosines, for positions from 1.
+std::vector<float> ct2_sinusoids(int64_t rows, int64_t depth) {
+  const float inc = std::log(10000.f) / static_cast<float>(depth / 2 - 1);
+  std::vector<float> t(static_cast<size_t>(rows * depth));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < depth / 2; ++j) {
+      const float ts = std::exp(-inc * static_cast<float>(j));
+      const float x = static_cast<float>(i + 1) * ts;
+      t[i * depth + j] = std::sin(x);
+      t[i * depth + depth / 2 + j] = std::cos(x);
+    }
+  return t;
+}
+
+}  // namespace
+
+Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) {
+  const fs::path dir = src;
+  Model m(src);
+  auto refuse = [&](const std::string& what, const std::string& why) -> InputError {
+    return InputError(m.path() + ": CTranslate2 " + what + ": " + why);
+  };
+  if (m.spec() != "TransformerSpec")
+    throw refuse("spec " + m.spec(),
+                 "only a TransformerSpec (an encoder-decoder Transformer) converts");
+  json config = json::object();
+  const fs::path cfg_path = dir / "config.json";
+  std::error_code ec;
+  if (fs::exists(cfg_path, ec))
+    config = io::parse_json(slurp(cfg_path.string(), "config"), cfg_path.string());
+
+  // Attributes that name a model nmt does not have.
+  for (const char* side : {"encoder", "decoder"}) {
+    const std::string s = side;
+    for (const char* flag : {"alibi", "multi_query_attention", "parallel_residual",
+                             "shared_layer_norm", "rotary_interleave"})
+      if (m.scalar(s + "/" + flag, 0) != 0) throw refuse(s + "/" + flag + " true", "not supported");
+    for (const char* layer : {"layernorm_embedding", "project_in", "project_out"})
+      if (m.has(s + "/" + layer + "/gamma") || m.has(s + "/" + layer + "/weight"))
+        throw refuse(s + "/" + layer, "nmt's Transformer has no such layer");
+    if (m.has(s + "/layer_0/self_attention/relative_position_keys") ||
+        m.has(s + "/layer_0/self_attention/relative_attention_bias"))
+      throw refuse(s + " relative positions", "nmt has absolute positions only");
+    if (m.has(s + "/embeddings_1/weight"))
+      throw refuse(s + "/embeddings_1", "several source embeddings (features) are not supported");
+  }
+  const int enc_pre = static_cast<int>(m.scalar("encoder/pre_norm", 1)),
+            dec_pre = static_cast<int>(m.scalar("decoder/pre_norm", 1));
+  if (enc_pre != dec_pre) throw refuse("pre_norm", "the encoder and decoder differ");
+  const int act_e = static_cast<int>(m.scalar("encoder/activation", 0)),
+            act_d = static_cast<int>(m.scalar("decoder/activation", 0));
+  if (act_e != act_d) throw refuse("activation", "the encoder and decoder differ");
+  static const char* acts[] = {"relu", "gelu-tanh", "swish", "gelu"};
+  if (act_e < 0 || act_e > 3)
+    throw refuse("activation " + std::to_string(act_e),
+                 "nmt has ReLU, GELU (erf and tanh) and swish (GELUSigmoid, Tanh, Sigmoid not)");
+  const int heads_e = static_cast<int>(m.scalar("encoder/num_heads", 8)),
+            heads_d = static_cast<int>(m.scalar("decoder/num_heads", 8));
+  if (heads_e != heads_d) throw refuse("num_heads", "the encoder and decoder differ");
+  // Read only to be known: meaningless without ALiBi, or only explaining
+  // (the alignment head).
+  m.scalar("decoder/alibi_use_positive_positions", 0);
+  m.scalar("decoder/scale_alibi", 0);
+  m.scalar("decoder/alignment_layer", -1);
+  m.scalar("decoder/alignment_heads", 1);
+  m.scalar("encoder/embeddings_merge", 0);
+
+  // Sizes from the embeddings and the layers present.
+  const Variable* se = m.find("encoder/embeddings_0/weight");
+  if (!se) se = m.find("encoder/embeddings/weight");
+  const Variable* te = m.find("decoder/embeddings/weight");
+  if (!se || !te || se->shape.size() != 2 || te->shape.size() != 2)
+    throw InputError(m.path() + ": the model has no encoder and decoder embeddings");
+  const std::string src_emb =
+      m.has("encoder/embeddings_0/weight") ? "encoder/embeddings_0" : "encoder/embeddings";
+  const int64_t D = te->shape[1], Vs = se->shape[0], Vt = te->shape[0];
+  auto count_layers = [&](const std::string& side) {
+    int n = 0;
+    while (m.has(side + "/layer_" + std::to_string(n) + "/ffn/linear_0/weight")) ++n;
+    return n;
+  };
+  ModelConfig c;
+  c.name = "ctranslate2:" + fs::path(src).filename().string();
+  c.encoder_layers = count_layers("encoder");
+  c.decoder_layers = count_layers("decoder");
+  if (!c.encoder_layers || !c.decoder_layers)
+    throw InputError(m.path() + ": the model has no encoder or no decoder layers");
+  const Variable* ff = m.find("encoder/layer_0/ffn/linear_0/weight");
+  c.d_model = static_cast<int>(D);
+  c.d_ff = static_cast<int>(ff->shape.at(0));
+  c.heads = heads_e;
+  if (c.heads <= 0 || D % c.heads) throw refuse("num_heads", "d_model is not a multiple of it");
+  c.d_k = c.d_v = static_cast<int>(D / c.heads);
+  c.dropout = 0.f;
+  c.norm = enc_pre ? "pre" : "post";
+  c.final_norm = enc_pre && m.has("encoder/layer_norm/gamma");
+  if (enc_pre && m.has("encoder/layer_norm/gamma") != m.has("decoder/layer_norm/gamma"))
+    throw refuse("layer_norm", "only one of the encoder and the decoder has a final layer norm");
+  c.activation = acts[act_e];
+  c.layer_norm_eps =
+      config.contains("layer_norm_epsilon") && config["layer_norm_epsilon"].is_number()
+          ? config["layer_norm_epsilon"].get<float>()
+          : 1e-5f;  // CTranslate2's default for a norm with a bias
+  const double scale_e = m.scalar("encoder/scale_embeddings",
+                                  m.scalar(src_emb + "/multiply_by_sqrt_depth", 1)),
+               scale_d = m.scalar("decoder/scale_embeddings",
+                                  m.scalar("decoder/embeddings/multiply_by_sqrt_depth", 1));
+  // A flag (1: times sqrt(depth), 0: not), or the factor itself.
+  auto is_sqrt = [&](double s) {
+    return s == 1 || std::abs(s - std::sqrt(static_cast<double>(D))) < 1e-4;
+  };
+  if (is_sqrt(scale_e) != is_sqrt(scale_d) || !(is_sqrt(scale_e) || scale_e == 0))
+    throw refuse("scale_embeddings", "nmt scales both embeddings by sqrt(d_model), or neither");
+  c.scale_embeddings = is_sqrt(scale_e);
+  if (m.has("decoder/scale_outputs")) throw refuse("decoder/scale_outputs", "not supported");
+
+  // Vocabularies and special tokens.
+  std::string sv = find_vocab(dir, "shared_vocabulary"), tv = sv;
+  if (sv.empty()) {
+    sv = find_vocab(dir, "source_vocabulary");
+    tv = find_vocab(dir, "target_vocabulary");
+  }
+  if (sv.empty() || tv.empty())
+    throw InputError(src +
+                     ": no vocabulary (shared_vocabulary, or source_vocabulary and "
+                     "target_vocabulary, .json or .txt)");
+  const std::vector<std::string> src_tokens = read_tokens(sv),
+                                 tgt_tokens = tv == sv ? src_tokens : read_tokens(tv);
+  if (static_cast<int64_t>(src_tokens.size()) != Vs)
+    throw InputError(sv + ": " + std::to_string(src_tokens.size()) +
+                     " tokens for a source embedding of " + std::to_string(Vs) + " rows");
+  if (static_cast<int64_t>(tgt_tokens.size()) != Vt)
+    throw InputError(tv + ": " + std::to_string(tgt_tokens.size()) +
+                     " tokens for a target embedding of " + std::to_string(Vt) + " rows");
+  auto text = [&](const char* key, const char* fallback) {
+    return config.contains(key) && config[key].is_string() ? config[key].get<std::string>()
+                                                           : std::string(fallback);
+  };
+  const std::string unk = text("unk_token", "<unk>"), bos = text("bos_token", "<s>"),
+                    eos = text("eos_token", "</s>");
+  const bool zero_start = m.scalar("decoder/start_from_zero_embedding", 0) != 0;
+  std::string start = bos;
+  if (config.contains("decoder_start_token"))
+    start = config["decoder_start_token"].is_string()
+                ? config["decoder_start_token"].get<std::string>()
+                : "";
+  c.vocab_size = static_cast<int>(Vt);
+  c.src_vocab_size = src_tokens == tgt_tokens ? 0 : static_cast<int>(Vs);
+  c.eos_id = id_of(tgt_tokens, eos);
+  c.unk_id = id_of(tgt_tokens, unk);
+  c.pad_id = -1;  // CTranslate2 bans no token from its output
+  if (c.eos_id < 0) throw InputError(tv + ": the vocabulary has no " + eos + " (eos_token)");
+  c.source_bos = config.value("add_source_bos", false);
+  c.source_eos = config.value("add_source_eos", false);
+  if (zero_start) {
+    c.decoder_start = "zero";
+    c.bos_id = c.source_bos ? id_of(tgt_tokens, bos) : -1;
+  } else {
+    if (start.empty()) throw refuse("decoder_start_token null", "the decoder needs a start");
+    c.bos_id = id_of(tgt_tokens, start);
+    if (c.bos_id < 0)
+      throw InputError(tv + ": the vocabulary has no " + start + " (decoder_start_token)");
+    if (c.source_bos && start != bos)
+      throw refuse("add_source_bos", "nmt's source <s> is the decoder's start token (" + start +
+                                         " here, bos_token " + bos + ")");
+  }
+  if ((c.source_bos && id_of(src_tokens, bos) != c.bos_id) ||
+      (c.source_eos && id_of(src_tokens, eos) != c.eos_id))
+    throw InputError(sv + ": the source's " + (c.source_bos ? bos : eos) +
+                     " has another id than the target's");
+
+  // Position encodings: stored, else CTranslate2's computed ones; a table.
+  c.positional = "learned";
+  const Variable* pe = m.find("encoder/position_encodings/encodings");
+  c.max_positions = pe ? static_cast<int>(pe->shape.at(0)) : 1024;
+  if (const Variable* pd = m.find("decoder/position_encodings/encodings"))
+    c.max_positions = std::min(c.max_positions, static_cast<int>(pd->shape.at(0)));
+
+  Imported out;
+  auto& w = out.weights;
+  auto positions = [&](const std::string& side) {
+    const std::string n = side + "/position_encodings/encodings";
+    if (m.has(n)) {
+      std::vector<float> t = m.weight(n, m.find(n)->shape);
+      t.resize(static_cast<size_t>(c.max_positions * D));
+      return t;
+    }
+    return ct2_sinusoids(c.max_positions, D);
+  };
+  w["encoder/embed/positions"] = positions("encoder");
+  w["decoder/embed/positions"] = positions("decoder");
+  const bool tied_all =
+      c.src_vocab_size == 0 && m.find(src_emb + "/weight") == m.find("decoder/embeddings/weight");
+  const bool proj_is_emb =
+      m.find("decoder/projection/weight") == m.find("decoder/embeddings/weight");
+  c.tie_embeddings = tied_all && proj_is_emb;
+  c.tie_output = !c.tie_embeddings && proj_is_emb;
+  if (c.tie_embeddings) {
+    w["embed/tokens"] = m.weight("decoder/embeddings/weight", {Vt, D});
+    m.weight(src_emb + "/weight", {Vs, D});
+  } else {
+    w["encoder/embed/tokens"] = m.weight(src_emb + "/weight", {Vs, D});
+    w["decoder/embed/tokens"] = m.weight("decoder/embeddings/weight", {Vt, D});
+    if (!c.tie_output) w["decoder/output/weight"] = m.weight("decoder/projection/weight", {Vt, D});
+  }
+  c.output_bias = m.has("decoder/projection/bias");
+  if (c.output_bias) w["decoder/output/bias"] = m.weight("decoder/projection/bias", {Vt});
+
+  const int64_t F = c.d_ff;
+  auto linear = [&](const std::string& to, const std::string& from, int64_t out_dim,
+                    int64_t in_dim) {
+    w[to + "/weight"] = m.weight(from + "/weight", {out_dim, in_dim});
+    w[to + "/bias"] = m.has(from + "/bias") ? m.weight(from + "/bias", {out_dim})
+                                            : std::vector<float>(static_cast<size_t>(out_dim), 0.f);
+  };
+  auto norm = [&](const std::string& to, const std::string& from) {
+    w[to + "/gamma"] = m.weight(from + "/gamma", {D});
+    w[to + "/beta"] = m.has(from + "/beta") ? m.weight(from + "/beta", {D})
+                                            : std::vector<float>(static_cast<size_t>(D), 0.f);
+  };
+  auto ffn = [&](const std::string& to, const std::string& from) {
+    linear(to + "/w1", from + "/linear_0", F, D);
+    linear(to + "/w2", from + "/linear_1", D, F);
+  };
+  for (int l = 0; l < c.encoder_layers; ++l) {
+    const std::string to = "encoder/layer_" + std::to_string(l),
+                      from = "encoder/layer_" + std::to_string(l);
+    linear(to + "/self_attn/qkv", from + "/self_attention/linear_0", 3 * D, D);
+    linear(to + "/self_attn/out", from + "/self_attention/linear_1", D, D);
+    norm(to + "/ln1", from + "/self_attention/layer_norm");
+    ffn(to + "/ffn", from + "/ffn");
+    norm(to + "/ln2", from + "/ffn/layer_norm");
+  }
+  for (int l = 0; l < c.decoder_layers; ++l) {
+    const std::string to = "decoder/layer_" + std::to_string(l),
+                      from = "decoder/layer_" + std::to_string(l);
+    linear(to + "/self_attn/qkv", from + "/self_attention/linear_0", 3 * D, D);
+    linear(to + "/self_attn/out", from + "/self_attention/linear_1", D, D);
+    norm(to + "/ln1", from + "/self_attention/layer_norm");
+    linear(to + "/cross_attn/q", from + "/attention/linear_0", D, D);
+    linear(to + "/cross_attn/kv", from + "/attention/linear_1", 2 * D, D);
+    linear(to + "/cross_attn/out", from + "/attention/linear_2", D, D);
+    norm(to + "/ln2", from + "/attention/layer_norm");
+    ffn(to + "/ffn", from + "/ffn");
+    norm(to + "/ln3", from + "/ffn/layer_norm");
+  }
+  if (c.final_norm) {
+    norm("encoder/final_ln", "encoder/layer_norm");
+    norm("decoder/final_ln", "decoder/layer_norm");
+  }
+  for (const std::string& n : m.unused())
+    throw InputError(m.path() + ": variable " + n +
+                     " belongs to nothing nmt's Transformer has (not converted)");
+
+  // Tokenisation: a SentencePiece model given, else space-separated tokens.
+  std::vector<std::string> spm = opts.spm;
+  if (spm.size() == 1) spm.push_back(spm[0]);
+  if (spm.size() > 2)
+    throw InputError(
+        "--spm: give one SentencePiece model for both sides, or the source's and "
+        "the target's");
+  const std::string src_spm = spm.empty() ? "" : slurp(spm[0], "--spm"),
+                    tgt_spm = spm.empty() ? "" : slurp(spm[1], "--spm");
+  out.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id);
+  if (c.src_vocab_size || src_spm != tgt_spm)
+    out.source_vocab = Vocab::from_tokens(src_tokens, src_spm, id_of(src_tokens, unk));
+  out.config = c;
+  out.provenance = {
+      {"tool", "ctranslate2"},
+      {"source", src},
+      {"spec_revision", m.revision()},
+      {"sentencepiece", spm},
+      {"config", config},
+      {"summary", "from CTranslate2 (" + m.spec() + " revision " + std::to_string(m.revision()) +
+                      "), " +
+                      (spm.empty() ? "space-separated tokens"
+                                   : "SentencePiece " + fs::path(spm[0]).filename().string())}};
+  return out;
+}
+
+}  // namespace nmt::convert

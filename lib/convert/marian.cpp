@@ -1,0 +1,482 @@
+// Marian's transformer (src/models/transformer.h), as its .npz files hold
+// it: parameters named encoder_l1_self_Wq and so on, matrices stored
+// (in, out), the options in "special:model.yml". See convert.h.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "convert/convert.h"
+#include "convert/npz.h"
+#include "core/error.h"
+
+namespace nmt::convert {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string slurp(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot open " + what + " " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Marian's options, read from its YAML with the defaults Marian has.
+class Options {
+ public:
+  Options(YAML::Node n, std::string source) : n_(std::move(n)), source_(std::move(source)) {}
+
+  bool has(const std::string& k) const { return n_[k].IsDefined() && !n_[k].IsNull(); }
+  template <typename T>
+  T get(const std::string& k, const T& fallback) const {
+    if (!has(k)) return fallback;
+    try {
+      return n_[k].as<T>();
+    } catch (const YAML::Exception&) {
+      throw InputError(source_ + ": Marian option " + k + " has an unexpected value: " + dump(k));
+    }
+  }
+  std::string dump(const std::string& k) const {
+    if (!has(k)) return "(not set)";
+    YAML::Emitter e;
+    e << YAML::Flow << n_[k];
+    return e.c_str();
+  }
+  // The one-line refusal: the option, its value, and why.
+  [[noreturn]] void refuse(const std::string& k, const std::string& why) const {
+    throw InputError(source_ + ": Marian option --" + k + " " + dump(k) + ": " + why);
+  }
+
+ private:
+  YAML::Node n_;
+  std::string source_;
+};
+
+// The tokens of a Marian vocabulary in id order: a YAML or JSON map of
+// token to id (vocab.yml), a SentencePiece model (its pieces), or a list of
+// one token per line (SentencePiece's .vocab, first field).
+std::vector<std::string> vocab_tokens(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".spm" || ext == ".model")  // a SentencePiece model: its own ids
+    return Vocab::sentencepiece_pieces(slurp(path, "vocabulary"));
+  const std::string text = slurp(path, "vocabulary");
+  std::vector<std::string> out;
+  if (ext == ".yml" || ext == ".yaml" || ext == ".json") {
+    YAML::Node n;
+    try {
+      n = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      throw InputError(path + ": not a readable YAML vocabulary: " + e.what());
+    }
+    if (!n.IsMap()) throw InputError(path + ": expected a map of token to id");
+    std::vector<std::pair<int64_t, std::string>> ids;
+    for (const auto& kv : n) {
+      int64_t id;
+      try {
+        id = kv.second.as<int64_t>();
+      } catch (const YAML::Exception&) {
+        throw InputError(path + ": the id of \"" + kv.first.as<std::string>() +
+                         "\" is not an integer");
+      }
+      if (id < 0 || id > (1 << 24))
+        throw InputError(path + ": id " + std::to_string(id) + " is out of range");
+      ids.push_back({id, kv.first.as<std::string>()});
+    }
+    std::sort(ids.begin(), ids.end());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i].first != static_cast<int64_t>(i))
+        throw InputError(path + ": ids are not 0.." + std::to_string(ids.size() - 1) + " (id " +
+                         std::to_string(i) + " is " +
+                         (ids[i].first > static_cast<int64_t>(i) ? "missing" : "given twice") +
+                         ")");
+      out.push_back(ids[i].second);
+    }
+    return out;
+  }
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.push_back(line.substr(0, line.find('\t')));
+  }
+  return out;
+}
+
+int32_t id_of(const std::vector<std::string>& tokens, const std::string& t) {
+  const auto it = std::find(tokens.begin(), tokens.end(), t);
+  return it == tokens.end() ? -1 : static_cast<int32_t>(it - tokens.begin());
+}
+
+// Where the pieces are: the model, its vocabularies and SentencePiece models.
+struct Files {
+  std::string npz;
+  std::vector<std::string> vocabs;  // source, target
+  std::vector<std::string> spms;    // source, target, or none
+};
+
+Files locate(const std::string& src, const ConvertOptions& opts, const Options* decoder_yml) {
+  Files f;
+  fs::path dir;
+  std::error_code ec;
+  if (fs::is_directory(src, ec)) {
+    dir = src;
+    std::vector<std::string> npz;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".npz") npz.push_back(e.path().string());
+    std::sort(npz.begin(), npz.end());
+    if (npz.empty()) throw InputError(src + ": the directory holds no Marian .npz model");
+    if (npz.size() > 1)
+      throw InputError(src + ": the directory holds " + std::to_string(npz.size()) +
+                       " .npz models (" + npz[0] + ", " + npz[1] + (npz.size() > 2 ? ", ..." : "") +
+                       "): give the one to convert");
+    f.npz = npz[0];
+  } else {
+    f.npz = src;
+    dir = fs::path(src).parent_path();
+  }
+  auto in_dir = [&](const std::string& name) {
+    return (dir.empty() ? fs::path(name) : dir / name).string();
+  };
+  auto exists = [&](const std::string& p) { return fs::exists(p, ec); };
+  f.vocabs = opts.vocab;
+  if (f.vocabs.empty() && decoder_yml && decoder_yml->has("vocabs")) {
+    // decoder.yml names them relative to itself, or where they were.
+    for (const std::string& v : decoder_yml->get<std::vector<std::string>>("vocabs", {})) {
+      const std::string here = in_dir(fs::path(v).filename().string());
+      f.vocabs.push_back(exists(v) ? v : here);
+    }
+  }
+  if (f.vocabs.empty())
+    for (const auto& e : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.size() >= 9 && name.compare(name.size() - 9, 9, "vocab.yml") == 0)
+        f.vocabs.push_back(e.path().string());
+    }
+  if (f.vocabs.size() == 1) f.vocabs.push_back(f.vocabs[0]);
+  if (f.vocabs.size() != 2)
+    throw InputError(f.npz + ": " +
+                     (f.vocabs.empty() ? std::string("no vocabulary found beside the model")
+                                       : std::to_string(f.vocabs.size()) + " vocabularies found") +
+                     ": give --vocab FILE (both sides) or --vocab SRC TGT");
+  f.spms = opts.spm;
+  if (f.spms.empty()) {
+    if (exists(in_dir("source.spm")) && exists(in_dir("target.spm")))
+      f.spms = {in_dir("source.spm"), in_dir("target.spm")};
+    else if (exists(in_dir("spm.model")))
+      f.spms = {in_dir("spm.model")};
+  }
+  if (f.spms.size() == 1) f.spms.push_back(f.spms[0]);
+  if (f.spms.size() > 2)
+    throw InputError(
+        "--spm: give one SentencePiece model for both sides, or the source's and "
+        "the target's");
+  return f;
+}
+
+// One parameter of the archive, checked for its shape, as f32.
+class Params {
+ public:
+  Params(std::map<std::string, NpyArray> a, std::string source)
+      : arrays_(std::move(a)), source_(std::move(source)) {}
+  bool has(const std::string& n) const { return arrays_.count(n) > 0; }
+  std::vector<float> get(const std::string& n, std::vector<int64_t> shape) {
+    auto it = arrays_.find(n);
+    if (it == arrays_.end()) throw InputError(source_ + ": the model has no parameter " + n);
+    // Marian stores vectors as (1, n).
+    std::vector<int64_t> s = it->second.shape;
+    if (s.size() == 2 && s[0] == 1 && shape.size() == 1) s.erase(s.begin());
+    if (s != shape) {
+      auto str = [](const std::vector<int64_t>& v) {
+        std::string o;
+        for (int64_t d : v) o += (o.empty() ? "" : ", ") + std::to_string(d);
+        return "(" + o + ")";
+      };
+      throw InputError(source_ + ": parameter " + n + " has shape " + str(it->second.shape) +
+                       ", expected " + str(shape));
+    }
+    used_.insert(n);
+    return it->second.to_f32(source_ + ": " + n);
+  }
+  // Names of parameters nothing read: what the importer does not know.
+  std::vector<std::string> unused() const {
+    std::vector<std::string> out;
+    for (const auto& [n, a] : arrays_)
+      if (!used_.count(n) && n.rfind("special:", 0) != 0) out.push_back(n);
+    return out;
+  }
+  const std::map<std::string, NpyArray>& arrays() const { return arrays_; }
+
+ private:
+  std::map<std::string, NpyArray> arrays_;
+  std::set<std::string> used_;
+  std::string source_;
+};
+
+// (in, out) -> (out, in).
+std::vector<float> transposed(const std::vector<float>& w, int64_t in, int64_t out) {
+  std::vector<float> t(w.size());
+  for (int64_t i = 0; i < in; ++i)
+    for (int64_t o = 0; o < out; ++o) t[o * in + i] = w[i * out + o];
+  return t;
+}
+
+void append(std::vector<float>& dst, const std::vector<float>& src) {
+  dst.insert(dst.end(), src.begin(), src.end());
+}
+
+// Drops Marian's dropout steps ('d'), which inference does not run.
+std::string without_dropout(std::string ops) {
+  ops.erase(std::remove(ops.begin(), ops.end(), 'd'), ops.end());
+  return ops;
+}
+
+}  // namespace
+
+Imported import_marian(const std::string& src, const ConvertOptions& opts) {
+  std::error_code ec;
+  const fs::path dir = fs::is_directory(src, ec) ? fs::path(src) : fs::path(src).parent_path();
+  std::optional<Options> decoder_yml;
+  const fs::path dyml = (dir.empty() ? fs::path(".") : dir) / "decoder.yml";
+  if (fs::exists(dyml, ec)) {
+    try {
+      decoder_yml.emplace(YAML::LoadFile(dyml.string()), dyml.string());
+    } catch (const YAML::Exception& e) {
+      throw InputError(dyml.string() + ": not readable YAML: " + e.what());
+    }
+  }
+  const Files files = locate(src, opts, decoder_yml ? &*decoder_yml : nullptr);
+  Params p(read_npz(files.npz), files.npz);
+  if (!p.has("special:model.yml"))
+    throw InputError(files.npz + ": no special:model.yml in the archive (not a Marian model?)");
+  const NpyArray& yml = p.arrays().at("special:model.yml");
+  std::string yml_text(yml.data.begin(), yml.data.end());
+  yml_text = yml_text.substr(0, yml_text.find('\0'));
+  YAML::Node node;
+  try {
+    node = YAML::Load(yml_text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(files.npz + ": special:model.yml is not readable YAML: " + e.what());
+  }
+  const Options o(node, files.npz);
+
+  // Everything the options can say that nmt's Transformer cannot do.
+  if (o.get<std::string>("type", "") != "transformer")
+    o.refuse("type", "only Marian's transformer converts");
+  if (o.get<int>("transformer-ffn-depth", 2) != 2)
+    o.refuse("transformer-ffn-depth", "nmt's feed-forward blocks have 2 layers");
+  if (int d = o.get<int>("transformer-decoder-ffn-depth", 0); d != 0 && d != 2)
+    o.refuse("transformer-decoder-ffn-depth", "nmt's feed-forward blocks have 2 layers");
+  const int F = o.get<int>("transformer-dim-ffn", 2048);
+  if (int d = o.get<int>("transformer-decoder-dim-ffn", 0); d != 0 && d != F)
+    o.refuse("transformer-decoder-dim-ffn", "nmt's decoder has the encoder's feed-forward width");
+  if (o.get<std::string>("transformer-decoder-autoreg", "self-attention") != "self-attention")
+    o.refuse("transformer-decoder-autoreg", "nmt's decoder uses self-attention");
+  if (!o.get<std::vector<int>>("transformer-tied-layers", {}).empty())
+    o.refuse("transformer-tied-layers", "nmt's layers each have their own weights");
+  if (o.get<bool>("transformer-pool", false)) o.refuse("transformer-pool", "not supported");
+  if (o.get<bool>("right-left", false)) o.refuse("right-left", "nmt decodes left to right only");
+  if (o.get<int>("lemma-dim-emb", 0) != 0) o.refuse("lemma-dim-emb", "factors are not supported");
+  if (o.get<bool>("ulr", false)) o.refuse("ulr", "not supported");
+  if (o.has("input-types") && !o.get<std::vector<std::string>>("input-types", {}).empty())
+    o.refuse("input-types", "not supported");
+  const std::string act = o.get<std::string>("transformer-ffn-activation", "swish");
+  if (act != "swish" && act != "relu")
+    o.refuse("transformer-ffn-activation",
+             "nmt has Marian's swish and relu (Marian's gelu is x * sigmoid(1.702 x), "
+             "which is not nmt's erf or tanh GELU)");
+  const std::string pre = without_dropout(o.get<std::string>("transformer-preprocess", "")),
+                    post = without_dropout(o.get<std::string>("transformer-postprocess", "dan")),
+                    emb = without_dropout(o.get<std::string>("transformer-postprocess-emb", "d")),
+                    top = without_dropout(o.get<std::string>("transformer-postprocess-top", ""));
+  bool pre_norm;
+  if (pre.empty() && post == "an")
+    pre_norm = false;
+  else if (pre == "n" && post == "a")
+    pre_norm = true;
+  else
+    o.refuse(pre.empty() ? "transformer-postprocess" : "transformer-preprocess",
+             "nmt has post-norm (--transformer-preprocess \"\" --transformer-postprocess dan) and "
+             "pre-norm (n, da); this model has preprocess \"" +
+                 pre + "\", postprocess \"" + post + "\"");
+  if (!emb.empty())
+    o.refuse("transformer-postprocess-emb", "nmt has no operation on the embeddings but dropout");
+  if (!top.empty() && !(top == "n" && pre_norm))
+    o.refuse("transformer-postprocess-top",
+             "nmt has a final layer norm after pre-norm layers only (n)");
+  const bool learned = o.get<bool>("transformer-train-position-embeddings", false);
+  const bool tied_all = o.get<bool>("tied-embeddings-all", false);
+  const bool tied_src = o.get<bool>("tied-embeddings-src", false);
+  const bool tied_out = o.get<bool>("tied-embeddings", false);
+  if (tied_src && !tied_all && !tied_out)
+    o.refuse("tied-embeddings-src",
+             "nmt shares the source and target embeddings only with the output layer too");
+  const bool bias = !o.get<bool>("output-omit-bias", false);
+
+  ModelConfig c;
+  c.name = "marian:" + fs::path(files.npz).stem().string();
+  c.d_model = o.get<int>("dim-emb", 512);
+  c.heads = o.get<int>("transformer-heads", 8);
+  if (c.heads <= 0 || c.d_model % c.heads)
+    o.refuse("transformer-heads",
+             "d_model " + std::to_string(c.d_model) + " is not a multiple of the heads");
+  c.d_k = c.d_v = c.d_model / c.heads;
+  c.d_ff = F;
+  c.encoder_layers = o.get<int>("enc-depth", 6);
+  c.decoder_layers = o.get<int>("dec-depth", 6);
+  c.dropout = 0.f;
+  c.norm = pre_norm ? "pre" : "post";
+  c.final_norm = pre_norm && top == "n";
+  c.activation = act;
+  c.layer_norm_eps = 1e-6f;  // Marian's layerNorm(x, prefix)
+  c.tie_embeddings = tied_all || (tied_src && tied_out);
+  c.tie_output = !c.tie_embeddings && tied_out;
+  c.output_bias = bias;
+  c.positional = learned ? "learned" : "sinusoidal-concat";
+  c.scale_embeddings = !learned;  // Marian scales only with sinusoids
+  c.decoder_start = "zero";
+  c.pad_id = -1;
+  c.bos_id = -1;
+
+  // Vocabularies: Marian's ids are its vocabulary files' order.
+  const std::vector<std::string> src_tokens = vocab_tokens(files.vocabs[0]),
+                                 tgt_tokens = files.vocabs[1] == files.vocabs[0]
+                                                  ? src_tokens
+                                                  : vocab_tokens(files.vocabs[1]);
+  const std::vector<int> dims = o.get<std::vector<int>>("dim-vocabs", {});
+  if (dims.size() != 2) o.refuse("dim-vocabs", "expected the source and target sizes");
+  if (dims[0] != static_cast<int>(src_tokens.size()))
+    throw InputError(files.vocabs[0] + ": " + std::to_string(src_tokens.size()) +
+                     " tokens, but the model's source vocabulary (--dim-vocabs) has " +
+                     std::to_string(dims[0]));
+  if (dims[1] != static_cast<int>(tgt_tokens.size()))
+    throw InputError(files.vocabs[1] + ": " + std::to_string(tgt_tokens.size()) +
+                     " tokens, but the model's target vocabulary (--dim-vocabs) has " +
+                     std::to_string(dims[1]));
+  c.vocab_size = dims[1];
+  c.src_vocab_size = src_tokens == tgt_tokens ? 0 : dims[0];
+  if (c.src_vocab_size && c.tie_embeddings)
+    o.refuse("tied-embeddings-all", "the source and target vocabularies differ");
+  c.eos_id = id_of(tgt_tokens, "</s>");
+  c.unk_id = id_of(tgt_tokens, "<unk>");
+  if (c.eos_id < 0) throw InputError(files.vocabs[1] + ": the vocabulary has no </s>");
+  if (id_of(src_tokens, "</s>") != c.eos_id || id_of(src_tokens, "<unk>") != c.unk_id)
+    throw InputError(files.vocabs[0] + ": </s> and <unk> have other ids than in " +
+                     files.vocabs[1]);
+
+  Imported m;
+  // Positions: Marian's sinusoids have no limit; nmt's table is sized once.
+  c.max_positions = 1024;
+  std::vector<float> wpos;
+  if (learned) {
+    const auto& a = p.arrays();
+    if (!a.count("Wpos")) throw InputError(files.npz + ": the model has no parameter Wpos");
+    c.max_positions = static_cast<int>(a.at("Wpos").shape.at(0));
+    wpos = p.get("Wpos", {c.max_positions, c.d_model});
+  }
+  const int64_t D = c.d_model;
+  const int64_t Vs = c.source_vocab(), Vt = c.vocab_size;
+  auto& w = m.weights;
+  if (c.tie_embeddings) {
+    w["embed/tokens"] = p.get("Wemb", {Vt, D});
+  } else {
+    w["encoder/embed/tokens"] = p.get(tied_src ? "Wemb" : "encoder_Wemb", {Vs, D});
+    w["decoder/embed/tokens"] = p.get(tied_src ? "Wemb" : "decoder_Wemb", {Vt, D});
+    if (!c.tie_output)
+      w["decoder/output/weight"] = transposed(p.get("decoder_ff_logit_out_W", {D, Vt}), D, Vt);
+  }
+  if (bias) w["decoder/output/bias"] = p.get("decoder_ff_logit_out_b", {Vt});
+  if (learned) w["encoder/embed/positions"] = w["decoder/embed/positions"] = wpos;
+
+  auto attention_block = [&](const std::string& to, const std::string& from, bool self) {
+    std::vector<float> wq = transposed(p.get(from + "_Wq", {D, D}), D, D),
+                       wk = transposed(p.get(from + "_Wk", {D, D}), D, D),
+                       wv = transposed(p.get(from + "_Wv", {D, D}), D, D);
+    std::vector<float> bq = p.get(from + "_bq", {D}), bk = p.get(from + "_bk", {D}),
+                       bv = p.get(from + "_bv", {D});
+    if (self) {
+      std::vector<float>& qkv = w[to + "/qkv/weight"];
+      append(qkv, wq), append(qkv, wk), append(qkv, wv);
+      std::vector<float>& b = w[to + "/qkv/bias"];
+      append(b, bq), append(b, bk), append(b, bv);
+    } else {
+      w[to + "/q/weight"] = wq;
+      w[to + "/q/bias"] = bq;
+      std::vector<float>& kv = w[to + "/kv/weight"];
+      append(kv, wk), append(kv, wv);
+      std::vector<float>& b = w[to + "/kv/bias"];
+      append(b, bk), append(b, bv);
+    }
+    w[to + "/out/weight"] = transposed(p.get(from + "_Wo", {D, D}), D, D);
+    w[to + "/out/bias"] = p.get(from + "_bo", {D});
+  };
+  const std::string ln_suffix = pre_norm ? "_pre" : "";
+  auto norm = [&](const std::string& to, const std::string& from) {
+    w[to + "/gamma"] = p.get(from + "_ln_scale" + ln_suffix, {D});
+    w[to + "/beta"] = p.get(from + "_ln_bias" + ln_suffix, {D});
+  };
+  auto ffn = [&](const std::string& to, const std::string& from) {
+    w[to + "/w1/weight"] = transposed(p.get(from + "_W1", {D, F}), D, F);
+    w[to + "/w1/bias"] = p.get(from + "_b1", {F});
+    w[to + "/w2/weight"] = transposed(p.get(from + "_W2", {F, D}), F, D);
+    w[to + "/w2/bias"] = p.get(from + "_b2", {D});
+  };
+  for (int l = 0; l < c.encoder_layers; ++l) {
+    const std::string to = "encoder/layer_" + std::to_string(l),
+                      from = "encoder_l" + std::to_string(l + 1);
+    attention_block(to + "/self_attn", from + "_self", true);
+    norm(to + "/ln1", from + "_self_Wo");
+    ffn(to + "/ffn", from + "_ffn");
+    norm(to + "/ln2", from + "_ffn_ffn");
+  }
+  for (int l = 0; l < c.decoder_layers; ++l) {
+    const std::string to = "decoder/layer_" + std::to_string(l),
+                      from = "decoder_l" + std::to_string(l + 1);
+    attention_block(to + "/self_attn", from + "_self", true);
+    norm(to + "/ln1", from + "_self_Wo");
+    attention_block(to + "/cross_attn", from + "_context", false);
+    norm(to + "/ln2", from + "_context_Wo");
+    ffn(to + "/ffn", from + "_ffn");
+    norm(to + "/ln3", from + "_ffn_ffn");
+  }
+  if (c.final_norm)
+    for (const char* side : {"encoder", "decoder"}) {
+      w[std::string(side) + "/final_ln/gamma"] = p.get(std::string(side) + "_top_ln_scale", {D});
+      w[std::string(side) + "/final_ln/beta"] = p.get(std::string(side) + "_top_ln_bias", {D});
+    }
+  // A parameter nothing here reads is a part of the model nmt would not
+  // run: refused rather than dropped.
+  for (const std::string& n : p.unused())
+    throw InputError(files.npz + ": parameter " + n +
+                     " belongs to nothing nmt's Transformer has (not converted)");
+
+  const std::string src_spm = files.spms.empty() ? "" : slurp(files.spms[0], "--spm"),
+                    tgt_spm = files.spms.empty() ? "" : slurp(files.spms[1], "--spm");
+  if (tgt_spm.empty())
+    throw InputError(files.npz +
+                     ": no SentencePiece model found (source.spm and target.spm "
+                     "beside the model): give --spm FILE (both sides) or --spm SRC TGT");
+  m.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id);
+  if (c.src_vocab_size || src_spm != tgt_spm)
+    m.source_vocab = Vocab::from_tokens(src_tokens, src_spm, c.unk_id);
+  m.config = c;
+  m.provenance = {{"tool", "marian"},
+                  {"source", files.npz},
+                  {"vocabularies", files.vocabs},
+                  {"sentencepiece", files.spms},
+                  {"options",
+                   {{"transformer-preprocess", o.dump("transformer-preprocess")},
+                    {"transformer-postprocess", o.dump("transformer-postprocess")},
+                    {"transformer-ffn-activation", act},
+                    {"tied-embeddings-all", tied_all},
+                    {"tied-embeddings", tied_out}}},
+                  {"summary", "from Marian " + o.get<std::string>("version", "(version unknown)") +
+                                  ", " + fs::path(files.npz).filename().string()}};
+  return m;
+}
+
+}  // namespace nmt::convert

@@ -1,0 +1,175 @@
+#include "convert/npz.h"
+
+#include <zip.h>
+
+#include <cstring>
+#include <memory>
+
+#include "core/error.h"
+
+namespace nmt::convert {
+
+int64_t NpyArray::size() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+namespace {
+
+// IEEE half to float, exactly (every half is a float).
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalise
+      int e = -1;
+      uint32_t m = man;
+      do {
+        ++e;
+        m <<= 1;
+      } while (!(m & 0x400));
+      bits = sign | ((127 - 15 - e) << 23) | ((m & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// The value of `key` in the header dict: "{'descr': '<f4', 'fortran_order':
+// False, 'shape': (512, 512), }" (NumPy writes exactly this form).
+std::string dict_value(const std::string& h, const std::string& key, const std::string& what) {
+  const std::string k = "'" + key + "'";
+  const size_t at = h.find(k);
+  if (at == std::string::npos) throw InputError(what + ": the .npy header has no " + k);
+  size_t b = h.find(':', at + k.size());
+  if (b == std::string::npos) throw InputError(what + ": malformed .npy header");
+  b = h.find_first_not_of(' ', b + 1);
+  if (b == std::string::npos) throw InputError(what + ": malformed .npy header");
+  size_t e;
+  if (h[b] == '\'') {
+    e = h.find('\'', b + 1);
+    if (e == std::string::npos) throw InputError(what + ": malformed .npy header");
+    return h.substr(b + 1, e - b - 1);
+  }
+  if (h[b] == '(') {
+    e = h.find(')', b);
+    if (e == std::string::npos) throw InputError(what + ": malformed .npy header");
+    return h.substr(b, e - b + 1);
+  }
+  e = h.find_first_of(",}", b);
+  return h.substr(b, e == std::string::npos ? std::string::npos : e - b);
+}
+
+}  // namespace
+
+NpyArray parse_npy(const std::string& bytes, const std::string& what) {
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    throw InputError(what + ": not a .npy array");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  size_t hlen, start;
+  if (major == 1) {
+    hlen = static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) throw InputError(what + ": truncated .npy header");
+    hlen = 0;
+    for (int i = 0; i < 4; ++i) hlen |= size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    start = 12;
+  } else {
+    throw InputError(what + ": .npy format version " + std::to_string(major) + " is not known");
+  }
+  if (start + hlen > bytes.size()) throw InputError(what + ": truncated .npy header");
+  const std::string h = bytes.substr(start, hlen);
+  NpyArray a;
+  std::string descr = dict_value(h, "descr", what);
+  if (descr.size() < 2) throw InputError(what + ": unknown .npy dtype '" + descr + "'");
+  const char order = descr[0];
+  a.dtype = descr.substr(1);
+  const int64_t elem = a.dtype.size() > 1 ? std::atoi(a.dtype.c_str() + 1) : 0;
+  if (elem <= 0 || elem > 8) throw InputError(what + ": unknown .npy dtype '" + descr + "'");
+  if (order == '>' && elem > 1)
+    throw InputError(what + ": big-endian arrays ('" + descr + "') are not supported");
+  if (dict_value(h, "fortran_order", what) != "False")
+    throw InputError(what + ": Fortran-order arrays are not supported");
+  const std::string shape = dict_value(h, "shape", what);
+  for (size_t i = 1; i < shape.size();) {
+    const size_t b = shape.find_first_of("0123456789", i);
+    if (b == std::string::npos) break;
+    const size_t e = shape.find_first_not_of("0123456789", b);
+    if (e - b > 12) throw InputError(what + ": impossibly large .npy shape " + shape);
+    a.shape.push_back(std::stoll(shape.substr(b, e - b)));
+    i = e;
+  }
+  int64_t n = 1;
+  for (int64_t d : a.shape)
+    if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 40))
+      throw InputError(what + ": impossibly large .npy shape " + shape);
+  const size_t need = static_cast<size_t>(n * elem), have = bytes.size() - start - hlen;
+  if (have != need)
+    throw InputError(what + ": " + std::to_string(have) + " bytes of data for shape " + shape +
+                     " of '" + descr + "' (" + std::to_string(need) + " expected)");
+  a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(start + hlen), bytes.end());
+  return a;
+}
+
+std::vector<float> NpyArray::to_f32(const std::string& name) const {
+  const int64_t n = size();
+  std::vector<float> out(static_cast<size_t>(n));
+  if (dtype == "f4") {
+    std::memcpy(out.data(), data.data(), out.size() * 4);
+  } else if (dtype == "f2") {
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, data.data() + 2 * i, 2);
+      out[i] = half_to_float(h);
+    }
+  } else {
+    throw InputError(name + ": expected float32 or float16 values, got '" + dtype + "'");
+  }
+  return out;
+}
+
+std::map<std::string, NpyArray> read_npz(const std::string& path) {
+  int err = 0;
+  std::unique_ptr<zip_t, decltype(&zip_discard)> z(zip_open(path.c_str(), ZIP_RDONLY, &err),
+                                                   &zip_discard);
+  if (!z) {
+    zip_error_t ze;
+    zip_error_init_with_code(&ze, err);
+    const std::string why = zip_error_strerror(&ze);
+    zip_error_fini(&ze);
+    throw InputError(path + ": not a readable .npz archive (" + why + ")");
+  }
+  std::map<std::string, NpyArray> out;
+  const zip_int64_t n = zip_get_num_entries(z.get(), 0);
+  for (zip_int64_t i = 0; i < n; ++i) {
+    zip_stat_t st;
+    if (zip_stat_index(z.get(), i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) ||
+        !(st.valid & ZIP_STAT_NAME))
+      throw InputError(path + ": entry " + std::to_string(i) + " of the archive is unreadable");
+    std::string name = st.name;
+    if (st.size > (uint64_t{1} << 40))
+      throw InputError(path + ": " + name + " is impossibly large");
+    std::unique_ptr<zip_file_t, decltype(&zip_fclose)> f(zip_fopen_index(z.get(), i, 0),
+                                                         &zip_fclose);
+    if (!f) throw InputError(path + ": cannot read " + name + ": " + zip_strerror(z.get()));
+    std::string bytes(st.size, '\0');
+    const zip_int64_t got = zip_fread(f.get(), bytes.data(), st.size);
+    if (got < 0 || static_cast<zip_uint64_t>(got) != st.size)
+      throw InputError(path + ": " + name + " is truncated or damaged");
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
+      name.resize(name.size() - 4);
+    out[name] = parse_npy(bytes, path + ": " + name);
+  }
+  return out;
+}
+
+}  // namespace nmt::convert
