@@ -20,14 +20,15 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 
 #include "commands.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "decode/translator.h"
+#include "io/json.h"
 #include "io/output_file.h"
 #include "io/std_streams.h"
-#include "io/json.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
 #include "ops/ops.h"
@@ -49,10 +50,40 @@ struct Opts {
   int window = 1024;
   int threads = 0;
   int workers = 0;
-  std::string compute;  // empty: the model file's
+  std::string compute;        // empty: the model file's
   bool output_given = false;  // -o "" is an error, not stdout
   bool beam_given = false;
+  std::string sampling;  // "topk:K", "topp:P" or "full" as given
 };
+
+// --sampling topk:K | topp:P | full into the search options.
+void parse_sampling(const std::string& spec, SearchOptions& o) {
+  const size_t colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon),
+                    arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  auto bad = [&] {
+    return UsageError("--sampling " + spec +
+                      ": expected topk:K (K from 1 to 1000000), topp:P "
+                      "(P in (0, 1]) or full");
+  };
+  o.sampling = kind;
+  try {
+    size_t used = 0;
+    if (kind == "topk" && !arg.empty()) {
+      const long k = std::stol(arg, &used);
+      if (used != arg.size() || k < 1 || k > 1000000) throw bad();
+      o.sampling_k = static_cast<int>(k);
+    } else if (kind == "topp" && !arg.empty()) {
+      const double p = std::stod(arg, &used);
+      if (used != arg.size() || !(p > 0 && p <= 1)) throw bad();
+      o.sampling_p = static_cast<float>(p);
+    } else if (!(kind == "full" && arg.empty())) {
+      throw bad();
+    }
+  } catch (const std::logic_error&) {
+    throw bad();
+  }
+}
 
 // Standard output, or a file written as what it is (io::OutputFile).
 class Output {
@@ -259,6 +290,14 @@ std::vector<std::string> plan_outputs(const Opts& o) {
 }
 
 void run(Opts& o) {
+  if (!o.sampling.empty()) {
+    parse_sampling(o.sampling, o.search);
+    if (o.beam_given && o.search.beam > 1)
+      throw UsageError(
+          "--sampling draws one token at a time: it takes --beam 1 (--n-best N "
+          "draws N samples)");
+    o.search.beam = o.search.n_best;  // the rows a sentence holds: one per sample
+  }
   validate(o.search);
   if (o.search.n_best > o.search.beam)
     throw UsageError("--n-best " + std::to_string(o.search.n_best) + " exceeds --beam " +
@@ -295,8 +334,9 @@ void run(Opts& o) {
       const bool beam = o.search.beam > 1 && o.beam_given;
       throw UsageError(std::string(beam ? "--beam " + std::to_string(o.search.beam)
                                         : "--batch-tokens " + std::to_string(tr.batch_tokens())) +
-                       ": " + std::to_string(tr.workers()) + " worker(s)' batches could need up to " +
-                       gigabytes(need) + ", more than this machine's " + gigabytes(double(phys)) +
+                       ": " + std::to_string(tr.workers()) +
+                       " worker(s)' batches could need up to " + gigabytes(need) +
+                       ", more than this machine's " + gigabytes(double(phys)) +
                        "; use a smaller --beam, --batch-tokens or --workers");
     }
   }
@@ -305,8 +345,8 @@ void run(Opts& o) {
   // 10 MB line costs a few times the model's length and not 1.7 GB.
   const int64_t max_src = model.config.max_positions - 1;
   io::TextChecks checks;
-  checks.max_line_bytes = io::kMaxBytesPerSubword * static_cast<size_t>(max_src) *
-                          (o.input_format == "text" ? 1 : 4);
+  checks.max_line_bytes =
+      io::kMaxBytesPerSubword * static_cast<size_t>(max_src) * (o.input_format == "text" ? 1 : 4);
   checks.why_limit = "the model takes at most " + std::to_string(max_src) + " subwords";
   checks.warn = io::warn_on_stderr;
   try {
@@ -341,7 +381,7 @@ void register_translate(CLI::App& app) {
   auto* out_opt = cmd->add_option("-o,--output", o->output,
                                   "Output file, written when complete (gzip if it ends in .gz; a "
                                   "device or FIFO is written through); default stdout")
-                     ->each([o](const std::string&) { o->output_given = true; });
+                      ->each([o](const std::string&) { o->output_given = true; });
   cmd->add_option("--output-dir", o->output_dir,
                   "Write one output per input into this directory (created if missing)")
       ->excludes(out_opt);
@@ -358,8 +398,19 @@ void register_translate(CLI::App& app) {
       ->check(finite_range(0.0, 10.0));
   cmd->add_flag("--length-norm", o->search.length_norm,
                 "Divide scores by length instead of the GNMT penalty");
-  cmd->add_option("--n-best", o->search.n_best, "Print this many hypotheses per input (<= beam)")
+  cmd->add_option("--n-best", o->search.n_best,
+                  "Print this many hypotheses per input (<= beam); with --sampling, this many "
+                  "independent samples")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--sampling", o->sampling,
+                  "Sample instead of searching (back-translation): topk:K from the K most "
+                  "probable tokens, topp:P from the fewest reaching probability P (nucleus), or "
+                  "full; with --beam 1. A line's samples depend only on --seed, its line number "
+                  "and its text");
+  cmd->add_option("--sampling-temperature", o->search.temperature,
+                  "Divide the logits by this before sampling (below 1: sharper)")
+      ->check(finite_range(1e-3, 100.0));
+  cmd->add_option("--seed", o->search.seed, "Seed of --sampling")->capture_default_str();
   cmd->add_flag("--scores", o->scores,
                 "Print each translation's search score first: its log-probability divided by "
                 "the GNMT length penalty ((5 + tokens) / 6)^alpha, or by tokens with "

@@ -108,4 +108,24 @@ grep -q "^nmt: error: $WORK/map.jpg: the picture's format comes from its extensi
 grep -q "^nmt attention: error: --layer 7: the decoder has layers 1\.\.2 (see nmt attention --help)$" "$WORK/e.err" || fail "--layer 7 error: $(cat "$WORK/e.err")"
 "$NMT" attention -m "$M" --head 9 "Hello." -o "$WORK/x.png" >/dev/null 2>"$WORK/e.err" && fail "--head 9 accepted"
 grep -q "^nmt attention: error: --head 9: the model has heads 1\.\.4 (see nmt attention --help)$" "$WORK/e.err" || fail "--head 9 error: $(cat "$WORK/e.err")"
+# Sampling: a line's samples depend on --seed, its number and its text only,
+# not on batching, workers or threads; another seed draws others.
+head -40 "$toy/dev.en" >"$WORK/s.en"
+samp() { "$NMT" translate -m "$M" -i "$WORK/s.en" --sampling topk:10 --n-best 2 "$@" 2>"$WORK/s.err" ||
+  fail "sampling $*: $(cat "$WORK/s.err")"; }
+samp --seed 5 --threads 1 --workers 1 >"$WORK/s1.out"
+samp --seed 5 --threads 2 --workers 2 --batch-tokens 64 >"$WORK/s2.out"
+cmp -s "$WORK/s1.out" "$WORK/s2.out" || fail "sampling changed with workers, threads or batches"
+[ "$(wc -l <"$WORK/s1.out")" -eq $((2 * $(wc -l <"$WORK/s.en"))) ] ||
+  fail "sampling --n-best 2: $(wc -l <"$WORK/s1.out") lines for $(wc -l <"$WORK/s.en") x 2"
+samp --seed 6 --threads 1 >"$WORK/s3.out"
+cmp -s "$WORK/s1.out" "$WORK/s3.out" && fail "another seed drew the same samples"
+"$NMT" translate -m "$M" -i "$WORK/s.en" --sampling topp:0.9 --seed 5 --threads 1 >/dev/null 2>"$WORK/s.err" ||
+  fail "topp sampling: $(cat "$WORK/s.err")"
+for bad in "topk:0" "topk:x" "topp:1.5" "nucleus" "topp:"; do
+  "$NMT" translate -m "$M" -i "$WORK/s.en" --sampling "$bad" >/dev/null 2>"$WORK/s.err" && fail "--sampling $bad accepted"
+  grep -q "error: --sampling $bad: expected topk:K" "$WORK/s.err" || fail "--sampling $bad: $(cat "$WORK/s.err")"
+done
+"$NMT" translate -m "$M" -i "$WORK/s.en" --sampling full --beam 4 >/dev/null 2>"$WORK/s.err" && fail "--sampling with --beam 4 accepted"
+grep -q "error: --sampling draws one token at a time: it takes --beam 1" "$WORK/s.err" || fail "--sampling --beam 4: $(cat "$WORK/s.err")"
 echo "cli_control: all checks passed"

@@ -291,3 +291,161 @@ TEST_CASE("batching and finished sentences leaving the batch do not change resul
     }
   }
 }
+
+namespace {
+
+SearchOptions sampling_opts(const char* kind, int k, float p, float temperature, uint64_t seed,
+                            int n) {
+  SearchOptions o;
+  o.sampling = kind;
+  o.sampling_k = k;
+  o.sampling_p = p;
+  o.temperature = temperature;
+  o.seed = seed;
+  o.n_best = n;
+  o.beam = n;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("sampling top-k with K = 1 is greedy search", "[decode][sampling]") {
+  Transformer& model = copy_model();
+  auto src = random_sequences(12, 2, 8, 24, 31);
+  SearchOptions greedy;
+  greedy.beam = 1;
+  DecodeState st;
+  const auto g = search(model, src, greedy, st);
+  const auto s = search(model, src, sampling_opts("topk", 1, 1.f, 0.7f, 9, 2), st);
+  for (size_t i = 0; i < src.size(); ++i) {
+    REQUIRE(s[i].size() == 2);
+    for (const Hypothesis& h : s[i]) {
+      CHECK(h.tokens == g[i][0].tokens);
+      CHECK(h.logprob == Approx(g[i][0].logprob).margin(1e-4));
+    }
+  }
+}
+
+TEST_CASE("a sample depends on the seed and its sentence, never on the batch",
+          "[decode][sampling]") {
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(13);
+  auto src = random_sequences(9, 1, 7, 30, 17);
+  std::vector<SearchRequest> req(src.size());
+  for (size_t i = 0; i < src.size(); ++i) req[i].src = src[i], req[i].sample_key = 100 + i;
+  req[4].prefix = {7, 8};
+  for (const char* kind : {"topk", "topp", "full"}) {
+    const SearchOptions o = sampling_opts(kind, 5, 0.8f, 1.f, 42, 3);
+    DecodeState st;
+    const auto together = search(model, req, o, st);
+    INFO(kind);
+    for (size_t i = 0; i < req.size(); ++i) {
+      // Alone, and behind two other sentences: the same three samples.
+      const auto alone = search(model, std::vector<SearchRequest>{req[i]}, o, st);
+      const auto behind = search(
+          model, std::vector<SearchRequest>{req[(i + 1) % 9], req[(i + 2) % 9], req[i]}, o, st);
+      REQUIRE(together[i].size() == 3);
+      for (int n = 0; n < 3; ++n) {
+        CHECK(alone[0][n].tokens == together[i][n].tokens);
+        CHECK(behind[2][n].tokens == together[i][n].tokens);
+        CHECK(alone[0][n].logprob == Approx(together[i][n].logprob).margin(1e-4));
+      }
+      if (i == 4)
+        for (int n = 0; n < 3; ++n)
+          CHECK(std::vector<int32_t>(together[4][n].tokens.begin(),
+                                     together[4][n].tokens.begin() + 2) == req[4].prefix);
+    }
+    // The samples are scored as forced decoding scores them.
+    std::vector<std::vector<int32_t>> s, t;
+    for (size_t i = 0; i < req.size(); ++i)
+      s.push_back(req[i].src), t.push_back(together[i][0].tokens);
+    const auto forced = score_pairs(model, s, t);
+    for (size_t i = 0; i < req.size(); ++i)
+      CHECK(forced[i].total() == Approx(together[i][0].logprob).margin(1e-3));
+    // Another seed, other draws.
+    const auto other = search(model, req, sampling_opts(kind, 5, 0.8f, 1.f, 43, 3), st);
+    int differ = 0;
+    for (size_t i = 0; i < req.size(); ++i)
+      for (int n = 0; n < 3; ++n) differ += other[i][n].tokens != together[i][n].tokens;
+    CHECK(differ > 0);
+  }
+}
+
+TEST_CASE("samples follow the model's distribution (chi-square), truncated as asked",
+          "[decode][sampling]") {
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(21);
+  const std::vector<int32_t> src{5, 6, 7, 8};
+  // The first output token's distribution: log-softmax of the first logits.
+  Activations acts;
+  const std::vector<int32_t> none;
+  model.forward(make_batch({&src}, {&none}, cfg), acts, false, 0);
+  Tensor lp;
+  ops::log_softmax(acts.logits, lp);
+  const int64_t V = cfg.vocab_size;
+  struct Case {
+    const char* kind;
+    int k;
+    float p, temperature;
+  };
+  for (const Case c :
+       {Case{"full", 0, 1.f, 1.f}, Case{"topk", 6, 1.f, 0.7f}, Case{"topp", 0, 0.6f, 1.3f}}) {
+    // Expected: tempered, without pad and bos, cut to the top k or the
+    // nucleus, renormalised.
+    std::vector<std::pair<double, int32_t>> w;
+    for (int32_t v = 0; v < V; ++v)
+      if (v != kPad && v != kBos) w.push_back({lp.data()[v] / c.temperature, v});
+    std::sort(w.begin(), w.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    double z = 0;
+    for (auto& [x, v] : w) z += std::exp(x - w[0].first);
+    std::vector<double> expected(V, 0.0);
+    size_t m = c.kind == std::string("topk") ? static_cast<size_t>(c.k) : w.size();
+    if (c.kind == std::string("topp")) {
+      double acc = 0;
+      for (m = 0; m < w.size();) {
+        acc += std::exp(w[m].first - w[0].first) / z;
+        ++m;
+        if (acc >= c.p) break;
+      }
+    }
+    double kept = 0;
+    for (size_t j = 0; j < m; ++j) kept += std::exp(w[j].first - w[0].first);
+    for (size_t j = 0; j < m; ++j) expected[w[j].second] = std::exp(w[j].first - w[0].first) / kept;
+    // 20 sentences x 1000 samples of one token each (the length limit is 1).
+    SearchOptions o = sampling_opts(c.kind, c.k, c.p, c.temperature, 7, 1000);
+    o.max_len_a = 0;
+    o.max_len_b = 1;
+    std::vector<SearchRequest> req(20);
+    for (size_t i = 0; i < req.size(); ++i) req[i].src = src, req[i].sample_key = i;
+    DecodeState st;
+    const auto out = search(model, req, o, st);
+    std::vector<double> count(V, 0.0);
+    double total = 0;
+    for (const auto& r : out)
+      for (const Hypothesis& h : r) {
+        // One token, or none (</s> drawn first).
+        count[h.tokens.empty() ? cfg.eos_id : h.tokens[0]] += 1, total += 1;
+        CHECK(h.tokens.size() <= 1);
+      }
+    double chi2 = 0;
+    int bins = 0;
+    for (int32_t v = 0; v < V; ++v) {
+      if (expected[v] == 0) {
+        CHECK(count[v] == 0);  // never outside the top k, the nucleus, or banned
+        continue;
+      }
+      const double e = expected[v] * total;
+      if (e < 5) continue;
+      chi2 += (count[v] - e) * (count[v] - e) / e;
+      ++bins;
+    }
+    // Far above what chance gives (mean df, sd sqrt(2 df)) if the draws were
+    // from another distribution; deterministic, so never flaky.
+    const double df = bins - 1;
+    INFO(c.kind << ": chi-square " << chi2 << " over " << bins << " bins");
+    REQUIRE(bins >= 3);
+    CHECK(chi2 < df + 6 * std::sqrt(2 * df));
+  }
+}

@@ -162,6 +162,12 @@ class Backend {
   // base[r] + lp[v] over v not in `banned` (sorted, best first, ties: lower
   // id first), and lp[cols[r * n_cols + c]] in col_lp[r * n_cols + c]
   // (-inf where the column is -1). Host outputs.
+  // A sampling step (see ops::sample_tokens): output i from logits row
+  // rows[i]; host inputs and outputs.
+  virtual void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t n,
+                             float temperature, int64_t top_k, float top_p, const double* u,
+                             const int32_t* forced, const int32_t* banned, int64_t n_banned,
+                             int32_t* ids, float* lp) = 0;
   virtual void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V,
                                 int64_t k, const int32_t* banned, int64_t n_banned,
                                 const int32_t* cols, int64_t n_cols, double* values,

@@ -146,6 +146,13 @@ class CpuBackend final : public Backend {
   void pick(const float* x, int64_t N, int64_t V, const int32_t* cols, float* out) override {
     for (int64_t i = 0; i < N; ++i) out[i] = cols[i] < 0 ? 0.f : x[i * V + cols[i]];
   }
+  void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t n,
+                     float temperature, int64_t top_k, float top_p, const double* u,
+                     const int32_t* forced, const int32_t* banned, int64_t n_banned, int32_t* ids,
+                     float* lp) override {
+    cpu::sample_tokens(logits, V, rows, n, temperature, top_k, top_p, u, forced, banned, n_banned,
+                       ids, lp);
+  }
   void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                         const int32_t* banned, int64_t n_banned, const int32_t* cols,
                         int64_t n_cols, double* values, int32_t* indices, float* col_lp) override {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -432,6 +433,75 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
     const double b = base ? base[r] : 0.0;
     for (int64_t j = 0; j < filled; ++j) val[j] = b + (static_cast<float>(val[j]) - lse);
     for (int64_t j = filled; j < k; ++j) val[j] = -INFINITY, idx[j] = -1;
+  }
+}
+
+void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t n,
+                   float temperature, int64_t top_k, float top_p, const double* u,
+                   const int32_t* forced, const int32_t* banned, int64_t n_banned, int32_t* ids,
+                   float* lp) {
+  // One output per thread, each in a fixed order of its own: the draws do
+  // not depend on the thread count. Weights in double, so that the
+  // distribution drawn from is the model's to well below sampling noise.
+#pragma omp parallel for schedule(dynamic, 1) if (n * V > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float* x = logits + rows[i] * V;
+    float mx = -INFINITY;
+    for (int64_t v = 0; v < V; ++v) mx = x[v] > mx ? x[v] : mx;
+    double sum = 0;
+    for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(x[v] - mx));
+    const double lse = mx + std::log(sum);
+    int32_t pick = forced[i];
+    if (pick < 0) {
+      thread_local std::vector<std::pair<float, int32_t>> cand;
+      cand.clear();
+      for (int64_t v = 0; v < V; ++v) {
+        bool skip = false;
+        for (int64_t q = 0; q < n_banned; ++q) skip |= banned[q] == v;
+        if (!skip) cand.push_back({x[v], static_cast<int32_t>(v)});
+      }
+      // Largest first, ties by the lower id (a total order: the same set on
+      // every run).
+      auto before = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+        return a.first != b.first ? a.first > b.first : a.second < b.second;
+      };
+      size_t m = cand.size();
+      if (top_k > 0 && static_cast<size_t>(top_k) < m) {
+        std::partial_sort(cand.begin(), cand.begin() + top_k, cand.end(), before);
+        m = static_cast<size_t>(top_k);
+      } else if (top_p < 1.f) {
+        std::sort(cand.begin(), cand.end(), before);
+      }
+      // The tempered weights, relative to the largest.
+      const double inv_t = 1.0 / temperature;
+      double zmax = -INFINITY;
+      for (size_t j = 0; j < m; ++j) zmax = std::max(zmax, cand[j].first * inv_t);
+      double total = 0;
+      for (size_t j = 0; j < m; ++j) total += std::exp(cand[j].first * inv_t - zmax);
+      if (top_p < 1.f) {  // the fewest of the largest reaching top_p of the mass
+        double acc = 0;
+        size_t keep = 0;
+        while (keep < m) {
+          acc += std::exp(cand[keep].first * inv_t - zmax);
+          ++keep;
+          if (acc >= top_p * total) break;
+        }
+        m = keep;
+        total = acc;
+      }
+      const double target = u[i] * total;
+      double acc = 0;
+      pick = m ? cand[m - 1].second : static_cast<int32_t>(0);
+      for (size_t j = 0; j < m; ++j) {
+        acc += std::exp(cand[j].first * inv_t - zmax);
+        if (target < acc) {
+          pick = cand[j].second;
+          break;
+        }
+      }
+    }
+    ids[i] = pick;
+    lp[i] = static_cast<float>(x[pick] - lse);
   }
 }
 

@@ -48,6 +48,11 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
                       const int32_t* banned, int64_t n_banned, const int32_t* cols, int64_t n_cols,
                       double* values, int32_t* indices, float* col_lp);
 
+void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t n,
+                   float temperature, int64_t top_k, float top_p, const double* u,
+                   const int32_t* forced, const int32_t* banned, int64_t n_banned, int32_t* ids,
+                   float* lp);
+
 void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
                  float* dst, int64_t dst_ld, const int64_t* dst_idx);
 

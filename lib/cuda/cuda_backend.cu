@@ -235,6 +235,11 @@ class CudaBackend final : public Backend {
   }
   double sum_squares(const float*, int64_t) override { missing("sum_squares"); }
   void pick(const float*, int64_t, int64_t, const int32_t*, float*) override { missing("pick"); }
+  void sample_tokens(const float*, int64_t, const int64_t*, int64_t, float, int64_t, float,
+                     const double*, const int32_t*, const int32_t*, int64_t, int32_t*,
+                     float*) override {
+    missing("sample_tokens");
+  }
   void topk_log_softmax(const float*, const double*, int64_t, int64_t, int64_t, const int32_t*,
                         int64_t, const int32_t*, int64_t, double*, int32_t*, float*) override {
     missing("topk_log_softmax");

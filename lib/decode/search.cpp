@@ -28,6 +28,15 @@ void validate(const SearchOptions& o) {
   if (!in(o.max_len_a, 0, 100)) fail("--max-length-a", "from 0 to 100", o.max_len_a);
   if (!in(o.max_len_b, 0, 100000)) fail("--max-length-b", "from 0 to 100000", o.max_len_b);
   if (o.force_length < 0) fail("force_length", ">= 0", o.force_length);
+  if (o.sampling.empty()) return;
+  if (o.sampling != "topk" && o.sampling != "topp" && o.sampling != "full")
+    throw InputError("--sampling: expected topk:K, topp:P or full, got \"" + o.sampling + "\"");
+  if (o.sampling == "topk" && !in(o.sampling_k, 1, 1000000))
+    fail("--sampling topk:K", "K from 1 to 1000000", o.sampling_k);
+  if (o.sampling == "topp" && !(o.sampling_p > 0 && o.sampling_p <= 1))
+    fail("--sampling topp:P", "P in (0, 1]", o.sampling_p);
+  if (!(o.temperature > 0 && o.temperature <= 100))
+    fail("--sampling-temperature", "in (0, 100]", o.temperature);
 }
 
 namespace {
@@ -461,6 +470,7 @@ std::vector<std::vector<Hypothesis>> search(const Transformer& model,
                                             const std::vector<SearchRequest>& requests,
                                             const SearchOptions& opts, DecodeState& st) {
   validate(opts);
+  if (!opts.sampling.empty()) return sample(model, requests, opts, st);
   BeamSearch search(model, opts, st);
   return search.run(requests);
 }

@@ -1,4 +1,5 @@
-// Greedy and beam search over the Transformer's incremental decoder.
+// Greedy and beam search over the Transformer's incremental decoder, and
+// sampling (decode/sampling.cpp) through the same interface.
 //
 // The encoder runs once per batch; each step feeds one token per live
 // hypothesis and reuses the cached self-attention keys/values and the
@@ -24,11 +25,22 @@ struct SearchOptions {
   float max_len_a = 1.f;     // max output length = a * source length + b
   int max_len_b = 50;
   int force_length = 0;  // >0: suppress </s> until exactly this many tokens (benchmarks)
+  // Sampling instead of search: "topk" (the sampling_k most probable
+  // tokens), "topp" (nucleus: the fewest reaching sampling_p of the
+  // probability), "full"; empty: search. n_best is then the number of
+  // independent samples per sentence, and beam is not used. Draws depend
+  // only on the seed, the request's sample_key and the request itself.
+  std::string sampling;
+  int sampling_k = 0;
+  float sampling_p = 1.f;
+  float temperature = 1.f;
+  uint64_t seed = 0;
 };
 
 // Throws InputError naming the option unless every value is in range (NaN
 // never is): beam and n_best 1..1024, alpha 0..10, max_len_a 0..100,
-// max_len_b 0..100000, force_length >= 0.
+// max_len_b 0..100000, force_length >= 0; sampling topk with k 1..1000000,
+// topp with p in (0, 1], temperature in (0, 100].
 void validate(const SearchOptions& opts);
 
 struct Hypothesis {
@@ -57,6 +69,7 @@ struct SearchRequest {
   std::vector<int32_t> src;  // without </s>
   std::vector<int32_t> prefix;
   std::vector<std::vector<int32_t>> constraints;  // at most kMaxConstraints, none empty
+  uint64_t sample_key = 0;  // sampling: with the seed, what this sentence's draws follow
 };
 constexpr size_t kMaxConstraints = 64;
 
@@ -71,5 +84,18 @@ std::vector<std::vector<Hypothesis>> search(const Transformer& model,
                                             const SearchOptions& opts, DecodeState& state);
 
 double length_penalty(int64_t length, const SearchOptions& opts);
+
+// Sampling (opts.sampling set; search() calls it): per request, n_best
+// samples in draw order, each ended by </s> or the length limit, scored as
+// search scores its hypotheses. A prefix is forced as in search;
+// constraints are refused. Sample n of a request draws its token at step t
+// with the uniform of (seed, sample_key, source, n, t) alone, so batches,
+// workers and threads never change it.
+std::vector<std::vector<Hypothesis>> sample(const Transformer& model,
+                                            const std::vector<SearchRequest>& requests,
+                                            const SearchOptions& opts, DecodeState& state);
+// The key of a request: its line number and its text, as the translator
+// sets sample_key.
+uint64_t sample_key(int64_t line, const std::string& text);
 
 }  // namespace nmt

@@ -118,6 +118,7 @@ std::vector<SearchRequest> Translator::encode(const std::vector<TranslationReque
       src.resize(max_src);
     }
     if (!encode_extras(requests[i], line_no, ids[i])) ids[i] = SearchRequest();
+    ids[i].sample_key = sample_key(line_no, requests[i].source);
   }
   return ids;
 }

@@ -371,6 +371,27 @@ void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>&
   be(x).pick(x.data(), N, V, cols.data(), out.data());
 }
 
+void sample_tokens(const Tensor& logits, const std::vector<int64_t>& rows, float temperature,
+                   int64_t top_k, float top_p, const std::vector<double>& u,
+                   const std::vector<int32_t>& forced, const std::vector<int32_t>& banned,
+                   std::vector<int32_t>& ids, std::vector<float>& lp) {
+  need_contiguous("sample_tokens", {&logits});
+  const int64_t R = logits.dim(0), V = logits.dim(1), n = static_cast<int64_t>(rows.size());
+  if (static_cast<int64_t>(u.size()) != n || static_cast<int64_t>(forced.size()) != n)
+    fail("sample_tokens", "one uniform and one forced id per output expected");
+  for (int64_t r : rows)
+    if (r < 0 || r >= R) fail("sample_tokens", "row " + std::to_string(r) + " out of range");
+  for (int32_t f : forced)
+    if (f < -1 || f >= V) fail("sample_tokens", "forced id " + std::to_string(f) + " out of range");
+  if (!(temperature > 0.f) || !(top_p > 0.f && top_p <= 1.f) || top_k < 0)
+    fail("sample_tokens", "temperature > 0, top_k >= 0 and top_p in (0, 1] expected");
+  ids.resize(n);
+  lp.resize(n);
+  be(logits).sample_tokens(logits.data(), V, rows.data(), n, temperature, top_k, top_p, u.data(),
+                           forced.data(), banned.data(), static_cast<int64_t>(banned.size()),
+                           ids.data(), lp.data());
+}
+
 void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst) {
   need_contiguous("gather_rows", {&src});
   const int64_t row = src.dim(0) ? src.numel() / src.dim(0) : 0;

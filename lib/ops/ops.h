@@ -154,6 +154,18 @@ void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int
                       const std::vector<int32_t>& banned, const std::vector<int32_t>& cols,
                       int64_t n_cols, std::vector<double>& values, std::vector<int32_t>& indices,
                       std::vector<float>& col_lp);
+// A sampling step over logits (R, V): output i reads row rows[i]. With
+// forced[i] >= 0 it is that id (a prefix, the length limit's </s>); else a
+// draw, by the uniform u[i] in [0, 1), from softmax(logits / temperature)
+// restricted to the top_k largest (0: no limit), then to the fewest of the
+// largest whose probability reaches top_p (1: no limit), never a banned id.
+// ids[i], and lp[i] its log-probability under the model (untempered, as
+// search scores are). A pure function of its inputs: the same draws on any
+// thread count or batch.
+void sample_tokens(const Tensor& logits, const std::vector<int64_t>& rows, float temperature,
+                   int64_t top_k, float top_p, const std::vector<double>& u,
+                   const std::vector<int32_t>& forced, const std::vector<int32_t>& banned,
+                   std::vector<int32_t>& ids, std::vector<float>& lp);
 // out[i] = x[i, cols[i]] for a (N, V) tensor, into host memory (forced
 // decoding reads the log-probabilities of the given targets); 0 where
 // cols[i] is -1 (padding).
