@@ -636,10 +636,10 @@ std::string option_names(const std::vector<CLI::Option*>& opts) {
 void run(ScoreCli& cli) {
   if (!cli.metric.empty()) cli.metrics = {cli.metric};
   if (cli.model_opt->count() > 0) {
-    const std::string& m = cli.model.model;
-    if ((m == "bleu" || m == "chrf" || m == "ter") && !io::file_id(m).exists)
-      throw UsageError("score: -m names a model in nmt; for sacreBLEU's -m " + m +
-                       " write --metrics " + m);
+    for (const std::string& m : cli.model.models)
+      if ((m == "bleu" || m == "chrf" || m == "ter") && !io::file_id(m).exists)
+        throw UsageError("score: -m names a model in nmt; for sacreBLEU's -m " + m +
+                         " write --metrics " + m);
     if (const std::string extra = option_names(cli.metric_only); !extra.empty())
       throw UsageError("score: -m (model scoring) cannot be combined with " + extra);
     if (cli.model.batch_tokens <= 0)
@@ -752,7 +752,11 @@ void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
 
 void add_model_options(CLI::App* cmd, ScoreCli& cli) {
   auto add = [&](CLI::Option* o) { cli.model_only.push_back(o); };
-  cli.model_opt = cmd->add_option("-m,--model", cli.model.model, "Model to score --src/--tgt with");
+  cli.model_opt = cmd->add_option("-m,--model", cli.model.models,
+                                  "Model to score --src/--tgt with; several (-m a -m b) score "
+                                  "as an ensemble: per token, the log of the mean of their "
+                                  "probabilities")
+                      ->allow_extra_args(false);  // one file per -m
   add(cmd->add_option("--src", cli.model.src, "Source sentences (model mode)"));
   add(cmd->add_option("--tgt", cli.model.tgt, "Target sentences to score (model mode)"));
   add(cmd->add_flag("--word-scores", cli.model.word_scores,
@@ -770,6 +774,9 @@ void add_model_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_option("--batch-tokens", cli.model.batch_tokens, "Target tokens per batch")
           ->check(CLI::Range(1, 1 << 24)));
   add(add_threads_option(cmd, cli.model.threads));
+  add(cmd->add_flag("--progress", cli.model.progress,
+                    "Print a progress line every 10 s on stderr (on a terminal a live line is "
+                    "shown anyway)"));
 }
 
 }  // namespace
@@ -786,7 +793,8 @@ void register_score(CLI::App& app) {
       "  nmt score ref.de -i hyp.de\n"
       "  nmt score ref.de ref2.de --metrics bleu chrf -tok intl -lc -f json < hyp.de\n"
       "  nmt score ref.zh -i hyp.zh --metrics ter --ter-normalized --ter-asian-support\n"
-      "  nmt score ref.de -i base.de new.de --paired-bs --metrics bleu chrf   # base.de: the baseline\n"
+      "  nmt score ref.de -i base.de new.de --paired-bs --metrics bleu chrf   # base.de: the "
+      "baseline\n"
       "  nmt score ref.de -i hyp.de -ci                  # SACREBLEU_SEED seeds the resamples\n"
       "  nmt score -m model.nmt --src test.en --tgt test.de --summary");
   add_metric_options(cmd, *cli);

@@ -25,13 +25,16 @@
 #include "commands.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "decode/ensemble.h"
 #include "decode/translator.h"
 #include "io/json.h"
 #include "io/output_file.h"
 #include "io/std_streams.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
+#include "model/model_file.h"
 #include "ops/ops.h"
+#include "progress.h"
 
 namespace nmt::app {
 namespace {
@@ -39,7 +42,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Opts {
-  std::string model;
+  std::vector<std::string> models;  // one, or an ensemble
   std::vector<std::string> inputs;
   std::string output, output_dir, suffix, format = "text", input_format = "text";
   bool alignments = false, attention = false;
@@ -53,7 +56,8 @@ struct Opts {
   std::string compute;        // empty: the model file's
   bool output_given = false;  // -o "" is an error, not stdout
   bool beam_given = false;
-  std::string sampling;  // "topk:K", "topp:P" or "full" as given
+  std::string sampling;   // "topk:K", "topp:P" or "full" as given
+  bool progress = false;  // plain progress lines where stderr is no terminal
 };
 
 // --sampling topk:K | topp:P | full into the search options.
@@ -224,6 +228,8 @@ void translate_stream(io::LineReader& in, Output& out, Translator& tr, const Opt
   std::vector<TranslationRequest> window;
   std::string line;
   int64_t first = 1;
+  Progress progress("nmt translate " + (in.path() == "-" ? std::string("stdin") : in.path()),
+                    o.progress, in.fraction_read() >= 0);
   auto flush = [&] {
     const auto results = tr.translate(window, first);
     for (size_t i = 0; i < results.size(); ++i)
@@ -231,6 +237,7 @@ void translate_stream(io::LineReader& in, Output& out, Translator& tr, const Opt
     out.flush();
     first += static_cast<int64_t>(window.size());
     window.clear();
+    progress.update(first - 1, in.fraction_read());
   };
   while (in.next(line)) {
     window.push_back(
@@ -238,6 +245,7 @@ void translate_stream(io::LineReader& in, Output& out, Translator& tr, const Opt
     if (static_cast<int>(window.size()) >= o.window || in.would_block()) flush();
   }
   if (!window.empty()) flush();
+  progress.finish();
 }
 
 // test.en.gz -> test.en.hyp, or with --suffix de -> test.de: ".gz" and the
@@ -282,7 +290,8 @@ std::vector<std::string> plan_outputs(const Opts& o) {
       throw UsageError("inputs " + it->second + " and " + input + " would both be written to " +
                        outs[i] + "; give them different names or use --suffix");
     claimed[key] = input;
-    std::vector<io::NamedPath> inputs{{"-m", o.model}};
+    std::vector<io::NamedPath> inputs;
+    for (const auto& m : o.models) inputs.push_back({"-m", m});
     for (const auto& in : o.inputs) inputs.push_back({"-i", in});
     io::check_not_an_input({option, outs[i]}, inputs);
   }
@@ -312,7 +321,7 @@ void run(Opts& o) {
   if (o.attention && o.format != "jsonl")
     throw UsageError("--attention writes a matrix per line; it needs --format jsonl");
   if (o.inputs.empty()) o.inputs.push_back("-");
-  io::check_input_path(o.model, "-m");
+  for (const auto& m : o.models) io::check_input_path(m, "-m");
   for (const auto& in : o.inputs) io::check_input_path(in, "-i");
   const std::vector<std::string> outs = plan_outputs(o);
   if (!o.output_dir.empty()) {
@@ -320,15 +329,35 @@ void run(Opts& o) {
     fs::create_directories(o.output_dir, ec);
     if (ec) throw InputError("cannot create --output-dir " + o.output_dir + ": " + ec.message());
   }
-  LoadedModel model = load_model(o.model, o.compute);
+  // -m a -m b: an ensemble, which the first model's vocabulary reads and
+  // writes for (each must have the same).
+  std::vector<LoadedModel> loaded;
+  loaded.reserve(o.models.size());
+  for (const auto& m : o.models) loaded.push_back(load_model(m, o.compute));
+  LoadedModel& model = loaded[0];
+  std::optional<Ensemble> ensemble;
+  if (loaded.size() > 1) {
+    std::vector<const ModelConfig*> configs;
+    std::vector<VocabTensors> vocabs;
+    std::vector<const Transformer*> nets;
+    for (const LoadedModel& l : loaded) {
+      configs.push_back(&l.config);
+      vocabs.push_back(vocab_tensors(l.vocab, l.source_vocab ? &*l.source_vocab : nullptr));
+      nets.push_back(l.net.get());
+    }
+    const std::string why = ensemble_mismatch(configs, vocabs, o.models);
+    if (!why.empty()) throw InputError("-m " + why);
+    ensemble.emplace(nets);
+  }
   Translator tr(
       model, o.search, o.batch_tokens,
       [](const std::string& w) { std::cerr << "nmt: warning: " << w << "\n"; }, o.workers,
-      o.threads, AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1});
+      o.threads, AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1},
+      ensemble ? &*ensemble : nullptr);
   // Every worker may hold a batch at once: a --beam or --batch-tokens that
   // could take more than the machine has is refused before any work.
   if (const uint64_t phys = physical_memory_bytes()) {
-    const double need = double(tr.workers()) *
+    const double need = double(tr.workers()) * double(loaded.size()) *
                         decode_memory_bound(model.config, o.search, tr.batch_tokens(), o.window);
     if (need > double(phys)) {
       const bool beam = o.search.beam > 1 && o.beam_given;
@@ -376,7 +405,12 @@ void register_translate(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
       "translate", "Translate text with a trained model (stdin to stdout by default)");
-  cmd->add_option("-m,--model", o->model, "Model file written by nmt train")->required();
+  cmd->add_option("-m,--model", o->models,
+                  "Model file (nmt train's or nmt convert's); several (-m a -m b) translate as "
+                  "an ensemble, the mean of their probabilities at every step (they must share "
+                  "one vocabulary; alignments come from the first)")
+      ->required()
+      ->allow_extra_args(false);  // one file per -m, so a stray argument is not a model
   cmd->add_option("-i,--input", o->inputs, "Input files (plain or .gz); default stdin");
   auto* out_opt = cmd->add_option("-o,--output", o->output,
                                   "Output file, written when complete (gzip if it ends in .gz; a "
@@ -411,6 +445,9 @@ void register_translate(CLI::App& app) {
                   "Divide the logits by this before sampling (below 1: sharper)")
       ->check(finite_range(1e-3, 100.0));
   cmd->add_option("--seed", o->search.seed, "Seed of --sampling")->capture_default_str();
+  cmd->add_flag("--progress", o->progress,
+                "Print a progress line (lines, lines/s, share of the file, ETA) every 10 s on "
+                "stderr; on a terminal a live line is shown anyway for a file input");
   cmd->add_flag("--scores", o->scores,
                 "Print each translation's search score first: its log-probability divided by "
                 "the GNMT length penalty ((5 + tokens) / 6)^alpha, or by tokens with "

@@ -7,21 +7,39 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "decode/ensemble.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
 #include "io/std_streams.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
+#include "model/model_file.h"
 #include "ops/ops.h"
+#include "progress.h"
 
 namespace nmt::app {
 
 int run_model_score(const ModelScoreArgs& args) {
   ops::set_num_threads(args.threads);
-  io::check_input_path(args.model, "-m");
+  for (const auto& path : args.models) io::check_input_path(path, "-m");
   if (!args.src.empty()) io::check_input_path(args.src, "--src");
   if (!args.tgt.empty()) io::check_input_path(args.tgt, "--tgt");
-  LoadedModel m = load_model(args.model, args.compute);
+  std::vector<LoadedModel> loaded;
+  loaded.reserve(args.models.size());
+  for (const auto& path : args.models) loaded.push_back(load_model(path, args.compute));
+  const LoadedModel& m = loaded[0];
+  std::vector<const Transformer*> nets;
+  {
+    std::vector<const ModelConfig*> configs;
+    std::vector<VocabTensors> vocabs;
+    for (const LoadedModel& l : loaded) {
+      configs.push_back(&l.config);
+      vocabs.push_back(vocab_tensors(l.vocab, l.source_vocab ? &*l.source_vocab : nullptr));
+      nets.push_back(l.net.get());
+    }
+    if (const std::string why = ensemble_mismatch(configs, vocabs, args.models); !why.empty())
+      throw InputError("-m " + why);
+  }
   const int64_t max_len = m.config.max_positions - 1;
   // Lines are cut while read (a 10 MB line costs a few times the model's
   // length, not 1.7 GB), then to the model's limit in subwords.
@@ -60,7 +78,15 @@ int run_model_score(const ModelScoreArgs& args) {
       if (static_cast<int64_t>(t[i].size()) > max_len) t[i].resize(max_len);
     }
   }
-  const auto scores = score_pairs(*m.net, s, t, args.batch_tokens);
+  // Every line is read before scoring starts: the share done is the pairs'.
+  Progress progress("nmt score -m " + args.models[0], args.progress, /*sized=*/true);
+  const int64_t pairs = static_cast<int64_t>(s.size());
+  auto on_batch = [&](int64_t done) {
+    progress.update(done, pairs ? static_cast<double>(done) / static_cast<double>(pairs) : 1.0);
+  };
+  const auto scores = nets.size() == 1 ? score_pairs(*m.net, s, t, args.batch_tokens, on_batch)
+                                       : score_pairs(nets, s, t, args.batch_tokens, on_batch);
+  progress.finish();
   if (args.summary) {
     double total = 0;
     int64_t tokens = 0;

@@ -5,21 +5,23 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace nmt::app {
 
 struct ModelScoreArgs {
-  std::string model;            // -m: model directory or file
-  std::string src;              // --src: source sentences, one per line ("-" = stdin)
-  std::string tgt;              // --tgt: target sentences, line-aligned with src
-  bool word_scores = false;     // --word-scores: also print per-token log-probabilities
-  bool summary = false;         // --summary: print corpus totals (log-prob, perplexity) only
-  std::string format = "text";  // --output-format: text (TSV, header first) or jsonl
-  bool no_header = false;       // --no-header: TSV without its header line
-  double alpha = 0.6;           // --alpha: exponent of the GNMT length penalty in "score"
-  int batch_tokens = 4096;      // --batch-tokens: batch budget in target tokens
-  int threads = 0;              // --threads: CPU threads; 0 = all cores
-  std::string compute;          // --compute-type: empty = the model file's
+  std::vector<std::string> models;  // -m: model files; several score as an ensemble
+  std::string src;                  // --src: source sentences, one per line ("-" = stdin)
+  std::string tgt;                  // --tgt: target sentences, line-aligned with src
+  bool word_scores = false;         // --word-scores: also print per-token log-probabilities
+  bool summary = false;             // --summary: print corpus totals (log-prob, perplexity) only
+  std::string format = "text";      // --output-format: text (TSV, header first) or jsonl
+  bool no_header = false;           // --no-header: TSV without its header line
+  double alpha = 0.6;               // --alpha: exponent of the GNMT length penalty in "score"
+  int batch_tokens = 4096;          // --batch-tokens: batch budget in target tokens
+  int threads = 0;                  // --threads: CPU threads; 0 = all cores
+  std::string compute;              // --compute-type: empty = the model file's
+  bool progress = false;            // --progress: plain progress lines where stderr is no terminal
 };
 
 // Runs model scoring and prints its results; returns the exit status.

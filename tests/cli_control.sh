@@ -128,4 +128,36 @@ for bad in "topk:0" "topk:x" "topp:1.5" "nucleus" "topp:"; do
 done
 "$NMT" translate -m "$M" -i "$WORK/s.en" --sampling full --beam 4 >/dev/null 2>"$WORK/s.err" && fail "--sampling with --beam 4 accepted"
 grep -q "error: --sampling draws one token at a time: it takes --beam 1" "$WORK/s.err" || fail "--sampling --beam 4: $(cat "$WORK/s.err")"
+# Ensembles: -m M -m M translates and scores as M alone; a model of another
+# vocabulary is refused by name.
+"$NMT" translate -m "$M" -i "$WORK/s.en" --threads 1 >"$WORK/e1.out" 2>/dev/null || fail "translate M"
+"$NMT" translate -m "$M" -m "$M" -i "$WORK/s.en" --threads 1 >"$WORK/e2.out" 2>"$WORK/e.err" ||
+  fail "ensemble translate: $(cat "$WORK/e.err")"
+cmp -s "$WORK/e1.out" "$WORK/e2.out" || fail "an ensemble of M with itself translates otherwise than M"
+"$NMT" score -m "$M" -m "$M" --src "$WORK/s.en" --tgt "$WORK/e1.out" --summary >"$WORK/e2.sum" 2>&1 || fail "ensemble score: $(cat "$WORK/e2.sum")"
+"$NMT" score -m "$M" --src "$WORK/s.en" --tgt "$WORK/e1.out" --summary >"$WORK/e1.sum" 2>&1 || fail "score: $(cat "$WORK/e1.sum")"
+cmp -s "$WORK/e1.sum" "$WORK/e2.sum" || fail "ensemble score $(cat "$WORK/e2.sum") vs $(cat "$WORK/e1.sum")"
+"$NMT" train --no-recipe -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
+  --out "$WORK/m200.nmt" --vocab-size 200 --max-steps 2 --batch-tokens 1024 2>/dev/null || fail "train m200"
+"$NMT" translate -m "$M" -m "$WORK/m200.nmt" -i "$WORK/s.en" >/dev/null 2>"$WORK/e.err" && fail "a mixed ensemble was accepted"
+grep -q "error: -m $WORK/m200.nmt: its vocabulary differs from $M's" "$WORK/e.err" || fail "mixed ensemble: $(cat "$WORK/e.err")"
+
+# Progress: nothing more on a stderr that is no terminal; --progress prints
+# plain lines, the last "(done)"; a terminal shows a live line, cleared at
+# the end (script(1) gives the run a terminal).
+"$NMT" translate -m "$M" -i "$WORK/s.en" -o "$WORK/p.out" --threads 1 --window 4 2>"$WORK/p0.err" || fail "translate: $(cat "$WORK/p0.err")"
+grep -q "lines/s" "$WORK/p0.err" && fail "progress printed without --progress or a terminal: $(cat "$WORK/p0.err")"
+"$NMT" translate -m "$M" -i "$WORK/s.en" -o "$WORK/p.out" --threads 1 --window 4 --progress 2>"$WORK/p1.err" || fail "translate --progress"
+n=$(wc -l <"$WORK/s.en")
+tail -1 "$WORK/p1.err" | grep -q "^nmt translate $WORK/s.en: $n lines, [0-9.]* lines/s, 100% (ETA 0:00:00) (done)$" ||
+  fail "--progress: $(cat "$WORK/p1.err")"
+"$NMT" score -m "$M" --src "$WORK/s.en" --tgt "$WORK/s.en" --threads 1 --progress >/dev/null 2>"$WORK/p2.err" || fail "score -m --progress"
+tail -1 "$WORK/p2.err" | grep -q "^nmt score -m $M: $n lines, .* (done)$" || fail "score -m --progress: $(cat "$WORK/p2.err")"
+if command -v script >/dev/null; then
+  script -qec "$NMT translate -m $M -i $WORK/s.en -o $WORK/p.out --threads 1 --window 4" /dev/null >"$WORK/tty.txt" 2>&1 ||
+    fail "translate on a terminal: $(cat "$WORK/tty.txt")"
+  grep -q "lines/s" "$WORK/tty.txt" || fail "no live progress line on a terminal: $(cat -v "$WORK/tty.txt")"
+  [ "$(tail -c 4 "$WORK/tty.txt" | od -An -c | tr -d ' ')" = '\r033[K' ] ||
+    fail "the live line is not cleared at the end: $(tail -c 40 "$WORK/tty.txt" | cat -v)"
+fi
 echo "cli_control: all checks passed"

@@ -5,6 +5,7 @@
 
 #include "capability.h"
 #include "core/backend.h"
+#include "decode/ensemble.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
 #include "model/quantise.h"
@@ -447,5 +448,85 @@ TEST_CASE("samples follow the model's distribution (chi-square), truncated as as
     INFO(c.kind << ": chi-square " << chi2 << " over " << bins << " bins");
     REQUIRE(bins >= 3);
     CHECK(chi2 < df + 6 * std::sqrt(2 * df));
+  }
+}
+
+namespace {
+
+// Greedy decoding of an ensemble the naive way: every model re-run on the
+// whole prefix at each step, their probabilities averaged, the argmax taken.
+std::vector<int32_t> naive_ensemble_greedy(const std::vector<const Transformer*>& models,
+                                           const std::vector<int32_t>& src, int max_out) {
+  std::vector<int32_t> out;
+  const ModelConfig& cfg = models[0]->config();
+  const int64_t V = cfg.vocab_size;
+  Activations acts;
+  Tensor lp;
+  for (int t = 0; t <= max_out; ++t) {
+    std::vector<double> p(V, 0.0);
+    for (const Transformer* m : models) {
+      m->forward(make_batch({&src}, {&out}, cfg), acts, false, 0);
+      ops::log_softmax(acts.logits, lp);
+      for (int64_t v = 0; v < V; ++v) p[v] += std::exp(lp.data()[t * V + v]) / models.size();
+    }
+    int32_t best = cfg.eos_id;
+    if (t < max_out) {
+      best = -1;
+      for (int32_t v = 0; v < V; ++v)
+        if (v != kPad && v != kBos && (best < 0 || p[v] > p[best])) best = v;
+    }
+    if (best == cfg.eos_id) break;
+    out.push_back(best);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("an ensemble averages its members' probabilities at every step", "[decode][ensemble]") {
+  ModelConfig cfg = tiny_config(30);
+  Transformer a(cfg), b(cfg);
+  a.init(31);
+  b.init(32);
+  auto src = random_sequences(8, 2, 7, 30, 23);
+  SearchOptions greedy, beam;
+  greedy.beam = 1;
+  greedy.max_len_a = 0, greedy.max_len_b = 9;
+  beam = greedy;
+  beam.beam = 4;
+  DecodeState st;
+  // Of one model, and of a model with itself: that model.
+  for (const SearchOptions& o : {greedy, beam}) {
+    const auto alone = search(a, src, o, st);
+    const auto one = search(Ensemble({&a}), src, o, st);
+    const auto twice = search(Ensemble({&a, &a}), src, o, st);
+    for (size_t i = 0; i < src.size(); ++i) {
+      CHECK(one[i][0].tokens == alone[i][0].tokens);
+      CHECK(one[i][0].logprob == Approx(alone[i][0].logprob).margin(1e-4));
+      CHECK(twice[i][0].tokens == alone[i][0].tokens);
+      CHECK(twice[i][0].logprob == Approx(alone[i][0].logprob).margin(1e-4));
+    }
+  }
+  // Of two: the naive average's argmax, step by step; and its beam scores
+  // equal forced decoding of the pair.
+  const Ensemble ab({&a, &b});
+  const auto g = search(ab, src, greedy, st);
+  const auto b4 = search(ab, src, beam, st);
+  std::vector<std::vector<int32_t>> s, t;
+  for (size_t i = 0; i < src.size(); ++i) {
+    CHECK(g[i][0].tokens == naive_ensemble_greedy({&a, &b}, src[i], 9));
+    s.push_back(src[i]), t.push_back(b4[i][0].tokens);
+  }
+  const auto forced = score_pairs({&a, &b}, s, t);
+  const auto fa = score_pairs(a, s, t), fb = score_pairs(b, s, t);
+  for (size_t i = 0; i < src.size(); ++i) {
+    CHECK(forced[i].total() == Approx(b4[i][0].logprob).margin(1e-3));
+    // Per token, the log of the mean of the two models' own probabilities.
+    REQUIRE(forced[i].token_logprobs.size() == fa[i].token_logprobs.size());
+    for (size_t k = 0; k < forced[i].token_logprobs.size(); ++k)
+      CHECK(forced[i].token_logprobs[k] ==
+            Approx(std::log(
+                       (std::exp(fa[i].token_logprobs[k]) + std::exp(fb[i].token_logprobs[k])) / 2))
+                .margin(1e-5));
   }
 }

@@ -7,27 +7,20 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "convert/convert.h"
+#include "convert/formats.h"
 #include "core/error.h"
 #include "io/json.h"
+#include "io/text_file.h"
 
 namespace nmt::convert {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-std::string slurp(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open " + what + " " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // One variable of model.bin.
 struct Variable {
@@ -48,31 +41,6 @@ const char* type_name(int t) {
 int type_size(int t) {
   static const int sizes[] = {4, 1, 2, 4, 2, 2};
   return t >= 0 && t < 6 ? sizes[t] : 0;
-}
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (man == 0) {
-      bits = sign;
-    } else {
-      int e = -1;
-      uint32_t m = man;
-      do {
-        ++e;
-        m <<= 1;
-      } while (!(m & 0x400));
-      bits = sign | ((127 - 15 - e) << 23) | ((m & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 // Reads model.bin, every length checked against what is left.
@@ -119,7 +87,7 @@ class Reader {
 class Model {
  public:
   explicit Model(const std::string& dir) : path_((fs::path(dir) / "model.bin").string()) {
-    Reader r(slurp(path_, "CTranslate2 model"), path_);
+    Reader r(io::read_whole_file(path_, "CTranslate2 model"), path_);
     version_ = r.get<uint32_t>();
     if (version_ < 5 || version_ > 6)
       throw InputError(path_ + ": CTranslate2 binary version " + std::to_string(version_) +
@@ -192,15 +160,9 @@ class Model {
     const Variable* v = find(n);
     if (!v) throw InputError(path_ + ": the model has no variable " + n);
     used_.insert(n);
-    if (v->shape != shape) {
-      auto str = [](const std::vector<int64_t>& s) {
-        std::string o;
-        for (int64_t d : s) o += (o.empty() ? "" : ", ") + std::to_string(d);
-        return "(" + o + ")";
-      };
-      throw InputError(path_ + ": variable " + n + " has shape " + str(v->shape) + ", expected " +
-                       str(shape));
-    }
+    if (v->shape != shape)
+      throw InputError(path_ + ": variable " + n + " has shape " + shape_text(v->shape) +
+                       ", expected " + shape_text(shape));
     const int64_t count = v->size();
     std::vector<float> out(static_cast<size_t>(count));
     const char* p = v->bytes.data();
@@ -219,8 +181,7 @@ class Model {
         for (int64_t i = 0; i < count; ++i) {
           uint16_t h;
           std::memcpy(&h, p + 2 * i, 2);
-          const uint32_t bits = uint32_t{h} << 16;
-          std::memcpy(&out[i], &bits, 4);
+          out[i] = bf16_to_float(h);
         }
         break;
       case 1:
@@ -280,7 +241,7 @@ class Model {
 
 // A vocabulary file: a JSON list of tokens, or one token per line.
 std::vector<std::string> read_tokens(const std::string& path) {
-  const std::string text = slurp(path, "vocabulary");
+  const std::string text = io::read_whole_file(path, "vocabulary");
   std::vector<std::string> out;
   if (fs::path(path).extension() == ".json") {
     const json j = io::parse_json(text, path);
@@ -306,11 +267,6 @@ std::string find_vocab(const fs::path& dir, const std::string& stem) {
     if (fs::exists(p, ec)) return p.string();
   }
   return "";
-}
-
-int32_t id_of(const std::vector<std::string>& tokens, const std::string& t) {
-  const auto it = std::find(tokens.begin(), tokens.end(), t);
-  return it == tokens.end() ? -1 : static_cast<int32_t>(it - tokens.begin());
 }
 
 // CTranslate2's own position encodings where a model stores none
@@ -343,7 +299,7 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   const fs::path cfg_path = dir / "config.json";
   std::error_code ec;
   if (fs::exists(cfg_path, ec))
-    config = io::parse_json(slurp(cfg_path.string(), "config"), cfg_path.string());
+    config = io::parse_json(io::read_whole_file(cfg_path.string(), "config"), cfg_path.string());
 
   // Attributes that name a model nmt does not have.
   for (const char* side : {"encoder", "decoder"}) {
@@ -575,8 +531,8 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
     throw InputError(
         "--spm: give one SentencePiece model for both sides, or the source's and "
         "the target's");
-  const std::string src_spm = spm.empty() ? "" : slurp(spm[0], "--spm"),
-                    tgt_spm = spm.empty() ? "" : slurp(spm[1], "--spm");
+  const std::string src_spm = spm.empty() ? "" : io::read_whole_file(spm[0], "--spm"),
+                    tgt_spm = spm.empty() ? "" : io::read_whole_file(spm[1], "--spm");
   out.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id);
   if (c.src_vocab_size || src_spm != tgt_spm)
     out.source_vocab = Vocab::from_tokens(src_tokens, src_spm, id_of(src_tokens, unk));

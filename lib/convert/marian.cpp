@@ -5,27 +5,20 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "convert/convert.h"
+#include "convert/formats.h"
 #include "convert/npz.h"
 #include "core/error.h"
+#include "io/text_file.h"
 
 namespace nmt::convert {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-std::string slurp(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open " + what + " " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Marian's options, read from its YAML with the defaults Marian has.
 class Options {
@@ -64,8 +57,8 @@ class Options {
 std::vector<std::string> vocab_tokens(const std::string& path) {
   const std::string ext = fs::path(path).extension().string();
   if (ext == ".spm" || ext == ".model")  // a SentencePiece model: its own ids
-    return Vocab::sentencepiece_pieces(slurp(path, "vocabulary"));
-  const std::string text = slurp(path, "vocabulary");
+    return Vocab::sentencepiece_pieces(io::read_whole_file(path, "vocabulary"));
+  const std::string text = io::read_whole_file(path, "vocabulary");
   std::vector<std::string> out;
   if (ext == ".yml" || ext == ".yaml" || ext == ".json") {
     YAML::Node n;
@@ -105,11 +98,6 @@ std::vector<std::string> vocab_tokens(const std::string& path) {
     out.push_back(line.substr(0, line.find('\t')));
   }
   return out;
-}
-
-int32_t id_of(const std::vector<std::string>& tokens, const std::string& t) {
-  const auto it = std::find(tokens.begin(), tokens.end(), t);
-  return it == tokens.end() ? -1 : static_cast<int32_t>(it - tokens.begin());
 }
 
 // Where the pieces are: the model, its vocabularies and SentencePiece models.
@@ -190,15 +178,9 @@ class Params {
     // Marian stores vectors as (1, n).
     std::vector<int64_t> s = it->second.shape;
     if (s.size() == 2 && s[0] == 1 && shape.size() == 1) s.erase(s.begin());
-    if (s != shape) {
-      auto str = [](const std::vector<int64_t>& v) {
-        std::string o;
-        for (int64_t d : v) o += (o.empty() ? "" : ", ") + std::to_string(d);
-        return "(" + o + ")";
-      };
-      throw InputError(source_ + ": parameter " + n + " has shape " + str(it->second.shape) +
-                       ", expected " + str(shape));
-    }
+    if (s != shape)
+      throw InputError(source_ + ": parameter " + n + " has shape " + shape_text(it->second.shape) +
+                       ", expected " + shape_text(shape));
     used_.insert(n);
     return it->second.to_f32(source_ + ": " + n);
   }
@@ -454,8 +436,8 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
     throw InputError(files.npz + ": parameter " + n +
                      " belongs to nothing nmt's Transformer has (not converted)");
 
-  const std::string src_spm = files.spms.empty() ? "" : slurp(files.spms[0], "--spm"),
-                    tgt_spm = files.spms.empty() ? "" : slurp(files.spms[1], "--spm");
+  const std::string src_spm = files.spms.empty() ? "" : io::read_whole_file(files.spms[0], "--spm"),
+                    tgt_spm = files.spms.empty() ? "" : io::read_whole_file(files.spms[1], "--spm");
   if (tgt_spm.empty())
     throw InputError(files.npz +
                      ": no SentencePiece model found (source.spm and target.spm "

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "convert/formats.h"
 #include "core/error.h"
 
 namespace nmt::convert {
@@ -16,32 +17,6 @@ int64_t NpyArray::size() const {
 }
 
 namespace {
-
-// IEEE half to float, exactly (every half is a float).
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (man == 0) {
-      bits = sign;
-    } else {  // subnormal: renormalise
-      int e = -1;
-      uint32_t m = man;
-      do {
-        ++e;
-        m <<= 1;
-      } while (!(m & 0x400));
-      bits = sign | ((127 - 15 - e) << 23) | ((m & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 // The value of `key` in the header dict: "{'descr': '<f4', 'fortran_order':
 // False, 'shape': (512, 512), }" (NumPy writes exactly this form).

@@ -131,6 +131,9 @@ class Backend {
   virtual void activate(const float* x, float* y, int64_t n, Activation act) = 0;
   virtual void activation_backward(const float* x, float* dy, int64_t n, Activation act) = 0;
   virtual void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) = 0;
+  // dst = log(exp(dst) + exp(src)), without overflow (an ensemble's sum of
+  // probabilities, in logs).
+  virtual void log_add_exp(float* dst, const float* src, int64_t n) = 0;
 
   // out[r] = table[tokens[r]] * scale + positions[pos0 + r % T], (n, D);
   // a token id < 0 (no token: padding, a decoder's zero start) embeds as 0.

@@ -126,6 +126,9 @@ class CpuBackend final : public Backend {
   void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) override {
     cpu::add_column_sums(src, dst, rows, cols);
   }
+  void log_add_exp(float* dst, const float* src, int64_t n) override {
+    cpu::log_add_exp(dst, src, n);
+  }
   void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
                  const float* positions, int64_t pos0, int64_t T, float* out) override {
     cpu::embedding(table, tokens, n, D, scale, positions, pos0, T, out);

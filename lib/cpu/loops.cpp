@@ -198,6 +198,15 @@ void activation_backward(const float* x, float* dy, int64_t n, Activation act) {
   for (int64_t i = 0; i < n; ++i) dy[i] *= activate_derivative(act, x[i]);
 }
 
+void log_add_exp(float* dst, const float* src, int64_t n) {
+#pragma omp parallel for simd if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = dst[i], b = src[i], hi = a > b ? a : b, lo = a > b ? b : a;
+    // -inf + -inf stays -inf (a token both models rule out).
+    dst[i] = lo == -INFINITY ? hi : hi + std::log1p(std::exp(lo - hi));
+  }
+}
+
 void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) {
   // A block of columns per task, rows in sequence within it: the reads go
   // along rows and vectorise, and each sum's order does not depend on the
@@ -441,51 +450,80 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
                    const int32_t* forced, const int32_t* banned, int64_t n_banned, int32_t* ids,
                    float* lp) {
   // One output per thread, each in a fixed order of its own: the draws do
-  // not depend on the thread count. Weights in double, so that the
-  // distribution drawn from is the model's to well below sampling noise.
+  // not depend on the thread count. Vectorised passes over the row (its
+  // maximum and log-sum-exp, the tempered weights); only top-p sorts, and
+  // only the tokens that can matter.
+  const float inv_t = 1.f / temperature;
 #pragma omp parallel for schedule(dynamic, 1) if (n * V > 65536)
   for (int64_t i = 0; i < n; ++i) {
     const float* x = logits + rows[i] * V;
     float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
     for (int64_t v = 0; v < V; ++v) mx = x[v] > mx ? x[v] : mx;
-    double sum = 0;
-    for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(x[v] - mx));
-    const double lse = mx + std::log(sum);
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);
+    const float lse = mx + std::log(sum);
     int32_t pick = forced[i];
     if (pick < 0) {
+      auto is_banned = [&](int64_t v) {
+        for (int64_t q = 0; q < n_banned; ++q)
+          if (banned[q] == v) return true;
+        return false;
+      };
+      // The candidates, largest logit first (ties: lower id first), as
+      // (logit, id): the top k, the nucleus (sorted), or every token (in id
+      // order: no order is needed to draw from all of them).
       thread_local std::vector<std::pair<float, int32_t>> cand;
+      thread_local std::vector<float> w;
       cand.clear();
-      for (int64_t v = 0; v < V; ++v) {
-        bool skip = false;
-        for (int64_t q = 0; q < n_banned; ++q) skip |= banned[q] == v;
-        if (!skip) cand.push_back({x[v], static_cast<int32_t>(v)});
-      }
-      // Largest first, ties by the lower id (a total order: the same set on
-      // every run).
       auto before = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
         return a.first != b.first ? a.first > b.first : a.second < b.second;
       };
-      size_t m = cand.size();
-      if (top_k > 0 && static_cast<size_t>(top_k) < m) {
-        std::partial_sort(cand.begin(), cand.begin() + top_k, cand.end(), before);
-        m = static_cast<size_t>(top_k);
-      } else if (top_p < 1.f) {
-        std::sort(cand.begin(), cand.end(), before);
+      if (top_k > 0 && top_k < V) {
+        // Streaming selection, as topk_log_softmax's: most logits never
+        // beat the k-th best so far.
+        float worst = -INFINITY;
+        for (int64_t v = 0; v < V; ++v) {
+          if (static_cast<int64_t>(cand.size()) == top_k && !(x[v] > worst)) continue;
+          if (is_banned(v)) continue;
+          const std::pair<float, int32_t> c{x[v], static_cast<int32_t>(v)};
+          auto at = std::upper_bound(cand.begin(), cand.end(), c, before);
+          cand.insert(at, c);
+          if (static_cast<int64_t>(cand.size()) > top_k) cand.pop_back();
+          if (static_cast<int64_t>(cand.size()) == top_k) worst = cand.back().first;
+        }
+      } else {
+        cand.reserve(static_cast<size_t>(V));
+        for (int64_t v = 0; v < V; ++v)
+          if (!is_banned(v)) cand.push_back({x[v], static_cast<int32_t>(v)});
       }
-      // The tempered weights, relative to the largest.
-      const double inv_t = 1.0 / temperature;
-      double zmax = -INFINITY;
+      size_t m = cand.size();
+      // Tempered weights relative to the largest candidate logit.
+      float zmax = -INFINITY;
       for (size_t j = 0; j < m; ++j) zmax = std::max(zmax, cand[j].first * inv_t);
+      w.resize(m);
       double total = 0;
-      for (size_t j = 0; j < m; ++j) total += std::exp(cand[j].first * inv_t - zmax);
-      if (top_p < 1.f) {  // the fewest of the largest reaching top_p of the mass
+      for (size_t j = 0; j < m; ++j) total += w[j] = exp_simd(cand[j].first * inv_t - zmax);
+      if (top_p < 1.f && top_k == 0) {
+        // The nucleus: the fewest of the largest reaching top_p of the mass.
+        const double need = top_p * total;
+        std::vector<size_t> order(m);
+        for (size_t j = 0; j < m; ++j) order[j] = j;
+        std::sort(order.begin(), order.end(),
+                  [&](size_t a, size_t b) { return before(cand[a], cand[b]); });
         double acc = 0;
         size_t keep = 0;
         while (keep < m) {
-          acc += std::exp(cand[keep].first * inv_t - zmax);
+          acc += w[order[keep]];
           ++keep;
-          if (acc >= top_p * total) break;
+          if (acc >= need) break;
         }
+        std::vector<std::pair<float, int32_t>> nucleus(keep);
+        std::vector<float> nw(keep);
+        for (size_t j = 0; j < keep; ++j) nucleus[j] = cand[order[j]], nw[j] = w[order[j]];
+        cand.assign(nucleus.begin(), nucleus.end());
+        w.assign(nw.begin(), nw.end());
         m = keep;
         total = acc;
       }
@@ -493,7 +531,7 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
       double acc = 0;
       pick = m ? cand[m - 1].second : static_cast<int32_t>(0);
       for (size_t j = 0; j < m; ++j) {
-        acc += std::exp(cand[j].first * inv_t - zmax);
+        acc += w[j];
         if (target < acc) {
           pick = cand[j].second;
           break;
@@ -501,7 +539,7 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
       }
     }
     ids[i] = pick;
-    lp[i] = static_cast<float>(x[pick] - lse);
+    lp[i] = x[pick] - lse;
   }
 }
 

@@ -17,6 +17,7 @@ void dropout(float* x, int64_t n, float p, uint64_t seed);
 void activate(const float* x, float* y, int64_t n, Activation act);
 void activation_backward(const float* x, float* dy, int64_t n, Activation act);
 void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols);
+void log_add_exp(float* dst, const float* src, int64_t n);
 void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
               const std::array<int64_t, 4>& mask_dims);
 // See Backend::attend.

@@ -57,6 +57,13 @@ __global__ void dropout_kernel(float* x, int64_t n, uint64_t seed, uint32_t thre
   if (i < n) x[i] = dropout_value(x[i], seed, static_cast<uint64_t>(i), threshold, keep);
 }
 
+__global__ void log_add_exp_kernel(float* dst, const float* src, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const float a = dst[i], b = src[i], hi = fmaxf(a, b), lo = fminf(a, b);
+  dst[i] = lo == -INFINITY ? hi : hi + log1pf(expf(lo - hi));
+}
+
 __global__ void activate_kernel(const float* x, float* y, int64_t n, Activation act) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i < n) y[i] = activate(act, x[i]);
@@ -208,6 +215,10 @@ class CudaBackend final : public Backend {
   }
   void activation_backward(const float* x, float* dy, int64_t n, Activation act) override {
     activation_backward_kernel<<<blocks_for(n), kThreads>>>(x, dy, n, act);
+    check_launch();
+  }
+  void log_add_exp(float* dst, const float* src, int64_t n) override {
+    log_add_exp_kernel<<<blocks_for(n), kThreads>>>(dst, src, n);
     check_launch();
   }
   void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) override {

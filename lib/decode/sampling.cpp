@@ -38,7 +38,7 @@ struct Live {
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> sample(const Transformer& model,
+std::vector<std::vector<Hypothesis>> sample(const Decodable& model,
                                             const std::vector<SearchRequest>& requests,
                                             const SearchOptions& opts, DecodeState& st) {
   validate(opts);
@@ -81,7 +81,7 @@ std::vector<std::vector<Hypothesis>> sample(const Transformer& model,
   const int64_t top_k = opts.sampling == "topk" ? opts.sampling_k : 0;
   const float top_p = opts.sampling == "topp" ? opts.sampling_p : 1.f;
 
-  std::vector<int32_t> tokens(B, cfg.start_token()), ids, forced;
+  std::vector<int32_t> tokens(B, cfg.start_token()), next_tokens, ids, forced;
   std::vector<int64_t> rows, keep, reorder_rows;
   std::vector<double> u;
   std::vector<float> lp;
@@ -101,8 +101,7 @@ std::vector<std::vector<Hypothesis>> sample(const Transformer& model,
                                                                         : -1);
       }
     ops::sample_tokens(logits, rows, opts.temperature, top_k, top_p, u, forced, never, ids, lp);
-    next.clear(), keep.clear(), reorder_rows.clear();
-    std::vector<int32_t> next_tokens;
+    next.clear(), keep.clear(), reorder_rows.clear(), next_tokens.clear();
     for (size_t j = 0; j < live.size(); ++j) {
       Live& s = live[j];
       bool all_done = true;

@@ -18,7 +18,8 @@ double ForcedScore::mean() const {
 std::vector<ForcedScore> score_pairs(const Transformer& model,
                                      const std::vector<std::vector<int32_t>>& src,
                                      const std::vector<std::vector<int32_t>>& tgt,
-                                     int64_t batch_tokens) {
+                                     int64_t batch_tokens,
+                                     const std::function<void(int64_t)>& on_batch) {
   const size_t n = src.size();
   std::vector<ForcedScore> out(n);
   // Sort by length so batches carry little padding; results go back by index.
@@ -57,6 +58,7 @@ std::vector<ForcedScore> score_pairs(const Transformer& model,
         s.push_back(picked[r * b.T + t]);
       }
     }
+    if (on_batch) on_batch(static_cast<int64_t>(i));
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/transformer.h"
@@ -17,10 +18,12 @@ struct ForcedScore {
 };
 
 // Batches by target tokens (at most batch_tokens padded tokens a batch);
-// results are in input order.
+// results are in input order. on_batch, when set, hears the pairs scored
+// so far after each batch (progress).
 std::vector<ForcedScore> score_pairs(const Transformer& model,
                                      const std::vector<std::vector<int32_t>>& src,
                                      const std::vector<std::vector<int32_t>>& tgt,
-                                     int64_t batch_tokens = 4096);
+                                     int64_t batch_tokens = 4096,
+                                     const std::function<void(int64_t)>& on_batch = {});
 
 }  // namespace nmt

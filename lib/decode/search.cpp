@@ -121,7 +121,7 @@ std::vector<int32_t> backtrack(const Sentence& s, int64_t K, int64_t step, int32
 // a sentence finishes and its hypotheses are copied out).
 class BeamSearch {
  public:
-  BeamSearch(const Transformer& model, const SearchOptions& opts, DecodeState& st)
+  BeamSearch(const Decodable& model, const SearchOptions& opts, DecodeState& st)
       : model_(model),
         opts_(opts),
         st_(st),
@@ -160,7 +160,7 @@ class BeamSearch {
   void finish(Sentence& s);
   void fill_holes();
 
-  const Transformer& model_;
+  const Decodable& model_;
   const SearchOptions& opts_;
   DecodeState& st_;
   const int64_t K_;
@@ -466,7 +466,7 @@ void BeamSearch::finish(Sentence& s) {
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> search(const Transformer& model,
+std::vector<std::vector<Hypothesis>> search(const Decodable& model,
                                             const std::vector<SearchRequest>& requests,
                                             const SearchOptions& opts, DecodeState& st) {
   validate(opts);
@@ -475,7 +475,7 @@ std::vector<std::vector<Hypothesis>> search(const Transformer& model,
   return search.run(requests);
 }
 
-std::vector<std::vector<Hypothesis>> search(const Transformer& model,
+std::vector<std::vector<Hypothesis>> search(const Decodable& model,
                                             const std::vector<std::vector<int32_t>>& src,
                                             const SearchOptions& opts, DecodeState& st) {
   std::vector<SearchRequest> requests(src.size());

@@ -76,10 +76,10 @@ constexpr size_t kMaxConstraints = 64;
 // Translates one batch of id sequences (without </s>); returns, per input
 // and in input order, up to n_best hypotheses sorted best first.
 // `state` is reused across calls so that buffers are not reallocated.
-std::vector<std::vector<Hypothesis>> search(const Transformer& model,
+std::vector<std::vector<Hypothesis>> search(const Decodable& model,
                                             const std::vector<std::vector<int32_t>>& src,
                                             const SearchOptions& opts, DecodeState& state);
-std::vector<std::vector<Hypothesis>> search(const Transformer& model,
+std::vector<std::vector<Hypothesis>> search(const Decodable& model,
                                             const std::vector<SearchRequest>& requests,
                                             const SearchOptions& opts, DecodeState& state);
 
@@ -91,7 +91,7 @@ double length_penalty(int64_t length, const SearchOptions& opts);
 // constraints are refused. Sample n of a request draws its token at step t
 // with the uniform of (seed, sample_key, source, n, t) alone, so batches,
 // workers and threads never change it.
-std::vector<std::vector<Hypothesis>> sample(const Transformer& model,
+std::vector<std::vector<Hypothesis>> sample(const Decodable& model,
                                             const std::vector<SearchRequest>& requests,
                                             const SearchOptions& opts, DecodeState& state);
 // The key of a request: its line number and its text, as the translator

@@ -28,8 +28,9 @@ double decode_memory_bound(const ModelConfig& cfg, const SearchOptions& opts, in
 
 Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
                        std::function<void(const std::string&)> warn, int workers,
-                       int threads_per_worker, AttentionOutput attention)
+                       int threads_per_worker, AttentionOutput attention, const Decodable* decoder)
     : model_(model),
+      decoder_(decoder ? *decoder : static_cast<const Decodable&>(*model.net)),
       opts_(opts),
       batch_tokens_(batch_tokens),
       warn_(std::move(warn)),
@@ -84,7 +85,7 @@ void Translator::work(int) {
     lock.unlock();
     if (want != threads) ops::set_num_threads(threads = want);
     try {
-      b.hyps = search(*model_.net, b.src, opts_, state);
+      b.hyps = search(decoder_, b.src, opts_, state);
       if (attention_.alignments || attention_.matrix) attend(b, acts);
     } catch (...) {
       std::lock_guard<std::mutex> g(mu_);

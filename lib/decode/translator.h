@@ -86,9 +86,13 @@ class Translator {
   // workers: 0 picks min(cores, 4). threads_per_worker: CPU threads of each
   // worker; 0 shares the cores out among the workers that a window keeps
   // busy, so a window of one batch (a line typed into a pipe) runs on all.
+  // decoder: what the search steps through (an Ensemble of the model with
+  // others); null: the model itself. Alignments and attention maps are the
+  // model's.
   Translator(const LoadedModel& model, SearchOptions opts, int64_t batch_tokens,
              std::function<void(const std::string&)> warn = {}, int workers = 1,
-             int threads_per_worker = 0, AttentionOutput attention = {});
+             int threads_per_worker = 0, AttentionOutput attention = {},
+             const Decodable* decoder = nullptr);
   ~Translator();
   Translator(const Translator&) = delete;
   Translator& operator=(const Translator&) = delete;
@@ -119,6 +123,7 @@ class Translator {
   void work(int worker);
 
   const LoadedModel& model_;
+  const Decodable& decoder_;
   SearchOptions opts_;
   int64_t batch_tokens_;
   std::function<void(const std::string&)> warn_;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -42,6 +43,8 @@ struct LineReader::Impl {
   z_stream zs{};
   bool zs_ready = false;
   bool member_done = false;  // last inflate() hit the end of a gzip member
+  uint64_t raw_read = 0;     // bytes read from the file so far
+  int64_t size = -1;         // a regular file's size; -1 for a pipe or a terminal
 
   ~Impl() {
     if (zs_ready) inflateEnd(&zs);
@@ -63,6 +66,7 @@ struct LineReader::Impl {
       throw InputError("cannot read " + path + ": " + errno_message(err));
     }
     dst.resize(old + static_cast<std::size_t>(n));
+    raw_read += static_cast<uint64_t>(n);
     if (n == 0) raw_eof = true;
     return static_cast<std::size_t>(n);
   }
@@ -166,8 +170,23 @@ LineReader::LineReader(const std::string& path, TextChecks checks)
   impl_->owns_fd = true;
   struct stat st;
   // A directory opens fine and only fails on read; say so up front.
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  if (stat_ok && S_ISDIR(st.st_mode))
     throw InputError("cannot open " + path + ": " + errno_message(EISDIR));
+  if (stat_ok && S_ISREG(st.st_mode)) impl_->size = static_cast<int64_t>(st.st_size);
+}
+
+double LineReader::fraction_read() const {
+  const Impl& s = *impl_;
+  if (s.size <= 0) return -1;
+  // The bytes read less those still buffered: raw bytes awaiting inflate,
+  // or plain text not yet handed out (a gzip file's inflated text is not
+  // counted back, so it runs up to a buffer ahead).
+  const uint64_t buffered = s.mode == Impl::Mode::kGzip
+                                ? s.raw.size()
+                                : s.pending.size() - std::min(s.pos, s.pending.size());
+  const uint64_t done = s.raw_read > buffered ? s.raw_read - buffered : 0;
+  return std::min(1.0, static_cast<double>(done) / static_cast<double>(s.size));
 }
 
 LineReader::~LineReader() = default;
@@ -201,8 +220,8 @@ bool LineReader::next(std::string& line) {
   Impl& s = *impl_;
   const std::size_t max = checks_.max_line_bytes;
   truncated_ = false;
-  bool cutting = false;      // past max_line_bytes: the rest of the line is dropped
-  std::size_t skipped = 0;   // bytes of this line dropped so far
+  bool cutting = false;     // past max_line_bytes: the rest of the line is dropped
+  std::size_t skipped = 0;  // bytes of this line dropped so far
   std::size_t scan_from = s.pos;
   // A line longer than max: its first max bytes, ending on a character.
   auto take = [&](std::size_t from, std::size_t n) {
@@ -300,6 +319,34 @@ void warn_on_stderr(const std::string& message) {
   std::fprintf(stderr, "nmt: warning: %s\n", message.c_str());
 }
 
+std::string read_whole_file(const std::string& path, const std::string& what) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw InputError("cannot open " + what + " " + path + ": " + errno_message(errno));
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw InputError(what + " " + path + " is a directory");
+  }
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw InputError("cannot read " + what + " " + path + ": " + errno_message(err));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
 void check_input_path(const std::string& path, const std::string& option, bool nonempty) {
   if (path == "-") return;
   if (path.empty()) throw InputError(option + " is empty: name the file to read");
@@ -360,6 +407,5 @@ std::string sanitize_utf8(std::string_view s, bool* had_invalid) {
   if (had_invalid) *had_invalid = bad;
   return out;
 }
-
 
 }  // namespace nmt::io

@@ -64,6 +64,9 @@ class LineReader {
   bool would_block() const;
 
   const std::string& path() const { return path_; }
+  // How much of a regular file has been read, 0 to 1 (of its bytes as
+  // stored: compressed for gzip); -1 for a pipe or a terminal.
+  double fraction_read() const;
   // 1-based number of the line last returned by next().
   std::size_t line_number() const { return line_number_; }
   // Whether the line last returned was cut at max_line_bytes, and the
@@ -83,6 +86,12 @@ class LineReader {
   void check(std::string& line);
   void summarise();
 };
+
+// All the bytes of a small file read whole (a config, a SentencePiece
+// model, a vocabulary); a pipe is read to its end. InputError "cannot open
+// WHAT PATH" (with the reason where there is one), or "WHAT PATH is a
+// directory".
+std::string read_whole_file(const std::string& path, const std::string& what);
 
 // Whole-file convenience over LineReader.
 std::vector<std::string> read_lines(const std::string& path, const TextChecks& checks = {});

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -12,6 +11,7 @@
 #include "core/error.h"
 #include "core/suggest.h"
 #include "io/json.h"
+#include "io/text_file.h"
 
 namespace nmt {
 namespace {
@@ -222,11 +222,7 @@ ModelConfig parse_config(const std::string& text, const std::string& source) {
 }
 
 ModelConfig load_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open config " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_config(ss.str(), path);
+  return parse_config(io::read_whole_file(path, "config"), path);
 }
 
 const std::vector<TrainingKey>& training_keys() {

@@ -34,6 +34,9 @@ struct DecodeState {
   Tensor ids{Shape{0}, Device::CPU, DType::I32};  // this step's input tokens
   Tensor x, y, a, r, h1, h2, ffn_hidden, logits;
   Tensor spare;  // gather target, swapped in to avoid allocation
+  // An ensemble's: each member model's own state (the fields above then
+  // mirror the first member's shape, and logits hold the combination).
+  std::vector<DecodeState> members;
 
   int64_t rows() const { return B * beam; }
 };

@@ -25,12 +25,22 @@ void frame_source(const std::vector<int32_t>& ids, const ModelConfig& cfg, int32
 
 TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
                       const std::vector<const std::vector<int32_t>*>& tgt, const ModelConfig& cfg) {
-  TokenBatch b = make_batch(src, tgt, cfg.eos_id, cfg.start_token());
-  if (cfg.source_bos || !cfg.source_eos) {  // another framing of the sources
-    b.S = 0;
-    for (auto* s : src) b.S = std::max<int64_t>(b.S, cfg.source_tokens(s->size()));
-    b.src.assign(b.B * b.S, kNoToken);
-    for (int64_t i = 0; i < b.B; ++i) frame_source(*src[i], cfg, b.src.data() + i * b.S);
+  TokenBatch b;
+  b.B = static_cast<int64_t>(src.size());
+  for (auto* s : src) b.S = std::max<int64_t>(b.S, cfg.source_tokens(s->size()));
+  for (auto* t : tgt) b.T = std::max<int64_t>(b.T, t->size() + 1);
+  b.src.assign(b.B * b.S, kNoToken);
+  b.tgt_in.assign(b.B * b.T, kNoToken);
+  b.tgt_out.assign(b.B * b.T, kNoToken);
+  for (int64_t i = 0; i < b.B; ++i) {
+    frame_source(*src[i], cfg, b.src.data() + i * b.S);
+    if (i < static_cast<int64_t>(tgt.size())) {
+      const auto& t = *tgt[i];
+      b.tgt_in[i * b.T] = cfg.start_token();
+      std::copy(t.begin(), t.end(), b.tgt_in.begin() + i * b.T + 1);
+      std::copy(t.begin(), t.end(), b.tgt_out.begin() + i * b.T);
+      b.tgt_out[i * b.T + t.size()] = cfg.eos_id;
+    }
   }
   return b;
 }
@@ -38,25 +48,13 @@ TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
 TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
                       const std::vector<const std::vector<int32_t>*>& tgt, int32_t eos,
                       int32_t start) {
-  TokenBatch b;
-  b.B = static_cast<int64_t>(src.size());
-  for (auto* s : src) b.S = std::max<int64_t>(b.S, s->size() + 1);
-  for (auto* t : tgt) b.T = std::max<int64_t>(b.T, t->size() + 1);
-  b.src.assign(b.B * b.S, kNoToken);
-  b.tgt_in.assign(b.B * b.T, kNoToken);
-  b.tgt_out.assign(b.B * b.T, kNoToken);
-  for (int64_t i = 0; i < b.B; ++i) {
-    std::copy(src[i]->begin(), src[i]->end(), b.src.begin() + i * b.S);
-    b.src[i * b.S + src[i]->size()] = eos;
-    if (i < static_cast<int64_t>(tgt.size())) {
-      const auto& t = *tgt[i];
-      b.tgt_in[i * b.T] = start;
-      std::copy(t.begin(), t.end(), b.tgt_in.begin() + i * b.T + 1);
-      std::copy(t.begin(), t.end(), b.tgt_out.begin() + i * b.T);
-      b.tgt_out[i * b.T + t.size()] = eos;
-    }
-  }
-  return b;
+  ModelConfig cfg;
+  cfg.eos_id = eos;
+  if (start < 0)
+    cfg.decoder_start = "zero";
+  else
+    cfg.bos_id = start;
+  return make_batch(src, tgt, cfg);
 }
 
 Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {

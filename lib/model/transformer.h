@@ -79,13 +79,27 @@ struct Activations {
   Arena arena;
 };
 
-class Transformer {
+// What a search steps through: one Transformer, or an ensemble of them
+// (decode/ensemble.h) that combines its members' distributions.
+class Decodable {
+ public:
+  virtual ~Decodable() = default;
+  virtual const ModelConfig& config() const = 0;
+  // See Transformer's.
+  virtual void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
+                              int64_t max_len, DecodeState& st) const = 0;
+  virtual const Tensor& step(DecodeState& st, const int32_t* last_tokens) const = 0;
+  virtual void reorder(DecodeState& st, const std::vector<int64_t>& keep,
+                       const std::vector<int64_t>& rows, int64_t new_beam) const = 0;
+};
+
+class Transformer : public Decodable {
  public:
   explicit Transformer(const ModelConfig& cfg);
   // Allocates the parameters and initialises them from the seed.
   void init(uint64_t seed);
 
-  const ModelConfig& config() const { return cfg_; }
+  const ModelConfig& config() const override { return cfg_; }
   ParamStore& params() { return store_; }
   const ParamStore& params() const { return store_; }
 
@@ -99,14 +113,14 @@ class Transformer {
   // Decoding: runs the encoder once over src (B, S), computes every layer's
   // cross-attention K/V, and sizes the caches for up to max_len positions.
   void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam, int64_t max_len,
-                      DecodeState& st) const;
+                      DecodeState& st) const override;
   // Feeds last_tokens (B*beam) at position st.step; returns the logits
   // (B*beam, V), valid until the next step.
-  const Tensor& step(DecodeState& st, const int32_t* last_tokens) const;
+  const Tensor& step(DecodeState& st, const int32_t* last_tokens) const override;
   // Keeps sentences `keep` (indices into the current B), and for the new
   // rows takes the cache of old row `rows[i]`; beam becomes new_beam.
   void reorder(DecodeState& st, const std::vector<int64_t>& keep, const std::vector<int64_t>& rows,
-               int64_t new_beam) const;
+               int64_t new_beam) const override;
 
   // Parameter count and forward FLOPs per target token (for summaries/bench).
   int64_t parameter_count() const;

@@ -5,10 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "io/text_file.h"
 
 // Exported by libsentencepiece but not declared in its installed headers:
 // without it the trainer logs its whole command line to stderr before it
@@ -71,11 +70,7 @@ std::vector<std::string> Vocab::sentencepiece_pieces(const std::string& spm_byte
 }
 
 Vocab Vocab::from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open SentencePiece model " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return from_bytes(ss.str());
+  return from_bytes(io::read_whole_file(path, "SentencePiece model"));
 }
 
 namespace {

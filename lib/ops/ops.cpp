@@ -281,6 +281,13 @@ void activation_backward_(const Tensor& x, Tensor& dy, Activation act) {
   be(x).activation_backward(x.data(), dy.data(), x.numel(), act);
 }
 
+void log_add_exp_(Tensor& dst, const Tensor& src) {
+  if (dst.numel() != src.numel()) fail("log_add_exp", "sizes differ");
+  same_device("log_add_exp", {&dst, &src});
+  need_contiguous("log_add_exp", {&dst, &src});
+  be(dst).log_add_exp(dst.data(), src.data(), dst.numel());
+}
+
 void add_column_sums(const Tensor& src, Tensor& dst) {
   const int64_t cols = dst.numel();
   if (src.numel() % cols != 0) fail("add_column_sums", "widths differ");

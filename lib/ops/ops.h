@@ -108,6 +108,7 @@ void activate(const Tensor& x, Tensor& y, Activation act);  // y = act(x), resiz
 // dy *= act'(x); ReLU's may be given its output (where dy is 0 if it was 0).
 void activation_backward_(const Tensor& x, Tensor& dy, Activation act);
 void add_column_sums(const Tensor& src, Tensor& dst);  // dst (N) += sum over rows of src (M, N)
+void log_add_exp_(Tensor& dst, const Tensor& src);     // dst = log(exp(dst) + exp(src))
 
 // ---- Embeddings and loss --------------------------------------------------
 

@@ -1,0 +1,98 @@
+#include "decode/ensemble.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "model/config.h"
+#include "ops/ops.h"
+
+namespace nmt {
+
+Ensemble::Ensemble(std::vector<const Transformer*> members) : members_(std::move(members)) {
+  if (members_.empty()) throw Error("an ensemble needs a model");
+}
+
+void Ensemble::mirror(DecodeState& st) const {
+  const DecodeState& first = st.members[0];
+  st.B = first.B, st.beam = first.beam, st.S = first.S, st.step = first.step;
+}
+
+void Ensemble::start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
+                              int64_t max_len, DecodeState& st) const {
+  st.members.resize(members_.size());
+  for (size_t m = 0; m < members_.size(); ++m)
+    members_[m]->start_decoding(src, B, S, beam, max_len, st.members[m]);
+  mirror(st);
+}
+
+const Tensor& Ensemble::step(DecodeState& st, const int32_t* last_tokens) const {
+  for (size_t m = 0; m < members_.size(); ++m) {
+    DecodeState& ms = st.members[m];
+    members_[m]->step(ms, last_tokens);
+    ops::log_softmax(ms.logits, ms.logits);
+    if (m == 0)
+      ops::copy(ms.logits, st.logits);
+    else
+      ops::log_add_exp_(st.logits, ms.logits);
+  }
+  mirror(st);
+  return st.logits;
+}
+
+void Ensemble::reorder(DecodeState& st, const std::vector<int64_t>& keep,
+                       const std::vector<int64_t>& rows, int64_t new_beam) const {
+  for (size_t m = 0; m < members_.size(); ++m)
+    members_[m]->reorder(st.members[m], keep, rows, new_beam);
+  mirror(st);
+}
+
+std::string ensemble_mismatch(const std::vector<const ModelConfig*>& configs,
+                              const std::vector<VocabTensors>& vocabs,
+                              const std::vector<std::string>& names) {
+  const ModelConfig& a = *configs[0];
+  for (size_t m = 1; m < configs.size(); ++m) {
+    const ModelConfig& b = *configs[m];
+    const std::string who = names[m] + ": ", than = " differs from " + names[0] + "'s";
+    if (vocabs[m] != vocabs[0] || b.vocab_size != a.vocab_size ||
+        b.source_vocab() != a.source_vocab())
+      return who + "its vocabulary" + than + " (an ensemble reads and writes one vocabulary)";
+    if (b.pad_id != a.pad_id || b.unk_id != a.unk_id || b.bos_id != a.bos_id ||
+        b.eos_id != a.eos_id || b.decoder_start != a.decoder_start ||
+        b.source_bos != a.source_bos || b.source_eos != a.source_eos)
+      return who + "its token ids or sentence framing" + than;
+    if (b.max_positions != a.max_positions)
+      return who + "its max_positions " + std::to_string(b.max_positions) + than + " (" +
+             std::to_string(a.max_positions) + ")";
+  }
+  return "";
+}
+
+std::vector<ForcedScore> score_pairs(const std::vector<const Transformer*>& members,
+                                     const std::vector<std::vector<int32_t>>& src,
+                                     const std::vector<std::vector<int32_t>>& tgt,
+                                     int64_t batch_tokens,
+                                     const std::function<void(int64_t)>& on_batch) {
+  if (members.empty()) throw Error("an ensemble needs a model");
+  std::vector<std::vector<ForcedScore>> each;
+  for (size_t m = 0; m < members.size(); ++m)
+    each.push_back(score_pairs(*members[m], src, tgt, batch_tokens, [&](int64_t done) {
+      if (on_batch)
+        on_batch((static_cast<int64_t>(m) * static_cast<int64_t>(src.size()) + done) /
+                 static_cast<int64_t>(members.size()));
+    }));
+  // log((1/M) sum_m exp(lp_m)), per token, from the largest term.
+  std::vector<ForcedScore> out = each[0];
+  const double log_m = std::log(static_cast<double>(members.size()));
+  for (size_t i = 0; i < out.size(); ++i)
+    for (size_t t = 0; t < out[i].token_logprobs.size(); ++t) {
+      double hi = -INFINITY;
+      for (const auto& e : each) hi = std::max(hi, static_cast<double>(e[i].token_logprobs[t]));
+      if (hi == -INFINITY) continue;  // every member rules the token out
+      double sum = 0;
+      for (const auto& e : each) sum += std::exp(e[i].token_logprobs[t] - hi);
+      out[i].token_logprobs[t] = static_cast<float>(hi + std::log(sum) - log_m);
+    }
+  return out;
+}
+
+}  // namespace nmt

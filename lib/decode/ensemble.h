@@ -1,0 +1,50 @@
+// Several models translating as one: at every step each member scores the
+// same hypotheses from its own caches, and the ensemble's distribution is
+// the mean of the members' probabilities (as fairseq averages them; the
+// result is a distribution again, so search and scores need nothing else).
+// The members share one vocabulary and framing (check_ensemble).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "decode/scorer.h"
+#include "model/model_file.h"
+#include "model/transformer.h"
+
+namespace nmt {
+
+class Ensemble final : public Decodable {
+ public:
+  explicit Ensemble(std::vector<const Transformer*> members);
+  const ModelConfig& config() const override { return members_[0]->config(); }
+  void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam, int64_t max_len,
+                      DecodeState& st) const override;
+  // Returns log(sum of the members' probabilities): log-probabilities up to
+  // the constant log(members), which a search's log-softmax takes off.
+  const Tensor& step(DecodeState& st, const int32_t* last_tokens) const override;
+  void reorder(DecodeState& st, const std::vector<int64_t>& keep, const std::vector<int64_t>& rows,
+               int64_t new_beam) const override;
+  const std::vector<const Transformer*>& members() const { return members_; }
+
+ private:
+  void mirror(DecodeState& st) const;
+  std::vector<const Transformer*> members_;
+};
+
+// Empty if models named `names` can form an ensemble, else why not ("b.nmt:
+// its target vocabulary differs from a.nmt's"): the same vocabularies, token
+// ids, framing, decoder start and position limit.
+std::string ensemble_mismatch(const std::vector<const ModelConfig*>& configs,
+                              const std::vector<VocabTensors>& vocabs,
+                              const std::vector<std::string>& names);
+
+// Forced decoding with an ensemble: per token, the log of the mean of the
+// members' probabilities.
+std::vector<ForcedScore> score_pairs(const std::vector<const Transformer*>& members,
+                                     const std::vector<std::vector<int32_t>>& src,
+                                     const std::vector<std::vector<int32_t>>& tgt,
+                                     int64_t batch_tokens = 4096,
+                                     const std::function<void(int64_t)>& on_batch = {});
+
+}  // namespace nmt
