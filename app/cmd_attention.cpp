@@ -53,10 +53,10 @@ void run(Opts& o) {
   const int layers = kind == AttentionKind::EncoderSelf ? cfg.encoder_layers : cfg.decoder_layers;
   const int layer = o.layer > 0 ? o.layer - 1 : std::max(0, layers - 2);
   std::vector<int32_t> src = model.src_vocab().encode(sentence);
-  if (static_cast<int64_t>(src.size()) > cfg.max_positions - 1)
+  const int64_t max_src = cfg.max_positions - cfg.source_tokens(0);
+  if (static_cast<int64_t>(src.size()) > max_src)
     throw InputError("the sentence's " + std::to_string(src.size()) +
-                     " subwords exceed the model's limit of " +
-                     std::to_string(cfg.max_positions - 1));
+                     " subwords exceed the model's limit of " + std::to_string(max_src));
   std::vector<int32_t> out;
   if (!o.target.empty()) {
     out = model.tgt_vocab().encode(io::checked_text(o.target, "--target", io::warn_on_stderr));
@@ -72,7 +72,7 @@ void run(Opts& o) {
       attention_map(*model.net, src, out, kind, layer, o.head > 0 ? o.head - 1 : -1, acts);
   std::vector<std::string> sp = labels(model.src_vocab().pieces(src)),
                            tp = labels(model.tgt_vocab().pieces(out));
-  sp.push_back("</s>");
+  if (cfg.source_eos) sp.push_back("</s>");
   plot::HeatMap h;
   const std::string which =
       "layer " + std::to_string(layer + 1) + " of " + std::to_string(layers) + ", " +

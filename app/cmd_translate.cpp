@@ -96,6 +96,7 @@ class Output {
     if (path.empty() || path == "-") return;
     file_.emplace(path, io::Content::Text);
   }
+  bool is_stdout() const { return !file_; }
   void write(const std::string& s) {
     if (file_)
       file_->write(s);
@@ -229,7 +230,7 @@ void translate_stream(io::LineReader& in, Output& out, Translator& tr, const Opt
   std::string line;
   int64_t first = 1;
   Progress progress("nmt translate " + (in.path() == "-" ? std::string("stdin") : in.path()),
-                    o.progress, in.fraction_read() >= 0);
+                    o.progress, in.fraction_read() >= 0, out.is_stdout());
   auto flush = [&] {
     const auto results = tr.translate(window, first);
     for (size_t i = 0; i < results.size(); ++i)
@@ -337,17 +338,9 @@ void run(Opts& o) {
   LoadedModel& model = loaded[0];
   std::optional<Ensemble> ensemble;
   if (loaded.size() > 1) {
-    std::vector<const ModelConfig*> configs;
-    std::vector<VocabTensors> vocabs;
-    std::vector<const Transformer*> nets;
-    for (const LoadedModel& l : loaded) {
-      configs.push_back(&l.config);
-      vocabs.push_back(vocab_tensors(l.vocab, l.source_vocab ? &*l.source_vocab : nullptr));
-      nets.push_back(l.net.get());
-    }
-    const std::string why = ensemble_mismatch(configs, vocabs, o.models);
-    if (!why.empty()) throw InputError("-m " + why);
-    ensemble.emplace(nets);
+    if (const std::string why = ensemble_mismatch(loaded, o.models); !why.empty())
+      throw InputError("-m " + why);
+    ensemble.emplace(networks(loaded));
   }
   Translator tr(
       model, o.search, o.batch_tokens,

@@ -216,6 +216,10 @@ void print_info(const nlohmann::ordered_json& j) {
   if (c["output_bias"].get<bool>()) add("output bias");
   if (!c["scale_embeddings"].get<bool>()) add("unscaled embeddings");
   if (c["decoder_start"] == "zero") add("decoder starts from a zero embedding");
+  if (!c["output_unk"].get<bool>()) add("never outputs <unk>");
+  if (c["source_bos"].get<bool>() || !c["source_eos"].get<bool>())
+    add(std::string("sources framed as ") + (c["source_bos"].get<bool>() ? "<s> " : "") + "text" +
+        (c["source_eos"].get<bool>() ? " </s>" : ""));
   const int ids[] = {c["pad_id"].get<int>(), c["unk_id"].get<int>(), c["bos_id"].get<int>(),
                      c["eos_id"].get<int>()};
   if (ids[0] != 0 || ids[1] != 1 || ids[2] != 2 || ids[3] != 3) {
@@ -314,9 +318,7 @@ void register_quantize_impl(CLI::App& app) {
     Transformer net(cfg);
     load_weights(f, net);
     std::map<std::string, std::string> keep;  // what nmt info shows of its training
-    for (const char* k : {"step", "training_options", "training_data", "recipe"})
-      if (auto it = f.metadata.find(k); it != f.metadata.end()) keep[k] = it->second;
-    for (const char* k : {"imported_from"})
+    for (const char* k : {"step", "training_options", "training_data", "recipe", "imported_from"})
       if (auto it = f.metadata.find(k); it != f.metadata.end()) keep[k] = it->second;
     save_model(o->out, net, vocab_tensors(f), keep, /*int8=*/true);
     std::error_code ec;

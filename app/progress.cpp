@@ -6,9 +6,9 @@
 
 namespace nmt::app {
 
-Progress::Progress(std::string what, bool plain, bool sized)
+Progress::Progress(std::string what, bool plain, bool sized, bool to_stdout)
     : what_(std::move(what)),
-      tty_(sized && ::isatty(STDERR_FILENO) == 1),
+      tty_(sized && ::isatty(STDERR_FILENO) == 1 && !(to_stdout && ::isatty(STDOUT_FILENO) == 1)),
       plain_(plain),
       start_(clock::now()),
       last_(start_ - std::chrono::seconds(60)) {}  // the first report shows at once

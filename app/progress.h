@@ -14,8 +14,9 @@ class Progress {
  public:
   // what: the line's start ("nmt translate test.en"). plain: --progress.
   // sized: the input is a file of known size (a terminal shows a live line
-  // only then: never while someone types into a pipe).
-  Progress(std::string what, bool plain, bool sized);
+  // only then: never while someone types into a pipe). to_stdout: the
+  // results go to stdout, so a terminal there would mix them with the line.
+  Progress(std::string what, bool plain, bool sized, bool to_stdout);
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
@@ -26,7 +27,7 @@ class Progress {
   // The end: clears a terminal's line, prints a last plain line.
   void finish();
 
-  // The text of one report (exposed for the tests).
+  // The text of one report.
   static std::string text(const std::string& what, int64_t lines, double seconds, double fraction);
 
  private:

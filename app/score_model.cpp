@@ -28,18 +28,9 @@ int run_model_score(const ModelScoreArgs& args) {
   loaded.reserve(args.models.size());
   for (const auto& path : args.models) loaded.push_back(load_model(path, args.compute));
   const LoadedModel& m = loaded[0];
-  std::vector<const Transformer*> nets;
-  {
-    std::vector<const ModelConfig*> configs;
-    std::vector<VocabTensors> vocabs;
-    for (const LoadedModel& l : loaded) {
-      configs.push_back(&l.config);
-      vocabs.push_back(vocab_tensors(l.vocab, l.source_vocab ? &*l.source_vocab : nullptr));
-      nets.push_back(l.net.get());
-    }
-    if (const std::string why = ensemble_mismatch(configs, vocabs, args.models); !why.empty())
-      throw InputError("-m " + why);
-  }
+  if (const std::string why = ensemble_mismatch(loaded, args.models); !why.empty())
+    throw InputError("-m " + why);
+  const std::vector<const Transformer*> nets = networks(loaded);
   const int64_t max_len = m.config.max_positions - 1;
   // Lines are cut while read (a 10 MB line costs a few times the model's
   // length, not 1.7 GB), then to the model's limit in subwords.
@@ -67,19 +58,23 @@ int run_model_score(const ModelScoreArgs& args) {
     throw InputError("source has " + std::to_string(src.size()) + " lines but target has " +
                      std::to_string(tgt.size()));
   std::vector<std::vector<int32_t>> s(src.size()), t(tgt.size());
+  // A source's framing (</s>, and <s> for some imported models) takes
+  // positions too.
+  const int64_t max_src = m.config.max_positions - m.config.source_tokens(0);
   for (size_t i = 0; i < src.size(); ++i) {
     s[i] = m.src_vocab().encode(src[i]);
     t[i] = m.tgt_vocab().encode(tgt[i]);
-    if (static_cast<int64_t>(s[i].size()) > max_len ||
+    if (static_cast<int64_t>(s[i].size()) > max_src ||
         static_cast<int64_t>(t[i].size()) > max_len) {
       std::cerr << "nmt: warning: line " << i + 1 << " is longer than " << max_len
                 << " subwords; truncated\n";
-      if (static_cast<int64_t>(s[i].size()) > max_len) s[i].resize(max_len);
+      if (static_cast<int64_t>(s[i].size()) > max_src) s[i].resize(max_src);
       if (static_cast<int64_t>(t[i].size()) > max_len) t[i].resize(max_len);
     }
   }
   // Every line is read before scoring starts: the share done is the pairs'.
-  Progress progress("nmt score -m " + args.models[0], args.progress, /*sized=*/true);
+  Progress progress("nmt score -m " + args.models[0], args.progress, /*sized=*/true,
+                    /*to_stdout=*/true);
   const int64_t pairs = static_cast<int64_t>(s.size());
   auto on_batch = [&](int64_t done) {
     progress.update(done, pairs ? static_cast<double>(done) / static_cast<double>(pairs) : 1.0);

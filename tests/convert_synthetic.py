@@ -119,13 +119,15 @@ def ct2(out, vocab_txt, overrides):
              "decoder/scale_embeddings": ("b", 1), "decoder/start_from_zero_embedding": ("b", 0),
              "decoder/alibi": ("b", 0), "decoder/alibi_use_positive_positions": ("b", 0),
              "decoder/scale_alibi": ("b", 0)}
-    drop, add = set(), []
+    drop, add, quant = set(), [], None
     for o in overrides:
         k, v = o.split("=", 1)
         if k == "drop":
             drop.add(v)
         elif k == "add":
             add.append(v)
+        elif k == "quant":
+            quant = v
         else:
             attrs[k] = ("b", int(v))
     pre = attrs["encoder/pre_norm"][1]
@@ -160,6 +162,31 @@ def ct2(out, vocab_txt, overrides):
         put(n, (D,))
     aliases = [("decoder/embeddings/weight", "encoder/embeddings_0/weight"),
                ("decoder/projection/weight", "encoder/embeddings_0/weight")]
+    # One weight stored as CTranslate2 quantises it (int8: round(w * 127 /
+    # max|row|) with the row's scale beside it; f16), and what it stands for
+    # (q / scale, or the half), for the test to compare with the conversion.
+    qname = "encoder/layer_0/ffn/linear_0/weight"
+    qtype = {}
+    if quant:
+        shape, values = var[qname]
+        rows, cols = shape
+        if quant == "int8":
+            q, scales, want = [], [], []
+            for r in range(rows):
+                row = values[r * cols:(r + 1) * cols]
+                scale = struct.unpack("<f", struct.pack("<f", 127.0 / max(abs(x) for x in row)))[0]
+                qs = [max(-127, min(127, round(x * scale))) for x in row]
+                q += qs
+                scales.append(scale)
+                want += [struct.unpack("<f", struct.pack("<f", v / scale))[0] for v in qs]
+            var[qname] = (shape, q)
+            var[qname + "_scale"] = ((rows,), scales)
+            qtype[qname] = (1, "b")
+        else:
+            want = [struct.unpack("<e", struct.pack("<e", x))[0] for x in values]
+            var[qname] = (shape, want)
+            qtype[qname] = (4, "e")
+        (out / "expected.json").write_text(json.dumps({"ffn_w1_row0": want[:cols]}))
     names = sorted(n for n in list(var) + list(attrs) if n not in drop)
     with open(out / "model.bin", "wb") as f:
         def s(x):
@@ -175,9 +202,10 @@ def ct2(out, vocab_txt, overrides):
                 data = struct.pack("<" + t, v)
             else:
                 shape, values = var[n]
+                t, fmt = qtype.get(n, (0, "f"))
                 f.write(struct.pack("<B", len(shape)) + b"".join(struct.pack("<I", d) for d in shape))
-                f.write(struct.pack("<B", 0))
-                data = struct.pack("<%df" % len(values), *values)
+                f.write(struct.pack("<B", t))
+                data = struct.pack("<%d%s" % (len(values), fmt), *values)
             f.write(struct.pack("<I", len(data)) + data)
         f.write(struct.pack("<I", len(aliases)))
         for a, t in aliases:

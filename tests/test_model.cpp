@@ -149,7 +149,7 @@ TEST_CASE("a config without the keys imported models add reads as the paper's mo
   nlohmann::json j = config_to_json(tiny_config());
   for (const char* k : {"scale_embeddings", "tie_output", "output_bias", "final_norm", "activation",
                         "src_vocab_size", "pad_id", "unk_id", "bos_id", "eos_id", "decoder_start",
-                        "source_bos", "source_eos"})
+                        "source_bos", "source_eos", "output_unk"})
     j.erase(k);
   const ModelConfig c = config_from_json(j, "old.json");
   CHECK(c.scale_embeddings);
@@ -160,7 +160,8 @@ TEST_CASE("a config without the keys imported models add reads as the paper's mo
   CHECK(c.source_vocab() == c.vocab_size);
   CHECK((c.pad_id == 0 && c.unk_id == 1 && c.bos_id == 2 && c.eos_id == 3));
   CHECK(c.start_token() == 2);
-  CHECK((!c.source_bos && c.source_eos));
+  CHECK((!c.source_bos && c.source_eos && c.output_unk));
+  CHECK(c.never_output() == std::vector<int32_t>{0, 2});
   CHECK(config_to_json(c) == config_to_json(tiny_config()));
 }
 

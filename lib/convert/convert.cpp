@@ -31,6 +31,10 @@ std::string detect(const std::string& src) {
 }
 
 void write_imported(const Imported& m, const std::string& out) {
+  // The checks every model file's config gets, before anything is written:
+  // an importer's mapping may have produced what nmt would refuse to load.
+  config_from_json(config_to_json(m.config),
+                   m.provenance.value("source", std::string("the model")) + " (converted config)");
   Transformer net(m.config);
   net.init(0);
   ParamStore& ps = net.params();

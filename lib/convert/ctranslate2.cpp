@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
-#include <sstream>
 
 #include "convert/convert.h"
 #include "convert/formats.h"
@@ -99,11 +98,18 @@ class Model {
       std::string name = r.str();
       Variable v;
       const uint8_t rank = r.get<uint8_t>();
-      for (uint8_t k = 0; k < rank; ++k) v.shape.push_back(r.get<uint32_t>());
+      if (rank > 8) r.fail("variable " + name + " of rank " + std::to_string(rank));
+      uint64_t count = 1;
+      for (uint8_t k = 0; k < rank; ++k) {
+        v.shape.push_back(r.get<uint32_t>());
+        if (__builtin_mul_overflow(count, static_cast<uint64_t>(v.shape.back()), &count) ||
+            count > (uint64_t{1} << 40))
+          r.fail("variable " + name + " of an impossibly large shape");
+      }
       v.type = r.get<uint8_t>();
       const uint32_t bytes = r.get<uint32_t>();
       if (type_size(v.type) == 0) r.fail("variable " + name + " of unknown type");
-      if (static_cast<uint64_t>(v.size()) * type_size(v.type) != bytes)
+      if (count * static_cast<uint64_t>(type_size(v.type)) != bytes)
         r.fail("variable " + name + " whose size does not match its shape");
       v.bytes = r.bytes(bytes);
       vars_[name] = std::move(v);
@@ -126,6 +132,11 @@ class Model {
     const std::string& name = a == aliases_.end() ? n : a->second;
     auto it = vars_.find(name);
     return it == vars_.end() ? nullptr : &it->second;
+  }
+  // The type of a variable, -1 if absent.
+  int type_of(const std::string& n) const {
+    const Variable* v = find(n);
+    return v ? v->type : -1;
   }
   // A scalar attribute (int8 flags, int16/int32 counts, f32 values).
   double scalar(const std::string& n, double fallback) const {
@@ -171,11 +182,7 @@ class Model {
         std::memcpy(out.data(), p, out.size() * 4);
         break;
       case 4:
-        for (int64_t i = 0; i < count; ++i) {
-          uint16_t h;
-          std::memcpy(&h, p + 2 * i, 2);
-          out[i] = half_to_float(h);
-        }
+        widen_f16(p, count, out.data());
         break;
       case 5:
         for (int64_t i = 0; i < count; ++i) {
@@ -252,12 +259,7 @@ std::vector<std::string> read_tokens(const std::string& path) {
     }
     return out;
   }
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.push_back(line);
-  }
-  return out;
+  return token_lines(text, /*first_field=*/false);
 }
 
 std::string find_vocab(const fs::path& dir, const std::string& stem) {
@@ -373,17 +375,25 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
       config.contains("layer_norm_epsilon") && config["layer_norm_epsilon"].is_number()
           ? config["layer_norm_epsilon"].get<float>()
           : 1e-5f;  // CTranslate2's default for a norm with a bias
-  const double scale_e = m.scalar("encoder/scale_embeddings",
-                                  m.scalar(src_emb + "/multiply_by_sqrt_depth", 1)),
-               scale_d = m.scalar("decoder/scale_embeddings",
-                                  m.scalar("decoder/embeddings/multiply_by_sqrt_depth", 1));
-  // A flag (1: times sqrt(depth), 0: not), or the factor itself.
-  auto is_sqrt = [&](double s) {
-    return s == 1 || std::abs(s - std::sqrt(static_cast<double>(D))) < 1e-4;
+  // As CTranslate2's build_embeddings_scale reads it: absent or an int8
+  // flag set, times sqrt(depth); an int8 0 or a float 1, unscaled; another
+  // float, that factor (which nmt has only as sqrt(depth)).
+  auto scaled = [&](const std::string& side, const std::string& emb) {
+    std::string n = side + "/scale_embeddings";
+    if (!m.has(n)) n = emb + "/multiply_by_sqrt_depth";
+    if (!m.has(n)) return true;
+    const double v = m.scalar(n, 1);
+    if (m.type_of(n) == 1) return v != 0;
+    if (v == 1) return false;
+    if (std::abs(v - std::sqrt(static_cast<double>(D))) < 1e-4) return true;
+    throw refuse(n + " " + std::to_string(v),
+                 "nmt scales embeddings by sqrt(d_model) or not at all");
   };
-  if (is_sqrt(scale_e) != is_sqrt(scale_d) || !(is_sqrt(scale_e) || scale_e == 0))
+  const bool scale_e = scaled("encoder", src_emb),
+             scale_d = scaled("decoder", "decoder/embeddings");
+  if (scale_e != scale_d)
     throw refuse("scale_embeddings", "nmt scales both embeddings by sqrt(d_model), or neither");
-  c.scale_embeddings = is_sqrt(scale_e);
+  c.scale_embeddings = scale_e;
   if (m.has("decoder/scale_outputs")) throw refuse("decoder/scale_outputs", "not supported");
 
   // Vocabularies and special tokens.
@@ -420,6 +430,11 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   c.src_vocab_size = src_tokens == tgt_tokens ? 0 : static_cast<int>(Vs);
   c.eos_id = id_of(tgt_tokens, eos);
   c.unk_id = id_of(tgt_tokens, unk);
+  // nmt keeps one unknown-token id for both sides.
+  if (id_of(src_tokens, unk) != c.unk_id)
+    throw InputError(sv + ": the source's " + unk + " has id " +
+                     std::to_string(id_of(src_tokens, unk)) + ", the target's " +
+                     std::to_string(c.unk_id) + " (nmt keeps one id for both sides)");
   c.pad_id = -1;  // CTranslate2 bans no token from its output
   if (c.eos_id < 0) throw InputError(tv + ": the vocabulary has no " + eos + " (eos_token)");
   c.source_bos = config.value("add_source_bos", false);
@@ -443,10 +458,21 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
 
   // Position encodings: stored, else CTranslate2's computed ones; a table.
   c.positional = "learned";
-  const Variable* pe = m.find("encoder/position_encodings/encodings");
-  c.max_positions = pe ? static_cast<int>(pe->shape.at(0)) : 1024;
-  if (const Variable* pd = m.find("decoder/position_encodings/encodings"))
-    c.max_positions = std::min(c.max_positions, static_cast<int>(pd->shape.at(0)));
+  c.max_positions = 1024;
+  for (const char* n :
+       {"encoder/position_encodings/encodings", "decoder/position_encodings/encodings"})
+    if (const Variable* pe = m.find(n)) {
+      if (pe->shape.size() != 2 || pe->shape[1] != D || pe->shape[0] < 2)
+        throw InputError(m.path() + ": variable " + std::string(n) + " has shape " +
+                         shape_text(pe->shape) + ", expected (positions, " + std::to_string(D) +
+                         ")");
+      c.max_positions = static_cast<int>(std::min<int64_t>(pe->shape[0], 1 << 16));
+    }
+  if (m.has("encoder/position_encodings/encodings") &&
+      m.has("decoder/position_encodings/encodings"))
+    c.max_positions = static_cast<int>(
+        std::min({m.find("encoder/position_encodings/encodings")->shape[0],
+                  m.find("decoder/position_encodings/encodings")->shape[0], int64_t{1} << 16}));
 
   Imported out;
   auto& w = out.weights;
@@ -486,9 +512,11 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
                                             : std::vector<float>(static_cast<size_t>(out_dim), 0.f);
   };
   auto norm = [&](const std::string& to, const std::string& from) {
+    // Without a beta CTranslate2's layer is an RMSNorm, which nmt has not.
+    if (m.has(from + "/gamma") && !m.has(from + "/beta"))
+      throw refuse(from + " (no beta)", "an RMS norm; nmt has layer normalisation only");
     w[to + "/gamma"] = m.weight(from + "/gamma", {D});
-    w[to + "/beta"] = m.has(from + "/beta") ? m.weight(from + "/beta", {D})
-                                            : std::vector<float>(static_cast<size_t>(D), 0.f);
+    w[to + "/beta"] = m.weight(from + "/beta", {D});
   };
   auto ffn = [&](const std::string& to, const std::string& from) {
     linear(to + "/w1", from + "/linear_0", F, D);
@@ -525,8 +553,7 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
                      " belongs to nothing nmt's Transformer has (not converted)");
 
   // Tokenisation: a SentencePiece model given, else space-separated tokens.
-  std::vector<std::string> spm = opts.spm;
-  if (spm.size() == 1) spm.push_back(spm[0]);
+  const std::vector<std::string> spm = spm_pair(opts.spm);
   if (spm.size() > 2)
     throw InputError(
         "--spm: give one SentencePiece model for both sides, or the source's and "
@@ -535,7 +562,7 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
                     tgt_spm = spm.empty() ? "" : io::read_whole_file(spm[1], "--spm");
   out.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id);
   if (c.src_vocab_size || src_spm != tgt_spm)
-    out.source_vocab = Vocab::from_tokens(src_tokens, src_spm, id_of(src_tokens, unk));
+    out.source_vocab = Vocab::from_tokens(src_tokens, src_spm, c.unk_id);
   out.config = c;
   out.provenance = {
       {"tool", "ctranslate2"},

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
-#include <sstream>
 
 #include "convert/convert.h"
 #include "convert/formats.h"
@@ -92,12 +91,7 @@ std::vector<std::string> vocab_tokens(const std::string& path) {
     }
     return out;
   }
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.push_back(line.substr(0, line.find('\t')));
-  }
-  return out;
+  return token_lines(text, /*first_field=*/true);
 }
 
 // Where the pieces are: the model, its vocabularies and SentencePiece models.
@@ -133,10 +127,12 @@ Files locate(const std::string& src, const ConvertOptions& opts, const Options* 
   auto exists = [&](const std::string& p) { return fs::exists(p, ec); };
   f.vocabs = opts.vocab;
   if (f.vocabs.empty() && decoder_yml && decoder_yml->has("vocabs")) {
-    // decoder.yml names them relative to itself, or where they were.
+    // decoder.yml names them relative to the model's directory (OPUS-MT's
+    // do), else where they were when it was written.
     for (const std::string& v : decoder_yml->get<std::vector<std::string>>("vocabs", {})) {
+      const std::string rel = fs::path(v).is_absolute() ? v : in_dir(v);
       const std::string here = in_dir(fs::path(v).filename().string());
-      f.vocabs.push_back(exists(v) ? v : here);
+      f.vocabs.push_back(exists(rel) ? rel : exists(v) ? v : here);
     }
   }
   if (f.vocabs.empty())
@@ -152,13 +148,19 @@ Files locate(const std::string& src, const ConvertOptions& opts, const Options* 
                                        : std::to_string(f.vocabs.size()) + " vocabularies found") +
                      ": give --vocab FILE (both sides) or --vocab SRC TGT");
   f.spms = opts.spm;
-  if (f.spms.empty()) {
+  auto is_spm = [](const std::string& p) {
+    const std::string e = fs::path(p).extension().string();
+    return e == ".spm" || e == ".model";
+  };
+  if (f.spms.empty() && is_spm(f.vocabs[0]) && is_spm(f.vocabs[1])) {
+    f.spms = f.vocabs;  // Marian's SentencePiece vocabularies cut the text themselves
+  } else if (f.spms.empty()) {
     if (exists(in_dir("source.spm")) && exists(in_dir("target.spm")))
       f.spms = {in_dir("source.spm"), in_dir("target.spm")};
     else if (exists(in_dir("spm.model")))
       f.spms = {in_dir("spm.model")};
   }
-  if (f.spms.size() == 1) f.spms.push_back(f.spms[0]);
+  f.spms = spm_pair(f.spms);
   if (f.spms.size() > 2)
     throw InputError(
         "--spm: give one SentencePiece model for both sides, or the source's and "
@@ -323,6 +325,8 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
   c.decoder_start = "zero";
   c.pad_id = -1;
   c.bos_id = -1;
+  // marian-decoder never outputs <unk> unless told --allow-unk.
+  c.output_unk = decoder_yml && decoder_yml->get<bool>("allow-unk", false);
 
   // Vocabularies: Marian's ids are its vocabulary files' order.
   const std::vector<std::string> src_tokens = vocab_tokens(files.vocabs[0]),

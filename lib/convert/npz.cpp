@@ -3,6 +3,7 @@
 #include <zip.h>
 
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "convert/formats.h"
@@ -101,11 +102,7 @@ std::vector<float> NpyArray::to_f32(const std::string& name) const {
   if (dtype == "f4") {
     std::memcpy(out.data(), data.data(), out.size() * 4);
   } else if (dtype == "f2") {
-    for (int64_t i = 0; i < n; ++i) {
-      uint16_t h;
-      std::memcpy(&h, data.data() + 2 * i, 2);
-      out[i] = half_to_float(h);
-    }
+    widen_f16(data.data(), n, out.data());
   } else {
     throw InputError(name + ": expected float32 or float16 values, got '" + dtype + "'");
   }
@@ -124,6 +121,11 @@ std::map<std::string, NpyArray> read_npz(const std::string& path) {
     throw InputError(path + ": not a readable .npz archive (" + why + ")");
   }
   std::map<std::string, NpyArray> out;
+  // An entry inflates to at most 1032 times its stored size (deflate's
+  // limit), so a header promising more is a forgery: refused before any of
+  // it is allocated.
+  std::error_code ec;
+  const uint64_t archive = std::filesystem::file_size(path, ec);
   const zip_int64_t n = zip_get_num_entries(z.get(), 0);
   for (zip_int64_t i = 0; i < n; ++i) {
     zip_stat_t st;
@@ -131,8 +133,9 @@ std::map<std::string, NpyArray> read_npz(const std::string& path) {
         !(st.valid & ZIP_STAT_NAME))
       throw InputError(path + ": entry " + std::to_string(i) + " of the archive is unreadable");
     std::string name = st.name;
-    if (st.size > (uint64_t{1} << 40))
-      throw InputError(path + ": " + name + " is impossibly large");
+    if (st.size > (uint64_t{1} << 40) || (!ec && st.size > 1032 * archive + 4096))
+      throw InputError(path + ": " + name + " claims " + std::to_string(st.size) +
+                       " bytes, more than the archive could hold");
     std::unique_ptr<zip_file_t, decltype(&zip_fclose)> f(zip_fopen_index(z.get(), i, 0),
                                                          &zip_fclose);
     if (!f) throw InputError(path + ": cannot read " + name + ": " + zip_strerror(z.get()));

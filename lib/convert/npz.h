@@ -26,7 +26,7 @@ struct NpyArray {
 // order data, a size that does not match the shape.
 std::map<std::string, NpyArray> read_npz(const std::string& path);
 
-// One .npy file's bytes (exposed for the tests).
+// One .npy file's bytes, as read_npz reads each entry.
 NpyArray parse_npy(const std::string& bytes, const std::string& what);
 
 }  // namespace nmt::convert

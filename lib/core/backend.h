@@ -160,17 +160,17 @@ class Backend {
   // host_out[i] = x[i, host_cols[i]] for x (N, V); 0 where host_cols[i] is -1.
   virtual void pick(const float* x, int64_t N, int64_t V, const int32_t* host_cols,
                     float* host_out) = 0;
-  // A search step, per row r of logits (rows, V), with log-probabilities
-  // lp = logits - logsumexp(row) (never stored): the k largest of
-  // base[r] + lp[v] over v not in `banned` (sorted, best first, ties: lower
-  // id first), and lp[cols[r * n_cols + c]] in col_lp[r * n_cols + c]
-  // (-inf where the column is -1). Host outputs.
   // A sampling step (see ops::sample_tokens): output i from logits row
   // rows[i]; host inputs and outputs.
   virtual void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t n,
                              float temperature, int64_t top_k, float top_p, const double* u,
                              const int32_t* forced, const int32_t* banned, int64_t n_banned,
                              int32_t* ids, float* lp) = 0;
+  // A search step, per row r of logits (rows, V), with log-probabilities
+  // lp = logits - logsumexp(row) (never stored): the k largest of
+  // base[r] + lp[v] over v not in `banned` (sorted, best first, ties: lower
+  // id first), and lp[cols[r * n_cols + c]] in col_lp[r * n_cols + c]
+  // (-inf where the column is -1). Host outputs.
   virtual void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V,
                                 int64_t k, const int32_t* banned, int64_t n_banned,
                                 const int32_t* cols, int64_t n_cols, double* values,

@@ -451,8 +451,8 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
                    float* lp) {
   // One output per thread, each in a fixed order of its own: the draws do
   // not depend on the thread count. Vectorised passes over the row (its
-  // maximum and log-sum-exp, the tempered weights); only top-p sorts, and
-  // only the tokens that can matter.
+  // maximum and log-sum-exp); a small top k is selected while streaming;
+  // top-p sorts the row.
   const float inv_t = 1.f / temperature;
 #pragma omp parallel for schedule(dynamic, 1) if (n * V > 65536)
   for (int64_t i = 0; i < n; ++i) {
@@ -480,9 +480,9 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
       auto before = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
         return a.first != b.first ? a.first > b.first : a.second < b.second;
       };
-      if (top_k > 0 && top_k < V) {
+      if (top_k > 0 && top_k <= 64 && top_k < V) {
         // Streaming selection, as topk_log_softmax's: most logits never
-        // beat the k-th best so far.
+        // beat the k-th best so far (insertion into a short sorted list).
         float worst = -INFINITY;
         for (int64_t v = 0; v < V; ++v) {
           if (static_cast<int64_t>(cand.size()) == top_k && !(x[v] > worst)) continue;
@@ -497,6 +497,12 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
         cand.reserve(static_cast<size_t>(V));
         for (int64_t v = 0; v < V; ++v)
           if (!is_banned(v)) cand.push_back({x[v], static_cast<int32_t>(v)});
+        if (top_k > 0 && static_cast<size_t>(top_k) < cand.size()) {  // a large k
+          std::partial_sort(cand.begin(), cand.begin() + top_k, cand.end(), before);
+          cand.resize(static_cast<size_t>(top_k));
+        } else if (top_p < 1.f) {
+          std::sort(cand.begin(), cand.end(), before);  // the nucleus is a prefix
+        }
       }
       size_t m = cand.size();
       // Tempered weights relative to the largest candidate logit.
@@ -506,24 +512,16 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
       double total = 0;
       for (size_t j = 0; j < m; ++j) total += w[j] = exp_simd(cand[j].first * inv_t - zmax);
       if (top_p < 1.f && top_k == 0) {
-        // The nucleus: the fewest of the largest reaching top_p of the mass.
+        // The nucleus: the fewest of the largest (cand is sorted) reaching
+        // top_p of the mass.
         const double need = top_p * total;
-        std::vector<size_t> order(m);
-        for (size_t j = 0; j < m; ++j) order[j] = j;
-        std::sort(order.begin(), order.end(),
-                  [&](size_t a, size_t b) { return before(cand[a], cand[b]); });
         double acc = 0;
         size_t keep = 0;
         while (keep < m) {
-          acc += w[order[keep]];
+          acc += w[keep];
           ++keep;
           if (acc >= need) break;
         }
-        std::vector<std::pair<float, int32_t>> nucleus(keep);
-        std::vector<float> nw(keep);
-        for (size_t j = 0; j < keep; ++j) nucleus[j] = cand[order[j]], nw[j] = w[order[j]];
-        cand.assign(nucleus.begin(), nucleus.end());
-        w.assign(nw.begin(), nw.end());
         m = keep;
         total = acc;
       }

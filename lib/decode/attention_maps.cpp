@@ -28,16 +28,21 @@ AttentionMap attention_map(const Transformer& model, const std::vector<int32_t>&
   std::vector<float> p;
   ops::download(probs, p);  // (1, H, Tq, Tk)
   const int64_t H = probs.dim(1), Tq = probs.dim(2), Tk = probs.dim(3);
+  // Source positions from the first piece: a source <s> (source_bos) is
+  // left out, so that column s is the source's piece s (and the last, with
+  // source_eos, its </s>).
+  const int64_t skip = cfg.source_bos ? 1 : 0;
+  const int64_t row0 = enc ? skip : 0, col0 = kind == AttentionKind::DecoderSelf ? 0 : skip;
   AttentionMap m;
-  m.rows = enc ? b.S : b.T;
-  m.cols = kind == AttentionKind::DecoderSelf ? b.T : b.S;
+  m.rows = (enc ? b.S : b.T) - row0;
+  m.cols = (kind == AttentionKind::DecoderSelf ? b.T : b.S) - col0;
   m.w.assign(static_cast<size_t>(m.rows * m.cols), 0.f);
   const int64_t h0 = head < 0 ? 0 : head, h1 = head < 0 ? H : head + 1;
   const float share = 1.f / static_cast<float>(h1 - h0);
   for (int64_t h = h0; h < h1; ++h)
-    for (int64_t r = 0; r < m.rows && r < Tq; ++r)
-      for (int64_t c = 0; c < m.cols && c < Tk; ++c)
-        m.w[r * m.cols + c] += share * p[(h * Tq + r) * Tk + c];
+    for (int64_t r = 0; r < m.rows && r + row0 < Tq; ++r)
+      for (int64_t c = 0; c < m.cols && c + col0 < Tk; ++c)
+        m.w[r * m.cols + c] += share * p[(h * Tq + r + row0) * Tk + c + col0];
   return m;
 }
 

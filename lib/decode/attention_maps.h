@@ -34,8 +34,10 @@ struct AttentionMap {
 
 // The map of `layer` (0-based, of the encoder for EncoderSelf, else of the
 // decoder), averaged over the heads when head < 0, for one source and
-// output (ids without </s> or <s>). Throws InputError for a layer or head
-// the model lacks.
+// output (ids without </s> or <s>). Source rows and columns are the
+// source's pieces, then its </s> where the model ends sources with one (a
+// source <s> is left out). Throws InputError for a layer or head the model
+// lacks.
 AttentionMap attention_map(const Transformer& model, const std::vector<int32_t>& src,
                            const std::vector<int32_t>& out, AttentionKind kind, int layer, int head,
                            Activations& acts);

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "model/config.h"
+#include "model/model_file.h"
 #include "ops/ops.h"
 
 namespace nmt {
@@ -29,11 +30,12 @@ const Tensor& Ensemble::step(DecodeState& st, const int32_t* last_tokens) const 
   for (size_t m = 0; m < members_.size(); ++m) {
     DecodeState& ms = st.members[m];
     members_[m]->step(ms, last_tokens);
-    ops::log_softmax(ms.logits, ms.logits);
-    if (m == 0)
-      ops::copy(ms.logits, st.logits);
-    else
+    if (m == 0) {
+      ops::log_softmax(ms.logits, st.logits);
+    } else {
+      ops::log_softmax(ms.logits, ms.logits);
       ops::log_add_exp_(st.logits, ms.logits);
+    }
   }
   mirror(st);
   return st.logits;
@@ -46,25 +48,35 @@ void Ensemble::reorder(DecodeState& st, const std::vector<int64_t>& keep,
   mirror(st);
 }
 
-std::string ensemble_mismatch(const std::vector<const ModelConfig*>& configs,
-                              const std::vector<VocabTensors>& vocabs,
+std::string ensemble_mismatch(const std::vector<LoadedModel>& models,
                               const std::vector<std::string>& names) {
-  const ModelConfig& a = *configs[0];
-  for (size_t m = 1; m < configs.size(); ++m) {
-    const ModelConfig& b = *configs[m];
+  auto vocab = [](const LoadedModel& l) {
+    return vocab_tensors(l.vocab, l.source_vocab ? &*l.source_vocab : nullptr);
+  };
+  const ModelConfig& a = models[0].config;
+  const VocabTensors va = vocab(models[0]);
+  for (size_t m = 1; m < models.size(); ++m) {
+    const ModelConfig& b = models[m].config;
     const std::string who = names[m] + ": ", than = " differs from " + names[0] + "'s";
-    if (vocabs[m] != vocabs[0] || b.vocab_size != a.vocab_size ||
+    if (vocab(models[m]) != va || b.vocab_size != a.vocab_size ||
         b.source_vocab() != a.source_vocab())
       return who + "its vocabulary" + than + " (an ensemble reads and writes one vocabulary)";
     if (b.pad_id != a.pad_id || b.unk_id != a.unk_id || b.bos_id != a.bos_id ||
         b.eos_id != a.eos_id || b.decoder_start != a.decoder_start ||
-        b.source_bos != a.source_bos || b.source_eos != a.source_eos)
+        b.source_bos != a.source_bos || b.source_eos != a.source_eos ||
+        b.output_unk != a.output_unk)
       return who + "its token ids or sentence framing" + than;
     if (b.max_positions != a.max_positions)
       return who + "its max_positions " + std::to_string(b.max_positions) + than + " (" +
              std::to_string(a.max_positions) + ")";
   }
   return "";
+}
+
+std::vector<const Transformer*> networks(const std::vector<LoadedModel>& models) {
+  std::vector<const Transformer*> nets;
+  for (const LoadedModel& l : models) nets.push_back(l.net.get());
+  return nets;
 }
 
 std::vector<ForcedScore> score_pairs(const std::vector<const Transformer*>& members,

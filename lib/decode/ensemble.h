@@ -2,14 +2,14 @@
 // same hypotheses from its own caches, and the ensemble's distribution is
 // the mean of the members' probabilities (as fairseq averages them; the
 // result is a distribution again, so search and scores need nothing else).
-// The members share one vocabulary and framing (check_ensemble).
+// The members share one vocabulary and framing (ensemble_mismatch).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "decode/scorer.h"
-#include "model/model_file.h"
+#include "model/loaded_model.h"
 #include "model/transformer.h"
 
 namespace nmt {
@@ -32,12 +32,13 @@ class Ensemble final : public Decodable {
   std::vector<const Transformer*> members_;
 };
 
-// Empty if models named `names` can form an ensemble, else why not ("b.nmt:
-// its target vocabulary differs from a.nmt's"): the same vocabularies, token
-// ids, framing, decoder start and position limit.
-std::string ensemble_mismatch(const std::vector<const ModelConfig*>& configs,
-                              const std::vector<VocabTensors>& vocabs,
+// Empty if the models (loaded from `names`) can form an ensemble, else why
+// not ("b.nmt: its vocabulary differs from a.nmt's"): the same
+// vocabularies, token ids, framing, decoder start and position limit.
+std::string ensemble_mismatch(const std::vector<LoadedModel>& models,
                               const std::vector<std::string>& names);
+// The models' networks, for Ensemble and score_pairs.
+std::vector<const Transformer*> networks(const std::vector<LoadedModel>& models);
 
 // Forced decoding with an ensemble: per token, the log of the mean of the
 // members' probabilities.

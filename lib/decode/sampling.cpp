@@ -75,9 +75,7 @@ std::vector<std::vector<Hypothesis>> sample(const Decodable& model,
   }
   model.start_decoding(batch.data(), B, S, N, longest + 1, st);
   const int32_t eos = cfg.eos_id;
-  std::vector<int32_t> never;
-  for (int id : {cfg.pad_id, cfg.bos_id})
-    if (id >= 0 && id != eos) never.push_back(id);
+  const std::vector<int32_t> never = cfg.never_output();
   const int64_t top_k = opts.sampling == "topk" ? opts.sampling_k : 0;
   const float top_p = opts.sampling == "topp" ? opts.sampling_p : 1.f;
 

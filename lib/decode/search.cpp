@@ -126,12 +126,8 @@ class BeamSearch {
         opts_(opts),
         st_(st),
         K_(std::max(1, opts.beam)),
-        eos_(model.config().eos_id) {
-    // Never an output: padding and the start token (where they are tokens
-    // of the vocabulary and not also its </s>).
-    for (int id : {model.config().pad_id, model.config().bos_id})
-      if (id >= 0 && id != eos_) never_.push_back(id);
-  }
+        eos_(model.config().eos_id),
+        never_(model.config().never_output()) {}
 
   std::vector<std::vector<Hypothesis>> run(const std::vector<SearchRequest>& src) {
     results_.assign(src.size(), {});
@@ -164,9 +160,9 @@ class BeamSearch {
   const SearchOptions& opts_;
   DecodeState& st_;
   const int64_t K_;
-  const int32_t eos_;           // the model's </s>
-  std::vector<int32_t> never_;  // ids the search never outputs
-  int64_t k2_ = 0;              // candidates per hypothesis: with at most K of them </s>, K remain
+  const int32_t eos_;                 // the model's </s>
+  const std::vector<int32_t> never_;  // ids the search never outputs
+  int64_t k2_ = 0;  // candidates per hypothesis: with at most K of them </s>, K remain
   std::vector<std::vector<Hypothesis>> results_;
   std::vector<Sentence> live_, next_live_;
   std::vector<int32_t> tokens_, next_tokens_, banned_, top_idx_;

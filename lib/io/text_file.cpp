@@ -23,6 +23,7 @@ namespace nmt::io {
 namespace {
 
 constexpr std::size_t kChunk = 1 << 16;
+constexpr std::size_t kMaxWholeFile = std::size_t{4} << 30;  // read_whole_file's limit
 
 std::string errno_message(int err) { return std::strerror(err); }
 
@@ -342,6 +343,11 @@ std::string read_whole_file(const std::string& path, const std::string& what) {
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
+    if (out.size() > kMaxWholeFile) {  // /dev/zero, or a stream that never ends
+      ::close(fd);
+      throw InputError(what + " " + path + " is larger than " +
+                       std::to_string(kMaxWholeFile >> 20) + " MiB");
+    }
   }
   ::close(fd);
   return out;

@@ -124,6 +124,7 @@ const std::vector<std::string> kConfigKeys = {"name",
                                               "decoder_start",
                                               "source_bos",
                                               "source_eos",
+                                              "output_unk",
                                               "training"};
 
 // Keeps every width and table size far from int overflow, computed in 64 bits.
@@ -208,6 +209,7 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
     r.fail("bos_id", "decoder_start \"bos\" needs a bos_id (or decoder_start \"zero\")");
   r.get("source_bos", c.source_bos, false);
   r.get("source_eos", c.source_eos, false);
+  r.get("output_unk", c.output_unk, false);
   if (c.source_bos && c.bos_id < 0) r.fail("source_bos", "the model has no bos_id");
   check_sizes(c, r);
   if (const json* t = r.find("training", false)) {
@@ -355,7 +357,8 @@ json config_to_json(const ModelConfig& c) {
             {"eos_id", c.eos_id},
             {"decoder_start", c.decoder_start},
             {"source_bos", c.source_bos},
-            {"source_eos", c.source_eos}};
+            {"source_eos", c.source_eos},
+            {"output_unk", c.output_unk}};
   if (!c.training.empty()) j["training"] = c.training;
   return j;
 }

@@ -4,6 +4,7 @@
 // expected.
 #pragma once
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -51,6 +52,9 @@ struct ModelConfig {
   // What a source sentence is framed with: </s> after it (nmt, Marian), and
   // <s> before it (some CTranslate2 models have neither, or both).
   bool source_bos = false, source_eos = true;
+  // Whether a search may output unk_id (Marian's never does, unless told
+  // --allow-unk).
+  bool output_unk = true;
 
   // Training options that may also come from the config ("training": {...});
   // kept as JSON so that `nmt train` owns their meaning and validation.
@@ -69,6 +73,15 @@ struct ModelConfig {
   int source_vocab() const { return src_vocab_size ? src_vocab_size : vocab_size; }
   // Tokens a source of n pieces becomes, framing included.
   int64_t source_tokens(int64_t n) const { return n + (source_bos ? 1 : 0) + (source_eos ? 1 : 0); }
+  // The ids a search never outputs: padding, the start token (where they
+  // are tokens and not also </s>), and <unk> unless output_unk.
+  std::vector<int32_t> never_output() const {
+    std::vector<int32_t> ids;
+    for (int id : {pad_id, bos_id, output_unk ? -1 : unk_id})
+      if (id >= 0 && id != eos_id && std::find(ids.begin(), ids.end(), id) == ids.end())
+        ids.push_back(id);
+    return ids;
+  }
   // The decoder's first input: bos_id, or -1 (no token: a zero embedding).
   int start_token() const { return decoder_start == "zero" ? -1 : bos_id; }
 };

@@ -9,7 +9,8 @@
 //
 // Token ids are the config's (pad_id, unk_id, bos_id, eos_id; the
 // SentencePiece models `nmt train` makes have 0 <pad>, 1 <unk>, 2 <s>,
-// 3 </s>). Sources end in </s>; the decoder input is the start (<s>, or no
+// 3 </s>). Sources end in </s> (or are framed as source_bos and source_eos
+// say); the decoder input is the start (<s>, or no
 // token: a zero embedding) followed by the target, and its output is the
 // target followed by </s>. Padding is kNoToken, never a vocabulary id, so a
 // vocabulary whose </s> is 0 (Marian's) pads the same way.

@@ -38,9 +38,9 @@
 #include "core/format.h"
 #include "core/memory.h"
 #include "core/rng.h"
+#include "io/file_lock.h"
 #include "io/output_file.h"
 #include "metrics/tokenizers.h"
-#include "io/file_lock.h"
 #include "model/model_file.h"
 #include "model/vocab.h"
 #include "ops/ops.h"
@@ -90,6 +90,10 @@ void check_trainable(const ModelConfig& cfg) {
     if (ids[i].second != i)
       throw InputError(where + ": " + ids[i].first + " " + std::to_string(ids[i].second) +
                        ": the vocabulary nmt train makes has pad 0, unk 1, bos 2, eos 3");
+  // Its data limits count one </s> per source (encode_corpus_releasing).
+  if (cfg.source_bos || !cfg.source_eos)
+    throw InputError(where + ": " + (cfg.source_bos ? "source_bos true" : "source_eos false") +
+                     ": nmt train ends each source with </s> and starts it with nothing");
 }
 
 class TrainRun {
@@ -123,7 +127,8 @@ class TrainRun {
       // smallest batch could not fit.
       TrainOptions smallest = opts_;
       smallest.batch_tokens = 256;
-      check_memory_bounds(smallest, cfg_, opts_.vocab_size > 0 ? opts_.vocab_size : cfg_.vocab_size);
+      check_memory_bounds(smallest, cfg_,
+                          opts_.vocab_size > 0 ? opts_.vocab_size : cfg_.vocab_size);
     }
     read_data();
     choose_data_recipe();
@@ -276,8 +281,7 @@ void TrainRun::read_data() {
   usable_pairs_ = clear_unusable_pairs(src_, tgt_);
   if (usable_pairs_ == 0) throw none_left(train_files(), train_lines_, "");
   if (has_valid() && clear_unusable_pairs(vsrc_, vtgt_) == 0)
-    throw none_left(opts_.valid_src, static_cast<int64_t>(vsrc_.size()),
-                    " in the validation set");
+    throw none_left(opts_.valid_src, static_cast<int64_t>(vsrc_.size()), " in the validation set");
   line_of_.resize(src_.size());
   std::iota(line_of_.begin(), line_of_.end(), int64_t{0});
   if (opts_.filter) {
@@ -423,7 +427,8 @@ void TrainRun::open_previous_run() {
       }
       // The vocabulary size the recipe chose, so that the options recorded
       // in the final model are those of an uninterrupted run.
-      if (!given("vocab_size") && old.contains("vocab_size") && old["vocab_size"].is_number_integer())
+      if (!given("vocab_size") && old.contains("vocab_size") &&
+          old["vocab_size"].is_number_integer())
         opts_.vocab_size = old["vocab_size"].get<int>();
       try {
         apply_training_json(restore, opts_, chosen);
@@ -538,7 +543,8 @@ void TrainRun::make_vocabulary() {
       if (side->size() <= kSamplePerSide) {
         for (const std::string& line : *side) sample.push_back(&line);
       } else {
-        for (size_t k = 0; k < kSamplePerSide; ++k) sample.push_back(&(*side)[rng() % side->size()]);
+        for (size_t k = 0; k < kSamplePerSide; ++k)
+          sample.push_back(&(*side)[rng() % side->size()]);
       }
     }
     log("training a joint SentencePiece vocabulary of " + std::to_string(size) + " pieces on " +
@@ -546,9 +552,9 @@ void TrainRun::make_vocabulary() {
     // One vocabulary for all processes: rank 0 trains it and sends it.
     std::string bytes;
     if (root())
-      bytes = Vocab::train(sample, size, data_recipe_.character_coverage, "unigram",
-                           ops::num_threads())
-                  .bytes();
+      bytes =
+          Vocab::train(sample, size, data_recipe_.character_coverage, "unigram", ops::num_threads())
+              .bytes();
     comm_.broadcast(bytes, 0);
     vocab_ = Vocab::from_bytes(bytes);
     log("vocabulary: " + std::to_string(vocab_.size()) + " pieces");
@@ -587,24 +593,23 @@ void TrainRun::encode_data() {
     throw OptionError("--batch-tokens " + std::to_string(opts_.batch_tokens) +
                       " is smaller than the widest sentence pair (" + std::to_string(widest) +
                       " subwords with </s>, " + where(widest_line) +
-                      "): a batch must hold at least one pair; use " +
-                      "--batch-tokens " + std::to_string(widest) + " or more");
+                      "): a batch must hold at least one pair; use " + "--batch-tokens " +
+                      std::to_string(widest) + " or more");
   widest_ = widest;
   std::string filtered = "; --no-filter: duplicates and length ratios kept";
   if (opts_.filter)
     filtered = "; dropped " + std::to_string(duplicates_) + " exact duplicate pairs and " +
                std::to_string(ratio_.dropped) + " of implausible length ratio (target/source " +
-               "subwords outside " + fmt("%.2f", ratio_.lo) + "-" + fmt("%.2f", ratio_.hi) +
-               ", " + fmt("%g", ratio_.factor) + "x off the median " +
-               fmt("%.2f", ratio_.median) + ", pairs of " + std::to_string(ratio_.min_longer) +
-               "+ subwords)";
+               "subwords outside " + fmt("%.2f", ratio_.lo) + "-" + fmt("%.2f", ratio_.hi) + ", " +
+               fmt("%g", ratio_.factor) + "x off the median " + fmt("%.2f", ratio_.median) +
+               ", pairs of " + std::to_string(ratio_.min_longer) + "+ subwords)";
   const uint64_t peak = peak_resident_bytes();
   log("training data: " + std::to_string(train_c_.size()) + " of " + std::to_string(train_lines_) +
       " pairs from " + std::to_string(opts_.train_src.size()) + " corpus file pair(s), " +
       std::to_string(train_c_.tgt_tokens()) + " target tokens; skipped " +
       std::to_string(train_c_.skipped_long) + " longer than " + std::to_string(max_len) +
-      " subwords and " + std::to_string(train_c_.skipped_empty) + " with an empty side" +
-      filtered + (peak ? "; peak memory " + fmt("%.0f", double(peak) / (1 << 20)) + " MiB" : ""));
+      " subwords and " + std::to_string(train_c_.skipped_empty) + " with an empty side" + filtered +
+      (peak ? "; peak memory " + fmt("%.0f", double(peak) / (1 << 20)) + " MiB" : ""));
   if (has_valid())
     log("validation data: " + std::to_string(valid_c_.size()) + " of " +
         std::to_string(vsrc_.size()) + " pairs; skipped " + std::to_string(valid_c_.skipped_long) +
@@ -671,8 +676,7 @@ void TrainRun::choose_budget_recipe() {
     std::sscanf(m.c_str(), "%lf %lf", &f.probe_seconds, &f.fill);
     f.probe_batch_tokens = batch;
     log("measured " + fmt("%.2f", f.probe_seconds) + " s per update of " + std::to_string(batch) +
-        " tokens (" +
-        fmt("%.0f", f.fill * double(batch) / std::max(f.probe_seconds, 1e-9)) +
+        " tokens (" + fmt("%.0f", f.fill * double(batch) / std::max(f.probe_seconds, 1e-9)) +
         " target tokens/s, " + opts_.compute_type + ")");
   };
   if (opts_.max_minutes > 0) {
@@ -704,8 +708,8 @@ int64_t TrainRun::schedule_end() const {
   auto take = [&](int64_t x) { end = end == 0 ? x : std::min(end, x); };
   if (opts_.max_steps > 0) take(opts_.max_steps);
   if (opts_.max_epochs > 0)
-    take(std::max<int64_t>(1, opts_.max_epochs * trainer_->batches_per_epoch() /
-                                  (opts_.update_freq * comm_.size())));
+    take(std::max<int64_t>(
+        1, opts_.max_epochs * trainer_->batches_per_epoch() / (opts_.update_freq * comm_.size())));
   if (opts_.max_minutes > 0) {
     const int64_t done = trainer_->steps() - loop_start_step_;
     const double elapsed = seconds_since(loop_start_);
@@ -725,8 +729,9 @@ void TrainRun::revise_schedule(int64_t end) {
   if (logged_end_ == 0 || std::abs(double(end - logged_end_)) > 0.1 * double(logged_end_)) {
     log("schedule: the learning rate reaches 0 at update " + std::to_string(end) +
         (opts_.max_minutes > 0 && trainer_->steps() > loop_start_step_
-             ? " (" + fmt("%.2f", seconds_since(loop_start_) /
-                                      double(trainer_->steps() - loop_start_step_)) +
+             ? " (" +
+                   fmt("%.2f",
+                       seconds_since(loop_start_) / double(trainer_->steps() - loop_start_step_)) +
                    " s per update so far)"
              : std::string()));
     logged_end_ = end;
