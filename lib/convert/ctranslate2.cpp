@@ -522,9 +522,9 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
     linear(to + "/w1", from + "/linear_0", F, D);
     linear(to + "/w2", from + "/linear_1", D, F);
   };
+  // CTranslate2 scopes its layers as nmt names them (encoder/layer_0/...).
   for (int l = 0; l < c.encoder_layers; ++l) {
-    const std::string to = "encoder/layer_" + std::to_string(l),
-                      from = "encoder/layer_" + std::to_string(l);
+    const std::string to = "encoder/layer_" + std::to_string(l), &from = to;
     linear(to + "/self_attn/qkv", from + "/self_attention/linear_0", 3 * D, D);
     linear(to + "/self_attn/out", from + "/self_attention/linear_1", D, D);
     norm(to + "/ln1", from + "/self_attention/layer_norm");
@@ -532,8 +532,7 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
     norm(to + "/ln2", from + "/ffn/layer_norm");
   }
   for (int l = 0; l < c.decoder_layers; ++l) {
-    const std::string to = "decoder/layer_" + std::to_string(l),
-                      from = "decoder/layer_" + std::to_string(l);
+    const std::string to = "decoder/layer_" + std::to_string(l), &from = to;
     linear(to + "/self_attn/qkv", from + "/self_attention/linear_0", 3 * D, D);
     linear(to + "/self_attn/out", from + "/self_attention/linear_1", D, D);
     norm(to + "/ln1", from + "/self_attention/layer_norm");

@@ -7,11 +7,7 @@
 
 #include <cmath>
 
-#if defined(__CUDACC__)
-#define NMT_HOST_DEVICE __host__ __device__
-#else
-#define NMT_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace nmt {
 
