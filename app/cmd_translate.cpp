@@ -23,6 +23,7 @@
 #include <stdexcept>
 
 #include "commands.h"
+#include "core/comm.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "decode/ensemble.h"
@@ -123,8 +124,9 @@ class Output {
 TranslationRequest parse_request(std::string line, const Opts& o, int64_t line_no) {
   TranslationRequest rq;
   auto skip = [&](const std::string& why) {
-    std::cerr << "nmt: warning: line " << line_no << ": " << why
-              << "; an empty line is written instead\n";
+    // One write, so that ranks' warnings do not interleave mid-line.
+    io::warn_on_stderr("line " + std::to_string(line_no) + ": " + why +
+                       "; an empty line is written instead");
     rq.skip = true;
     return rq;
   };
@@ -225,16 +227,26 @@ std::string format_result(const TranslationResult& r, const Opts& o, int64_t lin
          (o.alignments ? " ||| " + format_alignment(r.alignment) : "") + "\n";
 }
 
+std::string format_results(const std::vector<TranslationResult>& results, const Opts& o,
+                           int64_t first) {
+  std::string text;
+  for (size_t i = 0; i < results.size(); ++i)
+    text += format_result(results[i], o, first + static_cast<int64_t>(i));
+  return text;
+}
+
+Progress make_progress(const io::LineReader& in, const Output& out, const Opts& o) {
+  return Progress("nmt translate " + (in.path() == "-" ? std::string("stdin") : in.path()),
+                  o.progress, in.fraction_read() >= 0, out.is_stdout());
+}
+
 void translate_stream(io::LineReader& in, Output& out, Translator& tr, const Opts& o) {
   std::vector<TranslationRequest> window;
   std::string line;
   int64_t first = 1;
-  Progress progress("nmt translate " + (in.path() == "-" ? std::string("stdin") : in.path()),
-                    o.progress, in.fraction_read() >= 0, out.is_stdout());
+  Progress progress = make_progress(in, out, o);
   auto flush = [&] {
-    const auto results = tr.translate(window, first);
-    for (size_t i = 0; i < results.size(); ++i)
-      out.write(format_result(results[i], o, first + static_cast<int64_t>(i)));
+    out.write(format_results(tr.translate(window, first), o, first));
     out.flush();
     first += static_cast<int64_t>(window.size());
     window.clear();
@@ -247,6 +259,114 @@ void translate_stream(io::LineReader& in, Output& out, Translator& tr, const Opt
   }
   if (!window.empty()) flush();
   progress.finish();
+}
+
+// A distributed run (mpirun/srun): rank 0 reads the input in rounds of one
+// window of --window lines per rank and scatters them; every rank
+// translates its window with its own workers; rank 0 gathers the
+// translations and writes them in input order. A line's translation depends
+// only on the line, its number and the options (batch invariance; sampling's
+// draws are keyed by the line), so the bytes are those one process writes.
+// Windows travel as: a flag byte (1: lines follow; 0: no more input), the
+// 1-based number of the first line, the number of lines, then each line's
+// length and bytes. One round must stay below MPI's 2 GiB a message.
+std::string pack_window(bool more, int64_t first, const std::string* begin,
+                        const std::string* end) {
+  std::string b(1, more ? '\1' : '\0');
+  auto put = [&b](uint64_t v) { b.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(static_cast<uint64_t>(first));
+  put(static_cast<uint64_t>(end - begin));
+  for (const std::string* l = begin; l != end; ++l) {
+    put(l->size());
+    b += *l;
+  }
+  return b;
+}
+
+bool unpack_window(const std::string& b, int64_t& first, std::vector<std::string>& lines) {
+  size_t at = 1;
+  auto get = [&] {
+    uint64_t v = 0;
+    if (b.size() - at < sizeof v) throw Error("a window from rank 0 is cut short");
+    std::memcpy(&v, b.data() + at, sizeof v);
+    at += sizeof v;
+    return v;
+  };
+  if (b.empty() || b[0] == '\0') return false;
+  first = static_cast<int64_t>(get());
+  const uint64_t count = get();
+  if (count > (b.size() - at) / sizeof(uint64_t)) throw Error("a window from rank 0 is cut short");
+  lines.resize(count);
+  for (auto& l : lines) {
+    const uint64_t n = get();
+    if (n > b.size() - at) throw Error("a window from rank 0 is cut short");
+    l.assign(b, at, n);
+    at += n;
+  }
+  return true;
+}
+
+// One rank's share of a round: its window in, its translations' text out.
+std::string translate_window(const std::string& packed, Translator& tr, const Opts& o) {
+  int64_t first = 0;
+  std::vector<std::string> lines;
+  if (!unpack_window(packed, first, lines) || lines.empty()) return {};
+  std::vector<TranslationRequest> requests;
+  requests.reserve(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i)
+    requests.push_back(parse_request(std::move(lines[i]), o, first + static_cast<int64_t>(i)));
+  return format_results(tr.translate(requests, first), o, first);
+}
+
+// Rank 0: one input, round by round, until it is read.
+void translate_stream_as_root(io::LineReader& in, Output& out, Translator& tr, const Opts& o,
+                              Comm& comm) {
+  Progress progress = make_progress(in, out, o);
+  const size_t ranks = static_cast<size_t>(comm.size()), full = ranks * o.window;
+  int64_t next_line = 1;
+  std::string line;
+  std::vector<std::string> lines;
+  for (;;) {
+    // A round ends early where more input would block (a line typed into a
+    // pipe is answered at once, as by one process). A short round is
+    // shared out evenly: at the end of a file, no rank waits for another's
+    // whole window.
+    lines.clear();
+    while (lines.size() < full && in.next(line)) {
+      lines.push_back(std::move(line));
+      if (in.would_block()) break;
+    }
+    if (lines.empty()) break;
+    const size_t per = (lines.size() + ranks - 1) / ranks;
+    std::vector<std::string> parts;
+    for (size_t k = 0; k < ranks; ++k) {
+      const size_t from = std::min(lines.size(), k * per), to = std::min(lines.size(), from + per);
+      parts.push_back(pack_window(true, next_line + static_cast<int64_t>(from), lines.data() + from,
+                                  lines.data() + to));
+    }
+    next_line += static_cast<int64_t>(lines.size());
+    const std::string mine = comm.scatter(parts, 0);
+    parts.clear();
+    for (const auto& text : comm.gather(translate_window(mine, tr, o), 0)) out.write(text);
+    out.flush();
+    progress.update(next_line - 1, in.fraction_read());
+  }
+  progress.finish();
+}
+
+// The other ranks: windows until rank 0 says there are no more.
+void serve_windows(Translator& tr, const Opts& o, Comm& comm) {
+  for (;;) {
+    const std::string mine = comm.scatter({}, 0);
+    if (mine.empty() || mine[0] == '\0') return;
+    comm.gather(translate_window(mine, tr, o), 0);
+  }
+}
+
+void end_windows(Comm& comm) {
+  comm.scatter(std::vector<std::string>(static_cast<size_t>(comm.size()),
+                                        pack_window(false, 0, nullptr, nullptr)),
+               0);
 }
 
 // test.en.gz -> test.en.hyp, or with --suffix de -> test.de: ".gz" and the
@@ -323,13 +443,20 @@ void run(Opts& o) {
     throw UsageError("--attention writes a matrix per line; it needs --format jsonl");
   if (o.inputs.empty()) o.inputs.push_back("-");
   for (const auto& m : o.models) io::check_input_path(m, "-m");
-  for (const auto& in : o.inputs) io::check_input_path(in, "-i");
-  const std::vector<std::string> outs = plan_outputs(o);
-  if (!o.output_dir.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.output_dir, ec);
-    if (ec) throw InputError("cannot create --output-dir " + o.output_dir + ": " + ec.message());
-  }
+  // Distributed, rank 0 alone reads the inputs and writes the outputs: only
+  // its node need hold them.
+  Comm& comm = world();
+  const bool root = comm.rank() == 0;
+  std::vector<std::string> outs;
+  on_root_then_share(comm, [&] {
+    for (const auto& in : o.inputs) io::check_input_path(in, "-i");
+    outs = plan_outputs(o);
+    if (!o.output_dir.empty()) {
+      std::error_code ec;
+      fs::create_directories(o.output_dir, ec);
+      if (ec) throw InputError("cannot create --output-dir " + o.output_dir + ": " + ec.message());
+    }
+  });
   // -m a -m b: an ensemble, which the first model's vocabulary reads and
   // writes for (each must have the same).
   std::vector<LoadedModel> loaded;
@@ -342,11 +469,9 @@ void run(Opts& o) {
       throw InputError("-m " + why);
     ensemble.emplace(networks(loaded));
   }
-  Translator tr(
-      model, o.search, o.batch_tokens,
-      [](const std::string& w) { std::cerr << "nmt: warning: " << w << "\n"; }, o.workers,
-      o.threads, AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1},
-      ensemble ? &*ensemble : nullptr);
+  Translator tr(model, o.search, o.batch_tokens, io::warn_on_stderr, o.workers, o.threads,
+                AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1},
+                ensemble ? &*ensemble : nullptr);
   // Every worker may hold a batch at once: a --beam or --batch-tokens that
   // could take more than the machine has is refused before any work.
   if (const uint64_t phys = physical_memory_bytes()) {
@@ -371,25 +496,36 @@ void run(Opts& o) {
       io::kMaxBytesPerSubword * static_cast<size_t>(max_src) * (o.input_format == "text" ? 1 : 4);
   checks.why_limit = "the model takes at most " + std::to_string(max_src) + " subwords";
   checks.warn = io::warn_on_stderr;
+  if (!root) return serve_windows(tr, o, comm);
+  auto translate_input = [&](io::LineReader& in, Output& out) {
+    if (comm.size() > 1)
+      translate_stream_as_root(in, out, tr, o, comm);
+    else
+      translate_stream(in, out, tr, o);
+  };
   try {
     if (!o.output_dir.empty()) {
       for (size_t i = 0; i < o.inputs.size(); ++i) {
         io::LineReader in(o.inputs[i], checks);
         Output out(outs[i]);
-        translate_stream(in, out, tr, o);
+        translate_input(in, out);
         out.commit();
       }
     } else {
       Output out(outs[0]);
       for (const auto& in_path : o.inputs) {
         io::LineReader in(in_path, checks);
-        translate_stream(in, out, tr, o);
+        translate_input(in, out);
       }
       out.commit();
     }
   } catch (const io::StdoutClosed&) {
-    // The reader went away; nothing left to say.
+    // The reader went away; nothing left to say. Writes come after a
+    // round's gather, so the other ranks wait for the next window: none.
+    if (comm.size() > 1) end_windows(comm);
+    return;
   }
+  if (comm.size() > 1) end_windows(comm);
 }
 
 }  // namespace

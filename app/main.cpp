@@ -136,12 +136,20 @@ int main(int argc, char** argv) {
                        "; the commands are train, "
                        "translate, score, attention, info, quantize and summary");
     if (args[0][0] != '-') prefix = "nmt " + args[0];
+    // Several ranks of another command would each write the same outputs.
+    if (args[0][0] != '-' && args[0] != "train" && args[0] != "translate" &&
+        nmt::launched_distributed())
+      throw UsageError(
+          "started as one of several ranks (mpirun, srun), but only train and translate run "
+          "distributed; run this command as one process");
     if (args[0] == "score") args = sacrebleu_aliases(args);
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
     app.parse(reversed);
     nmt::io::check_stdout(/*flush=*/true);  // every command that prints, alike
   } catch (const nmt::io::StdoutClosed&) {
     return nmt::app::exit_code();  // the reader has all it wanted
+  } catch (const nmt::RankStopped& e) {
+    return e.code;  // rank 0 said why
   } catch (const CLI::ExtrasError&) {
     const auto used = app.get_subcommands();
     return usage_error(prefix, extras_message(app, used.empty() ? nullptr : used[0], args));
@@ -152,7 +160,11 @@ int main(int argc, char** argv) {
     }
     return usage_error(prefix, e.what());
   } catch (const UsageError& e) {
-    return usage_error(prefix, e.what());
+    // A refusal one rank alone made (its node's memory) would leave the
+    // others waiting: end them too.
+    const int rc = usage_error(prefix, e.what());
+    nmt::abort_if_distributed(rc);
+    return rc;
   } catch (const nmt::Error& e) {
     std::cerr << "nmt: error: " << e.what() << "\n";
     nmt::abort_if_distributed(1);

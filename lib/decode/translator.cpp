@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "core/comm.h"
 #include "core/error.h"
 #include "io/text_file.h"
 #include "ops/ops.h"
@@ -41,7 +42,7 @@ Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t bat
   if (attention_.layer >= layers)
     throw UsageError("--alignment-layer " + std::to_string(attention_.layer + 1) +
                      ": the decoder has layers 1.." + std::to_string(layers));
-  cores_ = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cores_ = cores_per_rank();
   // Several single-threaded workers beat one multi-threaded one on batch
   // throughput (decoding's small products scale poorly across threads);
   // four bound the memory their decoding states take.

@@ -2,8 +2,11 @@
 // gradient buckets, small blocking collectives for the run's control.
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/comm.h"
@@ -19,6 +22,28 @@ void check(int rc, const char* what) {
   int len = 0;
   MPI_Error_string(rc, msg, &len);
   throw Error(std::string(what) + " failed: " + std::string(msg, len));
+}
+
+// MPI counts bytes in ints: what one call moves stays below 2 GiB.
+int checked_count(size_t n) {
+  if (n > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw Error("cannot send " + std::to_string(n) +
+                " bytes between ranks in one message (at most 2 GiB)");
+  return static_cast<int>(n);
+}
+
+// Waits for a request without spinning: Open MPI's blocking calls poll at
+// full speed, so a rank waiting for rank 0 (reading a slow pipe, or
+// translating a longer window) would burn a core that its neighbours on the
+// node could use. A few fast polls first, then sleeps of 100 us: a round
+// waits a millisecond at most longer, against seconds of translation.
+void wait_politely(MPI_Request& r, const char* what) {
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+    if (polls > 100) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 class MpiComm final : public Comm {
@@ -77,6 +102,50 @@ class MpiComm final : public Comm {
     bytes.resize(static_cast<size_t>(n));
     check(MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD),
           "MPI_Bcast");
+  }
+  std::string scatter(const std::vector<std::string>& parts, int root) override {
+    std::vector<int> counts, offsets;
+    std::string all;
+    if (rank_ == root) {
+      if (static_cast<int>(parts.size()) != size_) throw Error("scatter: one part per rank");
+      for (const auto& p : parts) {
+        offsets.push_back(static_cast<int>(all.size()));
+        counts.push_back(checked_count(p.size()));
+        all += p;
+        checked_count(all.size());
+      }
+    }
+    int n = 0;
+    MPI_Request r;
+    check(MPI_Iscatter(counts.data(), 1, MPI_INT, &n, 1, MPI_INT, root, MPI_COMM_WORLD, &r),
+          "MPI_Iscatter");
+    wait_politely(r, "MPI_Iscatter");
+    std::string mine(static_cast<size_t>(n), '\0');
+    check(MPI_Iscatterv(all.data(), counts.data(), offsets.data(), MPI_BYTE, mine.data(), n,
+                        MPI_BYTE, root, MPI_COMM_WORLD, &r),
+          "MPI_Iscatterv");
+    wait_politely(r, "MPI_Iscatterv");
+    return mine;
+  }
+  std::vector<std::string> gather(const std::string& mine, int root) override {
+    int n = checked_count(mine.size());
+    std::vector<int> counts(rank_ == root ? size_ : 0), offsets;
+    MPI_Request r;
+    check(MPI_Igather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, MPI_COMM_WORLD, &r),
+          "MPI_Igather");
+    wait_politely(r, "MPI_Igather");
+    int64_t total = 0;
+    for (int c : counts) {
+      offsets.push_back(static_cast<int>(total));
+      total += c;
+    }
+    std::string all(static_cast<size_t>(checked_count(static_cast<size_t>(total))), '\0');
+    check(MPI_Gatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE,
+                      root, MPI_COMM_WORLD),
+          "MPI_Gatherv");
+    std::vector<std::string> out;
+    for (size_t k = 0; k < counts.size(); ++k) out.push_back(all.substr(offsets[k], counts[k]));
+    return out;
   }
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
   [[noreturn]] void abort(int code) override {
