@@ -118,6 +118,12 @@ assert not bad and len(got) == len(want), bad[:3]
 PY
   "$NMT" translate -m cq-$q.nmt -i in.pieces --threads 1 >/dev/null 2>err.txt || fail "translate cq-$q: $(cat err.txt)"
 done
+# A tied int8 embedding: its aliases (the decoder's embedding and the
+# projection) find the scale under the target's name, as CTranslate2's
+# loader does.
+gen ct2 ct-tied sp.vocab quant=int8-tied
+expect 0 "wrote cq-tied.nmt" "$NMT" convert ct-tied -o cq-tied.nmt
+"$NMT" translate -m cq-tied.nmt -i in.pieces --threads 1 >/dev/null 2>err.txt || fail "translate cq-tied: $(cat err.txt)"
 # Post-norm.
 gen ct2 ctpost sp.vocab encoder/pre_norm=0 decoder/pre_norm=0
 expect 0 "wrote c3.nmt" "$NMT" convert ctpost -o c3.nmt

@@ -165,12 +165,14 @@ def ct2(out, vocab_txt, overrides):
     # One weight stored as CTranslate2 quantises it (int8: round(w * 127 /
     # max|row|) with the row's scale beside it; f16), and what it stands for
     # (q / scale, or the half), for the test to compare with the conversion.
-    qname = "encoder/layer_0/ffn/linear_0/weight"
+    # int8-tied: the tied embedding instead, whose scale CTranslate2 writes
+    # under the aliased target's name only (it quantises after aliasing).
+    qname = "encoder/embeddings_0/weight" if quant == "int8-tied" else "encoder/layer_0/ffn/linear_0/weight"
     qtype = {}
     if quant:
         shape, values = var[qname]
         rows, cols = shape
-        if quant == "int8":
+        if quant in ("int8", "int8-tied"):
             q, scales, want = [], [], []
             for r in range(rows):
                 row = values[r * cols:(r + 1) * cols]

@@ -117,7 +117,12 @@ class Model {
     const uint32_t aliases = r.get<uint32_t>();
     for (uint32_t i = 0; i < aliases; ++i) {
       std::string alias = r.str(), target = r.str();
-      aliases_[alias] = target;
+      // CTranslate2 quantises after aliasing and skips aliases, so a tied
+      // int8 weight's scale exists under the target's name only; its own
+      // loader aliases the scale (and zero point) along with the weight.
+      for (const char* suffix : {"_scale", "_zero"})
+        if (!vars_.count(alias + suffix)) aliases_[alias + suffix] = target + suffix;
+      aliases_[alias] = std::move(target);
     }
     if (!r.done()) r.fail("trailing bytes");
   }
