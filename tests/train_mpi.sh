@@ -8,14 +8,8 @@
 # Usage: train_mpi.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
 NMT=$1 DATA=$2 WORK=$3
-if ! command -v mpirun >/dev/null; then echo "skipped: no mpirun"; exit 77; fi
-if "$NMT" --version | grep -q "mpi: not built"; then echo "skipped: nmt built without MPI"; exit 77; fi
-rm -rf "$WORK" && mkdir -p "$WORK"
-cd "$WORK" || exit 1
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/mpi_common.sh"
 toy=$DATA/joeynmt-toy
-# Test machines often run as root; one machine, more ranks than cores.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 MPIRUN=(mpirun -np 2 --bind-to none)
 
 cat "$toy/train.en" "$toy/train.de" >spm.txt

@@ -14,13 +14,8 @@
 # Usage: translate_mpi.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
 NMT=$1 DATA=$2 WORK=$3
-if ! command -v mpirun >/dev/null; then echo "skipped: no mpirun"; exit 77; fi
-if "$NMT" --version | grep -q "mpi: not built"; then echo "skipped: nmt built without MPI"; exit 77; fi
-rm -rf "$WORK" && mkdir -p "$WORK"
-cd "$WORK" || exit 1
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/mpi_common.sh"
 m30k=$DATA/multi30k
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mpi() { local n=$1; shift; timeout 300 mpirun -np "$n" --bind-to none "$NMT" "$@"; }
 
 "$NMT" train -c transformer-tiny --train-src "$m30k/train.en.gz" --train-tgt "$m30k/train.de.gz" \
