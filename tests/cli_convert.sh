@@ -4,8 +4,8 @@
 # every command loads (info, translate, score -m, quantize), keeps its
 # vocabularies and tokenisation, and every option nmt cannot run exactly is
 # refused with one line naming it, writing nothing. Random weights test the
-# readers and refusals, not the arithmetic: that needs translations the
-# tools themselves made with models they wrote (not yet among the fixtures).
+# readers and refusals, not the arithmetic: tests/cli_convert_peers.sh checks
+# that on models and translations the tools themselves made.
 # Usage: cli_convert.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
 NMT=$1 DATA=$2 WORK=$3

@@ -225,13 +225,21 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
   std::error_code ec;
   const fs::path dir = fs::is_directory(src, ec) ? fs::path(src) : fs::path(src).parent_path();
   std::optional<Options> decoder_yml;
-  const fs::path dyml = (dir.empty() ? fs::path(".") : dir) / "decoder.yml";
-  if (fs::exists(dyml, ec)) {
+  // OPUS-MT ships decoder.yml; marian itself writes MODEL.npz.decoder.yml
+  // beside the model it trains.
+  const fs::path here = dir.empty() ? fs::path(".") : dir;
+  const bool is_file = !fs::is_directory(src, ec);
+  const std::vector<fs::path> ymls =
+      is_file ? std::vector<fs::path>{fs::path(src + ".decoder.yml"), here / "decoder.yml"}
+              : std::vector<fs::path>{here / "decoder.yml", here / "model.npz.decoder.yml"};
+  for (const fs::path& dyml : ymls) {
+    if (!fs::is_regular_file(dyml, ec)) continue;
     try {
       decoder_yml.emplace(YAML::LoadFile(dyml.string()), dyml.string());
     } catch (const YAML::Exception& e) {
       throw InputError(dyml.string() + ": not readable YAML: " + e.what());
     }
+    break;
   }
   const Files files = locate(src, opts, decoder_yml ? &*decoder_yml : nullptr);
   Params p(read_npz(files.npz), files.npz);
@@ -372,8 +380,13 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
   } else {
     w["encoder/embed/tokens"] = p.get(tied_src ? "Wemb" : "encoder_Wemb", {Vs, D});
     w["decoder/embed/tokens"] = p.get(tied_src ? "Wemb" : "decoder_Wemb", {Vt, D});
+    // marian 1.12 writes an untied output layer vocabulary-major (_Wt, found
+    // on tests/fixtures/peers/marian-prenorm); older models dim-major (_W).
     if (!c.tie_output)
-      w["decoder/output/weight"] = transposed(p.get("decoder_ff_logit_out_W", {D, Vt}), D, Vt);
+      w["decoder/output/weight"] =
+          p.has("decoder_ff_logit_out_Wt")
+              ? p.get("decoder_ff_logit_out_Wt", {Vt, D})
+              : transposed(p.get("decoder_ff_logit_out_W", {D, Vt}), D, Vt);
   }
   if (bias) w["decoder/output/bias"] = p.get("decoder_ff_logit_out_b", {Vt});
   if (learned) w["encoder/embed/positions"] = w["decoder/embed/positions"] = wpos;
