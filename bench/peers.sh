@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# What switching buys: one Marian model translated by marian-decoder, by
+# CTranslate2 (the model converted by its own Marian converter) and by nmt (the
+# model imported with nmt convert), on the same text with the same search
+# (beam 4, no length normalisation), side by side in one run, f32 and int8.
+# Each figure is the best of ROUNDS alternated rounds; sentences/s count the
+# whole pipeline a user runs (text in, text out: CTranslate2's SentencePiece
+# encoding and decoding included, as Marian and nmt do it inside).
+#
+#   bench/peers.sh MARIAN_DIR CT2_F32_DIR CT2_INT8_DIR [TEXT]
+#
+# MARIAN_DIR holds model.npz and vocab.spm (one SentencePiece model, as
+# OPUS-MT's); the CT2 directories are its conversions (ct2-marian-converter,
+# with --quantization int8 for the second). TEXT: default the 1000 English
+# sentences of Multi30k's test_2016_flickr. The tools are built outside this
+# repository: MARIAN_BIN (marian's build directory), CT2_BIN (CTranslate2's).
+# Environment: ROUNDS (default 2), THREADS (default: all cores).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+NMT=${NMT:-$root/build/nmt}
+MD=$1 C32=$2 C8=$3
+TEXT=${4:-$root/../shared/data/multi30k/test_2016_flickr.en.gz}
+MARIAN_BIN=${MARIAN_BIN:?marian build directory (marian-decoder)}
+CT2_BIN=${CT2_BIN:?CTranslate2 build directory (cli/ct2-translator, libctranslate2.so)}
+ROUNDS=${ROUNDS:-2}
+THREADS=${THREADS:-$(nproc)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+gzip -cdf "$TEXT" >"$tmp/in.txt"
+n=$(wc -l <"$tmp/in.txt")
+spm=$MD/vocab.spm
+"$NMT" convert "$MD/model.npz" --vocab "$spm" -o "$tmp/m.nmt" 2>/dev/null
+"$NMT" quantize "$tmp/m.nmt" -o "$tmp/m8.nmt" 2>/dev/null
+export LD_LIBRARY_PATH=$CT2_BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# The runs: name, then the command; each reads $tmp/in.txt and writes $tmp/NAME.out.
+ct2() {  # ct2 MODEL INTER INTRA [compute type]
+  spm_encode --model "$spm" <"$tmp/in.txt" |
+    "$CT2_BIN/cli/ct2-translator" --model "$1" --inter_threads "$2" --intra_threads "$3" \
+      --beam_size 4 --length_penalty 0 --batch_size 32 --max_decoding_length 256 ${4:+--compute_type $4} 2>/dev/null |
+    spm_decode --model "$spm"
+}
+declare -A cmd
+order=()
+add() { order+=("$1"); cmd[$1]=$2; }
+add "marian-decoder f32" "$MARIAN_BIN/marian-decoder -m $MD/model.npz -v $spm $spm --beam-size 4 --normalize 0 --cpu-threads $THREADS --mini-batch 32 --maxi-batch 100 --maxi-batch-sort src --quiet"
+add "ct2 f32 (1x$THREADS)" "ct2 $C32 1 $THREADS"
+add "ct2 f32 (${THREADS}x1)" "ct2 $C32 $THREADS 1"
+add "nmt f32" "$NMT translate -m $tmp/m.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --threads $THREADS"
+add "ct2 int8 (1x$THREADS)" "ct2 $C8 1 $THREADS"
+add "ct2 int8 (${THREADS}x1)" "ct2 $C8 $THREADS 1"
+add "nmt int8" "$NMT translate -m $tmp/m8.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --threads $THREADS"
+if grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+  add "nmt bf16" "$NMT translate -m $tmp/m.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --threads $THREADS --compute-type bf16"
+fi
+
+declare -A best peak
+for r in $(seq "$ROUNDS"); do
+  for name in "${order[@]}"; do
+    f=$tmp/${name//[^a-z0-9]/_}
+    export -f ct2; export spm tmp CT2_BIN
+    /usr/bin/time -f "%e %M" -o "$f.time" bash -c "${cmd[$name]} <$tmp/in.txt >$f.out" 2>/dev/null ||
+      { echo "peers: $name failed" >&2; exit 1; }
+    read -r s kb <"$f.time"
+    if [ -z "${best[$name]:-}" ] || awk -v a="$s" -v b="${best[$name]}" 'BEGIN{exit !(a<b)}'; then best[$name]=$s; fi
+    peak[$name]=$((kb / 1024))
+  done
+done
+
+ref=$tmp/nmt_f32.out
+echo "$n sentences ($TEXT), beam 4, $THREADS threads, best of $ROUNDS alternated rounds; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+printf "%-26s %9s %9s %10s %s\n" run seconds "sent/s" "peak MiB" "same output as nmt f32"
+for name in "${order[@]}"; do
+  f=$tmp/${name//[^a-z0-9]/_}
+  same=$(paste -d'\t' "$f.out" "$ref" | awk -F'\t' '$1==$2' | wc -l)
+  printf "%-26s %9.2f %9.1f %10d %d/%d\n" "$name" "${best[$name]}" "$(echo "$n / ${best[$name]}" | bc -l)" "${peak[$name]}" "$same" "$n"
+done
