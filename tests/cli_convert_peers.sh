@@ -10,7 +10,7 @@
 # cannot show that.
 # Usage: cli_convert_peers.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
-NMT=$1 WORK=$3
+NMT=$1 DATA=$2 WORK=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
 FIX=$HERE/fixtures/peers
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -60,7 +60,7 @@ check_marian() {
   local d=$FIX/$name
   "$NMT" convert "$d/model.npz" "$@" -o "$name.nmt" 2>err.txt || fail "convert $name: $(cat err.txt)"
   for b in 1 4; do
-    "$NMT" translate -m "$name.nmt" -i "$d/test.en" -o "$name.beam$b" --beam "$b" --alpha 0 \
+    "$NMT" translate -m "$name.nmt" -i test.en -o "$name.beam$b" --beam "$b" --alpha 0 \
       --max-length-a 3 --max-length-b 3 --threads 1 2>err.txt || fail "translate $name: $(cat err.txt)"
     if [ $prenorm = 0 ]; then
       same_lines "$d/beam$b.txt" "$name.beam$b" "$name, beam $b"
@@ -78,7 +78,7 @@ check_marian() {
         fail "$name, beam $b: first words differ from marian-decoder's"
     fi
   done
-  "$NMT" score -m "$name.nmt" --src "$d/test.en" --tgt "$d/test.de" --word-scores --output-format jsonl \
+  "$NMT" score -m "$name.nmt" --src test.en --tgt test.de --word-scores --output-format jsonl \
     --threads 1 >"$name.score" 2>err.txt || fail "score -m $name: $(cat err.txt)"
   # marian-scorer --word-scores: "sentence score ||| WordScores= token scores".
   sed 's/.*WordScores= *//' "$d/score.txt" >"$name.tool_tokens"
@@ -90,11 +90,12 @@ check_marian() {
 # --with_tokens_score ("mean ||| tokens ||| token scores"). Tokens are given
 # and written space-separated, as CTranslate2 takes them.
 check_ct2() {
-  local name=$1 d=$FIX/$1
+  local name=$1 d=$FIX/$1 side=shared
+  case $name in *separate*) side=separate ;; esac
   "$NMT" convert "$d" -o "$name.nmt" 2>err.txt || fail "convert $name: $(cat err.txt)"
   for b in 1 4; do
     local tool=${2:-beam}$b.txt
-    "$NMT" translate -m "$name.nmt" -i "$d/test.en" -o "$name.beam$b" --beam "$b" --alpha 0 \
+    "$NMT" translate -m "$name.nmt" -i $side.en -o "$name.beam$b" --beam "$b" --alpha 0 \
       --max-length-a 0 --max-length-b 256 --scores --threads 1 2>err.txt || fail "translate $name: $(cat err.txt)"
     same_lines <(sed 's/^[^|]*||| //' "$d/$tool") <(cut -f2- "$name.beam$b") "$name, beam $b"
     python3 - "$d/$tool" "$name.beam$b" <<'PY' || fail "$name, beam $b: search scores differ"
@@ -108,19 +109,29 @@ bad = [i + 1 for i, (t, b) in enumerate(zip(tool, nmt))
 sys.exit(f"lines {bad[:5]}" if bad else 0)
 PY
   done
-  "$NMT" score -m "$name.nmt" --src "$d/test.en" --tgt "$d/test.de" --word-scores --output-format jsonl \
+  "$NMT" score -m "$name.nmt" --src $side.en --tgt $side.de --word-scores --output-format jsonl \
     --threads 1 >"$name.score" 2>err.txt || fail "score -m $name: $(cat err.txt)"
   sed 's/.*||| *//' "$d/score.txt" >"$name.tool_tokens"
   compare_scores "$name.score" "$name.tool_tokens" 1e-3 "$name: score -m"
 }
 
 [ -d "$FIX" ] || fail "no fixtures at $FIX"
+# The test sentences: the first 100 pairs of test_2016_flickr, which the tools
+# translated and scored; as pieces for CTranslate2, cut by the Marian models'
+# SentencePiece models, as the fixtures were made.
+zcat "$DATA/multi30k/test_2016_flickr.en.gz" | head -100 >test.en
+zcat "$DATA/multi30k/test_2016_flickr.de.gz" | head -100 >test.de
+pieces() { spm_encode --model "$1" <"$2" || fail "spm_encode $1"; }
+pieces "$FIX/marian-opus/vocab.spm" test.en >shared.en
+pieces "$FIX/marian-opus/vocab.spm" test.de >shared.de
+pieces "$FIX/marian-prenorm/source.spm" test.en >separate.en
+pieces "$FIX/marian-prenorm/target.spm" test.de >separate.de
 check_marian marian-opus --vocab "$FIX/marian-opus/vocab.spm"
 # Without --vocab: the vocabularies marian named in the model.npz.decoder.yml
 # it wrote (absolute paths of the machine it trained on, found here beside
 # the model).
 "$NMT" convert "$FIX/marian-opus/model.npz" -o found.nmt 2>err.txt || fail "convert without --vocab: $(cat err.txt)"
-"$NMT" translate -m found.nmt -i "$FIX/marian-opus/test.en" --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 \
+"$NMT" translate -m found.nmt -i test.en --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 \
   --threads 1 -o found.beam4 2>err.txt || fail "translate found.nmt: $(cat err.txt)"
 same_lines "$FIX/marian-opus/beam4.txt" found.beam4 "marian-opus converted without --vocab, beam 4"
 check_marian marian-prenorm --vocab "$FIX/marian-prenorm/source.spm" "$FIX/marian-prenorm/target.spm" 
