@@ -54,16 +54,17 @@ if grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
   add "nmt bf16" "$NMT translate -m $tmp/m.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --threads $THREADS --compute-type bf16"
 fi
 
+export -f ct2
+export spm tmp CT2_BIN
 declare -A best peak
 for r in $(seq "$ROUNDS"); do
   for name in "${order[@]}"; do
     f=$tmp/${name//[^a-z0-9]/_}
-    export -f ct2; export spm tmp CT2_BIN
     /usr/bin/time -f "%e %M" -o "$f.time" bash -c "${cmd[$name]} <$tmp/in.txt >$f.out" 2>/dev/null ||
       { echo "peers: $name failed" >&2; exit 1; }
     read -r s kb <"$f.time"
     if [ -z "${best[$name]:-}" ] || awk -v a="$s" -v b="${best[$name]}" 'BEGIN{exit !(a<b)}'; then best[$name]=$s; fi
-    peak[$name]=$((kb / 1024))
+    if [ $((kb / 1024)) -gt "${peak[$name]:-0}" ]; then peak[$name]=$((kb / 1024)); fi
   done
 done
 

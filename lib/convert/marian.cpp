@@ -223,15 +223,15 @@ std::string without_dropout(std::string ops) {
 
 Imported import_marian(const std::string& src, const ConvertOptions& opts) {
   std::error_code ec;
-  const fs::path dir = fs::is_directory(src, ec) ? fs::path(src) : fs::path(src).parent_path();
+  const bool is_dir = fs::is_directory(src, ec);
+  const fs::path dir = is_dir ? fs::path(src) : fs::path(src).parent_path();
+  const fs::path here = dir.empty() ? fs::path(".") : dir;
   std::optional<Options> decoder_yml;
   // OPUS-MT ships decoder.yml; marian itself writes MODEL.npz.decoder.yml
   // beside the model it trains.
-  const fs::path here = dir.empty() ? fs::path(".") : dir;
-  const bool is_file = !fs::is_directory(src, ec);
   const std::vector<fs::path> ymls =
-      is_file ? std::vector<fs::path>{fs::path(src + ".decoder.yml"), here / "decoder.yml"}
-              : std::vector<fs::path>{here / "decoder.yml", here / "model.npz.decoder.yml"};
+      is_dir ? std::vector<fs::path>{here / "decoder.yml", here / "model.npz.decoder.yml"}
+             : std::vector<fs::path>{fs::path(src + ".decoder.yml"), here / "decoder.yml"};
   for (const fs::path& dyml : ymls) {
     if (!fs::is_regular_file(dyml, ec)) continue;
     try {
