@@ -127,9 +127,8 @@ pieces "$FIX/marian-opus/vocab.spm" test.de >shared.de
 pieces "$FIX/marian-prenorm/source.spm" test.en >separate.en
 pieces "$FIX/marian-prenorm/target.spm" test.de >separate.de
 check_marian marian-opus --vocab "$FIX/marian-opus/vocab.spm"
-# Without --vocab: the vocabularies marian named in the model.npz.decoder.yml
-# it wrote (absolute paths of the machine it trained on, found here beside
-# the model).
+# Without --vocab: the vocabularies named in the model.npz.decoder.yml that
+# marian wrote beside the model.
 "$NMT" convert "$FIX/marian-opus/model.npz" -o found.nmt 2>err.txt || fail "convert without --vocab: $(cat err.txt)"
 "$NMT" translate -m found.nmt -i test.en --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 \
   --threads 1 -o found.beam4 2>err.txt || fail "translate found.nmt: $(cat err.txt)"
