@@ -9,6 +9,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 toy=$DATA/joeynmt-toy
 
 "$NMT" --version >/dev/null || fail "--version"
+# A CPU run loads no CUDA library: the backend is lib/cuda's own library,
+# opened only when a GPU is asked about (cuBLAS alone maps some 540 MB).
+! ldd "$NMT" | grep -E 'libcu(blas|blasLt|dart)\.' >/dev/null ||
+  fail "nmt links CUDA libraries: $(ldd "$NMT" | grep -E 'libcu' | tr '\n' ' ')"
 "$NMT" train -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
   --valid-src "$toy/dev.en" --valid-tgt "$toy/dev.de" --out "$WORK/m.nmt" \
   --vocab-size 300 --max-steps 15 --batch-tokens 1024 --seed 1 2>"$WORK/train.err" \

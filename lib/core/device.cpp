@@ -18,10 +18,6 @@ Device parse_device(const std::string& name) {
   throw UsageError("--device: expected cpu or cuda[:N], got \"" + name + "\"");
 }
 
-const char* compute_type_name(ComputeType t) {
-  return t == ComputeType::BF16 ? "bf16" : t == ComputeType::INT8 ? "int8" : "f32";
-}
-
 ComputeType parse_compute_type(const std::string& name) {
   if (name == "f32" || name == "float32") return ComputeType::F32;
   if (name == "bf16" || name == "bfloat16") return ComputeType::BF16;

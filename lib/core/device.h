@@ -18,7 +18,11 @@ Device parse_device(const std::string& name);
 // with a scale per output channel and one per call. Sums are f32 (s32 for
 // int8); everything else (attention, softmax, layer norm) stays f32.
 enum class ComputeType { F32, BF16, INT8 };
-const char* compute_type_name(ComputeType t);  // "f32", "bf16", "int8"
+// "f32", "bf16", "int8"; inline, as the CUDA library (lib/cuda) uses it and
+// links nothing of nmtlib's.
+inline const char* compute_type_name(ComputeType t) {
+  return t == ComputeType::BF16 ? "bf16" : t == ComputeType::INT8 ? "int8" : "f32";
+}
 // f32/float32, bf16/bfloat16 or int8; throws InputError naming the choices.
 ComputeType parse_compute_type(const std::string& name);
 

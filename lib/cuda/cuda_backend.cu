@@ -37,6 +37,17 @@ int blocks_for(int64_t n) { return static_cast<int>((n + kThreads - 1) / kThread
 
 void check_launch() { CUDA_CHECK(cudaGetLastError()); }
 
+// "CUDA 13.0 (runtime 13.0, 1 device)": what `nmt --version` prints.
+std::string build_info() {
+  int runtime = 0, devices = 0;
+  cudaRuntimeGetVersion(&runtime);
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+  return "CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
+         std::to_string(CUDART_VERSION % 1000 / 10) + " (runtime " + std::to_string(runtime / 1000) +
+         "." + std::to_string(runtime % 1000 / 10) + ", " + std::to_string(devices) + " device" +
+         (devices == 1 ? "" : "s") + ")";
+}
+
 __global__ void add_kernel(const float* a, const float* b, float* dst, int64_t n) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i < n) dst[i] = a[i] + b[i];
@@ -118,7 +129,7 @@ class CudaBackend final : public Backend {
     if (blas_) cublasDestroy(blas_);
   }
   Device device() const override { return Device::CUDA; }
-  std::string version() const override { return cuda_build_info(); }
+  std::string version() const override { return build_info(); }
   void set_num_threads(int) override {}
   int num_threads() const override { return 1; }
   int64_t primitives_created() const override { return 0; }
@@ -298,25 +309,22 @@ void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, con
 
 }  // namespace
 
-Backend& cuda_backend() {
-  if (!cuda_available()) throw Error("no CUDA device is available");
-  static CudaBackend b;
-  return b;
-}
+}  // namespace nmt
 
-bool cuda_available() {
+// The module's entry points (lib/cuda/cuda_loader.cpp opens this library
+// with dlopen on the first use of a GPU and finds them by these names), so
+// that nmt links no CUDA library and loads none until asked for a GPU.
+extern "C" __attribute__((visibility("default"))) bool nmt_cuda_available() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-std::string cuda_build_info() {
-  int runtime = 0, devices = 0;
-  cudaRuntimeGetVersion(&runtime);
-  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
-  return "CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
-         std::to_string(CUDART_VERSION % 1000 / 10) + " (runtime " +
-         std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) + ", " +
-         std::to_string(devices) + " device" + (devices == 1 ? "" : "s") + ")";
+extern "C" __attribute__((visibility("default"))) nmt::Backend* nmt_cuda_backend() {
+  if (!nmt_cuda_available()) throw nmt::Error("no CUDA device is available");
+  static nmt::CudaBackend b;
+  return &b;
 }
 
-}  // namespace nmt
+extern "C" __attribute__((visibility("default"))) void nmt_cuda_build_info(std::string* out) {
+  *out = nmt::build_info();
+}
