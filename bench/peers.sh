@@ -7,25 +7,53 @@
 # whole pipeline a user runs (text in, text out: CTranslate2's SentencePiece
 # encoding and decoding included, as Marian and nmt do it inside).
 #
+#   bench/peers.sh MODEL.nmt [TEXT]
 #   bench/peers.sh MARIAN_DIR CT2_F32_DIR CT2_INT8_DIR [TEXT]
 #
+# MODEL.nmt: a model nmt trained with Marian's architecture (-c
+# bench/peers-marian.json), written as a Marian model by bench/nmt2marian.py
+# and converted to CTranslate2 (f32 and --quantization int8) by CTranslate2's
+# own Marian converter, which runs from CT2_PYTHON (CTranslate2's python/
+# source directory; needs numpy and PyYAML). Marian trains slowly on a CPU:
+# this gives the tools a model of a size people translate with.
 # MARIAN_DIR holds model.npz and vocab.spm (one SentencePiece model, as
 # OPUS-MT's); the CT2 directories are its conversions (ct2-marian-converter,
 # with --quantization int8 for the second). TEXT: default the 1000 English
 # sentences of Multi30k's test_2016_flickr. The tools are built outside this
-# repository: MARIAN_BIN (marian's build directory), CT2_BIN (CTranslate2's).
+# repository: MARIAN_BIN (marian's build directory: marian-decoder, and
+# marian-conv for Marian's own int8, intgemm8), CT2_BIN (CTranslate2's).
 # Environment: ROUNDS (default 2), THREADS (default: all cores).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 NMT=${NMT:-$root/build/nmt}
-MD=$1 C32=$2 C8=$3
-TEXT=${4:-$root/../shared/data/multi30k/test_2016_flickr.en.gz}
 MARIAN_BIN=${MARIAN_BIN:?marian build directory (marian-decoder)}
 CT2_BIN=${CT2_BIN:?CTranslate2 build directory (cli/ct2-translator, libctranslate2.so)}
 ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-$(nproc)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+if [ $# -ge 1 ] && [ -f "$1" ]; then
+  CT2_PYTHON=${CT2_PYTHON:?CTranslate2 python/ source directory, for its Marian converter}
+  MD=$tmp/marian C32=$tmp/ct2-f32 C8=$tmp/ct2-int8
+  TEXT=${2:-$root/../shared/data/multi30k/test_2016_flickr.en.gz}
+  python3 "$root/bench/nmt2marian.py" "$1" "$MD"
+  [ -s "$MD/vocab.spm" ] || { echo "peers: $1: a model with imported ids (vocab.yml); give nmt's own" >&2; exit 1; }
+  # CTranslate2's converter takes Marian's vocab.yml: the pieces in id order.
+  spm_export_vocab --model "$MD/vocab.spm" | python3 -c '
+import json, sys
+for i, l in enumerate(sys.stdin):
+    print("%s: %d" % (json.dumps(l.rstrip("\n").split("\t")[0], ensure_ascii=False), i))' >"$MD/vocab.yml"
+  for q in f32 int8; do
+    d=$C32; qa=()
+    [ $q = int8 ] && d=$C8 qa=(--quantization int8)
+    PYTHONPATH=$CT2_PYTHON python3 -m ctranslate2.converters.marian --model_path "$MD/model.npz" \
+      --vocab_paths "$MD/vocab.yml" "$MD/vocab.yml" --output_dir "$d" "${qa[@]}" >/dev/null
+  done
+else
+  [ $# -ge 3 ] || { echo "usage: peers.sh MODEL.nmt [TEXT] | MARIAN_DIR CT2_F32_DIR CT2_INT8_DIR [TEXT]" >&2; exit 2; }
+  MD=$1 C32=$2 C8=$3
+  TEXT=${4:-$root/../shared/data/multi30k/test_2016_flickr.en.gz}
+fi
 gzip -cdf "$TEXT" >"$tmp/in.txt"
 n=$(wc -l <"$tmp/in.txt")
 spm=$MD/vocab.spm
@@ -46,12 +74,17 @@ add() { order+=("$1"); cmd[$1]=$2; }
 add "marian-decoder f32" "$MARIAN_BIN/marian-decoder -m $MD/model.npz -v $spm $spm --beam-size 4 --normalize 0 --cpu-threads $THREADS --mini-batch 32 --maxi-batch 100 --maxi-batch-sort src --quiet"
 add "ct2 f32 (1x$THREADS)" "ct2 $C32 1 $THREADS"
 add "ct2 f32 (${THREADS}x1)" "ct2 $C32 $THREADS 1"
-add "nmt f32" "$NMT translate -m $tmp/m.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --threads $THREADS"
+add "nmt f32" "$NMT translate -m $tmp/m.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --workers $THREADS --threads 1"
+# Marian's own int8: its intgemm 8-bit matrices, written by marian-conv.
+if [ -x "$MARIAN_BIN/marian-conv" ]; then
+  "$MARIAN_BIN/marian-conv" -f "$MD/model.npz" -t "$tmp/marian-int8.bin" --gemm-type intgemm8 >/dev/null 2>&1
+  add "marian-decoder int8" "$MARIAN_BIN/marian-decoder -m $tmp/marian-int8.bin -v $spm $spm --beam-size 4 --normalize 0 --cpu-threads $THREADS --mini-batch 32 --maxi-batch 100 --maxi-batch-sort src --quiet"
+fi
 add "ct2 int8 (1x$THREADS)" "ct2 $C8 1 $THREADS"
 add "ct2 int8 (${THREADS}x1)" "ct2 $C8 $THREADS 1"
-add "nmt int8" "$NMT translate -m $tmp/m8.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --threads $THREADS"
+add "nmt int8" "$NMT translate -m $tmp/m8.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --workers $THREADS --threads 1"
 if grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
-  add "nmt bf16" "$NMT translate -m $tmp/m.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --threads $THREADS --compute-type bf16"
+  add "nmt bf16" "$NMT translate -m $tmp/m.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --workers $THREADS --threads 1 --compute-type bf16"
 fi
 
 export -f ct2

@@ -139,4 +139,35 @@ for f in ct2-postnorm-shared-f32 ct2-prenorm-separate-f32; do check_ct2 "$f"; do
 # int8 weights: nmt widens them (value x row scale) and computes in f32, which
 # is what CTranslate2 computes with --compute_type float32 on the same file.
 for f in ct2-postnorm-shared-int8 ct2-prenorm-separate-int8; do check_ct2 "$f" beam-f32compute; done
+
+# bench/nmt2marian.py, which writes nmt's models for the peers' benchmark
+# (bench/peers.sh), is the importer's inverse: the model marian wrote,
+# imported and written back, has every parameter byte for byte as marian
+# stored it, and imports again to a model that translates the same.
+python3 "$HERE/../bench/nmt2marian.py" marian-opus.nmt back 2>err.txt || fail "nmt2marian.py: $(cat err.txt)"
+python3 - "$FIX/marian-opus/model.npz" back/model.npz <<'PY' || fail "nmt2marian.py: not marian's parameters"
+import ast, struct, sys, zipfile
+def arrays(path):
+    with zipfile.ZipFile(path) as z:
+        out = {}
+        for n in z.namelist():
+            b = z.read(n)
+            hl = struct.unpack("<H", b[8:10])[0]
+            h = ast.literal_eval(b[10:10 + hl].decode("latin1"))
+            out[n[:-len(".npy")]] = (tuple(h["shape"]), h["descr"], b[10 + hl:])
+        return out
+want, got = arrays(sys.argv[1]), arrays(sys.argv[2])
+want.pop("special:model.yml"); got.pop("special:model.yml")
+if want.keys() != got.keys():
+    sys.exit(f"parameters {sorted(want.keys() ^ got.keys())[:4]} are not in both")
+bad = [n for n in want if want[n] != got[n]]
+sys.exit(f"{len(bad)} parameters differ, first {bad[0]}: {want[bad[0]][:2]} against {got[bad[0]][:2]}" if bad else 0)
+PY
+"$NMT" convert back -o back.nmt 2>err.txt || fail "convert nmt2marian.py's model: $(cat err.txt)"
+"$NMT" translate -m back.nmt -i test.en -o back.beam4 --beam 4 --alpha 0 --max-length-a 3 \
+  --max-length-b 3 --threads 1 2>err.txt || fail "translate back.nmt: $(cat err.txt)"
+same_lines marian-opus.beam4 back.beam4 "nmt2marian.py's model, beam 4"
+python3 "$HERE/../bench/nmt2marian.py" marian-prenorm.nmt pre 2>err.txt &&
+  fail "nmt2marian.py wrote a pre-norm model, which it cannot"
+grep -q "config norm is 'pre'" err.txt || fail "nmt2marian.py on pre-norm: $(cat err.txt)"
 echo "cli_convert_peers: ok"
