@@ -72,6 +72,8 @@ if cfg.get("activation") not in ("swish", "relu"):
     fail(f"config activation is {cfg.get('activation')!r}; Marian has swish and relu")
 if cfg.get("src_vocab_size", 0):
     fail("separate source vocabulary: Marian's --tied-embeddings-all needs one")
+if cfg.get("output_unk", True):
+    fail("config output_unk is true: marian-decoder never outputs <unk> (set \"output_unk\": false)")
 if cfg.get("source_bos") or not cfg.get("source_eos", True):
     fail("the source is framed otherwise than Marian's (</s> after it, nothing before)")
 if abs(cfg.get("layer_norm_eps", 1e-6) - 1e-6) > 1e-12:
@@ -154,8 +156,10 @@ left = [k for k in header if k not in used and not k.startswith("vocab/")]
 if left:
     fail(f"tensor {left[0]} has no place in Marian's transformer")
 
-# Marian 1.12's transformer options, as it writes them (CTranslate2's Marian
-# converter reads several that marian-decoder would default).
+# Marian 1.12's options for a transformer, the subset of what it writes that
+# concerns this model (it also writes the RNN and BERT keys, which its
+# transformer ignores); CTranslate2's Marian converter reads several of them
+# that marian-decoder would default.
 options = {
     "type": "transformer", "dim-emb": D, "dim-vocabs": [V, V],
     "enc-depth": cfg["encoder_layers"], "dec-depth": cfg["decoder_layers"],
@@ -198,25 +202,39 @@ def npy(a, shape, descr="<f4"):
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode("latin1") + a
 
 
+def blob(name):
+    a, b = header[name]["data_offsets"]
+    return raw[base + a:base + b]
+
+
+if "vocab/sentencepiece" not in header:
+    fail("the model holds no SentencePiece model")
+spm = blob("vocab/sentencepiece")
+src_spm = blob("vocab/source/sentencepiece") if "vocab/source/sentencepiece" in header else spm
+if "vocab/source/tokens" in header and blob("vocab/source/tokens") != blob("vocab/tokens"):
+    fail("the source and target vocabularies differ: Marian's --tied-embeddings-all needs one")
 out.mkdir(parents=True, exist_ok=True)
 with zipfile.ZipFile(out / "model.npz", "w", zipfile.ZIP_STORED) as z:
     for name, (a, shape) in sorted(P.items()):
         z.writestr(name + ".npy", npy(a.tobytes(), shape))
+    # One NUL, as marian ends the string: CTranslate2 4.8.1's converter cuts
+    # exactly one before parsing the YAML (marian pads with more, which
+    # CTranslate2 then refuses; see tests/fixtures/peers/README.md).
     y = yml.encode() + b"\0"
     z.writestr("special:model.yml.npy", npy(y, (len(y),), "|i1"))
 
-spm = raw[base + header["vocab/sentencepiece"]["data_offsets"][0]:
-          base + header["vocab/sentencepiece"]["data_offsets"][1]] if "vocab/sentencepiece" in header else b""
-if not spm:
-    fail("the model holds no SentencePiece model")
 vocab = "vocab.spm"
-if "vocab/tokens" not in header:
+if "vocab/tokens" not in header and src_spm == spm:
     (out / vocab).write_bytes(spm)
-else:  # imported ids: a vocab.yml maps the pieces to them, beside source.spm and target.spm (OPUS-MT's layout)
-    (out / "source.spm").write_bytes(spm)
+else:
+    # Imported ids, or one vocabulary cut by two SentencePiece models: a
+    # vocab.yml maps the pieces to the ids, beside source.spm and target.spm
+    # (OPUS-MT's layout).
+    if "vocab/tokens" not in header:
+        fail("two SentencePiece models but no token list")
+    (out / "source.spm").write_bytes(src_spm)
     (out / "target.spm").write_bytes(spm)
-    a, b = header["vocab/tokens"]["data_offsets"]
-    tokens = json.loads(raw[base + a:base + b])
+    tokens = json.loads(blob("vocab/tokens"))
     (out / "vocab.yml").write_text("".join(f"{json.dumps(t, ensure_ascii=False)}: {i}\n"
                                            for i, t in enumerate(tokens)), encoding="utf-8")
     vocab = "vocab.yml"

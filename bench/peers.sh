@@ -36,7 +36,7 @@ if [ $# -ge 1 ] && [ -f "$1" ]; then
   CT2_PYTHON=${CT2_PYTHON:?CTranslate2 python/ source directory, for its Marian converter}
   MD=$tmp/marian C32=$tmp/ct2-f32 C8=$tmp/ct2-int8
   TEXT=${2:-$root/../shared/data/multi30k/test_2016_flickr.en.gz}
-  python3 "$root/bench/nmt2marian.py" "$1" "$MD"
+  python3 "$root/bench/nmt2marian.py" "$1" "$MD" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
   [ -s "$MD/vocab.spm" ] || { echo "peers: $1: a model with imported ids (vocab.yml); give nmt's own" >&2; exit 1; }
   # CTranslate2's converter takes Marian's vocab.yml: the pieces in id order.
   spm_export_vocab --model "$MD/vocab.spm" | python3 -c '
@@ -47,18 +47,25 @@ for i, l in enumerate(sys.stdin):
     d=$C32; qa=()
     [ $q = int8 ] && d=$C8 qa=(--quantization int8)
     PYTHONPATH=$CT2_PYTHON python3 -m ctranslate2.converters.marian --model_path "$MD/model.npz" \
-      --vocab_paths "$MD/vocab.yml" "$MD/vocab.yml" --output_dir "$d" "${qa[@]}" >/dev/null
+      --vocab_paths "$MD/vocab.yml" "$MD/vocab.yml" --output_dir "$d" "${qa[@]}" >"$tmp/err" 2>&1 ||
+      { cat "$tmp/err" >&2; echo "peers: CTranslate2's Marian converter failed ($q)" >&2; exit 1; }
   done
 else
   [ $# -ge 3 ] || { echo "usage: peers.sh MODEL.nmt [TEXT] | MARIAN_DIR CT2_F32_DIR CT2_INT8_DIR [TEXT]" >&2; exit 2; }
   MD=$1 C32=$2 C8=$3
   TEXT=${4:-$root/../shared/data/multi30k/test_2016_flickr.en.gz}
 fi
+# The commands below are strings that bash -c splits at spaces.
+case "$NMT$MD$C32$C8$MARIAN_BIN$CT2_BIN$tmp" in
+  *" "*) echo "peers: a path with a space in it; move the tools or the models" >&2; exit 2 ;;
+esac
 gzip -cdf "$TEXT" >"$tmp/in.txt"
 n=$(wc -l <"$tmp/in.txt")
 spm=$MD/vocab.spm
-"$NMT" convert "$MD/model.npz" --vocab "$spm" -o "$tmp/m.nmt" 2>/dev/null
-"$NMT" quantize "$tmp/m.nmt" -o "$tmp/m8.nmt" 2>/dev/null
+# Setup steps print what went wrong, and only then.
+quiet() { "$@" >"$tmp/err" 2>&1 || { cat "$tmp/err" >&2; echo "peers: failed: $*" >&2; exit 1; }; }
+quiet "$NMT" convert "$MD/model.npz" --vocab "$spm" -o "$tmp/m.nmt"
+quiet "$NMT" quantize "$tmp/m.nmt" -o "$tmp/m8.nmt"
 export LD_LIBRARY_PATH=$CT2_BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # The runs: name, then the command; each reads $tmp/in.txt and writes $tmp/NAME.out.
@@ -71,20 +78,24 @@ ct2() {  # ct2 MODEL INTER INTRA [compute type]
 declare -A cmd
 order=()
 add() { order+=("$1"); cmd[$1]=$2; }
-add "marian-decoder f32" "$MARIAN_BIN/marian-decoder -m $MD/model.npz -v $spm $spm --beam-size 4 --normalize 0 --cpu-threads $THREADS --mini-batch 32 --maxi-batch 100 --maxi-batch-sort src --quiet"
+# The same search everywhere: beam 4, no length normalisation, at most 3n+3
+# target pieces (Marian's --max-length-factor 3 with its </s>).
+marian="$MARIAN_BIN/marian-decoder -v $spm $spm --beam-size 4 --normalize 0 --cpu-threads $THREADS --mini-batch 32 --maxi-batch 100 --maxi-batch-sort src --quiet"
+nmt="$NMT translate --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --workers $THREADS --threads 1"
+add "marian-decoder f32" "$marian -m $MD/model.npz"
 add "ct2 f32 (1x$THREADS)" "ct2 $C32 1 $THREADS"
 add "ct2 f32 (${THREADS}x1)" "ct2 $C32 $THREADS 1"
-add "nmt f32" "$NMT translate -m $tmp/m.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --workers $THREADS --threads 1"
+add "nmt f32" "$nmt -m $tmp/m.nmt"
 # Marian's own int8: its intgemm 8-bit matrices, written by marian-conv.
 if [ -x "$MARIAN_BIN/marian-conv" ]; then
-  "$MARIAN_BIN/marian-conv" -f "$MD/model.npz" -t "$tmp/marian-int8.bin" --gemm-type intgemm8 >/dev/null 2>&1
-  add "marian-decoder int8" "$MARIAN_BIN/marian-decoder -m $tmp/marian-int8.bin -v $spm $spm --beam-size 4 --normalize 0 --cpu-threads $THREADS --mini-batch 32 --maxi-batch 100 --maxi-batch-sort src --quiet"
+  quiet "$MARIAN_BIN/marian-conv" -f "$MD/model.npz" -t "$tmp/marian-int8.bin" --gemm-type intgemm8
+  add "marian-decoder int8" "$marian -m $tmp/marian-int8.bin"
 fi
 add "ct2 int8 (1x$THREADS)" "ct2 $C8 1 $THREADS"
 add "ct2 int8 (${THREADS}x1)" "ct2 $C8 $THREADS 1"
-add "nmt int8" "$NMT translate -m $tmp/m8.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --workers $THREADS --threads 1"
+add "nmt int8" "$nmt -m $tmp/m8.nmt"
 if grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
-  add "nmt bf16" "$NMT translate -m $tmp/m.nmt --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 --workers $THREADS --threads 1 --compute-type bf16"
+  add "nmt bf16" "$nmt -m $tmp/m.nmt --compute-type bf16"
 fi
 
 export -f ct2

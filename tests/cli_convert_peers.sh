@@ -134,11 +134,58 @@ check_marian marian-opus --vocab "$FIX/marian-opus/vocab.spm"
 "$NMT" translate -m found.nmt -i test.en --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 \
   --threads 1 -o found.beam4 2>err.txt || fail "translate found.nmt: $(cat err.txt)"
 same_lines "$FIX/marian-opus/beam4.txt" found.beam4 "marian-opus converted without --vocab, beam 4"
+# A model saved without its options in the archive: they come from the
+# training config marian writes beside it (MODEL.npz.yml), here the archive's
+# own special:model.yml moved out of it.
+mkdir -p sep && python3 - "$FIX/marian-opus/model.npz" sep/model.npz <<'PY' || fail "could not split the fixture's options out"
+import struct, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, zipfile.ZipFile(sys.argv[2], "w") as out:
+    for n in z.namelist():
+        if n == "special:model.yml.npy":
+            b = z.read(n)
+            hl = struct.unpack("<H", b[8:10])[0]
+            open(sys.argv[2] + ".yml", "wb").write(b[10 + hl:].split(b"\0")[0])
+        else:
+            out.writestr(n, z.read(n))
+PY
+"$NMT" convert sep/model.npz --vocab "$FIX/marian-opus/vocab.spm" -o sep.nmt 2>err.txt ||
+  fail "convert with model.npz.yml beside the model: $(cat err.txt)"
+"$NMT" translate -m sep.nmt -i test.en --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 \
+  --threads 1 -o sep.beam4 2>err.txt || fail "translate sep.nmt: $(cat err.txt)"
+same_lines "$FIX/marian-opus/beam4.txt" sep.beam4 "marian-opus with its options in model.npz.yml, beam 4"
+rm sep/model.npz.yml
+"$NMT" convert sep/model.npz --vocab "$FIX/marian-opus/vocab.spm" -o none.nmt 2>err.txt &&
+  fail "converted a model with no options"
+grep -q "no special:model.yml in the archive and no model.npz.yml beside it" err.txt ||
+  fail "no options: $(cat err.txt)"
+[ ! -e none.nmt ] || fail "wrote none.nmt for a model with no options"
 check_marian marian-prenorm --vocab "$FIX/marian-prenorm/source.spm" "$FIX/marian-prenorm/target.spm"
 for f in ct2-postnorm-shared-f32 ct2-prenorm-separate-f32; do check_ct2 "$f"; done
 # int8 weights: nmt widens them (value x row scale) and computes in f32, which
 # is what CTranslate2 computes with --compute_type float32 on the same file.
 for f in ct2-postnorm-shared-int8 ct2-prenorm-separate-int8; do check_ct2 "$f" beam-f32compute; done
+
+# Every command loads each imported model: info says where it came from,
+# attention draws a sentence, quantize writes an int8 model that translates.
+for name in marian-opus marian-prenorm ct2-postnorm-shared-f32 ct2-prenorm-separate-int8; do
+  case $name in marian-*) want="from Marian" src=test.en ;; *) want="from CTranslate2" src=shared.en ;; esac
+  case $name in *separate*) src=separate.en ;; esac
+  "$NMT" info "$name.nmt" >info.txt 2>&1 || fail "info $name: $(cat info.txt)"
+  grep -qF "$want" info.txt || fail "info $name does not say '$want': $(cat info.txt)"
+  "$NMT" attention -m "$name.nmt" -o "$name.svg" "$(head -1 $src)" >/dev/null 2>err.txt ||
+    fail "attention $name: $(cat err.txt)"
+  grep -q "<svg" "$name.svg" || fail "attention $name: no SVG written"
+  "$NMT" quantize "$name.nmt" -o "$name.q.nmt" 2>err.txt || fail "quantize $name: $(cat err.txt)"
+  # int8 rounding may change a word, not most of them: 10 greedy lines, at
+  # least 6 equal to the f32 model's.
+  head -10 "$src" >q.in
+  for m in "$name.nmt" "$name.q.nmt"; do
+    "$NMT" translate -m "$m" -i q.in -o "$m.out" --beam 1 --threads 1 2>err.txt ||
+      fail "translate $m: $(cat err.txt)"
+  done
+  same=$(paste -d'\t' "$name.nmt.out" "$name.q.nmt.out" | awk -F'\t' '$1 == $2 && $1 != ""' | wc -l)
+  [ "$same" -ge 6 ] || fail "quantized $name: $same of 10 greedy lines equal the f32 model's"
+done
 
 # bench/nmt2marian.py, which writes nmt's models for the peers' benchmark
 # (bench/peers.sh), is the importer's inverse: the model marian wrote,
@@ -167,6 +214,48 @@ PY
 "$NMT" translate -m back.nmt -i test.en -o back.beam4 --beam 4 --alpha 0 --max-length-a 3 \
   --max-length-b 3 --threads 1 2>err.txt || fail "translate back.nmt: $(cat err.txt)"
 same_lines marian-opus.beam4 back.beam4 "nmt2marian.py's model, beam 4"
+# Its other branch, a model nmt trained (its own SentencePiece ids: vocab.spm),
+# as bench/peers.sh gives it: a few updates of bench/peers-marian.json made
+# small, written out, imported back, translating the same; and the options it
+# writes are the ones marian itself wrote for such a model.
+python3 - "$HERE/../bench/peers-marian.json" tiny.json <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(encoder_layers=1, decoder_layers=1, d_model=32, d_ff=64, heads=4, vocab_size=300)
+json.dump(c, open(sys.argv[2], "w"))
+PY
+toy=$DATA/joeynmt-toy
+"$NMT" train -c tiny.json --train-src "$toy/train.en" --train-tgt "$toy/train.de" --valid-src "$toy/dev.en" \
+  --valid-tgt "$toy/dev.de" --out tiny.nmt --vocab-size 300 --max-steps 20 --batch-tokens 1024 \
+  --threads 1 --seed 1 >/dev/null 2>err.txt || fail "train tiny.json: $(tail -3 err.txt)"
+python3 "$HERE/../bench/nmt2marian.py" tiny.nmt tiny 2>err.txt || fail "nmt2marian.py tiny.nmt: $(cat err.txt)"
+[ -s tiny/vocab.spm ] && [ ! -e tiny/vocab.yml ] || fail "nmt2marian.py: nmt's own model was not written with vocab.spm"
+"$NMT" convert tiny -o tiny-back.nmt 2>err.txt || fail "convert nmt2marian.py's tiny model: $(cat err.txt)"
+head -20 "$toy/dev.en" >tiny.in
+for m in tiny tiny-back; do
+  "$NMT" translate -m $m.nmt -i tiny.in -o $m.out --beam 4 --threads 1 2>err.txt || fail "translate $m: $(cat err.txt)"
+done
+same_lines tiny.out tiny-back.out "a model nmt trained, through nmt2marian.py and back"
+python3 - "$FIX/marian-opus/model.npz" tiny/model.npz <<'PY' || fail "nmt2marian.py writes options marian would not"
+import struct, sys, zipfile
+def options(path):  # marian's flat YAML: "key: value" lines, lists as "  - x" or "  []" lines
+    with zipfile.ZipFile(path) as z:
+        b = z.read("special:model.yml.npy")
+    text = b[10 + struct.unpack("<H", b[8:10])[0]:].split(b"\0")[0].decode()
+    out, key = {}, None
+    for line in text.splitlines():
+        if line.startswith(" "):
+            out[key] = (out[key] or "") + line.strip() + ";"
+        else:
+            key, _, value = line.partition(":")
+            out[key] = value.strip().strip('"')
+    return out
+marian, ours = options(sys.argv[1]), options(sys.argv[2])
+sizes = {"dim-emb", "dim-vocabs", "enc-depth", "dec-depth", "transformer-dim-ffn", "version"}
+bad = [f"{k}: marian {marian.get(k)!r}, nmt2marian.py {v!r}" for k, v in ours.items()
+       if k not in sizes and marian.get(k) != v]
+sys.exit("; ".join(bad) if bad else 0)
+PY
 python3 "$HERE/../bench/nmt2marian.py" marian-prenorm.nmt pre 2>err.txt &&
   fail "nmt2marian.py wrote a pre-norm model, which it cannot"
 grep -q "config norm is 'pre'" err.txt || fail "nmt2marian.py on pre-norm: $(cat err.txt)"

@@ -11,8 +11,17 @@ toy=$DATA/joeynmt-toy
 "$NMT" --version >/dev/null || fail "--version"
 # A CPU run loads no CUDA library: the backend is lib/cuda's own library,
 # opened only when a GPU is asked about (cuBLAS alone maps some 540 MB).
-! ldd "$NMT" | grep -E 'libcu(blas|blasLt|dart)\.' >/dev/null ||
-  fail "nmt links CUDA libraries: $(ldd "$NMT" | grep -E 'libcu' | tr '\n' ' ')"
+ldd "$NMT" >"$WORK/ldd.txt" || fail "ldd $NMT"
+! grep -E 'libcu(blas|blasLt|dart)\.' "$WORK/ldd.txt" || fail "nmt links CUDA libraries"
+# In a build with CUDA the library loads (else every GPU test would skip as
+# if there were no GPU), and one that cannot be used is named with the reason.
+"$NMT" --version >"$WORK/version.txt" || fail "--version"
+if ! grep -q "cuda: not built" "$WORK/version.txt"; then
+  ! grep -q "cuda: built, not loadable" "$WORK/version.txt" || fail "$(grep -o 'cuda: [^;]*' "$WORK/version.txt")"
+  NMT_CUDA_LIBRARY=$DATA/joeynmt-toy/train.en "$NMT" --version >"$WORK/version.txt" || fail "--version"
+  grep -q "cuda: built, not loadable (.*train.en" "$WORK/version.txt" ||
+    fail "NMT_CUDA_LIBRARY naming a text file: $(grep -o 'cuda: [^;]*' "$WORK/version.txt")"
+fi
 "$NMT" train -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
   --valid-src "$toy/dev.en" --valid-tgt "$toy/dev.de" --out "$WORK/m.nmt" \
   --vocab-size 300 --max-steps 15 --batch-tokens 1024 --seed 1 2>"$WORK/train.err" \
@@ -23,6 +32,10 @@ printf 'Hello world.\n\nThis is a test.\n' | "$NMT" translate -m "$WORK/m.nmt" -
   || fail "translate"
 [ "$(wc -l <"$WORK/out.txt")" -eq 3 ] || fail "translate: expected 3 output lines, got $(wc -l <"$WORK/out.txt")"
 [ -z "$(sed -n 2p "$WORK/out.txt")" ] || fail "translate: empty line in, non-empty line out"
+printf 'Hello world.\n' | LD_DEBUG=files "$NMT" translate -m "$WORK/m.nmt" 2>"$WORK/ld.txt" >/dev/null ||
+  fail "translate under LD_DEBUG"
+grep -qE 'file=libcu(blas|blasLt|dart)\.' "$WORK/ld.txt" &&
+  fail "a CPU translation loaded CUDA: $(grep -m1 -E 'file=libcu' "$WORK/ld.txt")"
 
 printf 'a\nb\n' | "$NMT" translate -m "$WORK/m.nmt" --beam 2 --n-best 2 >"$WORK/nbest.txt" || fail "n-best"
 [ "$(wc -l <"$WORK/nbest.txt")" -eq 4 ] || fail "n-best: expected 4 lines"

@@ -1,6 +1,7 @@
 // Marian's transformer (src/models/transformer.h), as its .npz files hold
 // it: parameters named encoder_l1_self_Wq and so on, matrices stored
-// (in, out), the options in "special:model.yml". See convert.h.
+// (in, out), the options in "special:model.yml" (or in MODEL.npz.yml beside
+// it). See convert.h.
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -243,18 +244,34 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
   }
   const Files files = locate(src, opts, decoder_yml ? &*decoder_yml : nullptr);
   Params p(read_npz(files.npz), files.npz);
-  if (!p.has("special:model.yml"))
-    throw InputError(files.npz + ": no special:model.yml in the archive (not a Marian model?)");
-  const NpyArray& yml = p.arrays().at("special:model.yml");
-  std::string yml_text(yml.data.begin(), yml.data.end());
-  yml_text = yml_text.substr(0, yml_text.find('\0'));
+  // The model's options: embedded in the archive as marian writes them
+  // (special:model.yml), or, for models saved without them, the training
+  // config marian writes beside the model (MODEL.npz.yml), which holds the
+  // same keys.
+  std::string yml_text, yml_source;
+  const bool embedded = p.has("special:model.yml");
+  if (embedded) {
+    const NpyArray& yml = p.arrays().at("special:model.yml");
+    yml_text.assign(yml.data.begin(), yml.data.end());
+    yml_text = yml_text.substr(0, yml_text.find('\0'));
+    yml_source = files.npz + ": special:model.yml";
+  } else {
+    const std::string beside = files.npz + ".yml";
+    if (!fs::is_regular_file(beside, ec))
+      throw InputError(files.npz + ": no special:model.yml in the archive and no " +
+                       fs::path(beside).filename().string() +
+                       " beside it: not a Marian model, or its options are missing");
+    yml_text = io::read_whole_file(beside, "Marian model options");
+    yml_source = beside;
+  }
   YAML::Node node;
   try {
     node = YAML::Load(yml_text);
   } catch (const YAML::Exception& e) {
-    throw InputError(files.npz + ": special:model.yml is not readable YAML: " + e.what());
+    throw InputError(yml_source + " is not readable YAML: " + e.what());
   }
-  const Options o(node, files.npz);
+  if (!node.IsMap()) throw InputError(yml_source + " is not a YAML map of Marian's options");
+  const Options o(node, embedded ? files.npz : yml_source);
 
   // Everything the options can say that nmt's Transformer cannot do.
   if (o.get<std::string>("type", "") != "transformer")

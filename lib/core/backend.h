@@ -184,11 +184,12 @@ Backend& backend(Device d);
 // with constant weights (and, for bf16, training products) in t.
 void require_compute_type(Device d, ComputeType t);
 
-// Defined by each backend (lib/cpu, lib/cuda; core/device.cpp stands in for
-// CUDA in a build without it).
+// Defined by each backend: lib/cpu; for CUDA, lib/cuda/cuda_loader.cpp, which
+// opens the CUDA library, or lib/cuda/no_cuda.cpp in a build without CUDA.
 Backend& cpu_backend();
 Backend& cuda_backend();
-// "not built", or the CUDA version and devices, for --version.
+// For --version: "not built", "built, not loadable (why)", or the CUDA
+// version and devices.
 std::string cuda_build_info();
 
 }  // namespace nmt

@@ -26,7 +26,8 @@ inline const char* compute_type_name(ComputeType t) {
 // f32/float32, bf16/bfloat16 or int8; throws InputError naming the choices.
 ComputeType parse_compute_type(const std::string& name);
 
-// True when the build has CUDA and a GPU is present.
+// True when the build has CUDA, its library (libnmt_cuda.so) loads, and a GPU
+// is present.
 bool cuda_available();
 
 // The backends compiled in, with versions: "cpu: oneDNN 2.6.3 (...); cuda: ...".

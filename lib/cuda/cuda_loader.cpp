@@ -24,55 +24,79 @@ namespace fs = std::filesystem;
 
 struct CudaModule {
   void* handle = nullptr;
-  std::string error;  // why it could not be opened
+  std::string error;  // why it could not be used
   bool (*available)() = nullptr;
   Backend* (*backend)() = nullptr;
   void (*build_info)(std::string*) = nullptr;
 };
 
-// Where the library may be: $NMT_CUDA_LIBRARY, beside the running binary or
-// one directory up (the tests run from build/tests), then where the build
-// wrote it.
+// Where the library may be: $NMT_CUDA_LIBRARY alone when it is set (a wrong
+// one is reported, not passed over); else beside the running binary, in
+// ../lib from it (an installed layout), then where the build wrote it (the
+// test and bench binaries in build/tests and build/bench).
 std::vector<fs::path> candidates() {
-  std::vector<fs::path> paths;
-  if (const char* env = std::getenv("NMT_CUDA_LIBRARY"); env && *env) paths.emplace_back(env);
   std::error_code ec;
+  if (const char* env = std::getenv("NMT_CUDA_LIBRARY"); env && *env) {
+    // Absolute: dlopen would search the library path for a bare name.
+    const fs::path p = fs::absolute(fs::path(env), ec);
+    return {ec ? fs::path(env) : p};
+  }
+  std::vector<fs::path> paths;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     paths.push_back(exe.parent_path() / NMT_CUDA_LIBRARY_NAME);
-    paths.push_back(exe.parent_path().parent_path() / NMT_CUDA_LIBRARY_NAME);
+    paths.push_back(exe.parent_path().parent_path() / "lib" / NMT_CUDA_LIBRARY_NAME);
   }
   paths.emplace_back(NMT_CUDA_LIBRARY_BUILT);
   return paths;
 }
 
-const CudaModule& module() {
-  static const CudaModule m = [] {
-    CudaModule m;
-    std::string tried;
-    for (const fs::path& p : candidates()) {
-      std::error_code ec;
-      if (!fs::is_regular_file(p, ec)) continue;
-      m.handle = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (m.handle) break;
-      // Found but not loadable (a CUDA library missing): that is the reason.
-      const char* e = dlerror();
-      m.error = p.string() + ": " + (e ? e : "dlopen failed");
-      return m;
+template <typename F>
+F symbol(void* handle, const char* name) {
+  return reinterpret_cast<F>(dlsym(handle, name));
+}
+
+CudaModule open_module() {
+  CudaModule m;
+  const std::vector<fs::path> paths = candidates();
+  const fs::path* found = nullptr;
+  for (const fs::path& p : paths) {
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) {
+      found = &p;
+      break;
     }
-    if (!m.handle) {
-      m.error = std::string(NMT_CUDA_LIBRARY_NAME) + " not found beside the nmt binary";
-      return m;
-    }
-    m.available = reinterpret_cast<bool (*)()>(dlsym(m.handle, "nmt_cuda_available"));
-    m.backend = reinterpret_cast<Backend* (*)()>(dlsym(m.handle, "nmt_cuda_backend"));
-    m.build_info = reinterpret_cast<void (*)(std::string*)>(dlsym(m.handle, "nmt_cuda_build_info"));
-    if (!m.available || !m.backend || !m.build_info) {
-      m.error = "the CUDA library lacks its entry points (a stale build?)";
-      m.available = nullptr;
-    }
+  }
+  if (!found) {
+    m.error = "no " + std::string(NMT_CUDA_LIBRARY_NAME) + " at";
+    for (const fs::path& p : paths) m.error += " " + p.string();
     return m;
-  }();
+  }
+  m.handle = dlopen(found->c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!m.handle) {
+    // dlerror names the file, and the CUDA library that is missing if that
+    // is why.
+    const char* e = dlerror();
+    m.error = e ? e : found->string() + ": dlopen failed";
+    return m;
+  }
+  const auto abi = symbol<const char* (*)()>(m.handle, "nmt_cuda_abi");
+  if (!abi || std::string(abi()) != NMT_BACKEND_ABI) {
+    m.error = found->string() + ": built from another version of nmt (rebuild it with this one)";
+    return m;
+  }
+  m.available = symbol<bool (*)()>(m.handle, "nmt_cuda_available");
+  m.backend = symbol<Backend* (*)()>(m.handle, "nmt_cuda_backend");
+  m.build_info = symbol<void (*)(std::string*)>(m.handle, "nmt_cuda_build_info");
+  if (!m.available || !m.backend || !m.build_info) {
+    m.error = found->string() + ": lacks nmt's CUDA entry points";
+    m.available = nullptr;
+  }
+  return m;
+}
+
+const CudaModule& module() {
+  static const CudaModule m = open_module();
   return m;
 }
 
