@@ -314,6 +314,7 @@ void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, con
 // The module's entry points (lib/cuda/cuda_loader.cpp opens this library
 // with dlopen on the first use of a GPU and finds them by these names), so
 // that nmt links no CUDA library and loads none until asked for a GPU.
+
 // The Backend interface this library was compiled against (a hash of
 // core/backend.h); the loader refuses a library from another build.
 extern "C" __attribute__((visibility("default"))) const char* nmt_cuda_abi() {
