@@ -86,12 +86,14 @@ run=$!
 head -1 val.en >&4
 for _ in $(seq 300); do [ -s typed.out ] && break; sleep 0.1; done
 [ -s typed.out ] || { kill $run; fail "no answer to a typed line within 30 s"; }
-# Waiting for the next line, the other rank sleeps rather than spins.
+# Waiting for the next line, the other rank sleeps rather than spins. A
+# spinning rank burns a core, 100 ticks a second; a sleeping one a few, and up
+# to 22 was seen on a busy 2-vCPU VM: the limit is half a core.
 sleep 2
 for p in $(pgrep -P $run -f "nmt translate"); do
   ticks=$(awk '{ print $14 + $15 }' /proc/$p/stat)
   sleep 1
-  [ $(($(awk '{ print $14 + $15 }' /proc/$p/stat) - ticks)) -lt 20 ] || { kill $run; fail "a rank waiting for input spins: $(($(awk '{ print $14 + $15 }' /proc/$p/stat) - ticks)) ticks in 1 s"; }
+  [ $(($(awk '{ print $14 + $15 }' /proc/$p/stat) - ticks)) -lt 50 ] || { kill $run; fail "a rank waiting for input spins: $(($(awk '{ print $14 + $15 }' /proc/$p/stat) - ticks)) ticks in 1 s"; }
 done
 exec 4>&-
 wait $run || fail "typed lines: $(cat typed.err)"
