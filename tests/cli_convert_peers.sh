@@ -134,18 +134,19 @@ check_marian marian-opus --vocab "$FIX/marian-opus/vocab.spm"
 "$NMT" translate -m found.nmt -i test.en --beam 4 --alpha 0 --max-length-a 3 --max-length-b 3 \
   --threads 1 -o found.beam4 2>err.txt || fail "translate found.nmt: $(cat err.txt)"
 same_lines "$FIX/marian-opus/beam4.txt" found.beam4 "marian-opus converted without --vocab, beam 4"
+# Python with tests/npz_arrays.py importable (an .npz read without numpy).
+npz_python() { PYTHONPATH=$HERE${PYTHONPATH:+:$PYTHONPATH} python3 "$@"; }
+
 # A model saved without its options in the archive: they come from the
 # training config marian writes beside it (MODEL.npz.yml), here the archive's
 # own special:model.yml moved out of it.
-mkdir -p sep && python3 - "$FIX/marian-opus/model.npz" sep/model.npz <<'PY' || fail "could not split the fixture's options out"
-import struct, sys, zipfile
+mkdir -p sep && npz_python - "$FIX/marian-opus/model.npz" sep/model.npz <<'PY' || fail "could not split the fixture's options out"
+import sys, zipfile
+from npz_arrays import marian_options_text
+open(sys.argv[2] + ".yml", "w").write(marian_options_text(sys.argv[1]))
 with zipfile.ZipFile(sys.argv[1]) as z, zipfile.ZipFile(sys.argv[2], "w") as out:
     for n in z.namelist():
-        if n == "special:model.yml.npy":
-            b = z.read(n)
-            hl = struct.unpack("<H", b[8:10])[0]
-            open(sys.argv[2] + ".yml", "wb").write(b[10 + hl:].split(b"\0")[0])
-        else:
+        if n != "special:model.yml.npy":
             out.writestr(n, z.read(n))
 PY
 "$NMT" convert sep/model.npz --vocab "$FIX/marian-opus/vocab.spm" -o sep.nmt 2>err.txt ||
@@ -192,17 +193,9 @@ done
 # imported and written back, has every parameter byte for byte as marian
 # stored it, and imports again to a model that translates the same.
 python3 "$HERE/../bench/nmt2marian.py" marian-opus.nmt back 2>err.txt || fail "nmt2marian.py: $(cat err.txt)"
-python3 - "$FIX/marian-opus/model.npz" back/model.npz <<'PY' || fail "nmt2marian.py: not marian's parameters"
-import ast, struct, sys, zipfile
-def arrays(path):
-    with zipfile.ZipFile(path) as z:
-        out = {}
-        for n in z.namelist():
-            b = z.read(n)
-            hl = struct.unpack("<H", b[8:10])[0]
-            h = ast.literal_eval(b[10:10 + hl].decode("latin1"))
-            out[n[:-len(".npy")]] = (tuple(h["shape"]), h["descr"], b[10 + hl:])
-        return out
+npz_python - "$FIX/marian-opus/model.npz" back/model.npz <<'PY' || fail "nmt2marian.py: not marian's parameters"
+import sys
+from npz_arrays import arrays
 want, got = arrays(sys.argv[1]), arrays(sys.argv[2])
 want.pop("special:model.yml"); got.pop("special:model.yml")
 if want.keys() != got.keys():
@@ -236,14 +229,12 @@ for m in tiny tiny-back; do
   "$NMT" translate -m $m.nmt -i tiny.in -o $m.out --beam 4 --threads 1 2>err.txt || fail "translate $m: $(cat err.txt)"
 done
 same_lines tiny.out tiny-back.out "a model nmt trained, through nmt2marian.py and back"
-python3 - "$FIX/marian-opus/model.npz" tiny/model.npz <<'PY' || fail "nmt2marian.py writes options marian would not"
-import struct, sys, zipfile
+npz_python - "$FIX/marian-opus/model.npz" tiny/model.npz <<'PY' || fail "nmt2marian.py writes options marian would not"
+import sys
+from npz_arrays import marian_options_text
 def options(path):  # marian's flat YAML: "key: value" lines, lists as "  - x" or "  []" lines
-    with zipfile.ZipFile(path) as z:
-        b = z.read("special:model.yml.npy")
-    text = b[10 + struct.unpack("<H", b[8:10])[0]:].split(b"\0")[0].decode()
     out, key = {}, None
-    for line in text.splitlines():
+    for line in marian_options_text(path).splitlines():
         if line.startswith(" "):
             out[key] = (out[key] or "") + line.strip() + ";"
         else:
