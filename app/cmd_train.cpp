@@ -92,7 +92,7 @@ void register_train(CLI::App& app) {
     nlohmann::json given = nlohmann::json::object();  // training options named on the command line
     int threads = 0;
     CLI::App* app = nullptr;
-    bool no_recipe = false, no_filter = false;
+    bool no_recipe = false, no_filter = false, no_shortlist = false;
   };
   auto cli = std::make_shared<Cli>();
   auto* cmd = app.add_subcommand(
@@ -139,6 +139,10 @@ void register_train(CLI::App& app) {
                 "(the paper's schedule, f32, transformer-small)");
   cmd->add_flag("--no-filter", cli->no_filter,
                 "Keep exact duplicate pairs and pairs of implausible length ratio");
+  cmd->add_flag("--no-shortlist", cli->no_shortlist,
+                "Store no vocabulary shortlist in the model (by default one is built from the "
+                "training pairs, and its BLEU cost measured on the validation set decides "
+                "whether translation uses it)");
   auto fraction = [](const char* what) {
     return CLI::Validator(
         [what](std::string& s) -> std::string {
@@ -267,6 +271,7 @@ void register_train(CLI::App& app) {
     TrainOptions opts = cli->opts;
     opts.recipe = !cli->no_recipe;
     opts.filter = !cli->no_filter;
+    opts.shortlist = !cli->no_shortlist;
     CLI::App* self = cli->app;
     if (self->count("--config")) {
       opts.config = config_path;

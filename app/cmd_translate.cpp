@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "decode/ensemble.h"
+#include "decode/shortlist_cost.h"
 #include "decode/translator.h"
 #include "io/json.h"
 #include "io/output_file.h"
@@ -59,6 +60,7 @@ struct Opts {
   bool beam_given = false;
   std::string sampling;   // "topk:K", "topp:P" or "full" as given
   bool progress = false;  // plain progress lines where stderr is no terminal
+  std::string shortlist = "auto";
 };
 
 // --sampling topk:K | topp:P | full into the search options.
@@ -469,6 +471,18 @@ void run(Opts& o) {
       throw InputError("-m " + why);
     ensemble.emplace(networks(loaded));
   }
+  // The first model's shortlist serves an ensemble too: they share one vocabulary.
+  if (o.shortlist == "on") {
+    if (!o.sampling.empty())
+      throw UsageError("--shortlist on restricts the search; --sampling draws from the whole "
+                       "vocabulary");
+    if (!model.shortlist)
+      throw InputError(o.models[0] +
+                       " has no vocabulary shortlist; nmt shortlist makes one from parallel text");
+  }
+  if (model.shortlist && o.sampling.empty() &&
+      (o.shortlist == "on" || (o.shortlist == "auto" && shortlist_on_by_default(model.metadata))))
+    o.search.shortlist = &*model.shortlist;
   Translator tr(model, o.search, o.batch_tokens, io::warn_on_stderr, o.workers, o.threads,
                 AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1},
                 ensemble ? &*ensemble : nullptr);
@@ -616,6 +630,14 @@ void register_translate(CLI::App& app) {
                   "are shared out among them, and the output is the same for any number "
                   "(0: min(cores, 4))")
       ->check(CLI::Range(0, 256));
+  cmd->add_option("--shortlist", o->shortlist,
+                  "Restrict each sentence's output to the model's vocabulary shortlist for its "
+                  "source: on, off, or auto (on where the model's training run measured it to "
+                  "cost at most " +
+                      shortlist_cost_limit() +
+                      " BLEU on its validation set; nmt info shows what it measured)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--max-length-a", o->search.max_len_a,
                   "Max output length = a * source length + b")
       ->check(finite_range(0.0, 100.0));

@@ -16,6 +16,7 @@
 
 #include "core/device.h"
 #include "core/format.h"
+#include "decode/shortlist_cost.h"
 #include "io/json.h"
 #include "io/output_file.h"
 #include "io/text_file.h"
@@ -185,6 +186,13 @@ nlohmann::ordered_json model_info(const std::string& path) {
   if (auto d = meta_json("training_data"); !d.is_null()) j["training_data"] = d;
   if (auto s = meta_json("training_state"); !s.is_null()) j["checkpoint"] = s;
   if (auto r = meta_json("recipe"); !r.is_null()) j["recipe"] = r;
+  if (m.shortlist) {
+    nlohmann::json sl = meta_json("shortlist");
+    if (!sl.is_object()) sl = nlohmann::json::object();
+    sl["entries"] = m.shortlist->entries();
+    sl["default"] = shortlist_on_by_default(m.metadata);
+    j["shortlist"] = sl;
+  }
   return j;
 }
 
@@ -265,6 +273,23 @@ void print_info(const nlohmann::ordered_json& j) {
   if (j.contains("training_options"))
     std::printf("options      %s\n", j["training_options"].dump().c_str());
   if (j.contains("checkpoint")) std::printf("checkpoint   %s\n", j["checkpoint"].dump().c_str());
+  if (j.contains("shortlist")) {
+    const auto& sl = j["shortlist"];
+    std::string line = std::to_string(sl.value("entries", 0LL)) + " entries (the " +
+                       std::to_string(sl.value("per_source", 0)) + " likeliest of each source piece, " +
+                       std::to_string(sl.value("frequent", 0)) + " frequent pieces), from " +
+                       sl.value("built_from", std::string("?"));
+    if (sl.contains("measured_on") && sl["measured_on"].is_object()) {
+      const auto& m = sl["measured_on"];
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "; BLEU %.2f with it, %.2f without, on %lld sentences at beam %d",
+                    m.value("bleu_shortlist", 0.0), m.value("bleu", 0.0), m.value("sentences", 0LL),
+                    m.value("beam", 0));
+      line += buf;
+    }
+    line += sl.value("default", false) ? "; on by default" : "; used only with --shortlist on";
+    std::printf("shortlist    %s\n", line.c_str());
+  }
   if (j.contains("recipe") && j["recipe"].is_array())
     for (const auto& c : j["recipe"]) {
       if (!c.is_object()) continue;
@@ -318,7 +343,7 @@ void register_quantize_impl(CLI::App& app) {
     Transformer net(cfg);
     load_weights(f, net);
     std::map<std::string, std::string> keep;  // what nmt info shows of its training
-    for (const char* k : {"step", "training_options", "training_data", "recipe", "imported_from"})
+    for (const char* k : {"step", "training_options", "training_data", "recipe", "imported_from", "shortlist"})
       if (auto it = f.metadata.find(k); it != f.metadata.end()) keep[k] = it->second;
     save_model(o->out, net, vocab_tensors(f), keep, /*int8=*/true);
     std::error_code ec;
@@ -342,6 +367,7 @@ void register_all(CLI::App& app) {
   register_info(app);
   register_quantize(app);
   register_convert(app);
+  register_shortlist(app);
   register_summary(app);
 }
 

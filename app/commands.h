@@ -19,6 +19,7 @@ void register_translate(CLI::App& app);
 void register_score(CLI::App& app);
 void register_attention(CLI::App& app);
 void register_convert(CLI::App& app);
+void register_shortlist(CLI::App& app);
 void register_all(CLI::App& app);
 
 // Commands that finish with a non-zero status without an error set it here.

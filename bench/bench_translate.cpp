@@ -14,6 +14,7 @@
 //   build/bench/bench_translate --real MODEL [--src F] [--ref F] [--threads N]
 //                               [--workers W] [--beam K] [--batch-tokens N] [--repeat R]
 //                               [--warmup-lines N] [--compute-type f32|bf16|int8]
+//                               [--shortlist on|off]
 // (threads: per worker; 0 and 0, the defaults, are nmt translate's: min(cores, 4)
 // workers sharing the cores). Primitives counts the primitives built during a
 // timed pass: 0 once the shapes of real text have been seen.
@@ -65,6 +66,16 @@ int real_text(int argc, char** argv) {
   double nominal, measured;
   bench::print_peak(cores, &nominal, &measured);
   LoadedModel model = load_model(model_path, arg_value(argc, argv, "--compute-type", ""));
+  // --shortlist on: the model's vocabulary shortlist restricts the output.
+  const bool shortlist = arg_value(argc, argv, "--shortlist", "off") == "on";
+  if (shortlist) {
+    if (!model.shortlist) {
+      std::fprintf(stderr, "bench_translate: %s has no shortlist (nmt shortlist adds one)\n",
+                   model_path.c_str());
+      return 1;
+    }
+    opts.shortlist = &*model.shortlist;
+  }
   std::vector<std::string> src = io::read_lines(src_path);
   std::vector<std::string> ref = io::read_lines(ref_path);
   Translator tr(model, opts, batch_tokens, {}, workers, threads);
@@ -88,9 +99,10 @@ int real_text(int argc, char** argv) {
                 static_cast<long long>(ops::primitives_created() - prims));
   }
   std::printf(
-      "real text: %s, %zu sentences, %s, beam %d, batch-tokens %lld, %d worker(s) x %d "
+      "real text: %s, %zu sentences, %s, beam %d%s, batch-tokens %lld, %d worker(s) x %d "
       "thread(s)\n",
       src_path.c_str(), src.size(), compute_type_name(model.compute), opts.beam,
+      shortlist ? ", shortlist" : "",
       static_cast<long long>(tr.batch_tokens()), tr.workers(), tr.threads_per_worker());
   std::printf("%8s %10s %12s %12s %8s\n", "run", "sent/s", "tgt tok/s", "primitives", "BLEU");
   for (int r = 0; r < repeat; ++r) {

@@ -152,7 +152,10 @@ for l in range(cfg["decoder_layers"]):
     norm(to + "_context_Wo", frm + "/ln2")
     ffn(to + "_ffn", frm + "/ffn")
     norm(to + "_ffn_ffn", frm + "/ln3")
-left = [k for k in header if k not in used and not k.startswith("vocab/")]
+# The vocabulary shortlist is nmt's table, not a weight: Marian makes its own
+# lexical shortlists (from fast_align), so it is left behind.
+left = [k for k in header
+        if k not in used and not k.startswith("vocab/") and k != "shortlist"]
 if left:
     fail(f"tensor {left[0]} has no place in Marian's transformer")
 

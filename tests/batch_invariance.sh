@@ -53,6 +53,25 @@ for bt in 64 300 1000 4096 16000; do
 done
 echo "batch invariance: $runs runs of $n lines, all identical to the reference"
 
+# With the shortlist that training built: each sentence's output columns are
+# its own pieces, however many its batch's union holds (from one sentence's
+# to nearly the whole vocabulary at 16000 tokens).
+translate "$WORK/test.en" "$WORK/ref_sl" --batch-tokens 4096 --threads 1 --workers 1 --shortlist on
+runs=0
+for bt in 64 1000 16000; do
+  for workers in 1 3; do
+    translate "$WORK/test.en" "$WORK/out" --batch-tokens "$bt" --threads 1 --workers "$workers" --shortlist on
+    cmp -s "$WORK/ref_sl" "$WORK/out" ||
+      fail "--shortlist on --batch-tokens $bt --workers $workers: $(diff "$WORK/ref_sl" "$WORK/out" | grep -c '^>') lines differ"
+    translate "$WORK/shuffled.en" "$WORK/out" --batch-tokens "$bt" --threads 1 --workers "$workers" --shortlist on
+    paste "$WORK/perm" "$WORK/out" | sort -n -k1,1 | cut -f2- >"$WORK/unshuffled"
+    cmp -s "$WORK/ref_sl" "$WORK/unshuffled" ||
+      fail "--shortlist on, shuffled, --batch-tokens $bt --workers $workers: $(diff "$WORK/ref_sl" "$WORK/unshuffled" | grep -c '^>') lines differ"
+    runs=$((runs + 2))
+  done
+done
+echo "batch invariance with the shortlist: $runs runs of $n lines, all identical to its reference"
+
 # Stopping: a 1-best search ends a sentence once its best finished
 # hypothesis beats what the live ones could score a few tokens on; with
 # --n-best 4 it goes on until 4 have finished and the worst of them does.

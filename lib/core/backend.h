@@ -170,11 +170,15 @@ class Backend {
   // lp = logits - logsumexp(row) (never stored): the k largest of
   // base[r] + lp[v] over v not in `banned` (sorted, best first, ties: lower
   // id first), and lp[cols[r * n_cols + c]] in col_lp[r * n_cols + c]
-  // (-inf where the column is -1). Host outputs.
+  // (-inf where the column is -1). Host outputs. ordered_sum: the row's
+  // exponentials are summed one by one in column order, so that a row whose
+  // logits hold -inf columns (a shortlisted sentence's mask) gets the same
+  // log-probabilities wherever its other columns lie (vector lanes would
+  // group them by position).
   virtual void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V,
                                 int64_t k, const int32_t* banned, int64_t n_banned,
                                 const int32_t* cols, int64_t n_cols, double* values,
-                                int32_t* indices, float* col_lp) = 0;
+                                int32_t* indices, float* col_lp, bool ordered_sum) = 0;
 };
 
 // The backend of a device. In a build without CUDA, Device::CUDA throws

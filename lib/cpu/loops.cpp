@@ -394,7 +394,7 @@ double sum_squares(const float* x, int64_t n) {
 
 void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                       const int32_t* banned, int64_t n_banned, const int32_t* cols, int64_t n_cols,
-                      double* values, int32_t* indices, float* col_lp) {
+                      double* values, int32_t* indices, float* col_lp, bool ordered_sum) {
   // One row per thread, two passes: the k best logits (their order is the
   // log-probabilities' order) in a small sorted list, with the row's maximum
   // from the same vectorised block maxima that pass over a block of 32 when
@@ -432,8 +432,12 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
       }
     }
     float sum = 0.f;
+    if (ordered_sum) {
+      for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);  // exp(-inf) adds exactly 0
+    } else {
 #pragma omp simd reduction(+ : sum)
-    for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);
+      for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);
+    }
     const float lse = mx + std::log(sum);
     for (int64_t c = 0; c < n_cols; ++c) {
       const int32_t col = cols[r * n_cols + c];

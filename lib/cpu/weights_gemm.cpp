@@ -48,8 +48,11 @@ struct Packed {
   std::shared_ptr<void> data;
   std::vector<float> scales;  // int8: per output channel
 };
+// Shared so that dropping one owner's copies (a translation worker's batch
+// weights, while other workers run) never frees a copy that a thread's memo
+// still holds: a dropped copy lives until every memo has let go of it.
 std::mutex packed_mu;
-std::deque<Packed> packed;              // guarded by packed_mu; a deque: memos point into it
+std::vector<std::shared_ptr<const Packed>> packed;  // guarded by packed_mu
 std::vector<std::string> layouts;       // the bytes of each packed descriptor, guarded
 std::atomic<uint64_t> packed_epoch{0};  // bumped when an owner's copies are dropped
 
@@ -113,25 +116,25 @@ Packed pack(const MatDesc& b, const memory::desc& want) {
 // The packed copy of weights b in the layout of entry e, made on first use
 // by any thread. A per-thread memo keeps the hot path lock-free.
 const Packed& packed_weights(uint64_t owner, const MatDesc& b, const Entry& e) {
-  thread_local std::vector<const Packed*> memo;
+  thread_local std::vector<std::shared_ptr<const Packed>> memo;
   thread_local uint64_t memo_epoch = 0;
   if (memo_epoch != packed_epoch.load()) memo.clear(), memo_epoch = packed_epoch.load();
-  for (const Packed* m : memo)
+  for (const auto& m : memo)
     if (m->owner == owner && m->src == b.ptr && m->layout == e.packed) return *m;
   std::lock_guard<std::mutex> lock(packed_mu);
-  auto it = std::find_if(packed.begin(), packed.end(), [&](const Packed& p) {
-    return p.owner == owner && p.src == b.ptr && p.layout == e.packed;
+  auto it = std::find_if(packed.begin(), packed.end(), [&](const auto& p) {
+    return p->owner == owner && p->src == b.ptr && p->layout == e.packed;
   });
   if (it == packed.end()) {
-    Packed p = pack(b, e.args.at(DNNL_ARG_WEIGHTS).get_desc());
-    p.owner = owner;
-    p.src = b.ptr;
-    p.layout = e.packed;
+    auto p = std::make_shared<Packed>(pack(b, e.args.at(DNNL_ARG_WEIGHTS).get_desc()));
+    p->owner = owner;
+    p->src = b.ptr;
+    p->layout = e.packed;
     packed.push_back(std::move(p));
     it = packed.end() - 1;
   }
-  memo.push_back(&*it);
-  return *it;
+  memo.push_back(*it);
+  return **it;
 }
 
 // ---- Primitives per row count ---------------------------------------------
@@ -279,7 +282,7 @@ void quantise_rows_s8(const MatDesc& a, int8_t* out, float* row_scale) {
 void forget_constants(uint64_t owner) {
   std::lock_guard<std::mutex> lock(packed_mu);
   packed.erase(std::remove_if(packed.begin(), packed.end(),
-                              [&](const Packed& p) { return p.owner == owner; }),
+                              [&](const auto& p) { return p->owner == owner; }),
                packed.end());
   ++packed_epoch;
 }

@@ -263,7 +263,8 @@ class CudaBackend final : public Backend {
     missing("sample_tokens");
   }
   void topk_log_softmax(const float*, const double*, int64_t, int64_t, int64_t, const int32_t*,
-                        int64_t, const int32_t*, int64_t, double*, int32_t*, float*) override {
+                        int64_t, const int32_t*, int64_t, double*, int32_t*, float*,
+                        bool) override {
     missing("topk_log_softmax");
   }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "model/shortlist.h"
 #include "ops/ops.h"
 
 namespace nmt {
@@ -175,6 +176,8 @@ class BeamSearch {
   std::vector<float> col_lp_;  // per row: </s>, then forced or constraint tokens
   std::vector<int32_t> cols_;
   int64_t n_cols_ = 1;
+  std::vector<int32_t> column_of_;  // with a shortlist: id -> logits column, -1 if absent
+  std::vector<int32_t> banned_cols_, cols_mapped_;
   std::vector<Candidate> cands_, chosen_;
   std::vector<int32_t> avail_, quota_, taken_;
   std::vector<Progress> next_prog_;
@@ -225,6 +228,45 @@ void BeamSearch::start(const std::vector<SearchRequest>& src) {
     s.live_lp.assign(1, 0.0);
     longest = std::max(longest, s.max_out);
   }
+  st_.vocab.clear();
+  column_of_.clear();
+  if (opts_.shortlist && opts_.shortlist->tgt_vocab() != V)
+    throw InputError("the shortlist is for a vocabulary of " +
+                     std::to_string(opts_.shortlist->tgt_vocab()) + " pieces, the model's has " +
+                     std::to_string(V));
+  if (opts_.shortlist) {
+    std::vector<const std::vector<int32_t>*> sources;
+    std::vector<int32_t> forced{eos_};
+    for (const SearchRequest& req : src) {
+      sources.push_back(&req.src);
+      forced.insert(forced.end(), req.prefix.begin(), req.prefix.end());
+      for (const auto& c : req.constraints) forced.insert(forced.end(), c.begin(), c.end());
+    }
+    std::vector<uint8_t> mark;
+    // The union's columns (or, when it is most of the vocabulary, all of
+    // them), and each sentence's own pieces among them, whatever else its
+    // batch holds.
+    opts_.shortlist->batch_vocab(sources, forced, 2 * K_, st_.vocab, mark);
+    if (!st_.vocab.empty()) {
+      column_of_.assign(V, -1);
+      for (size_t c = 0; c < st_.vocab.size(); ++c) column_of_[st_.vocab[c]] = static_cast<int32_t>(c);
+    }
+    const int64_t W = st_.vocab.empty() ? V : static_cast<int64_t>(st_.vocab.size());
+    std::vector<float> mask(B * W, -std::numeric_limits<float>::infinity());
+    for (int64_t b = 0; b < B; ++b) {
+      float* row = mask.data() + b * W;
+      const auto allow = [&](int32_t t) { row[column_of_.empty() ? t : column_of_[t]] = 0.f; };
+      opts_.shortlist->for_each_allowed(src[b].src, allow);
+      allow(eos_);
+      for (int32_t t : src[b].prefix) allow(t);
+      for (const auto& c : src[b].constraints)
+        for (int32_t t : c) allow(t);
+    }
+    st_.vocab_mask.resize(Shape{B, W});
+    ops::upload(mask.data(), st_.vocab_mask);
+  } else {
+    st_.vocab_mask.resize(Shape{0});
+  }
   model_.start_decoding(batch.data(), B, S, K_, longest + 1, st_);
   tokens_.assign(B, cfg.start_token());
   k2_ = 2 * K_;
@@ -271,7 +313,23 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
       }
     }
   }
-  ops::topk_log_softmax(logits, base_, k2_, banned_, cols_, n_cols_, top_val_, top_idx_, col_lp_);
+  // A mask (a shortlist) needs the ordered sum: see Backend::topk_log_softmax.
+  const bool masked = st_.vocab_mask.numel() > 0;
+  if (column_of_.empty())
+    return ops::topk_log_softmax(logits, base_, k2_, banned_, cols_, n_cols_, top_val_, top_idx_,
+                                 col_lp_, masked);
+  // Shortlisted: the logits' columns are st_.vocab's ids (ascending, so ties
+  // still go to the lower id). Every id in cols_ has a column (start() put
+  // them in the batch's vocabulary); banned ids without one need no ban.
+  banned_cols_.clear();
+  for (int32_t id : banned_)
+    if (column_of_[id] >= 0) banned_cols_.push_back(column_of_[id]);
+  cols_mapped_.resize(cols_.size());
+  for (size_t i = 0; i < cols_.size(); ++i) cols_mapped_[i] = cols_[i] < 0 ? -1 : column_of_[cols_[i]];
+  ops::topk_log_softmax(logits, base_, k2_, banned_cols_, cols_mapped_, n_cols_, top_val_, top_idx_,
+                        col_lp_, masked);
+  for (int32_t& c : top_idx_)
+    if (c >= 0) c = st_.vocab[c];
 }
 
 // Every continuation considered for sentence j at step t, best first.

@@ -17,6 +17,8 @@
 
 namespace nmt {
 
+class Shortlist;
+
 struct SearchOptions {
   int beam = 4;              // 1: greedy
   float alpha = 0.6f;        // length penalty exponent
@@ -35,6 +37,11 @@ struct SearchOptions {
   float sampling_p = 1.f;
   float temperature = 1.f;
   uint64_t seed = 0;
+  // Search only (sampling draws from the whole vocabulary): each batch's
+  // output is restricted to the shortlist's pieces for its sources, plus
+  // </s> and the requests' prefix and constraint tokens; log-probabilities
+  // are normalised over those. Null: the whole vocabulary.
+  const Shortlist* shortlist = nullptr;
 };
 
 // Throws InputError naming the option unless every value is in range (NaN

@@ -12,6 +12,7 @@
 #include "model/config.h"
 #include "model/encoder.h"
 #include "model/layers.h"
+#include "model/params.h"
 
 namespace nmt {
 
@@ -34,6 +35,18 @@ struct DecodeState {
   Tensor ids{Shape{0}, Device::CPU, DType::I32};  // this step's input tokens
   Tensor x, y, a, r, h1, h2, ffn_hidden, logits;
   Tensor spare;  // gather target, swapped in to avoid allocation
+  // A shortlist, set by the caller before start_decoding. vocab: the
+  // output's columns, empty for the whole vocabulary, else these target ids
+  // ascending (the union of the batch's shortlists); the logits are then
+  // (rows, vocab.size()), column c being id vocab[c]. vocab_mask: empty, or
+  // (B, columns) with each sentence's row 0 for its own pieces and -inf for
+  // the others, which step() adds to its rows, so that no sentence's result
+  // depends on the rest of its batch. out_w, out_b hold vocab's rows of the
+  // output projection and bias, packed by the backend for out_owner.
+  std::vector<int32_t> vocab;
+  Tensor vocab_mask{Shape{0}};
+  Tensor out_w, out_b;
+  ConstantOwner out_owner;
   // An ensemble's: each member model's own state (the fields above then
   // mirror the first member's shape, and logits hold the combination).
   std::vector<DecodeState> members;

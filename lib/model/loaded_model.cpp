@@ -17,6 +17,9 @@ LoadedModel load_model(const std::string& path, const std::string& compute, File
   const bool int8_file = q != f.metadata.end() && q->second == "int8";
   m.compute = compute.empty() ? (int8_file ? ComputeType::INT8 : ComputeType::F32)
                               : parse_compute_type(compute);
+  if (f.has(kShortlistTensor))
+    m.shortlist = Shortlist::parse(f.read_bytes(kShortlistTensor), m.config.source_vocab(),
+                                   m.config.vocab_size, path);
   m.net = std::make_unique<Transformer>(m.config);
   load_weights(f, *m.net);
   // Translation and scoring never change it. int8 from an f32 file rounds

@@ -8,6 +8,7 @@
 
 #include "model/config.h"
 #include "model/model_file.h"
+#include "model/shortlist.h"
 #include "model/transformer.h"
 #include "model/vocab.h"
 
@@ -22,6 +23,9 @@ struct LoadedModel {
   std::unique_ptr<Transformer> net;
   ComputeType compute = ComputeType::F32;
   std::map<std::string, std::string> metadata;  // the file's, as nmt info shows it
+  // The file's vocabulary shortlist (kShortlistTensor; what its training run
+  // measured of it is the "shortlist" metadata), if it has one.
+  std::optional<Shortlist> shortlist;
 
   const Vocab& src_vocab() const { return source_vocab ? *source_vocab : vocab; }
   const Vocab& tgt_vocab() const { return vocab; }

@@ -1,4 +1,5 @@
 #include "model/model_file.h"
+#include "model/shortlist.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -336,7 +337,8 @@ VocabTensors vocab_tensors(const Vocab& vocab, const Vocab* source) {
 VocabTensors vocab_tensors(const FileContents& f) {
   VocabTensors t;
   for (const auto& [name, e] : f.tensors)
-    if (name.rfind("vocab/", 0) == 0 && e.dtype == "U8") t[name] = f.read_bytes(name);
+    if ((name.rfind("vocab/", 0) == 0 || name == kShortlistTensor) && e.dtype == "U8")
+      t[name] = f.read_bytes(name);
   return t;
 }
 

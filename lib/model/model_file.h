@@ -112,7 +112,8 @@ struct FileChecksum {
 FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& spm_model,
                         Vocab* vocab = nullptr, FileChecksum* sum = nullptr,
                         Vocab* source = nullptr);
-// The vocabulary tensors of an opened file, to write them again.
+// The vocabulary tensors of an opened file, and its shortlist (a table over
+// the vocabulary), to write them again.
 VocabTensors vocab_tensors(const FileContents& file);
 void load_weights(const FileContents& file, Transformer& model, const std::string& prefix = "");
 

@@ -19,6 +19,30 @@ ParamStore::~ParamStore() {
   if (frozen_ && values_.numel()) backend(values_.device()).forget_constants(id_);
 }
 
+ConstantOwner& ConstantOwner::operator=(ConstantOwner&& o) noexcept {
+  if (this != &o) {
+    forget();
+    id_ = o.id_, device_ = o.device_;
+    o.id_ = 0;
+  }
+  return *this;
+}
+
+uint64_t ConstantOwner::renew(Device device) {
+  forget();
+  device_ = device;
+  return id_ = next_store_id++;
+}
+
+void ConstantOwner::forget() noexcept {
+  if (id_ == 0) return;
+  try {
+    backend(device_).forget_constants(id_);
+  } catch (...) {  // a destructor's: the copies are dropped with the process
+  }
+  id_ = 0;
+}
+
 const Param* ParamStore::add(const std::string& name, Shape shape, Init init, float init_scale) {
   if (values_.numel()) throw Error("parameter " + name + " declared after allocation");
   if (find(name)) throw Error("duplicate parameter name " + name);

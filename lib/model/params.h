@@ -70,6 +70,32 @@ class ParamStore {
   ComputeType compute_ = ComputeType::F32;
 };
 
+// The owner of constants that live shorter than a model (a batch's rows of
+// the output projection, see DecodeState::vocab), in the same id space as
+// ParamStore's: renew() drops what the backend keeps for the previous id and
+// takes a new one, so a buffer refilled for the next batch is never served
+// from a stale packed copy; the destructor drops them too. A copy owns
+// nothing until it renews.
+class ConstantOwner {
+ public:
+  ConstantOwner() = default;
+  ~ConstantOwner() { forget(); }
+  ConstantOwner(const ConstantOwner&) {}
+  ConstantOwner& operator=(const ConstantOwner&) {
+    forget();
+    return *this;
+  }
+  ConstantOwner(ConstantOwner&& o) noexcept : id_(o.id_), device_(o.device_) { o.id_ = 0; }
+  ConstantOwner& operator=(ConstantOwner&& o) noexcept;
+  uint64_t renew(Device device);
+  uint64_t id() const { return id_; }
+
+ private:
+  void forget() noexcept;
+  uint64_t id_ = 0;
+  Device device_ = Device::CPU;
+};
+
 // Gradients of every parameter of a store, in one buffer with its layout.
 // Layers accumulate into them (see layers.h for the convention). A backward
 // pass announces each layer's range of the buffer once that layer is done,

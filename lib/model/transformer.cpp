@@ -241,6 +241,25 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
     c.k.resize(Shape{B * beam, max_len, cfg_.qk_width()});
     c.v.resize(Shape{B * beam, max_len, cfg_.v_width()});
   }
+  const bool masked = st.vocab_mask.numel() > 0;
+  const int64_t cols = st.vocab.empty() ? cfg_.vocab_size : static_cast<int64_t>(st.vocab.size());
+  if (masked && (st.vocab_mask.ndim() != 2 || st.vocab_mask.dim(0) != B ||
+                 st.vocab_mask.dim(1) != cols))
+    throw Error("start_decoding: the shortlist's mask is not (sentences, output columns)");
+  if (!st.vocab.empty()) {
+    // Once per batch: the shortlist's rows of the projection, which the
+    // backend packs on the first step (in the model's compute type).
+    std::vector<int64_t> rows(st.vocab.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (st.vocab[i] < 0 || st.vocab[i] >= cfg_.vocab_size ||
+          (i > 0 && st.vocab[i] <= st.vocab[i - 1]))
+        throw Error("start_decoding: the output ids are not ascending vocabulary ids");
+      rows[i] = st.vocab[i];
+    }
+    ops::gather_rows(out_proj_->value, rows, st.out_w);
+    if (out_bias_) ops::gather_rows(out_bias_->value, rows, st.out_b);
+    if (store_.constant_id()) st.out_owner.renew(st.out_w.device());
+  }
 }
 
 const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) const {
@@ -248,7 +267,16 @@ const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) con
   ops::upload(last_tokens, st.ids);
   tgt_embed_->forward(st.ids, 1, st.step, st.x, false, 0);
   decoder_->step(st.x, st, st.y);
-  project_output(st.y, st.logits);
+  if (st.vocab.empty()) {
+    project_output(st.y, st.logits);
+  } else {
+    ops::MatmulOpts o;
+    o.constant_b = st.out_owner.id();  // 0 unless the model is frozen
+    o.compute = store_.compute_type();
+    if (out_bias_) o.bias = &st.out_b;
+    ops::matmul(st.y, false, st.out_w, true, st.logits, o);
+  }
+  if (st.vocab_mask.numel()) ops::add_group_rows_(st.logits, st.vocab_mask, st.beam);
   ++st.step;
   return st.logits;
 }
@@ -283,6 +311,12 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
     Tensor mask3 = st.src_mask.view(Shape{st.B, 1, S});
     ops::reorder_cache(mask3, keep, 1, st.spare);
     st.src_mask.resize(Shape{newB, 1, 1, S});
+    if (st.vocab_mask.numel()) {
+      const int64_t W = st.vocab_mask.dim(1);
+      Tensor vm3 = st.vocab_mask.view(Shape{st.B, 1, W});
+      ops::reorder_cache(vm3, keep, 1, st.spare);
+      st.vocab_mask.resize(Shape{newB, W});
+    }
   }
   st.B = newB;
   st.beam = new_beam;

@@ -234,6 +234,16 @@ void add_(Tensor& dst, const Tensor& src) {
   be(dst).add_inplace(dst.data(), src.data(), dst.numel());
 }
 
+void add_group_rows_(Tensor& x, const Tensor& m, int64_t n) {
+  need_contiguous("add_group_rows_", {&x, &m});
+  same_device("add_group_rows_", {&x, &m});
+  if (x.ndim() != 2 || m.ndim() != 2 || x.dim(1) != m.dim(1) || x.dim(0) != m.dim(0) * n)
+    fail("add_group_rows_", "expected x (G * n, N) and m (G, N)");
+  const int64_t N = x.dim(1);
+  Backend& b = be(x);
+  for (int64_t r = 0; r < x.dim(0); ++r) b.add_inplace(x.data() + r * N, m.data() + r / n * N, N);
+}
+
 void scale_(Tensor& x, float s) { be(x).scale(x.data(), x.numel(), s); }
 
 void copy(const Tensor& src, Tensor& dst) {
@@ -349,7 +359,7 @@ double l2_norm(const Tensor& x) { return std::sqrt(be(x).sum_squares(x.data(), x
 void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int64_t k,
                       const std::vector<int32_t>& banned, const std::vector<int32_t>& cols,
                       int64_t n_cols, std::vector<double>& values, std::vector<int32_t>& indices,
-                      std::vector<float>& col_lp) {
+                      std::vector<float>& col_lp, bool ordered_sum) {
   if (logits.ndim() != 2) fail("topk_log_softmax", "expected a 2-D tensor");
   need_contiguous("topk_log_softmax", {&logits});
   const int64_t rows = logits.dim(0), V = logits.dim(1);
@@ -366,7 +376,7 @@ void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int
   col_lp.resize(rows * n_cols);
   be(logits).topk_log_softmax(logits.data(), base.data(), rows, V, k, banned.data(),
                               static_cast<int64_t>(banned.size()), cols.data(), n_cols,
-                              values.data(), indices.data(), col_lp.data());
+                              values.data(), indices.data(), col_lp.data(), ordered_sum);
 }
 
 void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out) {

@@ -92,6 +92,9 @@ void causal_mask(Tensor& mask);
 
 void add(const Tensor& a, const Tensor& b, Tensor& out);  // out = a + b
 void add_(Tensor& dst, const Tensor& src);                // dst += src
+// x (G * n, N) += m (G, N), row g of m to each of rows [g * n, (g + 1) * n):
+// a per-sentence additive mask over its beam's rows.
+void add_group_rows_(Tensor& x, const Tensor& m, int64_t n);
 void scale_(Tensor& x, float s);
 void copy(const Tensor& src, Tensor& dst);  // dst resized to src's shape
 // Host memory into a tensor (of its shape and dtype) on its device.
@@ -154,7 +157,7 @@ double l2_norm(const Tensor& x);
 void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int64_t k,
                       const std::vector<int32_t>& banned, const std::vector<int32_t>& cols,
                       int64_t n_cols, std::vector<double>& values, std::vector<int32_t>& indices,
-                      std::vector<float>& col_lp);
+                      std::vector<float>& col_lp, bool ordered_sum = false);
 // A sampling step over logits (R, V): output i reads row rows[i]. With
 // forced[i] >= 0 it is that id (a prefix, the length limit's </s>); else a
 // draw, by the uniform u[i] in [0, 1), from softmax(logits / temperature)

@@ -44,6 +44,9 @@ struct TrainOptions {
   // implausible (data.h's filters).
   bool filter = false;
   bool explain = false;  // print the recipe and stop before training
+  // shortlist: at the end, build the vocabulary shortlist from the training
+  // pairs and measure its cost on the validation set (model/shortlist.h).
+  bool shortlist = false;
   // What the user set, by key: the training keys below, and "config",
   // "vocab_size", "dropout", "label_smoothing". The recipe leaves these.
   std::set<std::string> given;

@@ -38,10 +38,13 @@
 #include "core/format.h"
 #include "core/memory.h"
 #include "core/rng.h"
+#include "decode/shortlist_cost.h"
 #include "io/file_lock.h"
 #include "io/output_file.h"
 #include "metrics/tokenizers.h"
+#include "model/loaded_model.h"
 #include "model/model_file.h"
+#include "model/shortlist.h"
 #include "model/vocab.h"
 #include "ops/ops.h"
 #include "train/recipe.h"
@@ -184,6 +187,7 @@ class TrainRun {
   void save_checkpoint();
   Metric validate(bool averaged);
   void choose_final_weights();
+  void attach_shortlist();
   void finish();
   json extra_state() const;
   json data_summary() const;
@@ -1014,6 +1018,63 @@ void TrainRun::choose_final_weights() {
   log("final model: " + why);
 }
 
+// The vocabulary shortlist, from the training pairs, and what it costs: the
+// validation set (its first kShortlistSentences) translated at beam 4 with
+// and without it by the model as `nmt translate` loads it. Translation uses
+// it by default only if that cost is at most kMaxDefaultShortlistCost BLEU.
+// The model file is written again with the table and the measurement.
+void TrainRun::attach_shortlist() {
+  constexpr int64_t kShortlistSentences = 1000;
+  const auto t0 = Clock::now();
+  std::vector<const std::vector<int32_t>*> src, tgt;
+  for (int64_t i = 0; i < train_c_.size(); ++i) src.push_back(&train_c_.src[i]), tgt.push_back(&train_c_.tgt[i]);
+  const Shortlist sl = Shortlist::build(src, tgt, cfg_.source_vocab(), cfg_.vocab_size);
+  std::optional<ShortlistCost> cost;
+  if (has_valid() && valid_c_.size() > 0) {
+    const LoadedModel m = load_model(opts_.out);
+    const int64_t n = std::min(valid_c_.size(), kShortlistSentences);
+    std::vector<std::vector<int32_t>> vs(valid_c_.src.begin(), valid_c_.src.begin() + n),
+        vt(valid_c_.tgt.begin(), valid_c_.tgt.begin() + n);
+    std::vector<std::string> refs;
+    for (int64_t i = 0; i < n; ++i) refs.push_back(vtgt_[valid_c_.line[i]]);
+    SearchOptions so;
+    so.beam = 4;
+    cost = measure_shortlist(*m.net, sl, m.tgt_vocab(), vs, vt, refs, so, opts_.valid_tokenize);
+  }
+  const std::string from = std::to_string(train_c_.size()) + " training pairs";
+  std::map<std::string, std::string> meta = model_metadata();
+  meta["shortlist"] = shortlist_metadata(sl, from, cost ? &*cost : nullptr);
+  VocabTensors tensors;
+  if (!spm_.empty()) tensors["vocab/sentencepiece"] = spm_;
+  tensors[kShortlistTensor] = sl.serialise();
+  save_model(opts_.out, *model_, tensors, meta);
+  std::string line = "shortlist: the " + std::to_string(sl.options().per_source) +
+                     " likeliest target pieces of each source piece and the " +
+                     std::to_string(sl.options().frequent) + " most frequent, from " + from + " (" +
+                     std::to_string(sl.entries()) + " entries)";
+  json entry = {{"type", "shortlist"}, {"entries", sl.entries()}, {"seconds", seconds_since(t0)}};
+  if (cost) {
+    line += "; validation BLEU at beam 4 " + fmt("%.2f", cost->bleu_shortlist) + " with it, " +
+            fmt("%.2f", cost->bleu_full) + " without (" + std::to_string(cost->sentences) +
+            " sentences, " + fmt("%.1f", cost->seconds_shortlist) + " s against " +
+            fmt("%.1f", cost->seconds_full) + " s): " +
+            (cost->on_by_default() ? "translation uses it by default"
+                                   : "it costs more than " +
+                                         fmt("%.1f", kMaxDefaultShortlistCost) +
+                                         " BLEU, so translation uses it only with --shortlist on");
+    entry["bleu"] = cost->bleu_full;
+    entry["bleu_shortlist"] = cost->bleu_shortlist;
+    entry["seconds_full"] = cost->seconds_full;
+    entry["seconds_shortlist"] = cost->seconds_shortlist;
+    entry["default"] = cost->on_by_default();
+  } else {
+    line += "; no validation set to measure it on, so translation uses it only with --shortlist on";
+    entry["default"] = false;
+  }
+  log_->write(entry);
+  log(line);
+}
+
 void TrainRun::finish() {
   const int64_t steps = trainer_->steps();
   result_.interrupted = result_.stop_reason == "interrupted";
@@ -1022,6 +1083,7 @@ void TrainRun::finish() {
     if (has_valid() && last_valid_step_ != steps) validate(false);
     choose_final_weights();
     save_model(opts_.out, *model_, spm_, model_metadata());
+    if (opts_.shortlist) attach_shortlist();
     result_.model_path = opts_.out;
     log("wrote " + opts_.out + " after " + std::to_string(steps) + " steps (" +
         result_.stop_reason + ")");

@@ -1,0 +1,55 @@
+// What a vocabulary shortlist costs a model: a parallel set translated with
+// it and without, as `nmt translate` would (beam search in length-sorted
+// batches), and scored with BLEU. `nmt train` measures this on its
+// validation set once the final weights are chosen, and `nmt shortlist` on
+// any set it is given; translation uses the shortlist by default only where
+// the cost was measured to be at most kMaxDefaultShortlistCost.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "decode/search.h"
+#include "model/shortlist.h"
+#include "model/transformer.h"
+#include "model/vocab.h"
+
+namespace nmt {
+
+constexpr double kMaxDefaultShortlistCost = 0.2;  // BLEU
+std::string shortlist_cost_limit();              // "0.2", for messages
+
+struct ShortlistCost {
+  double bleu_full = 0, bleu_shortlist = 0;
+  double seconds_full = 0, seconds_shortlist = 0;
+  int64_t sentences = 0;
+  int beam = 0;
+  std::string tokenizer;
+  // Reference pieces that their own sentence's shortlist holds, and all.
+  int64_t ref_pieces_covered = 0, ref_pieces = 0;
+  double cost() const { return bleu_full - bleu_shortlist; }
+  bool on_by_default() const { return cost() <= kMaxDefaultShortlistCost; }
+};
+
+// src: id sequences (without framing); refs: their reference translations
+// as text; tgt: their reference ids (for the coverage count; may be empty).
+// tokenizer: BLEU's (sacreBLEU's names).
+ShortlistCost measure_shortlist(const Decodable& model, const Shortlist& shortlist,
+                                const Vocab& tgt_vocab,
+                                const std::vector<std::vector<int32_t>>& src,
+                                const std::vector<std::vector<int32_t>>& tgt,
+                                const std::vector<std::string>& refs, SearchOptions opts,
+                                const std::string& tokenizer);
+
+// The "shortlist" metadata of a model file: the table's options and size,
+// what it was built from, and the measurement (if any; its BLEU, not its
+// timings, so that a run repeated gives the same file), with "default"
+// saying whether translation uses it when not told.
+std::string shortlist_metadata(const Shortlist& shortlist, const std::string& built_from,
+                               const ShortlistCost* cost);
+// Whether that metadata says to use the shortlist by default.
+bool shortlist_on_by_default(const std::map<std::string, std::string>& metadata);
+
+}  // namespace nmt

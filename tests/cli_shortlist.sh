@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Vocabulary shortlists on the built binary:
+#  - nmt train builds one from its training pairs, measures its BLEU cost on
+#    the validation set, says so, and stores both (nmt info shows them);
+#    --no-shortlist stores none;
+#  - nmt translate --shortlist on|off|auto, and its refusals;
+#  - nmt shortlist adds one to any model, measured when given a set, without
+#    touching its input; nmt quantize keeps it;
+#  - a model whose shortlist bytes are damaged is refused by name.
+# Usage: cli_shortlist.sh NMT DATA_DIR WORK_DIR
+set -uo pipefail
+NMT=$1 DATA=$2 WORK=$3
+rm -rf "$WORK" && mkdir -p "$WORK"
+cd "$WORK" || exit 1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/cli_common.sh"
+toy=$DATA/joeynmt-toy
+has() { grep -q -- "$1" "$2" || fail "expected '$1' in $2: $(cat "$2")"; }
+
+# 1. Training builds and measures it.
+"$NMT" train -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
+  --valid-src "$toy/dev.en" --valid-tgt "$toy/dev.de" --out m.nmt --vocab-size 300 \
+  --max-steps 30 --batch-tokens 1024 --seed 1 --threads 1 2>train.err || fail "train: $(cat train.err)"
+has "shortlist: the 50 likeliest target pieces of each source piece and the 100 most frequent, from [0-9]* training pairs" train.err
+has "validation BLEU at beam 4 [0-9.]* with it, [0-9.]* without ([0-9]* sentences" train.err
+grep -q '"type":"shortlist"' m.nmt.log.jsonl || fail "no shortlist entry in the training log"
+"$NMT" info m.nmt >info.txt 2>&1 || fail "info: $(cat info.txt)"
+has "^shortlist    [0-9]* entries (the 50 likeliest of each source piece, 100 frequent pieces), from [0-9]* training pairs; BLEU [0-9.]* with it, [0-9.]* without, on [0-9]* sentences at beam 4" info.txt
+"$NMT" info m.nmt --format json >info.json || fail "info json"
+python3 - info.json <<'PY' || fail "info json: $(cat info.json)"
+import json, sys
+s = json.load(open(sys.argv[1]))["shortlist"]
+assert s["entries"] > 0 and s["per_source"] == 50 and s["frequent"] == 100, s
+m = s["measured_on"]
+assert m["sentences"] > 0 and m["beam"] == 4 and 0 <= m["reference_coverage"] <= 1, m
+assert s["default"] == (m["bleu"] - m["bleu_shortlist"] <= 0.2), s
+PY
+
+# 2. translate --shortlist: every line answered, whichever way.
+head -50 "$toy/train.en" >in.en
+for mode in on off auto; do
+  "$NMT" translate -m m.nmt -i in.en -o "out.$mode" --shortlist "$mode" 2>tr.err || fail "--shortlist $mode: $(cat tr.err)"
+  [ "$(wc -l <"out.$mode")" -eq 50 ] || fail "--shortlist $mode: expected 50 lines"
+done
+expect 2 "--shortlist" "$NMT" translate -m m.nmt -i in.en --shortlist maybe
+expect 2 "^nmt translate: error: --shortlist on restricts the search; --sampling draws from the whole vocabulary" \
+  "$NMT" translate -m m.nmt -i in.en --shortlist on --sampling topk:5
+
+# 3. --no-shortlist stores none, and --shortlist on says what to do.
+"$NMT" train -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
+  --out plain.nmt --vocab-size 300 --max-steps 10 --batch-tokens 1024 --seed 1 --threads 1 \
+  --no-shortlist 2>plain.err || fail "train --no-shortlist: $(cat plain.err)"
+grep -q "shortlist:" plain.err && fail "--no-shortlist built one: $(cat plain.err)"
+"$NMT" info plain.nmt >plain.info 2>&1 || fail "info plain"
+grep -q "^shortlist" plain.info && fail "--no-shortlist: info shows a shortlist"
+expect 1 "^nmt: error: plain.nmt has no vocabulary shortlist; nmt shortlist makes one from parallel text" \
+  "$NMT" translate -m plain.nmt -i in.en --shortlist on
+"$NMT" translate -m plain.nmt -i in.en -o plain.out 2>/dev/null || fail "auto without a shortlist"
+
+# 4. nmt shortlist adds one, measured on a set; its input is untouched.
+cp plain.nmt plain.copy
+"$NMT" shortlist -m plain.nmt --src "$toy/train.en" --tgt "$toy/train.de" --valid-src "$toy/dev.en" \
+  --valid-tgt "$toy/dev.de" --per-source 20 --frequent 50 -o added.nmt 2>sl.err || fail "shortlist: $(cat sl.err)"
+has "BLEU [0-9.]* with it, [0-9.]* without, on 20 sentences" sl.err
+cmp -s plain.nmt plain.copy || fail "nmt shortlist changed its input"
+"$NMT" info added.nmt >added.info 2>&1 || fail "info added"
+has "^shortlist    [0-9]* entries (the 20 likeliest of each source piece, 50 frequent pieces), from 1000 pairs of" added.info
+"$NMT" translate -m added.nmt -i in.en -o added.out --shortlist on 2>/dev/null || fail "translate added"
+[ "$(wc -l <added.out)" -eq 50 ] || fail "added: expected 50 lines"
+# Without a set it is stored but off unless asked for.
+"$NMT" shortlist -m plain.nmt --src "$toy/train.en" --tgt "$toy/train.de" -o unmeasured.nmt 2>un.err \
+  || fail "shortlist without a set: $(cat un.err)"
+has "no --valid-src to measure it on" un.err
+"$NMT" info unmeasured.nmt >un.info 2>&1 && has "used only with --shortlist on" un.info
+# Refusals, with nothing written.
+expect 2 "is the -m file" "$NMT" shortlist -m plain.nmt --src "$toy/train.en" --tgt "$toy/train.de" -o plain.nmt
+expect 2 "one target file per source file" "$NMT" shortlist -m plain.nmt --src "$toy/train.en" "$toy/dev.en" \
+  --tgt "$toy/train.de" -o x.nmt
+expect 2 "go together" "$NMT" shortlist -m plain.nmt --src "$toy/train.en" --tgt "$toy/train.de" \
+  --valid-src "$toy/dev.en" -o x.nmt
+expect 1 "line counts differ\|lines" "$NMT" shortlist -m plain.nmt --src "$toy/train.en" --tgt "$toy/dev.de" -o x.nmt
+[ ! -e x.nmt ] || fail "a refused nmt shortlist wrote x.nmt"
+cmp -s plain.nmt plain.copy || fail "a refused nmt shortlist changed its model"
+
+# 5. quantize keeps it.
+"$NMT" quantize m.nmt -o m8.nmt 2>/dev/null || fail "quantize"
+"$NMT" info m8.nmt >m8.info 2>&1 || fail "info m8"
+has "^shortlist    " m8.info
+"$NMT" translate -m m8.nmt -i in.en -o m8.out --shortlist on 2>/dev/null || fail "translate int8 with a shortlist"
+
+# 6. Damaged shortlist bytes: refused by name, one line.
+python3 - m.nmt bad.nmt <<'PY' || fail "could not damage the model"
+import json, struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+begin = header["shortlist"]["data_offsets"][0]
+data[8 + n + begin:8 + n + begin + 4] = b"\0\0\0\0"
+open(sys.argv[2], "wb").write(data)
+PY
+expect 1 "^nmt: error: bad.nmt: the shortlist is malformed (not a shortlist)" "$NMT" translate -m bad.nmt -i in.en
+expect 1 "^nmt: error: bad.nmt: the shortlist is malformed" "$NMT" info bad.nmt
+echo "cli_shortlist: ok"
