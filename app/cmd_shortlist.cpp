@@ -30,7 +30,7 @@ struct Opts {
 // The pairs of several corpora, encoded with the model's vocabularies.
 void read_encoded(const LoadedModel& m, const std::vector<std::string>& src_files,
                   const std::vector<std::string>& tgt_files, std::vector<std::vector<int32_t>>& src,
-                  std::vector<std::vector<int32_t>>& tgt, std::vector<std::string>* tgt_text) {
+                  std::vector<std::vector<int32_t>>& tgt) {
   for (size_t k = 0; k < src_files.size(); ++k) {
     std::vector<std::string> s, t;
     io::TextChecks checks;
@@ -41,9 +41,6 @@ void read_encoded(const LoadedModel& m, const std::vector<std::string>& src_file
       tgt.push_back(m.tgt_vocab().encode(t[i]));
       s[i].clear(), s[i].shrink_to_fit();
     }
-    if (tgt_text)
-      tgt_text->insert(tgt_text->end(), std::make_move_iterator(t.begin()),
-                       std::make_move_iterator(t.end()));
   }
 }
 
@@ -68,7 +65,7 @@ void run(const Opts& o) {
 
   const LoadedModel m = load_model(o.model);
   std::vector<std::vector<int32_t>> src, tgt;
-  read_encoded(m, o.src, o.tgt, src, tgt, nullptr);
+  read_encoded(m, o.src, o.tgt, src, tgt);
   std::vector<const std::vector<int32_t>*> sp, tp;
   for (size_t i = 0; i < src.size(); ++i) sp.push_back(&src[i]), tp.push_back(&tgt[i]);
   const Shortlist sl = Shortlist::build(sp, tp, m.config.source_vocab(), m.config.vocab_size, o.table);
@@ -78,12 +75,13 @@ void run(const Opts& o) {
                static_cast<long long>(sl.entries()), from.c_str());
   std::optional<ShortlistCost> cost;
   if (!o.valid_src.empty()) {
-    std::vector<std::vector<int32_t>> vs, vt;
-    std::vector<std::string> refs;
-    read_encoded(m, {o.valid_src}, {o.valid_tgt}, vs, vt, &refs);
+    std::vector<std::string> vs, refs;
+    io::TextChecks checks;
+    checks.warn = io::warn_on_stderr;
+    read_parallel(o.valid_src, o.valid_tgt, vs, refs, checks);
     SearchOptions so;
     so.beam = o.beam;
-    cost = measure_shortlist(*m.net, sl, m.tgt_vocab(), vs, vt, refs, so, o.tokenize);
+    cost = measure_shortlist(m, sl, vs, refs, so, o.tokenize);
     std::fprintf(stderr,
                  "nmt shortlist: BLEU %.2f with it, %.2f without, on %lld sentences of %s at "
                  "beam %d (%.1f s against %.1f s; %.2f%% of the reference pieces in reach): %s\n",

@@ -1,6 +1,6 @@
 // What a vocabulary shortlist costs a model: a parallel set translated with
-// it and without, as `nmt translate` would (beam search in length-sorted
-// batches), and scored with BLEU. `nmt train` measures this on its
+// it and without by the Translator that `nmt translate` runs (its default
+// batches and workers), and scored with BLEU. `nmt train` measures this on its
 // validation set once the final weights are chosen, and `nmt shortlist` on
 // any set it is given; translation uses the shortlist by default only where
 // the cost was measured to be at most kMaxDefaultShortlistCost.
@@ -12,9 +12,8 @@
 #include <vector>
 
 #include "decode/search.h"
+#include "model/loaded_model.h"
 #include "model/shortlist.h"
-#include "model/transformer.h"
-#include "model/vocab.h"
 
 namespace nmt {
 
@@ -33,13 +32,10 @@ struct ShortlistCost {
   bool on_by_default() const { return cost() <= kMaxDefaultShortlistCost; }
 };
 
-// src: id sequences (without framing); refs: their reference translations
-// as text; tgt: their reference ids (for the coverage count; may be empty).
-// tokenizer: BLEU's (sacreBLEU's names).
-ShortlistCost measure_shortlist(const Decodable& model, const Shortlist& shortlist,
-                                const Vocab& tgt_vocab,
-                                const std::vector<std::vector<int32_t>>& src,
-                                const std::vector<std::vector<int32_t>>& tgt,
+// src, refs: the source lines and their reference translations; tokenizer:
+// BLEU's (sacreBLEU's names).
+ShortlistCost measure_shortlist(const LoadedModel& model, const Shortlist& shortlist,
+                                const std::vector<std::string>& src,
                                 const std::vector<std::string>& refs, SearchOptions opts,
                                 const std::string& tokenizer);
 

@@ -1033,13 +1033,12 @@ void TrainRun::attach_shortlist() {
   if (has_valid() && valid_c_.size() > 0) {
     const LoadedModel m = load_model(opts_.out);
     const int64_t n = std::min(valid_c_.size(), kShortlistSentences);
-    std::vector<std::vector<int32_t>> vs(valid_c_.src.begin(), valid_c_.src.begin() + n),
-        vt(valid_c_.tgt.begin(), valid_c_.tgt.begin() + n);
-    std::vector<std::string> refs;
-    for (int64_t i = 0; i < n; ++i) refs.push_back(vtgt_[valid_c_.line[i]]);
+    std::vector<std::string> src, refs;
+    for (int64_t i = 0; i < n; ++i)
+      src.push_back(vsrc_[valid_c_.line[i]]), refs.push_back(vtgt_[valid_c_.line[i]]);
     SearchOptions so;
     so.beam = 4;
-    cost = measure_shortlist(*m.net, sl, m.tgt_vocab(), vs, vt, refs, so, opts_.valid_tokenize);
+    cost = measure_shortlist(m, sl, src, refs, so, opts_.valid_tokenize);
   }
   const std::string from = std::to_string(train_c_.size()) + " training pairs";
   std::map<std::string, std::string> meta = model_metadata();
