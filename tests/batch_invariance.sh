@@ -36,18 +36,24 @@ translate() {  # INPUT OUTPUT ARGS...
 }
 translate "$WORK/test.en" "$WORK/ref" --batch-tokens 4096 --threads 1 --workers 1
 [ "$(sort -u "$WORK/ref" | wc -l)" -gt $((n / 2)) ] || fail "the model's outputs are too uniform to test anything"
+# same_as REF ARGS...: the test set in order, and its shuffled copy put back
+# in order, each translated with ARGS, must equal REF byte for byte.
 runs=0
+same_as() {
+  local ref=$1
+  shift
+  translate "$WORK/test.en" "$WORK/out" "$@"
+  cmp -s "$ref" "$WORK/out" || fail "$*: $(diff "$ref" "$WORK/out" | grep -c '^>') lines differ"
+  translate "$WORK/shuffled.en" "$WORK/out" "$@"
+  paste "$WORK/perm" "$WORK/out" | sort -n -k1,1 | cut -f2- >"$WORK/unshuffled"
+  cmp -s "$ref" "$WORK/unshuffled" ||
+    fail "shuffled, $*: $(diff "$ref" "$WORK/unshuffled" | grep -c '^>') lines differ"
+  runs=$((runs + 2))
+}
 for bt in 64 300 1000 4096 16000; do
   for threads in 1 2; do
     for workers in 1 3; do
-      translate "$WORK/test.en" "$WORK/out" --batch-tokens "$bt" --threads "$threads" --workers "$workers"
-      cmp -s "$WORK/ref" "$WORK/out" ||
-        fail "--batch-tokens $bt --threads $threads --workers $workers: $(diff "$WORK/ref" "$WORK/out" | grep -c '^>') lines differ"
-      translate "$WORK/shuffled.en" "$WORK/out" --batch-tokens "$bt" --threads "$threads" --workers "$workers"
-      paste "$WORK/perm" "$WORK/out" | sort -n -k1,1 | cut -f2- >"$WORK/unshuffled"
-      cmp -s "$WORK/ref" "$WORK/unshuffled" ||
-        fail "shuffled, --batch-tokens $bt --threads $threads --workers $workers: $(diff "$WORK/ref" "$WORK/unshuffled" | grep -c '^>') lines differ"
-      runs=$((runs + 2))
+      same_as "$WORK/ref" --batch-tokens "$bt" --threads "$threads" --workers "$workers"
     done
   done
 done
@@ -60,14 +66,7 @@ translate "$WORK/test.en" "$WORK/ref_sl" --batch-tokens 4096 --threads 1 --worke
 runs=0
 for bt in 64 1000 16000; do
   for workers in 1 3; do
-    translate "$WORK/test.en" "$WORK/out" --batch-tokens "$bt" --threads 1 --workers "$workers" --shortlist on
-    cmp -s "$WORK/ref_sl" "$WORK/out" ||
-      fail "--shortlist on --batch-tokens $bt --workers $workers: $(diff "$WORK/ref_sl" "$WORK/out" | grep -c '^>') lines differ"
-    translate "$WORK/shuffled.en" "$WORK/out" --batch-tokens "$bt" --threads 1 --workers "$workers" --shortlist on
-    paste "$WORK/perm" "$WORK/out" | sort -n -k1,1 | cut -f2- >"$WORK/unshuffled"
-    cmp -s "$WORK/ref_sl" "$WORK/unshuffled" ||
-      fail "--shortlist on, shuffled, --batch-tokens $bt --workers $workers: $(diff "$WORK/ref_sl" "$WORK/unshuffled" | grep -c '^>') lines differ"
-    runs=$((runs + 2))
+    same_as "$WORK/ref_sl" --batch-tokens "$bt" --threads 1 --workers "$workers" --shortlist on
   done
 done
 echo "batch invariance with the shortlist: $runs runs of $n lines, all identical to its reference"
