@@ -160,6 +160,41 @@ TEST_CASE("recipe: bf16 where the CPU has it, else f32 with the reason", "[recip
   CHECK(without.recipe.find("compute_type")->reason.find("no AVX512-BF16") != std::string::npos);
 }
 
+TEST_CASE("recipe: bf16 only where an update measures faster in it", "[recipe]") {
+  // A CPU with AVX512-BF16 but no AMX measured 1.6x slower in bf16: f32.
+  Planned slow = plan(29000, minutes(10), 0.5, 0, "");
+  REQUIRE(slow.opts.compute_type == "bf16");
+  CHECK(recipe_compute_by_speed(0.80, 0.50, 4096, slow.opts, slow.recipe));
+  CHECK(slow.opts.compute_type == "f32");
+  const RecipeChoice* c = slow.recipe.find("compute_type");
+  REQUIRE(c);
+  CHECK(c->value == "f32");
+  CHECK(c->reason.find("0.800 s in bf16, 0.500 s in f32") != std::string::npos);
+  // Revised, not listed twice, and logged last (with the measurement).
+  CHECK(std::count_if(slow.recipe.choices().begin(), slow.recipe.choices().end(),
+                      [](const RecipeChoice& x) { return x.key == "compute_type"; }) == 1);
+  CHECK(slow.recipe.choices().back().key == "compute_type");
+  // Within 5%: f32, the exact one.
+  Planned even = plan(29000, minutes(10), 0.5, 0, "");
+  CHECK(recipe_compute_by_speed(0.49, 0.50, 4096, even.opts, even.recipe));
+  CHECK(even.opts.compute_type == "f32");
+  // Faster in bf16 (AMX, or a Zen 4): kept, with the times as its reason.
+  Planned fast = plan(29000, minutes(10), 0.5, 0, "");
+  CHECK_FALSE(recipe_compute_by_speed(0.30, 0.50, 4096, fast.opts, fast.recipe));
+  CHECK(fast.opts.compute_type == "bf16");
+  CHECK(fast.recipe.find("compute_type")->reason.find("0.300 s in bf16") != std::string::npos);
+  // Given, or f32 already: untouched.
+  TrainOptions g = minutes(10);
+  g.compute_type = "bf16";
+  g.given = {"compute_type"};
+  Planned given = plan(29000, g, 0.5, 0, "");
+  CHECK_FALSE(recipe_compute_by_speed(0.80, 0.50, 4096, given.opts, given.recipe));
+  CHECK(given.opts.compute_type == "bf16");
+  Planned none = plan(29000, minutes(10), 0.5, 0, "--compute-type bf16: no AVX512-BF16");
+  CHECK_FALSE(recipe_compute_by_speed(0.30, 0.50, 4096, none.opts, none.recipe));
+  CHECK(none.opts.compute_type == "f32");
+}
+
 TEST_CASE("recipe: a time budget plans its updates from the measured speed", "[recipe]") {
   // 0.5 s per 4096 tokens, 10 minutes less 30 s for the end: about 4.7M
   // padded tokens, so batches for ~2000 updates (whole 256s), and a linear

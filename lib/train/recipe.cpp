@@ -47,6 +47,13 @@ void Recipe::given(const std::string& key, json value, std::string where) {
   choices_.push_back({key, std::move(value), std::move(where), true});
 }
 
+void Recipe::revise(const std::string& key, json value, std::string reason) {
+  choices_.erase(std::remove_if(choices_.begin(), choices_.end(),
+                                [&](const RecipeChoice& c) { return c.key == key; }),
+                 choices_.end());
+  choose(key, std::move(value), std::move(reason));
+}
+
 const RecipeChoice* Recipe::find(const std::string& key) const {
   for (const auto& c : choices_)
     if (c.key == key) return &c;
@@ -200,14 +207,31 @@ DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOp
   } else if (bf16_why_not.empty()) {
     o.compute_type = "bf16";
     r.choose("compute_type", "bf16",
-             "this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX): the products in bf16 "
-             "with f32 accumulation, weights, Adam and loss in f32, train about 1.5-2x faster "
-             "than f32 to the same BLEU (bench/recipe.sh)");
+             "this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX): bf16 if an update "
+             "times faster in it than in f32 on the built model (revised below)");
   } else {
     o.compute_type = "f32";
     r.choose("compute_type", "f32", "no bf16 training on this machine (" + bf16_why_not + ")");
   }
   return d;
+}
+
+bool recipe_compute_by_speed(double bf16_s, double f32_s, int64_t batch, TrainOptions& o,
+                             Recipe& r) {
+  if (given(o, "compute_type") || o.compute_type != "bf16" || bf16_s <= 0 || f32_s <= 0)
+    return false;
+  const bool keep = bf16_s * 1.05 <= f32_s;
+  o.compute_type = keep ? "bf16" : "f32";
+  const std::string timing = "measured on this model: an update of " + std::to_string(batch) +
+                             " tokens takes " + num("%.3f", bf16_s) + " s in bf16, " +
+                             num("%.3f", f32_s) + " s in f32";
+  r.revise("compute_type", o.compute_type,
+           keep ? "this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX) and " + timing +
+                      ": the products in bf16 with f32 accumulation, weights, Adam and loss in "
+                      "f32, train to the same BLEU as f32 (bench/recipe.sh)"
+                : "this CPU has bf16 instructions, but " + timing +
+                      ": bf16 is not at least 5% faster here, so f32");
+  return !keep;
 }
 
 int64_t updates_in_time(double seconds_left, double seconds_per_update, double reserve_seconds) {

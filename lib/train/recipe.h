@@ -38,6 +38,9 @@ class Recipe {
  public:
   void choose(const std::string& key, nlohmann::json value, std::string reason);
   void given(const std::string& key, nlohmann::json value, std::string where = "given");
+  // Replaces an earlier choice of `key` and moves it to the end, so that a
+  // stage that learns more (a measurement) logs its revision after the rest.
+  void revise(const std::string& key, nlohmann::json value, std::string reason);
   const std::vector<RecipeChoice>& choices() const { return choices_; }
   const RecipeChoice* find(const std::string& key) const;
   // One line per choice: "batch_tokens 2048: <reason>".
@@ -80,6 +83,15 @@ struct DataRecipe {
 DataRecipe recipe_for_data(const CorpusFacts& facts, const ModelConfig& cfg, TrainOptions& opts,
                            const std::string& bf16_why_not, Recipe& recipe,
                            const std::string& mecab_why_not = "");
+
+// The compute type by measured speed, once the model is built: a CPU with
+// AVX512-BF16 but no AMX can train slower in bf16 than in f32 (its bf16 dot
+// products convert and shuffle more than they save), so bf16 is kept only
+// where an update of `batch_tokens` runs at least 5% faster in it. Revises
+// stage 1's choice; does nothing when the compute type was given or stage 1
+// chose f32. Returns whether it changed the compute type.
+bool recipe_compute_by_speed(double bf16_seconds, double f32_seconds, int64_t batch_tokens,
+                             TrainOptions& opts, Recipe& recipe);
 
 struct BudgetFacts {
   int64_t pairs = 0;

@@ -683,8 +683,25 @@ void TrainRun::choose_budget_recipe() {
         " tokens (" + fmt("%.0f", f.fill * double(batch) / std::max(f.probe_seconds, 1e-9)) +
         " target tokens/s, " + opts_.compute_type + ")");
   };
+  const int64_t probe_batch =
+      given("batch_tokens") ? opts_.batch_tokens : f.pairs < 100000 ? 4096 : 8192;
+  size_t from = recipe_.choices().size();
+  if (!given("compute_type") && opts_.compute_type == "bf16") {
+    // bf16 only where it is faster (recipe_compute_by_speed); the faster
+    // type's time is the probe a time budget plans with.
+    measure(probe_batch);
+    const double bf16_s = f.probe_seconds, bf16_fill = f.fill;
+    model_->params().set_compute_type(ComputeType::F32);
+    opts_.compute_type = "f32";
+    measure(probe_batch);
+    opts_.compute_type = "bf16";
+    if (!recipe_compute_by_speed(bf16_s, f.probe_seconds, f.probe_batch_tokens, opts_, recipe_))
+      f.probe_seconds = bf16_s, f.fill = bf16_fill;
+    model_->params().set_compute_type(parse_compute_type(opts_.compute_type));
+    from -= 1;  // the revised compute_type is logged with this stage
+  }
   if (opts_.max_minutes > 0) {
-    measure(given("batch_tokens") ? opts_.batch_tokens : f.pairs < 100000 ? 4096 : 8192);
+    if (f.probe_batch_tokens == 0) measure(probe_batch);
     if (!given("batch_tokens")) {
       // Smaller batches run fewer tokens a second: plan again with the
       // speed of the batch the first plan chose.
@@ -695,7 +712,6 @@ void TrainRun::choose_budget_recipe() {
       if (o.batch_tokens != f.probe_batch_tokens) measure(o.batch_tokens);
     }
   }
-  const size_t from = recipe_.choices().size();
   recipe_updates_ = recipe_for_budget(f, cfg_, opts_, recipe_);
   if (f.probe_batch_tokens > 0)
     probe_seconds_ = f.probe_seconds * double(opts_.batch_tokens) / double(f.probe_batch_tokens);
