@@ -207,8 +207,13 @@ DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOp
   } else if (bf16_why_not.empty()) {
     o.compute_type = "bf16";
     r.choose("compute_type", "bf16",
-             "this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX): bf16 if an update "
-             "times faster in it than in f32 on the built model (revised below)");
+             "this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX)" +
+                 std::string(o.max_minutes > 0
+                                 ? ": bf16 if an update times faster in it than in f32 on the "
+                                   "built model (revised below)"
+                                 : ": the products in bf16 with f32 accumulation, weights, Adam "
+                                   "and loss in f32 (with a budget of time, the faster of bf16 "
+                                   "and f32 as measured)"));
   } else {
     o.compute_type = "f32";
     r.choose("compute_type", "f32", "no bf16 training on this machine (" + bf16_why_not + ")");

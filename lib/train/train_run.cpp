@@ -686,9 +686,12 @@ void TrainRun::choose_budget_recipe() {
   const int64_t probe_batch =
       given("batch_tokens") ? opts_.batch_tokens : f.pairs < 100000 ? 4096 : 8192;
   size_t from = recipe_.choices().size();
-  if (!given("compute_type") && opts_.compute_type == "bf16") {
+  if (opts_.max_minutes > 0 && !given("compute_type") && opts_.compute_type == "bf16") {
     // bf16 only where it is faster (recipe_compute_by_speed); the faster
-    // type's time is the probe a time budget plans with.
+    // type's time is the probe a time budget plans with. Only for a budget
+    // of time, which depends on the clock anyway: a budget of steps or
+    // epochs must train the same model on every run of the same command
+    // (a resumed run is checked against an uninterrupted one).
     measure(probe_batch);
     const double bf16_s = f.probe_seconds, bf16_fill = f.fill;
     model_->params().set_compute_type(ComputeType::F32);
