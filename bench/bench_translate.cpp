@@ -14,7 +14,8 @@
 //   build/bench/bench_translate --real MODEL [--src F] [--ref F] [--threads N]
 //                               [--workers W] [--beam K] [--batch-tokens N] [--repeat R]
 //                               [--warmup-lines N] [--compute-type f32|bf16|int8]
-//                               [--shortlist on|off]
+//                               [--shortlist on|off] [--alpha A] [--max-length-a A]
+//                               [--max-length-b B]
 // (threads: per worker; 0 and 0, the defaults, are nmt translate's: min(cores, 4)
 // workers sharing the cores). Primitives counts the primitives built during a
 // timed pass: 0 once the shapes of real text have been seen.
@@ -60,6 +61,12 @@ int real_text(int argc, char** argv) {
   const int repeat = std::stoi(arg_value(argc, argv, "--repeat", "3"));
   SearchOptions opts;
   opts.beam = std::stoi(arg_value(argc, argv, "--beam", "4"));
+  // The search of another engine's settings (bench/ct2.py: no length
+  // normalisation, a fixed length limit); nmt translate's defaults otherwise.
+  opts.alpha = std::stof(arg_value(argc, argv, "--alpha", std::to_string(opts.alpha)));
+  opts.max_len_a = std::stof(arg_value(argc, argv, "--max-length-a", std::to_string(opts.max_len_a)));
+  opts.max_len_b = std::stoi(arg_value(argc, argv, "--max-length-b", std::to_string(opts.max_len_b)));
+  validate(opts);
   const int64_t batch_tokens = std::stoll(arg_value(argc, argv, "--batch-tokens", "0"));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ops::set_num_threads(cores);

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""nmt against CTranslate2 at its best, side by side in one run, on one
+trained nmt model: the model is converted with CTranslate2's own spec classes
+(bench/nmt2ct2.py), CTranslate2's thread and batch settings are swept and the
+best kept, and both are printed beside each other with BLEU, f32 and int8,
+engine only and whole process.
+
+  bench/ct2.py MODEL.nmt [--src F] [--ref F] [--tokenize 13a] [--rounds 2]
+
+- nmt engine: bench_translate --real (the translate pipeline in-process:
+  SentencePiece in and out, its batching and workers), sentences/s of the
+  best warm pass; nmt process: `nmt translate`, whole process, best of ROUNDS.
+- CTranslate2 engine: Translator.translate_batch on the SentencePiece pieces
+  (no tokenisation, no load), best of ROUNDS after a warm-up pass, for every
+  setting of the sweep (inter_threads x intra_threads, and batches of
+  sentences or tokens); CTranslate2 process: spm_encode | python3 (load and
+  translate at the best engine setting) | spm_decode.
+- The same search on both sides: beam 4, no length normalisation (nmt
+  --alpha 0, CTranslate2 length_penalty 0, which lets it stop early), at most
+  255 target pieces.
+Without an importable CTranslate2 with its compiled extension (PYTHONPATH:
+CTranslate2's python/ directory after its build, with libctranslate2.so on
+LD_LIBRARY_PATH), it says so and prints nmt's rows alone. CTranslate2 is
+built outside this repository (tests/fixtures/peers/README.md).
+Environment: NMT (build/nmt), BENCH (build/bench/bench_translate), DATA.
+"""
+import argparse
+import gzip
+import itertools
+import json
+import os
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BEAM, MAX_LEN = 4, 255
+
+
+def ct2_translate_stdin(model_dir, inter, intra, batch, batch_type):
+    """Worker: pieces on stdin, pieces on stdout (the process rows)."""
+    import ctranslate2
+    tr = ctranslate2.Translator(model_dir, device="cpu", inter_threads=inter, intra_threads=intra)
+    src = [l.split() for l in sys.stdin.read().splitlines()]
+    out = tr.translate_batch(src, max_batch_size=batch, batch_type=batch_type, beam_size=BEAM,
+                             length_penalty=0, max_decoding_length=MAX_LEN + 1)
+    sys.stdout.write("".join(" ".join(r.hypotheses[0]) + "\n" for r in out))
+
+
+def ct2_engine(model_dir, pieces_file, inter, intra, batch, batch_type, rounds, out_file):
+    """Worker: one setting's best sentences/s over `rounds` warm passes; its
+    output pieces to out_file; peak memory of this process."""
+    import ctranslate2
+    tr = ctranslate2.Translator(model_dir, device="cpu", inter_threads=inter, intra_threads=intra)
+    src = [l.split() for l in open(pieces_file, encoding="utf-8").read().splitlines()]
+    kw = dict(max_batch_size=batch, batch_type=batch_type, beam_size=BEAM, length_penalty=0,
+              max_decoding_length=MAX_LEN + 1)
+    tr.translate_batch(src, **kw)  # warm-up: every shape once
+    best, out = 0.0, None
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        out = tr.translate_batch(src, **kw)
+        best = max(best, len(src) / (time.perf_counter() - t0))
+    with open(out_file, "w", encoding="utf-8") as f:
+        f.writelines(" ".join(r.hypotheses[0]) + "\n" for r in out)
+    print(json.dumps({"sent_s": best,
+                      "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def ct2_status():
+    """'' when CTranslate2 can translate here, else why not."""
+    try:
+        import ctranslate2
+    except ImportError as e:
+        return f"no CTranslate2 Python package ({e})"
+    if not hasattr(ctranslate2, "Translator"):
+        return (f"CTranslate2 {ctranslate2.__version__}'s Python package has no compiled "
+                "extension (build it: tests/fixtures/peers/README.md)")
+    return ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model")
+    data = os.environ.get("DATA", os.path.join(root, "..", "shared", "data"))
+    ap.add_argument("--src", default=os.path.join(data, "multi30k", "test_2016_flickr.en.gz"))
+    ap.add_argument("--ref", default=os.path.join(data, "multi30k", "test_2016_flickr.de.gz"))
+    ap.add_argument("--tokenize", default="13a", help="BLEU tokeniser (nmt score --tokenize)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--types", default="f32,int8,bf16")
+    a = ap.parse_args()
+    nmt = os.environ.get("NMT", os.path.join(root, "build", "nmt"))
+    bench = os.environ.get("BENCH", os.path.join(root, "build", "bench", "bench_translate"))
+    for exe in (nmt, bench):
+        if not os.access(exe, os.X_OK):
+            sys.exit(f"ct2.py: {exe} is missing: build first (README)")
+    tmp = tempfile.mkdtemp(prefix="nmt-ct2-")
+    try:
+        run(a, nmt, bench, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_text(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return f.read()
+
+
+def check(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        sys.exit(f"ct2.py: failed: {' '.join(cmd)}\n{p.stderr.strip()}")
+    return p.stdout
+
+
+def timed(shell_cmd, rounds, mem):
+    """Best wall seconds of `rounds` runs of a shell pipeline, and the peak
+    memory (MiB) that the command in it run under `/usr/bin/time -f %M -o MEM`
+    wrote to `mem`."""
+    best, peak = None, 0.0
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        p = subprocess.run(["bash", "-c", "set -o pipefail; " + shell_cmd], capture_output=True,
+                           text=True)
+        s = time.perf_counter() - t0
+        if p.returncode != 0:
+            sys.exit(f"ct2.py: failed: {shell_cmd}\n{p.stderr.strip()[-2000:]}")
+        best = s if best is None else min(best, s)
+        peak = max(peak, int(open(mem).read().split()[-1]) / 1024)
+    return best, peak
+
+
+def run(a, nmt, bench, tmp):
+    src, ref = os.path.join(tmp, "src.txt"), os.path.join(tmp, "ref.txt")
+    open(src, "w", encoding="utf-8").write(read_text(a.src))
+    open(ref, "w", encoding="utf-8").write(read_text(a.ref))
+    n = sum(1 for _ in open(src, encoding="utf-8"))
+    raw = open(a.model, "rb").read()
+    hn = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + hn])
+    if "vocab/tokens" in header or "vocab/source/sentencepiece" in header:
+        sys.exit("ct2.py: give a model that nmt trained (one SentencePiece model, its own ids)")
+    b0, b1 = header["vocab/sentencepiece"]["data_offsets"]
+    spm = os.path.join(tmp, "vocab.spm")
+    open(spm, "wb").write(raw[8 + hn + b0:8 + hn + b1])
+
+    def bleu(hyp):
+        return float(check([nmt, "score", "-r", ref, "-i", hyp, "--tokenize", a.tokenize,
+                            "--score-only"]).split()[0])
+
+    search = ["--beam", str(BEAM), "--alpha", "0", "--max-length-a", "0", "--max-length-b", str(MAX_LEN)]
+    rows = []  # (run, setting, engine sent/s, process sent/s, BLEU, peak MiB)
+    for t in a.types.split(","):
+        probe = subprocess.run([nmt, "translate", "-m", a.model, "--compute-type", t], input="a\n",
+                               capture_output=True, text=True)
+        if probe.returncode != 0:
+            rows.append((f"nmt {t}", "skipped: " + probe.stderr.strip().splitlines()[0], None, None, None, None))
+            continue
+        e = check([bench, "--real", a.model, "--src", a.src, "--ref", a.ref, "--compute-type", t,
+                   "--repeat", "3"] + search)
+        passes = [l.split() for l in e.splitlines() if len(l.split()) == 5 and l.split()[0].isdigit()]
+        engine = max(float(p[1]) for p in passes[1:]) if len(passes) > 1 else None
+        hyp = os.path.join(tmp, f"nmt-{t}.txt")
+        mem = os.path.join(tmp, "mem")
+        s, peak = timed(f"/usr/bin/time -f %M -o {mem} {nmt} translate -m {a.model} --compute-type {t} "
+                        f"{' '.join(search)} -i {src} -o {hyp}", a.rounds, mem)
+        rows.append((f"nmt {t}", "defaults (workers and threads for this machine)", engine, n / s,
+                     bleu(hyp), peak))
+
+    why = ct2_status()
+    if why:
+        print_table(a, n, rows, f"CTranslate2 not measured: {why}")
+        return
+    import ctranslate2
+    pieces = os.path.join(tmp, "src.pieces")
+    check(["bash", "-c", f"spm_encode --model {spm} <{src} >{pieces}"])
+    T = a.threads
+    threads = sorted({(1, T), (T, 1)} | ({(2, T // 2)} if T >= 4 else set()))
+    batches = [(16, "examples"), (32, "examples"), (64, "examples"), (512, "tokens"),
+               (1024, "tokens"), (2048, "tokens")]
+    for q in ("f32", "int8"):
+        d = os.path.join(tmp, f"ct2-{q}")
+        check([sys.executable, os.path.join(root, "bench", "nmt2ct2.py"), a.model, d] +
+              (["--quantization", "int8"] if q == "int8" else []))
+        sweep = []
+        for (inter, intra), (b, bt) in itertools.product(threads, batches):
+            out = os.path.join(tmp, f"ct2-{q}-{inter}x{intra}-{b}{bt[0]}.pieces")
+            r = json.loads(check([sys.executable, __file__, "--engine", d, pieces, str(inter),
+                                  str(intra), str(b), bt, str(a.rounds), out]).splitlines()[-1])
+            sweep.append((r["sent_s"], inter, intra, b, bt, r["peak_mib"], out))
+            print(f"  ct2 {q} {inter}x{intra} batches of {b} {bt}: {r['sent_s']:.1f} sent/s",
+                  file=sys.stderr)
+        best = max(sweep)
+        s_s, inter, intra, b, bt, peak, out = best
+        hyp = os.path.join(tmp, f"ct2-{q}.txt")
+        check(["bash", "-c", f"spm_decode --model {spm} <{out} >{hyp}"])
+        mem = os.path.join(tmp, "mem")
+        s, ppeak = timed(f"spm_encode --model {spm} <{src} | /usr/bin/time -f %M -o {mem} "
+                         f"{sys.executable} {__file__} --translate {d} {inter} {intra} {b} {bt} | "
+                         f"spm_decode --model {spm} >/dev/null", a.rounds, mem)
+        rows.append((f"ct2 {q}", f"best of {len(sweep)}: {inter} translator(s) x {intra} thread(s), "
+                     f"batches of {b} {bt}", s_s, n / s, bleu(hyp), max(peak, ppeak)))
+    print_table(a, n, rows, f"CTranslate2 {ctranslate2.__version__}, converted by bench/nmt2ct2.py")
+    by = {r[0]: r for r in rows}
+    for q in ("f32", "int8"):
+        m, c = by.get(f"nmt {q}"), by.get(f"ct2 {q}")
+        if m and c and m[3] and c[2]:
+            print(f"{q}: nmt process / ct2 engine {m[3] / c[2]:.2f}x; engine / engine "
+                  f"{m[2] / c[2]:.2f}x; process / process {m[3] / c[3]:.2f}x")
+
+
+def print_table(a, n, rows, note):
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"{n} sentences ({a.src}), beam {BEAM}, no length normalisation, {a.threads} cores "
+          f"({cpu}); best of {a.rounds} rounds; {note}")
+    print(f"{'run':<10} {'engine s/s':>10} {'process s/s':>11} {'BLEU':>6} {'peak MiB':>8}  setting")
+    fmt = lambda v, f: (f % v) if v is not None else "-"
+    for r, setting, e, p, b, m in rows:
+        print(f"{r:<10} {fmt(e, '%.1f'):>10} {fmt(p, '%.1f'):>11} {fmt(b, '%.2f'):>6} "
+              f"{fmt(m, '%.0f'):>8}  {setting}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--engine":
+        d, pieces, inter, intra, b, bt, rounds, out = sys.argv[2:10]
+        ct2_engine(d, pieces, int(inter), int(intra), int(b), bt, int(rounds), out)
+    elif len(sys.argv) > 1 and sys.argv[1] == "--translate":
+        d, inter, intra, b, bt = sys.argv[2:7]
+        ct2_translate_stdin(d, int(inter), int(intra), int(b), bt)
+    else:
+        main()
