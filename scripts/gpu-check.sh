@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The checks only a GPU can make, prepared here and run in one call on a
+# lent GPU machine (the device tool, ../.library/device/README.md), whose
+# minutes are few: nothing is built or fetched there.
+#
+#   bash scripts/gpu-check.sh pack   # here: builds build-gpu/ (portable code,
+#                                    # -DNMT_NATIVE=OFF, since the GPU machine's
+#                                    # CPU is another; CUDA on) and bundles its
+#                                    # binaries and the libraries they load (but
+#                                    # glibc's and CUDA's) into .gpu/
+#   bash scripts/gpu-check.sh        # there: device run, carry [".gpu"],
+#                                    # timeout_s 300
+#
+# What it runs there, each with its log under $OUT (or /tmp/gpu-check):
+#  - nvidia-smi, and whether the binaries load against that machine's CUDA;
+#  - the backend parity harness on cuda (tests/backend_ops.cpp: every op
+#    against the CPU reference), in f32, bf16 and int8; a case whose op the
+#    CUDA backend lacks fails there, by name;
+#  - the unit tests' cuda cases, where there are any ([cuda] tag).
+# It prints one line per check and a summary, and exits non-zero if any failed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle=$root/.gpu/nmt-gpu.tar.gz
+
+pack() {
+  local build=${BUILD:-$root/build-gpu} stage
+  mkdir -p "$root/.gpu"
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNMT_NATIVE=OFF -DNMT_CUDA=ON \
+    -DNMT_BUILD_TESTS=ON >"$root/.gpu/build.log" 2>&1 &&
+    cmake --build "$build" -j"$(nproc)" --target nmt nmt_backend_ops nmt_tests nmt_cuda \
+      >>"$root/.gpu/build.log" 2>&1 ||
+    { tail -20 "$root/.gpu/build.log" >&2; echo "gpu-check pack: the build failed" >&2; exit 1; }
+  rm -f "$root/.gpu/build.log"
+  for f in nmt tests/nmt_backend_ops tests/nmt_tests libnmt_cuda.so; do
+    [ -f "$build/$f" ] || { echo "gpu-check pack: the build made no $build/$f" >&2; exit 1; }
+  done
+  stage=$(mktemp -d)
+  mkdir -p "$stage/bin" "$stage/lib"
+  cp "$build/nmt" "$build/tests/nmt_backend_ops" "$build/tests/nmt_tests" "$build/libnmt_cuda.so" \
+    "$stage/bin/"
+  # Every library the binaries load but glibc's (the machine's own must be
+  # used) and CUDA's (the driver's toolkit there, which matches it).
+  ldd "$stage"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+    case $(basename "$lib") in
+      libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libcuda.so* | \
+        libcudart.so* | libcublas*.so* | libcudnn*.so* | libnccl.so* | libnvrtc*.so*) ;;
+      *) cp -L "$lib" "$stage/lib/" ;;
+    esac
+  done
+  ldd --version | head -1 | awk '{print $NF}' >"$stage/glibc-version"
+  (cd "$root" && git rev-parse --short HEAD 2>/dev/null) >"$stage/commit"
+  tar -C "$stage" -cf - . | nice -n 19 gzip -6 >"$bundle.tmp" && mv "$bundle.tmp" "$bundle"
+  rm -rf "$stage"
+  local mib=$(( $(stat -c %s "$bundle") / 1048576 ))
+  echo "gpu-check pack: $bundle ($mib MiB; the device's carry limit is 64 MiB for the whole tree)"
+  [ "$mib" -lt 56 ] || { echo "gpu-check pack: the bundle is too large to carry" >&2; exit 1; }
+}
+
+check() {
+  local out=${OUT:-/tmp/gpu-check} dir=/tmp/nmt-gpu failed=0
+  mkdir -p "$out"
+  [ -f "$bundle" ] || { echo "gpu-check: no $bundle: run 'scripts/gpu-check.sh pack' here and carry .gpu" >&2; exit 1; }
+  rm -rf "$dir" && mkdir -p "$dir" && gzip -dc "$bundle" | tar -C "$dir" -xf - || exit 1
+  echo "bundle of commit $(cat "$dir/commit"), built against glibc $(cat "$dir/glibc-version"); this machine: $(ldd --version | head -1 | awk '{print $NF}')"
+  # CUDA's libraries: the toolkit's, else the Python wheels'.
+  local cuda_lib
+  cuda_lib=$(dirname "$(find /usr/local/cuda*/ /usr/lib /opt -name 'libcublasLt.so.13*' 2>/dev/null | head -1)" 2>/dev/null)
+  export LD_LIBRARY_PATH=$dir/lib${cuda_lib:+:$cuda_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export NMT_CUDA_LIBRARY=$dir/bin/libnmt_cuda.so
+  echo "CUDA libraries from: ${cuda_lib:-none found}"
+  nvidia-smi >"$out/nvidia-smi.txt" 2>&1 && head -15 "$out/nvidia-smi.txt"
+  local -a names=() codes=()
+  run() {  # run NAME COMMAND...: its log in $out/NAME.log
+    local name=$1 rc
+    shift
+    local t0=$SECONDS
+    "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    names+=("$name") codes+=("$rc")
+    printf '%-28s rc=%-3s %4ss  %s\n' "$name" "$rc" $((SECONDS - t0)) "$(tail -1 "$out/$name.log")"
+    [ "$rc" -eq 0 ] || failed=1
+  }
+  run loads ldd "$dir/bin/libnmt_cuda.so"
+  grep -q "not found" "$out/loads.log" && { echo "libraries missing:"; grep "not found" "$out/loads.log"; failed=1; }
+  run parity_f32 "$dir/bin/nmt_backend_ops" cuda -w NoTests "~[bf16]~[int8]"
+  run parity_bf16 "$dir/bin/nmt_backend_ops" cuda --needs bf16 -w NoTests "[bf16]"
+  run parity_int8 "$dir/bin/nmt_backend_ops" cuda --needs int8 -w NoTests "[int8]"
+  if "$dir/bin/nmt_tests" --list-tests "[cuda]" 2>/dev/null | grep -q "^  [a-z]"; then
+    run unit_cuda "$dir/bin/nmt_tests" "[cuda]"
+  fi
+  # Which cases failed, by name, for the issue's notes.
+  # (Catch2's console report: a case's name follows the first of two rules.)
+  awk '/^-{79}$/ { if (++rule % 2 == 1) { getline; name = $0 } } /FAILED/ { print FILENAME ": " name }' \
+    "$out"/parity_*.log 2>/dev/null | sort -u >"$out/failures.txt"
+  [ -s "$out/failures.txt" ] && echo "failed cases ($(wc -l <"$out/failures.txt")):" && cat "$out/failures.txt"
+  echo "summary: ${#names[@]} checks, $(printf '%s\n' "${codes[@]}" | grep -vc '^0$') not passed; logs in $out"
+  exit "$failed"
+}
+
+case ${1:-check} in
+  pack) pack ;;
+  check) check ;;
+  *) echo "usage: scripts/gpu-check.sh [pack|check]" >&2; exit 2 ;;
+esac
