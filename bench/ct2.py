@@ -15,6 +15,9 @@ engine only and whole process.
   setting of the sweep (inter_threads x intra_threads, and batches of
   sentences or tokens); CTranslate2 process: spm_encode | python3 (load and
   translate at the best engine setting) | spm_decode.
+- With a shortlist in the model, each side also runs with it: nmt
+  --shortlist on, CTranslate2 with the same table as its vocabulary map
+  (nmt2ct2.py --vmap, use_vmap).
 - The same search on both sides: beam 4, no length normalisation (nmt
   --alpha 0, CTranslate2 length_penalty 0, which lets it stop early), at most
   255 target pieces.
@@ -41,24 +44,25 @@ root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEAM, MAX_LEN = 4, 255
 
 
-def ct2_translate_stdin(model_dir, inter, intra, batch, batch_type):
+def ct2_translate_stdin(model_dir, inter, intra, batch, batch_type, vmap=False):
     """Worker: pieces on stdin, pieces on stdout (the process rows)."""
     import ctranslate2
     tr = ctranslate2.Translator(model_dir, device="cpu", inter_threads=inter, intra_threads=intra)
     src = [l.split() for l in sys.stdin.read().splitlines()]
     out = tr.translate_batch(src, max_batch_size=batch, batch_type=batch_type, beam_size=BEAM,
-                             length_penalty=0, max_decoding_length=MAX_LEN + 1)
+                             length_penalty=0, max_decoding_length=MAX_LEN + 1, use_vmap=vmap)
     sys.stdout.write("".join(" ".join(r.hypotheses[0]) + "\n" for r in out))
 
 
-def ct2_engine(model_dir, pieces_file, inter, intra, batch, batch_type, rounds, out_file):
+def ct2_engine(model_dir, pieces_file, inter, intra, batch, batch_type, rounds, out_file,
+               vmap=False):
     """Worker: one setting's best sentences/s over `rounds` warm passes; its
     output pieces to out_file; peak memory of this process."""
     import ctranslate2
     tr = ctranslate2.Translator(model_dir, device="cpu", inter_threads=inter, intra_threads=intra)
     src = [l.split() for l in open(pieces_file, encoding="utf-8").read().splitlines()]
     kw = dict(max_batch_size=batch, batch_type=batch_type, beam_size=BEAM, length_penalty=0,
-              max_decoding_length=MAX_LEN + 1)
+              max_decoding_length=MAX_LEN + 1, use_vmap=vmap)
     tr.translate_batch(src, **kw)  # warm-up: every shape once
     best, out = 0.0, None
     for _ in range(rounds):
@@ -155,23 +159,26 @@ def run(a, nmt, bench, tmp):
                             "--score-only"]).split()[0])
 
     search = ["--beam", str(BEAM), "--alpha", "0", "--max-length-a", "0", "--max-length-b", str(MAX_LEN)]
+    # With a shortlist in the model, each side runs without it and with it
+    # (CTranslate2 with the same table as its vocabulary map, use_vmap).
+    has_sl = "shortlist" in header
     rows = []  # (run, setting, engine sent/s, process sent/s, BLEU, peak MiB)
-    for t in a.types.split(","):
+    for t, sl in itertools.product(a.types.split(","), ("off", "on") if has_sl else ("off",)):
         probe = subprocess.run([nmt, "translate", "-m", a.model, "--compute-type", t], input="a\n",
                                capture_output=True, text=True)
         if probe.returncode != 0:
             rows.append((f"nmt {t}", "skipped: " + probe.stderr.strip().splitlines()[0], None, None, None, None))
             continue
         e = check([bench, "--real", a.model, "--src", a.src, "--ref", a.ref, "--compute-type", t,
-                   "--repeat", "3"] + search)
+                   "--repeat", "3", "--shortlist", sl] + search)
         passes = [l.split() for l in e.splitlines() if len(l.split()) == 5 and l.split()[0].isdigit()]
         engine = max(float(p[1]) for p in passes[1:]) if len(passes) > 1 else None
-        hyp = os.path.join(tmp, f"nmt-{t}.txt")
+        hyp = os.path.join(tmp, f"nmt-{t}-{sl}.txt")
         mem = os.path.join(tmp, "mem")
         s, peak = timed(f"/usr/bin/time -f %M -o {mem} {nmt} translate -m {a.model} --compute-type {t} "
-                        f"{' '.join(search)} -i {src} -o {hyp}", a.rounds, mem)
-        rows.append((f"nmt {t}", "defaults (workers and threads for this machine)", engine, n / s,
-                     bleu(hyp), peak))
+                        f"--shortlist {sl} {' '.join(search)} -i {src} -o {hyp}", a.rounds, mem)
+        rows.append((f"nmt {t}" + (" +sl" if sl == "on" else ""),
+                     "defaults (workers and threads for this machine)", engine, n / s, bleu(hyp), peak))
 
     why = ct2_status()
     if why:
@@ -187,7 +194,7 @@ def run(a, nmt, bench, tmp):
     for q in ("f32", "int8"):
         d = os.path.join(tmp, f"ct2-{q}")
         check([sys.executable, os.path.join(root, "bench", "nmt2ct2.py"), a.model, d] +
-              (["--quantization", "int8"] if q == "int8" else []))
+              (["--quantization", "int8"] if q == "int8" else []) + (["--vmap"] if has_sl else []))
         sweep = []
         for (inter, intra), (b, bt) in itertools.product(threads, batches):
             out = os.path.join(tmp, f"ct2-{q}-{inter}x{intra}-{b}{bt[0]}.pieces")
@@ -206,12 +213,24 @@ def run(a, nmt, bench, tmp):
                          f"spm_decode --model {spm} >/dev/null", a.rounds, mem)
         rows.append((f"ct2 {q}", f"best of {len(sweep)}: {inter} translator(s) x {intra} thread(s), "
                      f"batches of {b} {bt}", s_s, n / s, bleu(hyp), max(peak, ppeak)))
+        if has_sl:  # the best setting again, with nmt's shortlist as its vocabulary map
+            out = os.path.join(tmp, f"ct2-{q}-vmap.pieces")
+            r = json.loads(check([sys.executable, __file__, "--engine", d, pieces, str(inter),
+                                  str(intra), str(b), bt, str(a.rounds), out, "vmap"]).splitlines()[-1])
+            hyp = os.path.join(tmp, f"ct2-{q}-vmap.txt")
+            check(["bash", "-c", f"spm_decode --model {spm} <{out} >{hyp}"])
+            s, ppeak = timed(f"spm_encode --model {spm} <{src} | /usr/bin/time -f %M -o {mem} "
+                             f"{sys.executable} {__file__} --translate {d} {inter} {intra} {b} {bt} vmap | "
+                             f"spm_decode --model {spm} >/dev/null", a.rounds, mem)
+            rows.append((f"ct2 {q} +vmap", "the same, use_vmap (nmt's shortlist)", r["sent_s"], n / s,
+                         bleu(hyp), max(r["peak_mib"], ppeak)))
     print_table(a, n, rows, f"CTranslate2 {ctranslate2.__version__}, converted by bench/nmt2ct2.py")
     by = {r[0]: r for r in rows}
-    for q in ("f32", "int8"):
-        m, c = by.get(f"nmt {q}"), by.get(f"ct2 {q}")
+    for q, x in itertools.product(("f32", "int8"), ("", " +sl")):
+        m = by.get(f"nmt {q}{x}")
+        c = by.get(f"ct2 {q}" + (" +vmap" if x else ""))
         if m and c and m[3] and c[2]:
-            print(f"{q}: nmt process / ct2 engine {m[3] / c[2]:.2f}x; engine / engine "
+            print(f"{q}{x}: nmt process / ct2 engine {m[3] / c[2]:.2f}x; engine / engine "
                   f"{m[2] / c[2]:.2f}x; process / process {m[3] / c[3]:.2f}x")
 
 
@@ -219,19 +238,20 @@ def print_table(a, n, rows, note):
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"{n} sentences ({a.src}), beam {BEAM}, no length normalisation, {a.threads} cores "
           f"({cpu}); best of {a.rounds} rounds; {note}")
-    print(f"{'run':<10} {'engine s/s':>10} {'process s/s':>11} {'BLEU':>6} {'peak MiB':>8}  setting")
+    print(f"{'run':<14} {'engine s/s':>10} {'process s/s':>11} {'BLEU':>6} {'peak MiB':>8}  setting")
     fmt = lambda v, f: (f % v) if v is not None else "-"
     for r, setting, e, p, b, m in rows:
-        print(f"{r:<10} {fmt(e, '%.1f'):>10} {fmt(p, '%.1f'):>11} {fmt(b, '%.2f'):>6} "
+        print(f"{r:<14} {fmt(e, '%.1f'):>10} {fmt(p, '%.1f'):>11} {fmt(b, '%.2f'):>6} "
               f"{fmt(m, '%.0f'):>8}  {setting}")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--engine":
         d, pieces, inter, intra, b, bt, rounds, out = sys.argv[2:10]
-        ct2_engine(d, pieces, int(inter), int(intra), int(b), bt, int(rounds), out)
+        ct2_engine(d, pieces, int(inter), int(intra), int(b), bt, int(rounds), out,
+                   vmap=sys.argv[10:11] == ["vmap"])
     elif len(sys.argv) > 1 and sys.argv[1] == "--translate":
         d, inter, intra, b, bt = sys.argv[2:7]
-        ct2_translate_stdin(d, int(inter), int(intra), int(b), bt)
+        ct2_translate_stdin(d, int(inter), int(intra), int(b), bt, vmap=sys.argv[7:8] == ["vmap"])
     else:
         main()

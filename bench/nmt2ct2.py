@@ -6,7 +6,7 @@ inverse of `nmt convert`'s CTranslate2 importer (lib/convert/ctranslate2.cpp):
 every architecture key nmt has maps to a spec attribute; a model that has
 something CTranslate2's TransformerSpec cannot express is refused by name.
 
-  nmt2ct2.py MODEL.nmt OUT_DIR [--quantization int8|int8_float32|bfloat16|...]
+  nmt2ct2.py MODEL.nmt OUT_DIR [--quantization int8|int8_float32|bfloat16|...] [--vmap]
 
 Needs numpy and CTranslate2's Python package on PYTHONPATH; the compiled
 extension is not needed to convert (CTranslate2's python/ source directory
@@ -15,6 +15,7 @@ their scales; CTranslate2 then quantises as --quantization says.
 """
 import argparse
 import json
+import os
 import struct
 import sys
 
@@ -32,6 +33,9 @@ ap.add_argument("model")
 ap.add_argument("out_dir")
 ap.add_argument("--quantization", default=None)
 ap.add_argument("--force", action="store_true", help="replace OUT_DIR")
+ap.add_argument("--vmap", action="store_true",
+                help="write the model's vocabulary shortlist as CTranslate2's vocabulary map "
+                     "(vmap.txt, for use_vmap)")
 args = ap.parse_args()
 
 
@@ -185,6 +189,35 @@ def ffn(spec, name):
     linear(spec.linear_1, name + "/w2", D, F)
 
 
+def write_vmap(path):
+    """nmt's shortlist (lib/model/shortlist.cpp: little-endian int32s, magic
+    NTSL) as CTranslate2's vocabulary map: a line of the always-allowed
+    pieces under the empty key (its frequent pieces), then each source piece
+    with its candidates. CTranslate2 takes the union over a batch, as nmt
+    does, but masks no sentence to its own."""
+    if "shortlist" not in header:
+        fail("--vmap: the model holds no shortlist (nmt shortlist adds one)")
+    used.add("shortlist")
+    b = np.frombuffer(blob("shortlist"), dtype="<i4")
+    magic, version, sv, tv, _, _, n_freq, entries = (int(x) for x in b[:8])
+    if magic != 0x4C53544E or sv != Vs or tv != V:
+        fail("--vmap: the shortlist is not one for this model's vocabularies")
+    at = 8
+    offsets = b[at:at + sv + 1]
+    at += sv + 1
+    targets = b[at:at + entries]
+    at += entries
+    by_freq = b[at:at + tv]
+    if at + tv != len(b):
+        fail(f"--vmap: the shortlist's {len(b)} values do not match its counts (version {version})")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\t" + " ".join(tgt_tokens[t] for t in by_freq[:n_freq]) + "\n")
+        for piece in range(sv):
+            cand = targets[offsets[piece]:offsets[piece + 1]]
+            if len(cand) and src_tokens[piece] and not any(c in src_tokens[piece] for c in " \t\n"):
+                f.write(src_tokens[piece] + "\t" + " ".join(tgt_tokens[t] for t in cand) + "\n")
+
+
 class NmtConverter(Converter):
     def _load(self):
         spec = transformer_spec.TransformerSpec.from_config(
@@ -253,7 +286,12 @@ class NmtConverter(Converter):
         return spec
 
 
-NmtConverter().convert(args.out_dir, quantization=args.quantization, force=args.force)
+vmap = None
+if args.vmap:
+    import tempfile
+    vmap = os.path.join(tempfile.mkdtemp(prefix="nmt2ct2-"), "vmap.txt")
+    write_vmap(vmap)
+NmtConverter().convert(args.out_dir, vmap=vmap, quantization=args.quantization, force=args.force)
 print(f"nmt2ct2.py: wrote {args.out_dir}: {cfg['encoder_layers']}+{cfg['decoder_layers']} layers, "
       f"d_model {D}, d_ff {F}, {H} heads, {'pre' if pre else 'post'}-norm, {act}, {V} pieces"
       f"{', quantization ' + args.quantization if args.quantization else ''}", file=sys.stderr)

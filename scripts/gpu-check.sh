@@ -80,8 +80,8 @@ check() {
     printf '%-28s rc=%-3s %4ss  %s\n' "$name" "$rc" $((SECONDS - t0)) "$(tail -1 "$out/$name.log")"
     [ "$rc" -eq 0 ] || failed=1
   }
-  run loads ldd "$dir/bin/libnmt_cuda.so"
-  grep -q "not found" "$out/loads.log" && { echo "libraries missing:"; grep "not found" "$out/loads.log"; failed=1; }
+  run loads bash -c "ldd '$dir/bin/nmt' '$dir/bin/libnmt_cuda.so' | grep 'not found' && exit 1;
+    echo 'every library the binaries need is found'"
   run parity_f32 "$dir/bin/nmt_backend_ops" cuda -w NoTests "~[bf16]~[int8]"
   run parity_bf16 "$dir/bin/nmt_backend_ops" cuda --needs bf16 -w NoTests "[bf16]"
   run parity_int8 "$dir/bin/nmt_backend_ops" cuda --needs int8 -w NoTests "[int8]"
@@ -90,7 +90,7 @@ check() {
   fi
   # Which cases failed, by name, for the issue's notes.
   # (Catch2's console report: a case's name follows the first of two rules.)
-  awk '/^-{79}$/ { if (++rule % 2 == 1) { getline; name = $0 } } /FAILED/ { print FILENAME ": " name }' \
+  awk 'FNR == 1 { rule = 0 } /^-+$/ && length($0) > 70 { if (++rule % 2 == 1) { getline; name = $0 } } /FAILED/ { print FILENAME ": " name }' \
     "$out"/parity_*.log 2>/dev/null | sort -u >"$out/failures.txt"
   [ -s "$out/failures.txt" ] && echo "failed cases ($(wc -l <"$out/failures.txt")):" && cat "$out/failures.txt"
   echo "summary: ${#names[@]} checks, $(printf '%s\n' "${codes[@]}" | grep -vc '^0$') not passed; logs in $out"

@@ -114,6 +114,42 @@ for b in 1 4; do
   "$NMT" translate -m back.nmt -i in.txt -o b.$b --beam $b --alpha 0 --threads 1 2>err.txt || fail "translate back: $(cat err.txt)"
   cmp -s a.$b b.$b || fail "beam $b: the model written by nmt2ct2.py and imported again translates otherwise: $(diff a.$b b.$b | head -4)"
 done
+# The shortlist as CTranslate2's vocabulary map (--vmap): every piece nmt
+# outputs with --shortlist on is among the candidates the map gives its
+# source (CTranslate2 adds <unk>, <s> and </s> itself).
+# (nmt train stored one in m.nmt; the model imported from CTranslate2 has none.)
+"$NMT" info m.nmt | grep -q '^shortlist' || fail "the trained model holds no shortlist"
+"$PY" "$HERE/../bench/nmt2ct2.py" m.nmt sl.ct2 --vmap 2>err.txt || fail "nmt2ct2.py --vmap: $(cat err.txt)"
+[ -s sl.ct2/vmap.txt ] || fail "--vmap wrote no vmap.txt"
+"$PY" "$HERE/../bench/nmt2ct2.py" ct2-postnorm-shared-f32.nmt nosl.ct2 --vmap 2>err.txt &&
+  fail "--vmap without a shortlist"
+grep -q "holds no shortlist" err.txt || fail "--vmap without a shortlist: $(cat err.txt)"
+"$NMT" translate -m m.nmt -i in.txt --shortlist on --format jsonl --attention --beam 4 --threads 1 \
+  >sl.jsonl 2>err.txt || fail "translate --shortlist on: $(cat err.txt)"
+"$PY" - sl.ct2/vmap.txt sl.jsonl <<'PY' || fail "the vocabulary map"
+import json, sys
+rules = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    key, _, targets = line.rstrip("\n").partition("\t")
+    rules[key] = set(targets.split())
+if not rules.get(""):
+    sys.exit("no always-allowed pieces (the empty key)")
+checked = 0
+for n, line in enumerate(open(sys.argv[2], encoding="utf-8"), 1):
+    att = json.loads(line)["attention"]
+    if att is None:  # an empty translation has no attention to show
+        continue
+    allowed = set(rules[""]) | {"<unk>", "<s>", "</s>"}
+    for p in att["source"]:
+        allowed |= rules.get(p, set())
+    for p in att["target"]:
+        checked += 1
+        if p not in allowed:
+            sys.exit(f"line {n}: nmt output {p!r}, which the map does not give its source")
+if checked < 100:
+    sys.exit(f"only {checked} output pieces to check")
+print(f"vmap: {len(rules) - 1} source pieces; {checked} output pieces of {n} lines all in their maps")
+PY
 # Refused by name: a model with something CTranslate2's spec has no place for.
 "$PY" - m.nmt odd.nmt <<'PY' || fail "making odd.nmt"
 import json, struct, sys

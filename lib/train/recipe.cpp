@@ -233,7 +233,7 @@ bool recipe_compute_by_speed(double bf16_s, double f32_s, int64_t batch, TrainOp
   r.revise("compute_type", o.compute_type,
            keep ? "this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX) and " + timing +
                       ": the products in bf16 with f32 accumulation, weights, Adam and loss in "
-                      "f32, train to the same BLEU as f32 (bench/recipe.sh)"
+                      "f32 (bench/recipe.sh's recipe-f32 variant compares their BLEU)"
                 : "this CPU has bf16 instructions, but " + timing +
                       ": bf16 is not at least 5% faster here, so f32");
   return !keep;

@@ -84,10 +84,11 @@ DataRecipe recipe_for_data(const CorpusFacts& facts, const ModelConfig& cfg, Tra
                            const std::string& bf16_why_not, Recipe& recipe,
                            const std::string& mecab_why_not = "");
 
-// The compute type by measured speed, once the model is built: a CPU with
-// AVX512-BF16 but no AMX can train slower in bf16 than in f32 (its bf16 dot
-// products convert and shuffle more than they save), so bf16 is kept only
-// where an update of `batch_tokens` runs at least 5% faster in it. Revises
+// The compute type by measured speed, once the model is built: the
+// instruction set does not tell (a Xeon with AVX512-BF16 but no AMX trained
+// 2218 target tokens/s in bf16 against about 3500 in f32, an AMD EPYC with
+// the same instructions 1.6x faster in bf16), so bf16 is kept only where an
+// update of `batch_tokens` runs at least 5% faster in it. Revises
 // stage 1's choice; does nothing when the compute type was given or stage 1
 // chose f32. Returns whether it changed the compute type.
 bool recipe_compute_by_speed(double bf16_seconds, double f32_seconds, int64_t batch_tokens,
