@@ -34,13 +34,14 @@ import json
 import os
 import resource
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(root, "bench"))
+from nmt_file import ModelFile  # noqa: E402
 BEAM, MAX_LEN = 4, 255
 
 
@@ -145,14 +146,12 @@ def run(a, nmt, bench, tmp):
     open(src, "w", encoding="utf-8").write(read_text(a.src))
     open(ref, "w", encoding="utf-8").write(read_text(a.ref))
     n = sum(1 for _ in open(src, encoding="utf-8"))
-    raw = open(a.model, "rb").read()
-    hn = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + hn])
+    model = ModelFile(a.model, lambda why: sys.exit(f"ct2.py: {a.model}: {why}"))
+    header = model.header
     if "vocab/tokens" in header or "vocab/source/sentencepiece" in header:
         sys.exit("ct2.py: give a model that nmt trained (one SentencePiece model, its own ids)")
-    b0, b1 = header["vocab/sentencepiece"]["data_offsets"]
     spm = os.path.join(tmp, "vocab.spm")
-    open(spm, "wb").write(raw[8 + hn + b0:8 + hn + b1])
+    open(spm, "wb").write(model.blob("vocab/sentencepiece"))
 
     def bleu(hyp):
         return float(check([nmt, "score", "-r", ref, "-i", hyp, "--tokenize", a.tokenize,

@@ -16,10 +16,12 @@ their scales; CTranslate2 then quantises as --quantization says.
 import argparse
 import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nmt_file import ModelFile  # noqa: E402
 
 try:
     from ctranslate2.converters.converter import Converter
@@ -43,25 +45,12 @@ def fail(msg):
     sys.exit(f"nmt2ct2.py: {args.model}: {msg}")
 
 
-raw = open(args.model, "rb").read()
-if len(raw) < 8:
-    fail("not an nmt model file (shorter than a safetensors header)")
-n = struct.unpack("<Q", raw[:8])[0]
-try:
-    header = json.loads(raw[8:8 + n])
-except ValueError:
-    fail("not an nmt model file (no safetensors header)")
-meta = header.pop("__metadata__", {})
-base = 8 + n
-if "config" not in meta:
-    fail("no model config in the file's metadata")
-cfg = json.loads(meta["config"])
+model = ModelFile(args.model, fail)
+header, cfg = model.header, model.cfg
 used = set()
 
 
-def blob(name):
-    a, b = header[name]["data_offsets"]
-    return raw[base + a:base + b]
+blob = model.blob
 
 
 def get(name, shape):

@@ -23,6 +23,9 @@ import zipfile
 from array import array
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nmt_file import ModelFile  # noqa: E402
+
 if len(sys.argv) != 3:
     sys.exit("usage: nmt2marian.py MODEL.nmt OUT_DIR")
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
@@ -32,19 +35,8 @@ def fail(msg):
     sys.exit(f"nmt2marian.py: {src}: {msg}")
 
 
-raw = src.read_bytes()
-if len(raw) < 8:
-    fail("not an nmt model file (shorter than a safetensors header)")
-n = struct.unpack("<Q", raw[:8])[0]
-try:
-    header = json.loads(raw[8:8 + n])
-except ValueError:
-    fail("not an nmt model file (no safetensors header)")
-meta = header.pop("__metadata__", {})
-base = 8 + n
-if "config" not in meta:
-    fail("no model config in the file's metadata")
-cfg = json.loads(meta["config"])
+model = ModelFile(src, fail)
+raw, header, meta, base, cfg = model.raw, model.header, model.meta, model.base, model.cfg
 
 
 def tensor(name):
@@ -205,9 +197,7 @@ def npy(a, shape, descr="<f4"):
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode("latin1") + a
 
 
-def blob(name):
-    a, b = header[name]["data_offsets"]
-    return raw[base + a:base + b]
+blob = model.blob
 
 
 if "vocab/sentencepiece" not in header:
