@@ -101,11 +101,11 @@ done
 # 2. nmt's own model through CTranslate2's spec classes and back.
 train_toy_model "$NMT" "$DATA"
 "$PY" "$HERE/../bench/nmt2ct2.py" m.nmt m.ct2 2>err.txt || fail "nmt2ct2.py m.nmt: $(cat err.txt)"
-"$PY" - m.nmt <<'PY' >m.spm || fail "the model's SentencePiece model"
-import json, struct, sys
-raw = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", raw[:8])[0]
-h = json.loads(raw[8:8 + n]); a, b = h["vocab/sentencepiece"]["data_offsets"]
-sys.stdout.buffer.write(raw[8 + n + a:8 + n + b])
+"$PY" - "$HERE/../bench" m.nmt <<'PY' >m.spm || fail "the model's SentencePiece model"
+import sys
+sys.path.insert(0, sys.argv[1])
+from nmt_file import ModelFile
+sys.stdout.buffer.write(ModelFile(sys.argv[2], sys.exit).blob("vocab/sentencepiece"))
 PY
 "$NMT" convert m.ct2 --spm m.spm -o back.nmt 2>err.txt || fail "convert nmt2ct2.py's model: $(cat err.txt)"
 head -100 "$DATA/joeynmt-toy/dev.en" >in.txt
