@@ -530,3 +530,62 @@ TEST_CASE("an ensemble averages its members' probabilities at every step", "[dec
                 .margin(1e-5));
   }
 }
+
+namespace {
+
+// Parameter memory and the backend's packed copies of a frozen model, after
+// it has translated (which packs its weights).
+struct ModelMemory {
+  int64_t params = 0, packed = 0;
+  int64_t total() const { return params + packed; }
+};
+
+ModelMemory translate_and_measure(Transformer& model) {
+  const int64_t before = backend(Device::CPU).constant_bytes();
+  SearchOptions opts;
+  opts.beam = 2;
+  opts.max_len_b = 6;
+  DecodeState st;
+  for (int n : {1, 3, 8, 40})  // row counts from one to hundreds: every layout the primitives want
+    search(model, random_sequences(n, 2, 12, model.config().vocab_size, 50 + n), opts, st);
+  return {model.params().bytes(), backend(Device::CPU).constant_bytes() - before};
+}
+
+}  // namespace
+
+TEST_CASE("an int8 model holds no float copy of its matrices", "[decode][int8]") {
+  require_compute(Device::CPU, ComputeType::INT8);
+  ModelConfig cfg = tiny_config(2000);
+  cfg.d_model = 128, cfg.d_ff = 512, cfg.d_k = cfg.d_v = 32, cfg.max_positions = 128;
+  ModelMemory f32, int8;
+  const int64_t kept_before = backend(Device::CPU).constant_bytes();
+  {
+    Transformer model(cfg);
+    model.init(11);
+    const int64_t floats = model.params().bytes();
+    freeze_for_inference(model.params(), ComputeType::F32);
+    f32 = translate_and_measure(model);
+    CHECK(f32.params == floats);
+  }
+  {
+    Transformer model(cfg);
+    model.init(11);
+    freeze_for_inference(model.params(), ComputeType::INT8);
+    REQUIRE(model.params().holds_int8());
+    for (const Param& p : model.params().params()) {
+      INFO(p.name);
+      CHECK(p.value.dtype() == (p.quantisable ? DType::S8 : DType::F32));
+      CHECK(p.quantisable == (p.shape.ndim == 2));  // sinusoidal positions: every matrix
+    }
+    int8 = translate_and_measure(model);
+  }
+  INFO("f32: " << f32.params << " B of weights, " << f32.packed << " B packed; int8: "
+               << int8.params << " B held, " << int8.packed << " B packed");
+  // s8 rows, a scale each and the f32 vectors: about a quarter.
+  CHECK(int8.params <= 0.3 * f32.params);
+  // The backend's copies are s8 too (on AMX machines, some weights in two
+  // layouts: small row counts run on VNNI kernels, large ones on AMX); a
+  // float copy of the weights would be 1x on its own.
+  CHECK(int8.packed <= 0.5 * f32.params);
+  CHECK(backend(Device::CPU).constant_bytes() == kept_before);  // dropped with the models
+}

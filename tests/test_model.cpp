@@ -12,9 +12,11 @@
 #include "model/attention.h"
 #include "model/config.h"
 #include "model/embeddings.h"
+#include "model/loaded_model.h"
 #include "model/model_file.h"
 #include "model/transformer.h"
 #include "model/vocab.h"
+#include "capability.h"
 #include "test_helpers.h"
 
 using namespace nmt;
@@ -570,4 +572,58 @@ TEST_CASE("the model reader refuses forged headers, bad numbers and deep or inva
             .find(model.params().params()[2].name + " holds a non-finite value") !=
         std::string::npos);
   std::remove(bad.c_str());
+}
+
+TEST_CASE("int8 loads as s8 rows, never floats: from an int8 file, and from an f32 file rounded alike",
+          "[model][int8]") {
+  require_compute(Device::CPU, ComputeType::INT8);
+  ModelConfig cfg = tiny_config(30);
+  cfg.positional = "learned";  // a table added, not multiplied: stays f32
+  Transformer model(cfg);
+  model.init(8);
+  const std::string f32_path = "/tmp/nmt_test_int8_f32.nmt", int8_path = "/tmp/nmt_test_int8.nmt";
+  save_model(f32_path, model, vocab_bytes(30));
+  save_model(int8_path, model, vocab_bytes(30), {}, /*int8=*/true);
+  CHECK(read_safetensors(int8_path).tensors.at("encoder/embed/positions").dtype == "F32");
+  CHECK(read_safetensors(int8_path).tensors.at("encoder/layer_0/ffn/w1/weight").dtype == "I8");
+
+  const LoadedModel from_int8 = load_model(int8_path);  // int8 by default
+  const LoadedModel from_f32 = load_model(f32_path, "int8");
+  const LoadedModel widened = load_model(int8_path, "f32");
+  CHECK(from_int8.compute == ComputeType::INT8);
+  REQUIRE(from_int8.net->params().holds_int8());
+  const auto& a = from_int8.net->params().params();
+  const auto& b = from_f32.net->params().params();
+  const auto& w = widened.net->params().params();
+  REQUIRE(a.size() == model.params().params().size());
+  int matrices = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].name);
+    const bool positions = a[i].name.find("/positions") != std::string::npos;
+    CHECK(a[i].quantisable == (a[i].shape.ndim == 2 && !positions));
+    if (!a[i].quantisable) {
+      CHECK(a[i].value.dtype() == DType::F32);
+      CHECK(std::equal(a[i].value.data(), a[i].value.data() + a[i].value.numel(),
+                       model.params().params()[i].value.data()));
+      continue;
+    }
+    ++matrices;
+    REQUIRE(a[i].value.dtype() == DType::S8);
+    const int64_t rows = a[i].shape[0], cols = a[i].shape[1];
+    const int8_t* qa = a[i].value.data_as<int8_t>();
+    const int8_t* qb = b[i].value.data_as<int8_t>();
+    CHECK(std::equal(qa, qa + rows * cols, qb));
+    CHECK(std::equal(a[i].scales.data(), a[i].scales.data() + rows, b[i].scales.data()));
+    // Each row's largest weight is +-127 times its scale; f32 widens q * scale.
+    for (int64_t r = 0; r < rows; ++r) {
+      int amax = 0;
+      for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::abs(int{qa[r * cols + c]}));
+      CHECK(amax == 127);
+      for (int64_t c = 0; c < cols; ++c)
+        CHECK(w[i].value.data()[r * cols + c] == qa[r * cols + c] * a[i].scales.data()[r]);
+    }
+  }
+  CHECK(matrices > 10);
+  std::remove(f32_path.c_str());
+  std::remove(int8_path.c_str());
 }

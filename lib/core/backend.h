@@ -38,6 +38,12 @@ struct GemmAttr {
   // id (a frozen ParamStore); the backend may keep a repacked copy of it
   // until forget_constants(id).
   uint64_t constant_b = 0;
+  // An int8 weight matrix (constant_b, compute int8 only): b's elements are
+  // the s8 values b_s8 at b's dims and strides, column n of b (an output
+  // channel) times b_scales[n], and b.ptr is null. An int8 model is held so,
+  // never as floats.
+  const int8_t* b_s8 = nullptr;
+  const float* b_scales = nullptr;
   // What the product runs in: with constant_b, any; otherwise f32, or bf16
   // (mixed-precision training: bf16 operands, f32 accumulation and result).
   // Attention's batched products (varying_shape) always run in f32.
@@ -74,17 +80,19 @@ class Backend {
   // rows x len floats from src (rows src_ld apart) to dst (dst_ld apart).
   virtual void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows,
                          int64_t len) = 0;
-  // Row dst_idx[i] (or i, if dst_idx is null) of dst, rows dst_ld apart,
-  // = row idx[i] of src, rows src_ld apart; `len` floats each. The rows
-  // written must not be among those read.
-  virtual void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n,
-                           int64_t len, float* dst, int64_t dst_ld, const int64_t* dst_idx) = 0;
+  // Row dst_idx[i] (or i, if dst_idx is null) of dst, rows dst_ld bytes
+  // apart, = row idx[i] of src, rows src_ld bytes apart; `len` bytes each
+  // (any element type). The rows written must not be among those read.
+  virtual void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n,
+                           int64_t len, void* dst, int64_t dst_ld, const int64_t* dst_idx) = 0;
 
   // GEMM: dst = act(alpha * a @ b (+ bias)) (+ dst).
   virtual void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst,
                     const GemmAttr& attr) = 0;
   // The constant weights of this owner are going away: drop what was kept.
   virtual void forget_constants(uint64_t owner) = 0;
+  // Bytes of repacked constant weights kept now, every owner's.
+  virtual int64_t constant_bytes() const = 0;
   // Empty if GEMMs against constant weights can run in `t` here, else why
   // not ("bf16 needs a CPU with AVX512-BF16 or AMX; this one has avx2").
   virtual std::string unsupported(ComputeType t) const = 0;
@@ -140,6 +148,10 @@ class Backend {
   virtual void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D,
                          float scale, const float* positions, int64_t pos0, int64_t T,
                          float* out) = 0;
+  // The same from an int8 table: row t is table[t] * row_scales[t].
+  virtual void embedding_s8(const int8_t* table, const float* row_scales, const int32_t* tokens,
+                            int64_t n, int64_t D, float scale, const float* positions,
+                            int64_t pos0, int64_t T, float* out) = 0;
   // dtable[tokens[r]] += dy[r] * scale (ids < 0 skipped); dpositions[r % T]
   // += dy[r] (if given).
   virtual void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale,

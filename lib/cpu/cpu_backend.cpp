@@ -42,15 +42,15 @@ class CpuBackend final : public Backend {
     for (int64_t r = 0; r < rows; ++r)
       std::memcpy(dst + r * dst_ld, src + r * src_ld, static_cast<size_t>(len) * sizeof(float));
   }
-  void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
-                   float* dst, int64_t dst_ld, const int64_t* dst_idx) override {
+  void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
+                   void* dst, int64_t dst_ld, const int64_t* dst_idx) override {
     cpu::gather_rows(src, src_ld, idx, n, len, dst, dst_ld, dst_idx);
   }
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) override {
     if (attr.varying_shape)
       cpu::gemm_runtime(a, b, dst, attr);
-    else if (attr.constant_b && !attr.accumulate)
+    else if ((attr.constant_b && !attr.accumulate) || attr.b_s8)
       cpu::gemm_weights(a, b, dst, attr);
     else if (attr.compute == ComputeType::BF16)
       cpu::gemm_bf16(a, b, dst, attr);
@@ -58,6 +58,7 @@ class CpuBackend final : public Backend {
       cpu::gemm(a, b, dst, attr);
   }
   void forget_constants(uint64_t owner) override { cpu::forget_constants(owner); }
+  int64_t constant_bytes() const override { return cpu::constant_bytes(); }
   std::string unsupported(ComputeType t) const override {
     if (t == ComputeType::BF16 && !cpu::has_bf16())
       return "bf16 needs a CPU with AVX512-BF16 or AMX; this one has " + cpu::isa_name();
@@ -132,6 +133,11 @@ class CpuBackend final : public Backend {
   void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
                  const float* positions, int64_t pos0, int64_t T, float* out) override {
     cpu::embedding(table, tokens, n, D, scale, positions, pos0, T, out);
+  }
+  void embedding_s8(const int8_t* table, const float* row_scales, const int32_t* tokens, int64_t n,
+                    int64_t D, float scale, const float* positions, int64_t pos0, int64_t T,
+                    float* out) override {
+    cpu::embedding_s8(table, row_scales, tokens, n, D, scale, positions, pos0, T, out);
   }
   void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,
                           float* dtable, float* dpositions, int64_t T) override {

@@ -288,6 +288,26 @@ void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, 
   }
 }
 
+void embedding_s8(const int8_t* table, const float* row_scales, const int32_t* tokens, int64_t n,
+                  int64_t D, float scale, const float* positions, int64_t pos0, int64_t T,
+                  float* out) {
+#pragma omp parallel for if (n * D > 65536)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* p = positions + (pos0 + r % T) * D;
+    float* o = out + r * D;
+    if (tokens[r] < 0) {
+      for (int64_t i = 0; i < D; ++i) o[i] = p[i];
+      continue;
+    }
+    const int8_t* e = table + static_cast<int64_t>(tokens[r]) * D;
+    const float s = row_scales[tokens[r]];
+    for (int64_t i = 0; i < D; ++i) {
+      const float w = e[i] * s;  // the weight as an f32 table holds it
+      o[i] = w * scale + p[i];
+    }
+  }
+}
+
 void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,
                         float* dtable, float* dpositions, int64_t T) {
   // A token may appear many times: each thread owns a slice of the D
@@ -545,12 +565,14 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
   }
 }
 
-void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
-                 float* dst, int64_t dst_ld, const int64_t* dst_idx) {
-#pragma omp parallel for if (n * len > 65536)
+void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
+                 void* dst, int64_t dst_ld, const int64_t* dst_idx) {
+  const auto* from = static_cast<const char*>(src);
+  auto* to = static_cast<char*>(dst);
+#pragma omp parallel for if (n * len > 262144)
   for (int64_t i = 0; i < n; ++i)
-    std::memcpy(dst + (dst_idx ? dst_idx[i] : i) * dst_ld, src + idx[i] * src_ld,
-                static_cast<size_t>(len) * sizeof(float));
+    std::memcpy(to + (dst_idx ? dst_idx[i] : i) * dst_ld, from + idx[i] * src_ld,
+                static_cast<size_t>(len));
 }
 
 }  // namespace nmt::cpu

@@ -35,6 +35,9 @@ void layer_norm_rows(const float* src, float* dst, const float* gamma, const flo
 
 void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
                const float* positions, int64_t pos0, int64_t T, float* out);
+void embedding_s8(const int8_t* table, const float* row_scales, const int32_t* tokens, int64_t n,
+                  int64_t D, float scale, const float* positions, int64_t pos0, int64_t T,
+                  float* out);
 void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,
                         float* dtable, float* dpositions, int64_t T);
 
@@ -54,7 +57,8 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
                    const int32_t* forced, const int32_t* banned, int64_t n_banned, int32_t* ids,
                    float* lp);
 
-void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
-                 float* dst, int64_t dst_ld, const int64_t* dst_idx);
+// Bytes: ld and len as Backend::gather_rows has them.
+void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
+                 void* dst, int64_t dst_ld, const int64_t* dst_idx);
 
 }  // namespace nmt::cpu

@@ -41,6 +41,7 @@ void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const Gem
 std::array<int64_t, 2> convert_to_bf16(const MatDesc& m, uint16_t* out);
 // Drops the packed copies of an owner's constant weights.
 void forget_constants(uint64_t owner);
+int64_t constant_bytes();  // of the packed copies kept
 // Whether this CPU (as oneDNN may use it) has AVX512-BF16 or AMX.
 bool has_bf16();
 

@@ -46,6 +46,7 @@ struct Packed {
   const void* src;
   int layout;  // layout_id()
   std::shared_ptr<void> data;
+  size_t bytes = 0;           // of data
   std::vector<float> scales;  // int8: per output channel
 };
 // Shared so that dropping one owner's copies (a translation worker's batch
@@ -81,14 +82,53 @@ bool has_vnni() {
          (isa & dnnl_cpu_isa_avx2_vnni) == dnnl_cpu_isa_avx2_vnni;
 }
 
+// The weights' address, whichever form they come in.
+const void* weights_of(const MatDesc& b, const GemmAttr& attr) {
+  return attr.b_s8 ? static_cast<const void*>(attr.b_s8) : b.ptr;
+}
+
+// Reorders int8 weights (attr.b_s8 with its channel scales) into `want`:
+// as they are with VNNI, else rounded again to 7 bits (see has_vnni).
+Packed pack_s8(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
+  const int64_t K = b.dims[2], N = b.dims[3], sk = b.strides[2], sn = b.strides[3];
+  Packed p;
+  p.bytes = want.get_size();
+  p.data = aligned_buffer(p.bytes);
+  p.scales.assign(attr.b_scales, attr.b_scales + N);
+  const int8_t* from_q = attr.b_s8;
+  std::shared_ptr<void> narrowed;
+  if (!has_vnni()) {
+    narrowed = aligned_buffer(static_cast<size_t>(K * N));
+    auto* q = static_cast<int8_t*>(narrowed.get());
+#pragma omp parallel for
+    for (int64_t n = 0; n < N; ++n) {
+      int amax = 0;
+      for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(int{attr.b_s8[k * sk + n * sn]}));
+      const float s = amax > 0 ? amax * attr.b_scales[n] / 63.f : 1.f;
+      for (int64_t k = 0; k < K; ++k)
+        q[k * sk + n * sn] =
+            static_cast<int8_t>(std::nearbyint(attr.b_s8[k * sk + n * sn] * attr.b_scales[n] / s));
+      p.scales[n] = s;
+    }
+    from_q = q;
+  }
+  memory from(memory::desc({K, N}, dt::s8, {sk, sn}), ctx().engine, const_cast<int8_t*>(from_q));
+  memory to(want, ctx().engine, p.data.get());
+  dnnl::reorder(from, to).execute(ctx().stream, from, to);
+  ctx().stream.wait();
+  return p;
+}
+
 // Reorders the weights b (K, N), f32 at b's strides, into `want`; int8
 // first rounds each output channel n to s8 with scale max|b[:, n]| / 127
 // (or / 63 without VNNI).
-Packed pack(const MatDesc& b, const memory::desc& want) {
+Packed pack(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
+  if (attr.b_s8) return pack_s8(b, attr, want);
   const int64_t K = b.dims[2], N = b.dims[3], sk = b.strides[2], sn = b.strides[3];
   memory::desc from_md({K, N}, dt::f32, {sk, sn});
   Packed p;
-  p.data = aligned_buffer(want.get_size());
+  p.bytes = want.get_size();
+  p.data = aligned_buffer(p.bytes);
   std::shared_ptr<void> quantised;
   if (want.data_type() == dt::s8) {
     quantised = aligned_buffer(K * N);
@@ -115,20 +155,22 @@ Packed pack(const MatDesc& b, const memory::desc& want) {
 
 // The packed copy of weights b in the layout of entry e, made on first use
 // by any thread. A per-thread memo keeps the hot path lock-free.
-const Packed& packed_weights(uint64_t owner, const MatDesc& b, const Entry& e) {
+const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& attr,
+                             const Entry& e) {
   thread_local std::vector<std::shared_ptr<const Packed>> memo;
   thread_local uint64_t memo_epoch = 0;
   if (memo_epoch != packed_epoch.load()) memo.clear(), memo_epoch = packed_epoch.load();
+  const void* src = weights_of(b, attr);
   for (const auto& m : memo)
-    if (m->owner == owner && m->src == b.ptr && m->layout == e.packed) return *m;
+    if (m->owner == owner && m->src == src && m->layout == e.packed) return *m;
   std::lock_guard<std::mutex> lock(packed_mu);
   auto it = std::find_if(packed.begin(), packed.end(), [&](const auto& p) {
-    return p->owner == owner && p->src == b.ptr && p->layout == e.packed;
+    return p->owner == owner && p->src == src && p->layout == e.packed;
   });
   if (it == packed.end()) {
-    auto p = std::make_shared<Packed>(pack(b, e.args.at(DNNL_ARG_WEIGHTS).get_desc()));
+    auto p = std::make_shared<Packed>(pack(b, attr, e.args.at(DNNL_ARG_WEIGHTS).get_desc()));
     p->owner = owner;
-    p->src = b.ptr;
+    p->src = src;
     p->layout = e.packed;
     packed.push_back(std::move(p));
     it = packed.end() - 1;
@@ -215,7 +257,7 @@ void choose_f32_layout(Entry& e, const Key& key, const Shape2& s, const float* a
     if (attr.bias) x->set(DNNL_ARG_BIAS, attr.bias);
   }
   e.set(DNNL_ARG_WEIGHTS, b.ptr);
-  p.set(DNNL_ARG_WEIGHTS, packed_weights(attr.constant_b, b, p).data.get());
+  p.set(DNNL_ARG_WEIGHTS, packed_weights(attr.constant_b, b, attr, p).data.get());
   const bool packed_wins = time_runs(p) < 0.95 * time_runs(e);
   if (packed_wins) e = std::move(p);
   std::lock_guard<std::mutex> lock(choice_mu);
@@ -287,6 +329,14 @@ void forget_constants(uint64_t owner) {
   ++packed_epoch;
 }
 
+int64_t constant_bytes() {
+  std::lock_guard<std::mutex> lock(packed_mu);
+  int64_t n = 0;
+  for (const auto& p : packed)
+    n += static_cast<int64_t>(p->bytes + p->scales.size() * sizeof(float));
+  return n;
+}
+
 bool has_bf16() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
@@ -300,6 +350,8 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     throw Error("gemm: constant weights need row-major 2-D operands and no accumulation");
   if (ct == ComputeType::BF16 && !has_bf16())
     throw Error("bf16 needs a CPU with AVX512-BF16 or AMX");
+  if (attr.b_s8 && (ct != ComputeType::INT8 || !attr.constant_b || !attr.b_scales))
+    throw Error("gemm: int8 weights need their scales, an owner and compute int8");
   // The activations as the primitive reads them.
   thread_local std::vector<uint16_t> a_bf16;
   thread_local std::vector<int8_t> a_s8;
@@ -340,7 +392,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
       } else
         build(e, s, b, fused, ct, /*packed_b=*/true);
     });
-    const Packed* w = e.packed ? &packed_weights(attr.constant_b, b, e) : nullptr;
+    const Packed* w = e.packed ? &packed_weights(attr.constant_b, b, attr, e) : nullptr;
     if (ct == ComputeType::INT8 && !col_scales) {
       col_scales = w->scales.data();
       if (attr.alpha != 1.f) {  // the linears' alpha is 1: no pass over N per call

@@ -157,15 +157,18 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaMemcpy2D(dst, dst_ld * sizeof(float), src, src_ld * sizeof(float),
                             len * sizeof(float), rows, cudaMemcpyDeviceToDevice));
   }
-  void gather_rows(const float* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
-                   float* dst, int64_t dst_ld, const int64_t* dst_idx) override {
+  void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
+                   void* dst, int64_t dst_ld, const int64_t* dst_idx) override {
+    const auto* from = static_cast<const char*>(src);
+    auto* to = static_cast<char*>(dst);
     for (int64_t i = 0; i < n; ++i)
-      CUDA_CHECK(cudaMemcpy(dst + (dst_idx ? dst_idx[i] : i) * dst_ld, src + idx[i] * src_ld,
-                            len * sizeof(float), cudaMemcpyDeviceToDevice));
+      CUDA_CHECK(cudaMemcpy(to + (dst_idx ? dst_idx[i] : i) * dst_ld, from + idx[i] * src_ld, len,
+                            cudaMemcpyDeviceToDevice));
   }
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) override;
   void forget_constants(uint64_t) override {}
+  int64_t constant_bytes() const override { return 0; }
   std::string unsupported(ComputeType t) const override {
     if (t == ComputeType::F32) return "";
     return std::string(compute_type_name(t)) + " is not implemented on CUDA yet (f32 only)";
@@ -242,6 +245,10 @@ class CudaBackend final : public Backend {
                                                       T, out);
     check_launch();
   }
+  void embedding_s8(const int8_t*, const float*, const int32_t*, int64_t, int64_t, float,
+                    const float*, int64_t, int64_t, float*) override {
+    missing("embedding from an int8 table");
+  }
   void embedding_backward(const int32_t*, int64_t, int64_t, float, const float*, float*, float*,
                           int64_t) override {
     missing("embedding_backward");
@@ -283,6 +290,7 @@ class CudaBackend final : public Backend {
 // instead of transposing anything. Each matrix must have one unit stride
 // (rows or columns); the batch runs as one strided-batched call per B.
 void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) {
+  if (attr.b_s8) missing("gemm with int8 weights");
   if (attr.bias || attr.act != Activation::None) missing("gemm with a bias or activation epilogue");
   if (c.strides[3] != 1) missing("gemm into a column-major output");
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];

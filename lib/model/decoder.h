@@ -42,10 +42,11 @@ struct DecodeState {
   // (B, columns) with each sentence's row 0 for its own pieces and -inf for
   // the others, which step() adds to its rows, so that no sentence's result
   // depends on the rest of its batch. out_w, out_b hold vocab's rows of the
-  // output projection and bias, packed by the backend for out_owner.
+  // output projection and bias, packed by the backend for out_owner
+  // (out_scales their row scales, where the model holds int8).
   std::vector<int32_t> vocab;
   Tensor vocab_mask{Shape{0}};
-  Tensor out_w, out_b;
+  Tensor out_w, out_b, out_scales;
   ConstantOwner out_owner;
   // An ensemble's: each member model's own state (the fields above then
   // mirror the first member's shape, and logits hold the combination).

@@ -38,7 +38,7 @@ Embeddings::Embeddings(ParamStore& store, const std::string& name, const Param* 
       dropout_(cfg.dropout) {
   if (cfg.positional == "learned")
     learned_pos_ = store.add(name + "/positions", Shape{max_pos_, D_}, Init::Normal,
-                             1.f / std::sqrt(static_cast<float>(D_)));
+                             1.f / std::sqrt(static_cast<float>(D_)), /*quantisable=*/false);
 }
 
 void Embeddings::init_tables() {
@@ -52,7 +52,7 @@ void Embeddings::init_tables() {
 void Embeddings::forward(const Tensor& tokens, int64_t T, int64_t pos0, Tensor& y, bool training,
                          uint64_t seed) const {
   ops::embedding(table_->value, tokens, learned_pos_ ? learned_pos_->value : sinusoids_, pos0, T,
-                 scale_, y);
+                 scale_, y, table_->int8_scales());
   if (training) ops::dropout_(y, dropout_, seed);
 }
 

@@ -12,7 +12,7 @@ Linear::Linear(ParamStore& store, const std::string& name, int64_t in, int64_t o
 
 void Linear::forward(const Tensor& x, Tensor& y, Activation act) const {
   ops::linear(x, w->value, b ? &b->value : nullptr, y, act, w->store->constant_id(),
-              w->store->compute_type());
+              w->store->compute_type(), w->int8_scales());
 }
 
 void Linear::backward(const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx,

@@ -1,5 +1,6 @@
 #include "model/loaded_model.h"
 
+#include "core/backend.h"
 #include "core/error.h"
 #include "model/model_file.h"
 #include "model/quantise.h"
@@ -21,9 +22,14 @@ LoadedModel load_model(const std::string& path, const std::string& compute, File
     m.shortlist = Shortlist::parse(f.read_bytes(kShortlistTensor), m.config.source_vocab(),
                                    m.config.vocab_size, path);
   m.net = std::make_unique<Transformer>(m.config);
+  // int8 holds the matrices as s8 rows from the start, never as floats (an
+  // f32 file's rounded as nmt quantize would have written them).
+  if (m.compute == ComputeType::INT8) {
+    require_compute_type(Device::CPU, m.compute);  // before any work
+    m.net->init_for_loading(/*int8=*/true);
+  }
   load_weights(f, *m.net);
-  // Translation and scoring never change it. int8 from an f32 file rounds
-  // the weights as nmt quantize would have written them.
+  // Translation and scoring never change it.
   freeze_for_inference(m.net->params(), m.compute);
   return m;
 }

@@ -2,6 +2,7 @@
 #include "model/shortlist.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -166,6 +167,29 @@ class ModelBytes {
   ModelBytes& operator=(const ModelBytes&) = delete;
 
   bool size_known() const { return size_ != kUnknown; }
+  // The whole regular file, mapped read-only, or null if it
+  // cannot be (the caller reads it then). The checksum, when asked for,
+  // takes the bytes from `from` on, as read() would have.
+  std::shared_ptr<const char> map(uint64_t from) {
+    if (!size_known() || size_ == 0) return nullptr;
+    // Not populated at once: the pages are touched as tensors are copied
+    // out of them and dropped after (FileBytes::done_with), so that a model
+    // is never resident twice.
+    void* base = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (base == MAP_FAILED) return nullptr;
+    ::madvise(base, size_, MADV_SEQUENTIAL);
+    const uint64_t bytes = size_;
+    std::shared_ptr<const char> m(static_cast<const char*>(base),
+                                  [bytes](const char* p) { ::munmap(const_cast<char*>(p), bytes); });
+    // A file cut short since fstat would fault past its end: read it instead.
+    struct stat st;
+    if (::fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) != size_) return nullptr;
+    if (sum_ && from < size_) {
+      sum_->bytes += size_ - from;
+      sum_->crc32 = static_cast<uint32_t>(crc_bytes(sum_->crc32, m.get() + from, size_ - from));
+    }
+    return m;
+  }
   uint64_t size() const { return size_; }
   // With a checksum asked for, every byte read goes into it.
   void checksum_into(FileChecksum* c) {
@@ -253,13 +277,18 @@ FileContents read_file(const std::string& path, bool strict, FileChecksum* sum) 
   // as the header says it goes, and one byte more to see that it ends.
   uint64_t need = 0;
   for (const auto& [name, e] : f.tensors) need = std::max(need, e.end);
-  f.data.resize(in.size_known() ? in.size() - 8 - hlen : need);
-  const uint64_t read = in.read(f.data.data(), f.data.size());
-  f.data.resize(read);
-  if (!in.size_known() && read == need) {
-    char extra[4096];
-    const uint64_t n = in.read(extra, sizeof extra);  // trailing bytes: some are enough
-    f.data.insert(f.data.end(), extra, extra + n);
+  if (auto mapping = in.map(8 + hlen)) {
+    f.data.hold(std::move(mapping), 8 + hlen, in.size() - 8 - hlen);
+  } else {
+    std::vector<char> buffer(in.size_known() ? in.size() - 8 - hlen : need);
+    const uint64_t read = in.read(buffer.data(), buffer.size());
+    buffer.resize(read);
+    if (!in.size_known() && read == need) {
+      char extra[4096];
+      const uint64_t n = in.read(extra, sizeof extra);  // trailing bytes: some are enough
+      buffer.insert(buffer.end(), extra, extra + n);
+    }
+    f.data.hold(std::move(buffer));
   }
   check_layout(f.tensors, f.data.size(), bad, &f.layout_error);
   if (strict) f.check_layout();
@@ -269,6 +298,29 @@ FileContents read_file(const std::string& path, bool strict, FileChecksum* sum) 
 }  // namespace
 
 FileContents read_safetensors(const std::string& path) { return read_file(path, true, nullptr); }
+
+void FileBytes::hold(std::vector<char> buffer) {
+  auto owned = std::make_shared<std::vector<char>>(std::move(buffer));
+  size_ = owned->size();
+  data_ = owned->data();
+  owner_ = std::shared_ptr<const char>(owned, owned->data());
+}
+
+void FileBytes::hold(std::shared_ptr<const char> mapping, uint64_t begin, uint64_t size) {
+  owner_ = std::move(mapping);
+  data_ = owner_.get() + begin;
+  size_ = size;
+  mapped_ = true;
+}
+
+void FileBytes::done_with(uint64_t begin, uint64_t end) const {
+  if (!mapped_ || end > size_ || begin >= end) return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  // Whole pages inside the range only: a neighbour may still be read.
+  const uintptr_t from = (reinterpret_cast<uintptr_t>(data_ + begin) + page - 1) / page * page;
+  const uintptr_t to = reinterpret_cast<uintptr_t>(data_ + end) / page * page;
+  if (from < to) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
 
 void FileContents::check_layout() const {
   if (!layout_error.empty()) throw InputError(layout_error);
@@ -359,6 +411,12 @@ void save_model(const std::string& path, Transformer& model, const VocabTensors&
   std::vector<NamedTensor> tensors;
   std::deque<Int8Rows> rows;  // the int8 tensors' storage, until written
   for (const auto& p : model.params().params()) {
+    if (p.value.dtype() == DType::S8) {  // a store that holds int8 writes what it holds
+      if (!int8) throw Error("save_model: an int8 model can only be written as int8");
+      tensors.push_back({p.name, p.shape, p.value.raw(), DType::S8});
+      tensors.push_back({p.name + ".scale", Shape{p.shape[0]}, p.scales.data()});
+      continue;
+    }
     if (!int8 || !quantised_in_int8(p)) {
       tensors.push_back({p.name, p.shape, p.value.data()});
       continue;
@@ -479,21 +537,45 @@ FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& 
   return f;
 }
 
+void FileContents::read_s8(const std::string& name, const Shape& shape, int8_t* dst,
+                           float* scales) const {
+  check_f32(name, shape);
+  const Entry& e = tensors.at(name);
+  const int64_t rows = shape[0], cols = shape[1];
+  if (e.dtype != "I8") {  // an f32 matrix, rounded as nmt quantize rounds it
+    std::vector<float> w(static_cast<size_t>(rows * cols));
+    read_f32(name, shape, w.data());
+    quantise_rows(w.data(), rows, cols, dst, scales);
+    return;
+  }
+  read_f32(name + ".scale", Shape{rows}, scales);  // finite, as every f32 tensor
+  std::memcpy(dst, data.data() + e.begin, e.end - e.begin);
+}
+
 void load_weights(const FileContents& file, Transformer& model, const std::string& prefix) {
   // Every shape is checked before the parameters are allocated, so that a
   // config edited to enormous sizes is refused at once.
-  for (auto& p : model.params().params()) file.check_f32(prefix + p.name, p.shape);
+  ParamStore& store = model.params();
+  for (auto& p : store.params()) file.check_f32(prefix + p.name, p.shape);
   file.check_layout();  // a gap, now that no tensor is missing
-  if (!model.params().values().numel()) model.init(0);
-  for (const Param& p : model.params().params()) {
-    Tensor v = model.params().value(&p);
-    file.read_f32(prefix + p.name, p.shape, v.data());
+  if (!store.allocated()) model.init_for_loading();
+  bool all_zero = true;  // a model that translates everything to nothing:
+                         // never trained, or its data wiped
+  for (const Param& p : store.params()) {
+    Tensor v = store.value(&p);
+    const FileContents::Entry& e = file.tensors.at(prefix + p.name);
+    if (v.dtype() == DType::S8) {
+      file.read_s8(prefix + p.name, p.shape, v.data_as<int8_t>(), store.scales(&p).data());
+      const int8_t* q = v.data_as<int8_t>();
+      all_zero = all_zero && std::all_of(q, q + v.numel(), [](int8_t x) { return x == 0; });
+    } else {
+      file.read_f32(prefix + p.name, p.shape, v.data());
+      all_zero = all_zero && std::all_of(v.data(), v.data() + v.numel(),
+                                         [](float x) { return x == 0.f; });
+    }
+    file.data.done_with(e.begin, e.end);
   }
-  // A model whose weights are all zero translates everything to nothing:
-  // it was never trained, or its data was wiped.
-  const Tensor& v = model.params().values();
-  if (std::all_of(v.data(), v.data() + v.numel(), [](float x) { return x == 0.f; }))
-    throw InputError(file.source + ": every weight is zero (not a trained model)");
+  if (all_zero) throw InputError(file.source + ": every weight is zero (not a trained model)");
 }
 
 }  // namespace nmt

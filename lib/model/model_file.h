@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,29 @@ struct NamedTensor {
   DType dtype = DType::F32;  // F32 or S8 (written as safetensors' I8)
 };
 
+// The bytes after a model file's header: a read-only mapping of a regular
+// file (no copy: the weights are copied once, into the model), or what was
+// read from a pipe.
+class FileBytes {
+ public:
+  const char* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  void hold(std::vector<char> buffer);
+  // Bytes [begin, begin + size) of a mapping that `mapping` unmaps.
+  void hold(std::shared_ptr<const char> mapping, uint64_t begin, uint64_t size);
+  // Bytes [begin, end) have been copied where they are used: a mapping's
+  // pages holding only those stop counting as this process's memory (they
+  // are read from the file again if ever touched), so that a model is not
+  // held twice while it loads.
+  void done_with(uint64_t begin, uint64_t end) const;
+
+ private:
+  bool mapped_ = false;
+  std::shared_ptr<const char> owner_;
+  const char* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
 struct FileContents {
   std::map<std::string, std::string> metadata;
   struct Entry {
@@ -37,7 +61,7 @@ struct FileContents {
     uint64_t begin = 0, end = 0;
   };
   std::map<std::string, Entry> tensors;
-  std::vector<char> data;  // the byte buffer after the header
+  FileBytes data;  // the bytes after the header
 
   bool has(const std::string& name) const { return tensors.count(name) > 0; }
   // Throws InputError naming the file unless the tensor has this shape and
@@ -46,6 +70,9 @@ struct FileContents {
   // Copies the tensor into dst as f32 (I8 rows times their scales) after
   // checking its shape, and refuses NaN and infinite values, naming it.
   void read_f32(const std::string& name, const Shape& shape, float* dst) const;
+  // A (rows, cols) matrix as s8 rows and a scale per row: an I8 tensor as
+  // it is (its scales checked), an F32 one rounded (model/quantise.h).
+  void read_s8(const std::string& name, const Shape& shape, int8_t* dst, float* scales) const;
   std::string read_bytes(const std::string& name) const;
   std::string source;
   // A gap in the data (what a tensor missing from the header leaves),

@@ -6,6 +6,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "model/quantise.h"
 
 namespace nmt {
 
@@ -16,7 +17,7 @@ std::atomic<uint64_t> next_store_id{1};
 ParamStore::ParamStore() : id_(next_store_id++) {}
 
 ParamStore::~ParamStore() {
-  if (frozen_ && values_.numel()) backend(values_.device()).forget_constants(id_);
+  if (frozen_ && allocated()) backend(values_.device()).forget_constants(id_);
 }
 
 ConstantOwner& ConstantOwner::operator=(ConstantOwner&& o) noexcept {
@@ -43,14 +44,16 @@ void ConstantOwner::forget() noexcept {
   id_ = 0;
 }
 
-const Param* ParamStore::add(const std::string& name, Shape shape, Init init, float init_scale) {
-  if (values_.numel()) throw Error("parameter " + name + " declared after allocation");
+const Param* ParamStore::add(const std::string& name, Shape shape, Init init, float init_scale,
+                             bool quantisable) {
+  if (allocated()) throw Error("parameter " + name + " declared after allocation");
   if (find(name)) throw Error("duplicate parameter name " + name);
   Param p;
   p.name = name;
   p.shape = shape;
   p.init = init;
   p.init_scale = init_scale;
+  p.quantisable = quantisable && shape.ndim == 2;
   p.store = this;
   // Keep every parameter 64-byte aligned inside the flat buffer.
   p.offset = total_;
@@ -65,11 +68,16 @@ const Param* ParamStore::find(const std::string& name) const {
   return nullptr;
 }
 
+void ParamStore::allocate_zeros() {
+  if (allocated()) throw Error("the parameters are allocated already");
+  values_ = Tensor(Shape{total_});  // zeroed
+  for (auto& p : params_) p.value = Tensor::view_of(values_.data() + p.offset, p.shape);
+}
+
 void ParamStore::allocate(uint64_t seed) {
-  values_ = Tensor(Shape{total_});
+  allocate_zeros();
   std::mt19937_64 rng(seed);
   for (auto& p : params_) {
-    p.value = Tensor::view_of(values_.data() + p.offset, p.shape);
     float* v = p.value.data();
     const int64_t n = p.shape.numel();
     switch (p.init) {
@@ -91,6 +99,50 @@ void ParamStore::allocate(uint64_t seed) {
         break;
       }
     }
+  }
+}
+
+void ParamStore::lay_out_int8() {
+  int64_t floats = 0, bytes = 0, rows = 0;
+  for (const Param& p : params_) {
+    if (p.quantisable)
+      bytes += (p.shape.numel() + 63) / 64 * 64, rows += (p.shape[0] + 15) / 16 * 16;
+    else
+      floats += (p.shape.numel() + 15) / 16 * 16;
+  }
+  values_ = Tensor(Shape{floats});
+  int8_ = Tensor(Shape{bytes}, values_.device(), DType::S8);
+  scales_ = Tensor(Shape{rows});  // all three zeroed
+  floats = bytes = rows = 0;
+  for (Param& p : params_) {
+    if (p.quantisable) {
+      p.value = Tensor::view_of(int8_.data_as<int8_t>() + bytes, p.shape, DType::S8);
+      p.scales = Tensor::view_of(scales_.data() + rows, Shape{p.shape[0]});
+      bytes += (p.shape.numel() + 63) / 64 * 64, rows += (p.shape[0] + 15) / 16 * 16;
+    } else {
+      p.value = Tensor::view_of(values_.data() + floats, p.shape);
+      p.scales = Tensor();
+      floats += (p.shape.numel() + 15) / 16 * 16;
+    }
+  }
+}
+
+void ParamStore::allocate_int8() {
+  if (allocated()) throw Error("the parameters are allocated already");
+  lay_out_int8();
+}
+
+void ParamStore::hold_in_int8() {
+  if (!allocated() || holds_int8()) return;
+  if (frozen_) throw Error("hold_in_int8: the store is frozen already");
+  Tensor floats = std::move(values_);  // the f32 layout, read while the new one is filled
+  lay_out_int8();
+  for (Param& p : params_) {
+    const float* src = floats.data() + p.offset;
+    if (p.quantisable)
+      quantise_rows(src, p.shape[0], p.shape[1], p.value.data_as<int8_t>(), p.scales.data());
+    else
+      std::copy(src, src + p.shape.numel(), p.value.data());
   }
 }
 

@@ -23,8 +23,19 @@ struct Param {
   Init init = Init::Zeros;
   float init_scale = 0.f;  // stddev for Normal
   int64_t offset = 0;      // in elements, within the flat buffers
-  Tensor value;            // view into ParamStore::values()
+  // A weight matrix that int8 holds as s8 rows with a scale each (GEMM
+  // weights and token tables; not position tables, which are added, not
+  // multiplied).
+  bool quantisable = false;
+  // A view into ParamStore::values(); in a store that holds its weights in
+  // int8 (ParamStore::holds_int8), a quantisable matrix is an S8 view with
+  // one F32 scale per row in `scales` instead.
+  Tensor value;
+  Tensor scales;
   const class ParamStore* store = nullptr;
+
+  // The row scales of an int8 matrix, else null (as the ops take them).
+  const Tensor* int8_scales() const { return scales.empty() ? nullptr : &scales; }
 };
 
 class ParamStore {
@@ -36,16 +47,35 @@ class ParamStore {
 
   // Declares a parameter; its view is bound by allocate(). Pointers stay
   // valid for the store's lifetime.
-  const Param* add(const std::string& name, Shape shape, Init init, float init_scale = 0.f);
+  // quantisable: a 2-D weight that int8 may hold as s8 rows.
+  const Param* add(const std::string& name, Shape shape, Init init, float init_scale = 0.f,
+                   bool quantisable = true);
   // Allocates the values and initialises them from the seed.
   void allocate(uint64_t seed);
+  // Allocates them as zeros, to be loaded.
+  void allocate_zeros();
+  // Allocates a store for translation in int8: its quantisable matrices get
+  // s8 values and a scale per row (zero), the rest f32 values (zero), so
+  // that an int8 model is never held as floats. Nothing trains such a store.
+  void allocate_int8();
+  // Turns an allocated f32 store into that form: each quantisable matrix
+  // rounded per row (model/quantise.h's rounding) and its floats released.
+  void hold_in_int8();
+  bool holds_int8() const { return int8_.numel() > 0; }
+  bool allocated() const { return values_.numel() > 0 || holds_int8(); }
+  // Bytes of parameter memory held (values, int8 rows and their scales).
+  int64_t bytes() const { return values_.bytes() + int8_.bytes() + scales_.bytes(); }
 
   const Param* find(const std::string& name) const;
   // A writable view of one parameter's values (loading, optimisers, tests);
   // the layers read p->value, which they cannot write.
-  Tensor value(const Param* p) { return Tensor::view_of(values_.data() + p->offset, p->shape); }
+  Tensor value(const Param* p) { return p->value.view(); }
+  // The writable scales of a matrix that the store holds in int8.
+  Tensor scales(const Param* p) { return p->scales.view(); }
   const std::deque<Param>& params() const { return params_; }
-  int64_t size() const { return total_; }  // elements, padding included
+  // Elements of the f32 layout of every parameter, padding included (what
+  // Grads, Adam and checkpoints hold).
+  int64_t size() const { return total_; }
   // Promises that the values never change again (a model loaded to
   // translate or score): backends may then keep repacked copies of the
   // weights, converted to `compute`. constant_id() is 0 until then.
@@ -58,13 +88,21 @@ class ParamStore {
   // freezing: the products convert the weights per call.
   void set_compute_type(ComputeType compute) { compute_ = compute; }
   ComputeType compute_type() const { return compute_; }
+  // Every parameter's floats in one buffer (size() elements), unless the
+  // store holds int8: then only those of the parameters that are not.
   Tensor& values() { return values_; }
   const Tensor& values() const { return values_; }
+  Device device() const { return values_.device(); }
 
  private:
+  // Binds the int8 layout: values_ for the f32 parameters, int8_ and
+  // scales_ for the quantisable ones.
+  void lay_out_int8();
+
   std::deque<Param> params_;  // deque: stable addresses for layers' Param*
   int64_t total_ = 0;
   Tensor values_;
+  Tensor int8_, scales_;  // S8 and F32, when the store holds int8
   uint64_t id_;
   bool frozen_ = false;
   ComputeType compute_ = ComputeType::F32;

@@ -19,14 +19,15 @@ struct Int8Rows {
   std::vector<float> scales;   // (rows)
 };
 
-bool quantised_in_int8(const Param& p);
+// The parameters int8 holds as s8 rows: Param::quantisable.
+inline bool quantised_in_int8(const Param& p) { return p.quantisable; }
+// Rows of w (rows, cols) into q and one scale per row.
+void quantise_rows(const float* w, int64_t rows, int64_t cols, int8_t* q, float* scales);
 Int8Rows quantise_rows(const float* w, int64_t rows, int64_t cols);
-// Replaces every quantised matrix of the store by its int8 rounding
-// (values * scale), in place. Rounding twice changes nothing.
-void round_to_int8(ParamStore& store);
 
 // Makes a model's weights constant for translation or scoring in `compute`:
-// int8 rounds them first. Throws InputError if the CPU cannot run `compute`.
+// int8 holds its matrices as s8 rows from then on (rounding them first, if
+// the store holds floats). Throws InputError if the CPU cannot run `compute`.
 void freeze_for_inference(ParamStore& store, ComputeType compute);
 
 }  // namespace nmt

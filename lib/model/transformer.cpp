@@ -83,6 +83,15 @@ void Transformer::init(uint64_t seed) {
   tgt_embed_->init_tables();
 }
 
+void Transformer::init_for_loading(bool int8) {
+  if (int8)
+    store_.allocate_int8();
+  else
+    store_.allocate_zeros();
+  src_embed_->init_tables();
+  tgt_embed_->init_tables();
+}
+
 void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool training) const {
   a.B = B, a.S = S, a.T = T, a.training = training;
   const int64_t D = cfg_.d_model, F = cfg_.d_ff, H = cfg_.heads, Wk = cfg_.qk_width(),
@@ -165,6 +174,7 @@ void Transformer::project_output(const Tensor& h, Tensor& logits) const {
   o.constant_b = store_.constant_id();
   o.compute = store_.compute_type();
   if (out_bias_) o.bias = &out_bias_->value;
+  o.b_scales = out_proj_->int8_scales();
   ops::matmul(h, false, out_proj_->value, true, logits, o);
 }
 
@@ -257,6 +267,7 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
       rows[i] = st.vocab[i];
     }
     ops::gather_rows(out_proj_->value, rows, st.out_w);
+    if (out_proj_->int8_scales()) ops::gather_rows(out_proj_->scales, rows, st.out_scales);
     if (out_bias_) ops::gather_rows(out_bias_->value, rows, st.out_b);
     if (store_.constant_id()) st.out_owner.renew(st.out_w.device());
   }
@@ -274,6 +285,7 @@ const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) con
     o.constant_b = st.out_owner.id();  // 0 unless the model is frozen
     o.compute = store_.compute_type();
     if (out_bias_) o.bias = &st.out_b;
+    if (out_proj_->int8_scales()) o.b_scales = &st.out_scales;
     ops::matmul(st.y, false, st.out_w, true, st.logits, o);
   }
   if (st.vocab_mask.numel()) ops::add_group_rows_(st.logits, st.vocab_mask, st.beam);

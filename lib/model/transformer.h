@@ -99,6 +99,9 @@ class Transformer : public Decodable {
   explicit Transformer(const ModelConfig& cfg);
   // Allocates the parameters and initialises them from the seed.
   void init(uint64_t seed);
+  // Allocates them as zeros, to be loaded: in f32, or, to translate in
+  // int8, with the weight matrices as s8 rows (ParamStore::allocate_int8).
+  void init_for_loading(bool int8 = false);
 
   const ModelConfig& config() const override { return cfg_; }
   ParamStore& params() { return store_; }

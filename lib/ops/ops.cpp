@@ -39,7 +39,7 @@ Backend& be(const Tensor& t) { return backend(t.device()); }
 MatDesc mat(const Tensor& t, bool trans) {
   const int64_t r = t.dim(0), c = t.dim(1), sr = t.strides()[0], sc = t.strides()[1];
   MatDesc d;
-  d.ptr = t.data();
+  d.ptr = t.dtype() == DType::F32 ? t.data() : nullptr;  // int8 weights go as GemmAttr::b_s8
   if (trans)
     d.dims = {1, 1, c, r}, d.strides = {r * c, r * c, sc, sr};
   else
@@ -65,14 +65,21 @@ int64_t primitives_created() { return backend(Device::CPU).primitives_created();
 void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
             const MatmulOpts& o) {
   if (a.ndim() != 2 || b.ndim() != 2) fail("matmul", "expected 2-D tensors");
-  same_device("matmul", {&a, &b, &c, o.bias});
-  need_f32("matmul", {&a, &b, o.bias});
+  same_device("matmul", {&a, &b, &c, o.bias, o.b_scales});
+  const bool int8_b = b.dtype() == DType::S8;
+  need_f32("matmul", {&a, int8_b ? o.b_scales : &b, o.bias});
+  if (int8_b && (!o.b_scales || !o.constant_b || o.compute != ComputeType::INT8 || o.accumulate))
+    fail("matmul", "int8 weights need their scales, constant_b and compute int8");
+  if (!int8_b && o.b_scales) fail("matmul", "scales given for f32 weights");
+  if (int8_b && !trans_b) fail("matmul", "int8 weights are (out, in) rows, used transposed");
   const int64_t M = trans_a ? a.dim(1) : a.dim(0), K = trans_a ? a.dim(0) : a.dim(1);
   const int64_t Kb = trans_b ? b.dim(1) : b.dim(0), N = trans_b ? b.dim(0) : b.dim(1);
   if (K != Kb)
     fail("matmul",
          "inner dimensions " + std::to_string(K) + " and " + std::to_string(Kb) + " differ");
   if (o.bias && o.bias->numel() != N) fail("matmul", "bias does not match the output width");
+  if (int8_b && o.b_scales->numel() != N)
+    fail("matmul", "int8 weights need one scale per output column");
   if (!o.accumulate) c.resize(Shape{M, N});
   check_shape(c, Shape{M, N}, "matmul output");
   GemmAttr attr;
@@ -82,11 +89,15 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
   attr.act = o.act;
   attr.constant_b = o.constant_b;
   attr.compute = o.compute;
+  if (int8_b) {
+    attr.b_s8 = b.data_as<int8_t>();
+    attr.b_scales = o.b_scales->data();
+  }
   be(a).gemm(mat(a, trans_a), mat(b, trans_b), mat(c, false), attr);
 }
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, Activation act,
-            uint64_t constant_w, ComputeType compute) {
+            uint64_t constant_w, ComputeType compute, const Tensor* w_scales) {
   const int64_t in = w.dim(1);
   if (x.numel() % in != 0)
     fail("linear", "input width does not match the weight's " + std::to_string(in));
@@ -95,6 +106,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, Activa
   o.act = act;
   o.constant_b = constant_w;
   o.compute = compute;
+  o.b_scales = w_scales;
   if (x.ndim() == 2) return matmul(x, false, w, true, y, o);
   matmul(x.view(Shape{x.numel() / in, in}), false, w, true, y, o);
 }
@@ -305,7 +317,7 @@ void add_column_sums(const Tensor& src, Tensor& dst) {
 }
 
 void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int64_t pos0,
-               int64_t T, float scale, Tensor& out) {
+               int64_t T, float scale, Tensor& out, const Tensor* row_scales) {
   if (tokens.dtype() != DType::I32) fail("embedding", "token ids must be i32");
   same_device("embedding", {&table, &tokens, &positions, &out});
   const int64_t V = table.dim(0), D = table.dim(1), n = tokens.numel();
@@ -320,6 +332,13 @@ void embedding(const Tensor& table, const Tensor& tokens, const Tensor& position
                     std::to_string(V));
     }
   out.resize(Shape{n, D});
+  if (table.dtype() == DType::S8) {
+    if (!row_scales || row_scales->numel() != V || row_scales->dtype() != DType::F32)
+      fail("embedding", "an int8 table needs an f32 scale per row");
+    be(table).embedding_s8(table.data_as<int8_t>(), row_scales->data(), tokens.data_as<int32_t>(),
+                           n, D, scale, positions.data(), pos0, T, out.data());
+    return;
+  }
   be(table).embedding(table.data(), tokens.data_as<int32_t>(), n, D, scale, positions.data(), pos0,
                       T, out.data());
 }
@@ -414,9 +433,15 @@ void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst
   const int64_t row = src.dim(0) ? src.numel() / src.dim(0) : 0;
   Shape s = src.shape();
   s.dims[0] = static_cast<int64_t>(idx.size());
-  dst.resize(s);
-  be(src).gather_rows(src.data(), row, idx.data(), static_cast<int64_t>(idx.size()), row,
-                      dst.data(), row, nullptr);
+  if (dst.dtype() != src.dtype() || dst.device() != src.device())
+    dst = Tensor(s, src.device(), src.dtype());
+  else
+    dst.resize(s);
+  const int64_t bytes = row * static_cast<int64_t>(dtype_size(src.dtype()));
+  for (int64_t i : idx)
+    if (i < 0 || i >= src.dim(0)) fail("gather_rows", "row " + std::to_string(i) + " out of range");
+  be(src).gather_rows(src.raw(), bytes, idx.data(), static_cast<int64_t>(idx.size()), bytes,
+                      dst.raw(), bytes, nullptr);
 }
 
 void gather_cache(const Tensor& src, const std::vector<int64_t>& idx, int64_t len, Tensor& dst) {
@@ -424,8 +449,9 @@ void gather_cache(const Tensor& src, const std::vector<int64_t>& idx, int64_t le
   const int64_t cap = src.dim(1), W = src.dim(2);
   if (len > cap) fail("gather_cache", "length exceeds the capacity");
   dst.resize(Shape{static_cast<int64_t>(idx.size()), cap, W});
-  be(src).gather_rows(src.data(), cap * W, idx.data(), static_cast<int64_t>(idx.size()), len * W,
-                      dst.data(), cap * W, nullptr);
+  constexpr int64_t f = sizeof(float);
+  be(src).gather_rows(src.data(), cap * W * f, idx.data(), static_cast<int64_t>(idx.size()),
+                      len * W * f, dst.data(), cap * W * f, nullptr);
 }
 
 void reorder_cache(Tensor& cache, const std::vector<int64_t>& idx, int64_t len, Tensor& scratch) {
@@ -461,16 +487,19 @@ void reorder_cache(Tensor& cache, const std::vector<int64_t>& idx, int64_t len, 
       from_cache.push_back(s), to_cache.push_back(i);
   }
   const int64_t row = len * W;
+  constexpr int64_t f = sizeof(float);  // the backend counts bytes
   auto& b = be(cache);
   if (!saved.empty()) {
     scratch.resize(Shape{static_cast<int64_t>(saved.size()), std::max<int64_t>(row, 1)});
-    b.gather_rows(cache.data(), cap * W, saved.data(), static_cast<int64_t>(saved.size()), row,
-                  scratch.data(), row, nullptr);
-    b.gather_rows(scratch.data(), row, from_saved.data(), static_cast<int64_t>(from_saved.size()),
-                  row, cache.data(), cap * W, to_saved.data());
+    b.gather_rows(cache.data(), cap * W * f, saved.data(), static_cast<int64_t>(saved.size()),
+                  row * f, scratch.data(), row * f, nullptr);
+    b.gather_rows(scratch.data(), row * f, from_saved.data(),
+                  static_cast<int64_t>(from_saved.size()), row * f, cache.data(), cap * W * f,
+                  to_saved.data());
   }
-  b.gather_rows(cache.data(), cap * W, from_cache.data(), static_cast<int64_t>(from_cache.size()),
-                row, cache.data(), cap * W, to_cache.data());
+  b.gather_rows(cache.data(), cap * W * f, from_cache.data(),
+                static_cast<int64_t>(from_cache.size()), row * f, cache.data(), cap * W * f,
+                to_cache.data());
   cache.resize(Shape{n, cap, W});
 }
 

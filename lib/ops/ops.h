@@ -31,6 +31,9 @@ struct MatmulOpts {
   Activation act = Activation::None;       // after the bias
   uint64_t constant_b = 0;                 // b never changes again (see GemmAttr::constant_b)
   ComputeType compute = ComputeType::F32;  // with constant_b: what the product runs in
+  // b is S8 (an int8 model's weights, with constant_b and compute int8):
+  // one f32 scale per row of its storage, which is a column of op(b).
+  const Tensor* b_scales = nullptr;
 };
 
 // c (M, N) = act(alpha * op(a) op(b) (+ bias)) (+ c), op a transpose when
@@ -39,10 +42,11 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
             const MatmulOpts& opts = {});
 // y (N, out) = act(x (N, in) W^T (+ b)): the Linear layer's product, W
 // stored (out, in).
-// constant_w, compute: as MatmulOpts::constant_b and compute.
+// constant_w, compute, w_scales: as MatmulOpts::constant_b, compute and
+// b_scales (w may be S8).
 void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
             Activation act = Activation::None, uint64_t constant_w = 0,
-            ComputeType compute = ComputeType::F32);
+            ComputeType compute = ComputeType::F32, const Tensor* w_scales = nullptr);
 
 // Batched over the first two dims: c (B, H, M, N) = alpha * a (B, H, M, K)
 // b (B, H, K, N) (+ c). Any of the three may be strided views (head splits,
@@ -118,8 +122,9 @@ void log_add_exp_(Tensor& dst, const Tensor& src);     // dst = log(exp(dst) + e
 // out (n, D) = table[tokens] * scale + positions[pos0 + r % T]; tokens are
 // n = B*T ids (I32), range-checked against the table; -1 (no token:
 // padding, a decoder's zero start) embeds as zeros before the positions.
+// An S8 table (an int8 model's) comes with its f32 row scales.
 void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int64_t pos0,
-               int64_t T, float scale, Tensor& out);
+               int64_t T, float scale, Tensor& out, const Tensor* row_scales = nullptr);
 // dtable[tokens] += dy * scale (ids -1 skipped); dpositions[r % T] += dy
 // (when given).
 void embedding_backward(const Tensor& tokens, const Tensor& dy, int64_t T, float scale,
@@ -174,7 +179,8 @@ void sample_tokens(const Tensor& logits, const std::vector<int64_t>& rows, float
 // decoding reads the log-probabilities of the given targets); 0 where
 // cols[i] is -1 (padding).
 void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out);
-// dst rows = src rows idx (src, dst contiguous with rows of equal width).
+// dst rows = src rows idx (src, dst contiguous with rows of equal width;
+// any dtype, which dst takes).
 void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst);
 // Rows of a cache (N, capacity, W): row i of dst gets row idx[i] of src, its
 // first `len` positions only (the filled prefix).
