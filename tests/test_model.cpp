@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -626,4 +629,70 @@ TEST_CASE("int8 loads as s8 rows, never floats: from an int8 file, and from an f
   CHECK(matrices > 10);
   std::remove(f32_path.c_str());
   std::remove(int8_path.c_str());
+}
+
+TEST_CASE("a model file cut short after it was opened, and int8 scales that overflow, are refused",
+          "[model][int8]") {
+  require_compute(Device::CPU, ComputeType::INT8);
+  ModelConfig cfg = tiny_config(30);
+  Transformer model(cfg);
+  model.init(4);
+  const std::string path = "/tmp/nmt_test_cut.nmt";
+  save_model(path, model, vocab_bytes(30), {}, /*int8=*/true);
+  for (bool int8 : {false, true}) {
+    // The weights are read after the header: a file cut short in between
+    // (another process rewriting it) is an error naming it, not a crash.
+    ModelConfig c;
+    std::string spm;
+    FileContents f = open_model(path, c, spm);
+    const auto header = std::filesystem::file_size(path) - f.data.size();
+    std::filesystem::resize_file(path, header + 64);  // into the first weights
+    Transformer m(c);
+    if (int8) m.init_for_loading(/*int8=*/true);
+    try {
+      load_weights(f, m);
+      FAIL("a model cut short loaded");
+    } catch (const InputError& e) {
+      CHECK_THAT(e.what(), Catch::StartsWith(path + ": the file ended at byte") &&
+                               Catch::Contains("cut short since it was opened"));
+    }
+    save_model(path, model, vocab_bytes(30), {}, /*int8=*/true);
+  }
+  // A scale that is finite but overflows once it multiplies the row's
+  // largest value: refused in int8 as in f32, naming the tensor.
+  FileContents f = read_safetensors(path);
+  std::vector<NamedTensor> ts;
+  std::vector<std::string> keep;  // the tensors' bytes
+  keep.reserve(f.tensors.size());
+  std::map<std::string, std::string> bytes;
+  for (const Param& p : model.params().params()) {
+    for (const std::string& name : {p.name, p.name + ".scale"}) {
+      if (!f.has(name)) continue;
+      const auto& e = f.tensors.at(name);
+      keep.push_back(f.data.str(e.begin, e.end - e.begin));
+      if (name == "decoder/layer_0/ffn/w2/weight.scale") {
+        const float huge = 3e38f;
+        std::memcpy(keep.back().data(), &huge, 4);
+      }
+      Shape shape;
+      shape.ndim = static_cast<int>(e.shape.size());
+      for (int i = 0; i < shape.ndim; ++i) shape.dims[i] = e.shape[i];
+      ts.push_back({name, shape, keep.back().data(), e.dtype == "I8" ? DType::S8 : DType::F32});
+    }
+  }
+  const std::string bad = "/tmp/nmt_test_overflow.nmt";
+  write_safetensors(bad, f.metadata, ts, vocab_tensors(f));
+  for (const char* compute : {"int8", "f32"}) {
+    INFO(compute);
+    try {
+      load_model(bad, compute);
+      FAIL("an overflowing scale loaded");
+    } catch (const InputError& e) {
+      CHECK_THAT(e.what(), Catch::StartsWith(bad + ": tensor decoder/layer_0/ffn/w2/weight holds "
+                                                   "a non-finite value"));
+    }
+  }
+  CHECK_NOTHROW(load_model(path));
+  std::remove(path.c_str());
+  std::remove(bad.c_str());
 }

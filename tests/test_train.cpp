@@ -553,8 +553,7 @@ TEST_CASE("nmt train end to end: interrupt, resume, logs, best model, averaging"
   CHECK(train_lines == 8);
   // Final models agree too.
   const auto fa = read_safetensors(full.out), fb = read_safetensors(part.out);
-  CHECK(std::string(fa.data.data(), fa.data.size()) ==
-        std::string(fb.data.data(), fb.data.size()));
+  CHECK(fa.data.str(0, fa.data.size()) == fb.data.str(0, fb.data.size()));
 }
 
 TEST_CASE("bad training inputs give one clear error before training", "[train]") {
@@ -705,7 +704,8 @@ TEST_CASE("a checkpoint's checksum covers its data and metadata; damage is named
   CHECK(content_checksum(f) == f.metadata.at("checksum"));
   CHECK(checkpoint_problem(f, 6).empty());
   CHECK_THAT(checkpoint_problem(f, 7), Catch::Contains("step 6") && Catch::Contains("step 7"));
-  std::vector<char> flipped(f.data.data(), f.data.data() + f.data.size());
+  const std::string bytes = f.data.str(0, f.data.size());
+  std::vector<char> flipped(bytes.begin(), bytes.end());
   flipped[5] ^= 0x04;  // a flipped bit in w
   f.data.hold(std::move(flipped));
   CHECK_THAT(checkpoint_problem(f, 6), Catch::Contains("checksum does not match"));

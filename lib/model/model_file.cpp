@@ -2,7 +2,6 @@
 #include "model/shortlist.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -162,33 +161,22 @@ class ModelBytes {
     }
     if (S_ISREG(st.st_mode)) size_ = static_cast<uint64_t>(st.st_size);
   }
-  ~ModelBytes() { ::close(fd_); }
+  ~ModelBytes() {
+    if (fd_ >= 0) ::close(fd_);
+  }
   ModelBytes(const ModelBytes&) = delete;
   ModelBytes& operator=(const ModelBytes&) = delete;
 
   bool size_known() const { return size_ != kUnknown; }
-  // The whole regular file, mapped read-only, or null if it
-  // cannot be (the caller reads it then). The checksum, when asked for,
-  // takes the bytes from `from` on, as read() would have.
-  std::shared_ptr<const char> map(uint64_t from) {
-    if (!size_known() || size_ == 0) return nullptr;
-    // Not populated at once: the pages are touched as tensors are copied
-    // out of them and dropped after (FileBytes::done_with), so that a model
-    // is never resident twice.
-    void* base = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-    if (base == MAP_FAILED) return nullptr;
-    ::madvise(base, size_, MADV_SEQUENTIAL);
-    const uint64_t bytes = size_;
-    std::shared_ptr<const char> m(static_cast<const char*>(base),
-                                  [bytes](const char* p) { ::munmap(const_cast<char*>(p), bytes); });
-    // A file cut short since fstat would fault past its end: read it instead.
-    struct stat st;
-    if (::fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) != size_) return nullptr;
-    if (sum_ && from < size_) {
-      sum_->bytes += size_ - from;
-      sum_->crc32 = static_cast<uint32_t>(crc_bytes(sum_->crc32, m.get() + from, size_ - from));
-    }
-    return m;
+  // The open file, for reading its bytes later (FileBytes::read_at); this
+  // object no longer closes it.
+  std::shared_ptr<const int> share() {
+    const int fd = fd_;
+    fd_ = -1;
+    return std::shared_ptr<const int>(new int(fd), [](const int* f) {
+      ::close(*f);
+      delete f;
+    });
   }
   uint64_t size() const { return size_; }
   // With a checksum asked for, every byte read goes into it.
@@ -277,8 +265,17 @@ FileContents read_file(const std::string& path, bool strict, FileChecksum* sum) 
   // as the header says it goes, and one byte more to see that it ends.
   uint64_t need = 0;
   for (const auto& [name, e] : f.tensors) need = std::max(need, e.end);
-  if (auto mapping = in.map(8 + hlen)) {
-    f.data.hold(std::move(mapping), 8 + hlen, in.size() - 8 - hlen);
+  if (in.size_known()) {
+    const uint64_t size = in.size() - 8 - hlen;
+    if (sum) {  // every byte, as a pipe's would be read
+      std::vector<char> chunk(1 << 20);
+      for (uint64_t left = size; left > 0;) {
+        const uint64_t got = in.read(chunk.data(), std::min<uint64_t>(left, chunk.size()));
+        if (got == 0) break;  // cut short: check_layout says so
+        left -= got;
+      }
+    }
+    f.data.read_at(in.share(), 8 + hlen, size, path);
   } else {
     std::vector<char> buffer(in.size_known() ? in.size() - 8 - hlen : need);
     const uint64_t read = in.read(buffer.data(), buffer.size());
@@ -300,26 +297,43 @@ FileContents read_file(const std::string& path, bool strict, FileChecksum* sum) 
 FileContents read_safetensors(const std::string& path) { return read_file(path, true, nullptr); }
 
 void FileBytes::hold(std::vector<char> buffer) {
-  auto owned = std::make_shared<std::vector<char>>(std::move(buffer));
-  size_ = owned->size();
-  data_ = owned->data();
-  owner_ = std::shared_ptr<const char>(owned, owned->data());
+  fd_.reset();
+  size_ = buffer.size();
+  offset_ = 0;
+  buffer_ = std::make_shared<const std::vector<char>>(std::move(buffer));
 }
 
-void FileBytes::hold(std::shared_ptr<const char> mapping, uint64_t begin, uint64_t size) {
-  owner_ = std::move(mapping);
-  data_ = owner_.get() + begin;
-  size_ = size;
-  mapped_ = true;
+void FileBytes::read_at(std::shared_ptr<const int> fd, uint64_t offset, uint64_t size,
+                        std::string path) {
+  buffer_.reset();
+  fd_ = std::move(fd);
+  offset_ = offset, size_ = size, path_ = std::move(path);
 }
 
-void FileBytes::done_with(uint64_t begin, uint64_t end) const {
-  if (!mapped_ || end > size_ || begin >= end) return;
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  // Whole pages inside the range only: a neighbour may still be read.
-  const uintptr_t from = (reinterpret_cast<uintptr_t>(data_ + begin) + page - 1) / page * page;
-  const uintptr_t to = reinterpret_cast<uintptr_t>(data_ + end) / page * page;
-  if (from < to) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+void FileBytes::copy(uint64_t begin, uint64_t n, void* dst) const {
+  if (begin > size_ || n > size_ - begin) throw Error("FileBytes: read past the end of the data");
+  if (buffer_) {
+    std::memcpy(dst, buffer_->data() + begin, n);
+    return;
+  }
+  auto* to = static_cast<char*>(dst);
+  for (uint64_t got = 0; got < n;) {
+    const ssize_t r = ::pread(*fd_, to + got, std::min<uint64_t>(n - got, 1 << 30),
+                              static_cast<off_t>(offset_ + begin + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw InputError("cannot read model file " + path_ + ": " + std::strerror(errno));
+    if (r == 0)
+      throw InputError(path_ + ": the file ended at byte " +
+                       std::to_string(offset_ + begin + got) +
+                       " while it was read (changed or cut short since it was opened?)");
+    got += static_cast<uint64_t>(r);
+  }
+}
+
+std::string FileBytes::str(uint64_t begin, uint64_t n) const {
+  std::string s(n, '\0');
+  copy(begin, n, s.data());
+  return s;
 }
 
 void FileContents::check_layout() const {
@@ -354,11 +368,12 @@ void FileContents::read_f32(const std::string& name, const Shape& shape, float* 
   if (e.dtype == "I8") {
     std::vector<float> scale(shape[0]);
     read_f32(name + ".scale", Shape{shape[0]}, scale.data());
-    const auto* q = reinterpret_cast<const int8_t*>(data.data() + e.begin);
+    std::vector<int8_t> q(static_cast<size_t>(n));
+    data.copy(e.begin, e.end - e.begin, q.data());
     const int64_t cols = shape[1];
     for (int64_t i = 0; i < n; ++i) dst[i] = q[i] * scale[i / cols];
   } else {
-    std::memcpy(dst, data.data() + e.begin, e.end - e.begin);
+    data.copy(e.begin, e.end - e.begin, dst);
   }
   int64_t bad = -1;
 #pragma omp parallel for reduction(max : bad) if (n > (1 << 16))
@@ -372,7 +387,7 @@ void FileContents::read_f32(const std::string& name, const Shape& shape, float* 
 std::string FileContents::read_bytes(const std::string& name) const {
   auto it = tensors.find(name);
   if (it == tensors.end()) throw InputError(source + ": missing tensor " + name);
-  return std::string(data.data() + it->second.begin, it->second.end - it->second.begin);
+  return data.str(it->second.begin, it->second.end - it->second.begin);
 }
 
 VocabTensors vocab_tensors(const Vocab& vocab, const Vocab* source) {
@@ -455,7 +470,14 @@ std::string content_checksum(const std::map<std::string, std::string>& metadata,
 std::string content_checksum(const FileContents& f) {
   // read_safetensors checked that the tensors tile the data in offset order,
   // which is the order write_safetensors wrote them in.
-  return crc_metadata(crc_bytes(crc32(0L, Z_NULL, 0), f.data.data(), f.data.size()), f.metadata);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  std::vector<char> chunk(1 << 20);
+  for (uint64_t at = 0; at < f.data.size(); at += chunk.size()) {
+    const uint64_t n = std::min<uint64_t>(chunk.size(), f.data.size() - at);
+    f.data.copy(at, n, chunk.data());
+    crc = crc_bytes(crc, chunk.data(), n);
+  }
+  return crc_metadata(crc, f.metadata);
 }
 
 namespace {
@@ -549,7 +571,16 @@ void FileContents::read_s8(const std::string& name, const Shape& shape, int8_t* 
     return;
   }
   read_f32(name + ".scale", Shape{rows}, scales);  // finite, as every f32 tensor
-  std::memcpy(dst, data.data() + e.begin, e.end - e.begin);
+  data.copy(e.begin, e.end - e.begin, dst);
+  // Widened, every weight is finite too (the check read_f32 makes).
+  for (int64_t r = 0; r < rows; ++r) {
+    int amax = 0;
+    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::abs(int{dst[r * cols + c]}));
+    if (!std::isfinite(static_cast<float>(amax) * scales[r]))
+      throw InputError(source + ": tensor " + name + " holds a non-finite value (row " +
+                       std::to_string(r) + "'s scale " + std::to_string(scales[r]) + " times " +
+                       std::to_string(amax) + ")");
+  }
 }
 
 void load_weights(const FileContents& file, Transformer& model, const std::string& prefix) {
@@ -563,7 +594,6 @@ void load_weights(const FileContents& file, Transformer& model, const std::strin
                          // never trained, or its data wiped
   for (const Param& p : store.params()) {
     Tensor v = store.value(&p);
-    const FileContents::Entry& e = file.tensors.at(prefix + p.name);
     if (v.dtype() == DType::S8) {
       file.read_s8(prefix + p.name, p.shape, v.data_as<int8_t>(), store.scales(&p).data());
       const int8_t* q = v.data_as<int8_t>();
@@ -573,7 +603,6 @@ void load_weights(const FileContents& file, Transformer& model, const std::strin
       all_zero = all_zero && std::all_of(v.data(), v.data() + v.numel(),
                                          [](float x) { return x == 0.f; });
     }
-    file.data.done_with(e.begin, e.end);
   }
   if (all_zero) throw InputError(file.source + ": every weight is zero (not a trained model)");
 }

@@ -30,27 +30,27 @@ struct NamedTensor {
   DType dtype = DType::F32;  // F32 or S8 (written as safetensors' I8)
 };
 
-// The bytes after a model file's header: a read-only mapping of a regular
-// file (no copy: the weights are copied once, into the model), or what was
-// read from a pipe.
+// The bytes after a model file's header. A regular file's are read where
+// they are needed, straight into place (one copy: a model is never resident
+// twice while it loads; a file cut short since it was opened is an error,
+// never a fault, as a mapping's would be); a pipe's were read whole.
 class FileBytes {
  public:
-  const char* data() const { return data_; }
   uint64_t size() const { return size_; }
+  // Bytes [begin, begin + n) into dst. Throws InputError naming the file if
+  // it no longer holds them.
+  void copy(uint64_t begin, uint64_t n, void* dst) const;
+  std::string str(uint64_t begin, uint64_t n) const;
+  // A pipe's bytes (or any), held here.
   void hold(std::vector<char> buffer);
-  // Bytes [begin, begin + size) of a mapping that `mapping` unmaps.
-  void hold(std::shared_ptr<const char> mapping, uint64_t begin, uint64_t size);
-  // Bytes [begin, end) have been copied where they are used: a mapping's
-  // pages holding only those stop counting as this process's memory (they
-  // are read from the file again if ever touched), so that a model is not
-  // held twice while it loads.
-  void done_with(uint64_t begin, uint64_t end) const;
+  // `size` bytes of the open file `fd` from `offset` on, read when asked.
+  void read_at(std::shared_ptr<const int> fd, uint64_t offset, uint64_t size, std::string path);
 
  private:
-  bool mapped_ = false;
-  std::shared_ptr<const char> owner_;
-  const char* data_ = nullptr;
-  uint64_t size_ = 0;
+  std::shared_ptr<const std::vector<char>> buffer_;
+  std::shared_ptr<const int> fd_;
+  uint64_t offset_ = 0, size_ = 0;
+  std::string path_;
 };
 
 struct FileContents {

@@ -289,24 +289,26 @@ std::string checkpoint_problem(const FileContents& f, int64_t expected_step) {
   }
   // Every F32 value finite, and Adam's second moments (running means of
   // squares) never negative.
+  std::vector<float> chunk;  // a tensor is read a piece at a time: Adam's are model-sized
   for (const auto& [name, e] : f.tensors) {
     if (e.dtype != "F32") continue;
     const int64_t n = static_cast<int64_t>((e.end - e.begin) / 4);
-    const char* p = f.data.data() + e.begin;
     const bool second_moment = name == kAdamV;
-    int64_t bad = -1;
-#pragma omp parallel for reduction(max : bad) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) {
-      float x;
-      std::memcpy(&x, p + 4 * i, 4);
-      if (!std::isfinite(x) || (second_moment && x < 0)) bad = std::max(bad, i);
-    }
-    if (bad >= 0) {
-      float x;
-      std::memcpy(&x, p + 4 * bad, 4);
-      return "tensor " + name + " holds " + (std::isfinite(x) ? "a negative" : "a non-finite") +
-             " value at element " + std::to_string(bad) +
-             (second_moment && std::isfinite(x) ? " (Adam's second moments are squares)" : "");
+    for (int64_t at = 0; at < n; at += int64_t{1} << 20) {
+      const int64_t m = std::min<int64_t>(n - at, int64_t{1} << 20);
+      chunk.resize(static_cast<size_t>(m));
+      f.data.copy(e.begin + 4 * static_cast<uint64_t>(at), 4 * static_cast<uint64_t>(m),
+                  chunk.data());
+      int64_t bad = -1;
+#pragma omp parallel for reduction(max : bad) if (m > (1 << 16))
+      for (int64_t i = 0; i < m; ++i)
+        if (!std::isfinite(chunk[i]) || (second_moment && chunk[i] < 0)) bad = std::max(bad, i);
+      if (bad >= 0) {
+        const float x = chunk[bad];
+        return "tensor " + name + " holds " + (std::isfinite(x) ? "a negative" : "a non-finite") +
+               " value at element " + std::to_string(at + bad) +
+               (second_moment && std::isfinite(x) ? " (Adam's second moments are squares)" : "");
+      }
     }
   }
   return "";
