@@ -18,7 +18,8 @@
 # MINUTES (budgets, default "10"), VARIANTS (default "recipe defaults hand";
 # also recipe-cosine, recipe-isqrt, recipe-f32, recipe-b4096: the recipe with
 # that one choice changed),
-# THREADS (0: all cores). A cell whose score exists is not run again; every
+# THREADS (0: all cores), EXTRA (options added to every nmt train, e.g.
+# "--seed 2" for a repeat in another OUT). A cell whose score exists is not run again; every
 # finished cell is a row of OUT/results.tsv, and the table is printed at the end.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +29,7 @@ OUT=${OUT:-$root/runs/recipe}
 MINUTES=${MINUTES:-10}
 VARIANTS=${VARIANTS:-recipe defaults hand}
 THREADS=${THREADS:-0}
+EXTRA=${EXTRA:-}
 tasks=("$@")
 [ ${#tasks[@]} -gt 0 ] || tasks=(en-de en-zh de-en en-fr zh-en en-ja de-en-big)
 mkdir -p "$OUT"
@@ -115,7 +117,7 @@ run_cell() {
   rm -rf "$dir"
   mkdir -p "$dir"
   # shellcheck disable=SC2086
-  local cmd="$NMT train --train-src $tsrc --train-tgt $ttgt --valid-src $vsrc --valid-tgt $vtgt --out $dir/m.nmt --max-minutes $minutes --threads $THREADS $opts"
+  local cmd="$NMT train --train-src $tsrc --train-tgt $ttgt --valid-src $vsrc --valid-tgt $vtgt --out $dir/m.nmt --max-minutes $minutes --threads $THREADS $opts${EXTRA:+ $EXTRA}"
   echo "== $task, $minutes min, $variant: $cmd" >&2
   # shellcheck disable=SC2086
   /usr/bin/time -v $cmd 2> >(tee "$dir/train.err" >&2) >/dev/null
