@@ -1,7 +1,9 @@
-// The CUDA backend behind core/backend.h: device memory, cuBLAS GEMMs and
-// element-wise kernels. Ops that have no CUDA kernel yet say so by name
-// rather than compute something else; ops::device tests (tests/backend_ops)
-// check every implemented one against the reference where a GPU exists.
+// The CUDA backend behind core/backend.h: device memory, cuBLAS GEMMs,
+// element-wise kernels, and row-wise ones around core/row_ops.h (whose
+// arithmetic the host tests check without a GPU). Ops that have no CUDA
+// kernel yet say so by name rather than compute something else; ops::device
+// tests (tests/backend_ops) check every implemented one against the
+// reference where a GPU exists.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -12,6 +14,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/row_ops.h"
 
 #define CUDA_CHECK(expr)                                                               \
   do {                                                                                 \
@@ -123,6 +126,133 @@ __global__ void embedding_kernel(const float* table, const int32_t* tokens, int6
   out[i] = e + positions[(pos0 + r % T) * D + d];
 }
 
+// The row-wise ops: the arithmetic is core/row_ops.h's, shared with the host
+// tests. One thread per row (grid-stride) for now: simple and deterministic,
+// but a long row runs serially on one thread and a warp's loads are strided
+// by a row. The next step is a block per row with a CUB block reduction
+// (cub/block/block_reduce.cuh) over a fixed shape, so results stay
+// independent of the launch.
+#define NMT_GRID_STRIDE(i, n)                                               \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+__global__ void softmax_kernel(const float* src, float* dst, int64_t rows, int64_t cols, bool log) {
+  NMT_GRID_STRIDE(r, rows) softmax_row(src + r * cols, dst + r * cols, cols, log);
+}
+
+__global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, int64_t rows,
+                                        int64_t cols) {
+  NMT_GRID_STRIDE(r, rows) softmax_backward_row(y + r * cols, dy + r * cols, dx + r * cols, cols);
+}
+
+__global__ void log_softmax_backward_kernel(const float* y, const float* dy, float* dx,
+                                            int64_t rows, int64_t cols) {
+  NMT_GRID_STRIDE(r, rows) {
+    log_softmax_backward_row(y + r * cols, dy + r * cols, dx + r * cols, cols);
+  }
+}
+
+// One thread per score: consecutive threads read consecutive scores.
+__global__ void add_mask_kernel(float* scores, int64_t n, const float* mask, MaskBroadcast m) {
+  NMT_GRID_STRIDE(i, n) scores[i] += mask[mask_index(m, i)];
+}
+
+__global__ void layer_norm_kernel(const float* x, const float* gamma, const float* beta, float* y,
+                                  float* mean, float* var, int64_t rows, int64_t D, float eps) {
+  NMT_GRID_STRIDE(r, rows) {
+    layer_norm_row(x + r * D, gamma, beta, y + r * D, mean ? mean + r : nullptr,
+                   var ? var + r : nullptr, D, eps);
+  }
+}
+
+__global__ void layer_norm_dx_kernel(const float* x, const float* dy, const float* gamma,
+                                     const float* mean, const float* var, float* dx, int64_t rows,
+                                     int64_t D, float eps) {
+  NMT_GRID_STRIDE(r, rows) {
+    layer_norm_backward_row(x + r * D, dy + r * D, gamma, mean[r], var[r], dx + r * D, D, eps);
+  }
+}
+
+// One thread per column, rows in order: no atomics, and a fixed order.
+__global__ void layer_norm_params_kernel(const float* x, const float* dy, const float* mean,
+                                         const float* var, int64_t rows, int64_t D, float eps,
+                                         float* dgamma, float* dbeta) {
+  NMT_GRID_STRIDE(i, D) {
+    layer_norm_param_grads_col(x, dy, mean, var, rows, D, eps, i, dgamma, dbeta);
+  }
+}
+
+// One thread per column of D: a repeated token's rows are added by the one
+// thread that owns the column, in row order, and a warp's writes coalesce.
+__global__ void embedding_backward_kernel(const int32_t* tokens, int64_t n, int64_t D, float scale,
+                                          const float* dy, float* dtable, float* dpositions,
+                                          int64_t T) {
+  NMT_GRID_STRIDE(i, D) {
+    embedding_backward_cols(tokens, n, D, scale, dy, dtable, dpositions, T, i, i + 1);
+  }
+}
+
+__global__ void xent_kernel(const float* logits, const int32_t* targets, int64_t N, int64_t V,
+                            float eps, int32_t pad, float* dlogits, float grad_scale,
+                            XentRow* rows) {
+  NMT_GRID_STRIDE(r, N) {
+    rows[r] = xent_row(logits + r * V, targets[r], pad, V, eps, dlogits ? dlogits + r * V : nullptr,
+                       grad_scale);
+  }
+}
+
+// The totals on one thread, in row order: the same sums on every launch.
+__global__ void xent_sum_kernel(const XentRow* rows, int64_t N, XentRow* total) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *total = xent_sum(rows, N);
+}
+
+__global__ void sum_squares_kernel(const float* x, int64_t n, int64_t chunks, double* parts) {
+  NMT_GRID_STRIDE(c, chunks) parts[c] = sum_squares_chunk(x, n, c);
+}
+
+__global__ void sum_in_order_kernel(const double* parts, int64_t n, double* total) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *total = sum_in_order(parts, n);
+}
+
+__global__ void pick_kernel(const float* x, int64_t N, int64_t V, const int32_t* cols, float* out) {
+  NMT_GRID_STRIDE(i, N) out[i] = pick_value(x + i * V, cols[i]);
+}
+
+#undef NMT_GRID_STRIDE
+
+// Device memory for a call's partial results and small host transfers,
+// kept per host thread and grown as needed. Every use ends in a
+// synchronous copy back to the host before the call returns, so the next
+// call may reuse it.
+class Scratch {
+ public:
+  ~Scratch() {
+    if (p_) cudaFree(p_);  // at exit the runtime may already be gone: nothing to report
+  }
+  void* get(size_t bytes) {
+    if (bytes > cap_) {
+      void* old = p_;
+      p_ = nullptr, cap_ = 0;
+      if (old) CUDA_CHECK(cudaFree(old));
+      CUDA_CHECK(cudaMalloc(&p_, bytes));
+      cap_ = bytes;
+    }
+    return p_;
+  }
+
+ private:
+  void* p_ = nullptr;
+  size_t cap_ = 0;
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// Offsets into the scratch buffer, each aligned for any element type.
+size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
 class CudaBackend final : public Backend {
  public:
   ~CudaBackend() override {
@@ -174,16 +304,30 @@ class CudaBackend final : public Backend {
     return std::string(compute_type_name(t)) + " is not implemented on CUDA yet (f32 only)";
   }
 
-  void softmax(const float*, float*, int64_t, int64_t, bool) override { missing("softmax"); }
-  void softmax_backward(const float*, const float*, float*, int64_t, int64_t) override {
-    missing("softmax_backward");
+  void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) override {
+    if (rows == 0) return;
+    softmax_kernel<<<blocks_for(rows), kThreads>>>(src, dst, rows, cols, log);
+    check_launch();
   }
-  void log_softmax_backward(const float*, const float*, float*, int64_t, int64_t) override {
-    missing("log_softmax_backward");
+  void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
+                        int64_t cols) override {
+    if (rows == 0) return;
+    softmax_backward_kernel<<<blocks_for(rows), kThreads>>>(y, dy, dx, rows, cols);
+    check_launch();
   }
-  void add_mask(float*, const std::array<int64_t, 4>&, const float*,
-                const std::array<int64_t, 4>&) override {
-    missing("add_mask");
+  void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
+                            int64_t cols) override {
+    if (rows == 0) return;
+    log_softmax_backward_kernel<<<blocks_for(rows), kThreads>>>(y, dy, dx, rows, cols);
+    check_launch();
+  }
+  void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
+                const std::array<int64_t, 4>& mask_dims) override {
+    const int64_t n = dims[0] * dims[1] * dims[2] * dims[3];
+    if (n == 0) return;
+    add_mask_kernel<<<blocks_for(n), kThreads>>>(scores, n, mask,
+                                                 mask_broadcast(dims.data(), mask_dims.data()));
+    check_launch();
   }
   void attend(const MatDesc&, const MatDesc&, const MatDesc&, const float*, float,
               const MatDesc&) override {
@@ -197,13 +341,21 @@ class CudaBackend final : public Backend {
     causal_mask_kernel<<<blocks_for(T * T), kThreads>>>(T, mask);
     check_launch();
   }
-  void layer_norm(const float*, const float*, const float*, float*, float*, float*, int64_t,
-                  int64_t, float) override {
-    missing("layer_norm");
+  void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                  float* var, int64_t rows, int64_t D, float eps) override {
+    if (rows == 0) return;
+    layer_norm_kernel<<<blocks_for(rows), kThreads>>>(x, gamma, beta, y, mean, var, rows, D, eps);
+    check_launch();
   }
-  void layer_norm_backward(const float*, const float*, const float*, const float*, const float*,
-                           float*, float*, float*, int64_t, int64_t, float) override {
-    missing("layer_norm_backward");
+  void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
+                           const float* var, float* dx, float* dgamma, float* dbeta, int64_t rows,
+                           int64_t D, float eps) override {
+    if (rows == 0 || D == 0) return;
+    layer_norm_dx_kernel<<<blocks_for(rows), kThreads>>>(x, dy, gamma, mean, var, dx, rows, D, eps);
+    check_launch();
+    layer_norm_params_kernel<<<blocks_for(D), kThreads>>>(x, dy, mean, var, rows, D, eps, dgamma,
+                                                          dbeta);
+    check_launch();
   }
   void add(const float* a, const float* b, float* dst, int64_t n) override {
     add_kernel<<<blocks_for(n), kThreads>>>(a, b, dst, n);
@@ -249,21 +401,63 @@ class CudaBackend final : public Backend {
                     const float*, int64_t, int64_t, float*) override {
     missing("embedding from an int8 table");
   }
-  void embedding_backward(const int32_t*, int64_t, int64_t, float, const float*, float*, float*,
-                          int64_t) override {
-    missing("embedding_backward");
+  void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,
+                          float* dtable, float* dpositions, int64_t T) override {
+    if (n == 0 || D == 0) return;
+    embedding_backward_kernel<<<blocks_for(D), kThreads>>>(tokens, n, D, scale, dy, dtable,
+                                                           dpositions, T);
+    check_launch();
   }
-  XentTotals xent(const float*, const int32_t*, int64_t, int64_t, float, int32_t, float*,
-                  float) override {
-    missing("xent");
+  XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
+                  int32_t pad, float* dlogits, float grad_scale) override {
+    if (N == 0) return {};
+    auto* rows =
+        static_cast<XentRow*>(scratch().get(aligned(N * sizeof(XentRow)) + sizeof(XentRow)));
+    XentRow* total =
+        reinterpret_cast<XentRow*>(reinterpret_cast<char*>(rows) + aligned(N * sizeof(XentRow)));
+    xent_kernel<<<blocks_for(N), kThreads>>>(logits, targets, N, V, eps, pad, dlogits, grad_scale,
+                                             rows);
+    check_launch();
+    xent_sum_kernel<<<1, 1>>>(rows, N, total);
+    check_launch();
+    XentRow t;
+    to_host(&t, total, sizeof t);
+    XentTotals out;
+    out.loss = t.loss, out.nll = t.nll, out.tokens = t.tokens;
+    return out;
   }
   void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
             float step, float inv_sqrt_c2, float eps) override {
     adam_kernel<<<blocks_for(n), kThreads>>>(p, g, m, v, n, beta1, beta2, step, inv_sqrt_c2, eps);
     check_launch();
   }
-  double sum_squares(const float*, int64_t) override { missing("sum_squares"); }
-  void pick(const float*, int64_t, int64_t, const int32_t*, float*) override { missing("pick"); }
+  double sum_squares(const float* x, int64_t n) override {
+    if (n == 0) return 0;
+    const int64_t chunks = (n + kSumSquaresChunk - 1) / kSumSquaresChunk;
+    auto* parts =
+        static_cast<double*>(scratch().get(aligned(chunks * sizeof(double)) + sizeof(double)));
+    double* total = parts + aligned(chunks * sizeof(double)) / sizeof(double);
+    sum_squares_kernel<<<blocks_for(chunks), kThreads>>>(x, n, chunks, parts);
+    check_launch();
+    sum_in_order_kernel<<<1, 1>>>(parts, chunks, total);
+    check_launch();
+    double s = 0;
+    to_host(&s, total, sizeof s);
+    return s;
+  }
+  // host_cols in, host_out back: one round trip each way instead of one per row.
+  void pick(const float* x, int64_t N, int64_t V, const int32_t* host_cols,
+            float* host_out) override {
+    if (N == 0) return;
+    const size_t cols_bytes = aligned(N * sizeof(int32_t));
+    char* buf = static_cast<char*>(scratch().get(cols_bytes + N * sizeof(float)));
+    auto* cols = reinterpret_cast<int32_t*>(buf);
+    auto* out = reinterpret_cast<float*>(buf + cols_bytes);
+    from_host(cols, host_cols, N * sizeof(int32_t));
+    pick_kernel<<<blocks_for(N), kThreads>>>(x, N, V, cols, out);
+    check_launch();
+    to_host(host_out, out, N * sizeof(float));
+  }
   void sample_tokens(const float*, int64_t, const int64_t*, int64_t, float, int64_t, float,
                      const double*, const int32_t*, const int32_t*, int64_t, int32_t*,
                      float*) override {

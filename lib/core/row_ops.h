@@ -1,0 +1,250 @@
+// The arithmetic of the row-wise ops (softmax, masks, layer norm, label-
+// smoothed cross-entropy, the embedding's gradient, sums of squares), one
+// row, column or element at a time, on raw pointers: one definition that the
+// CUDA kernels call and the host tests check against reference loops, so a
+// kernel is only a launch shape around it. Each function keeps the
+// semantics of the CPU backend (lib/cpu/loops.cpp, and oneDNN's primitives
+// in lib/cpu/onednn.cpp), and sums in a fixed order, so a result does not
+// depend on how rows are spread over threads.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/host_device.h"
+
+namespace nmt {
+
+// A score at or below this is masked: the masks add -1e9, and a score plus
+// -1e9 stays well under -1e8.
+constexpr float kMaskedScore = -1e8f;
+
+// Masked columns at the end of a row (source padding, future positions),
+// as the CPU's softmax leaves them out: each sum then keeps its order
+// however far the batch is padded. At least one column stays.
+NMT_HOST_DEVICE inline int64_t unmasked_length(const float* x, int64_t n) {
+  while (n > 1 && x[n - 1] <= kMaskedScore) --n;
+  return n;
+}
+
+// y = softmax(x) or log-softmax(x) over one row of `cols`; y may be x. The
+// softmax gives the trailing masked columns exactly 0 (as the CPU's loop
+// does, rather than summing their zeros); the log-softmax spans every
+// column, as oneDNN's does.
+NMT_HOST_DEVICE inline void softmax_row(const float* x, float* y, int64_t cols, bool log) {
+  const int64_t n = log ? cols : unmasked_length(x, cols);
+  float mx = x[0];
+  for (int64_t c = 1; c < n; ++c) mx = x[c] > mx ? x[c] : mx;
+  float sum = 0.f;
+  if (log) {
+    for (int64_t c = 0; c < n; ++c) sum += expf(x[c] - mx);
+    const float shift = mx + logf(sum);
+    for (int64_t c = 0; c < n; ++c) y[c] = x[c] - shift;
+    return;
+  }
+  for (int64_t c = 0; c < n; ++c) {
+    y[c] = expf(x[c] - mx);
+    sum += y[c];
+  }
+  const float inv = 1.f / sum;
+  for (int64_t c = 0; c < n; ++c) y[c] *= inv;
+  for (int64_t c = n; c < cols; ++c) y[c] = 0.f;
+}
+
+// dx = y * (dy - sum(dy * y)) over one row, from the softmax's output y.
+NMT_HOST_DEVICE inline void softmax_backward_row(const float* y, const float* dy, float* dx,
+                                                 int64_t cols) {
+  float dot = 0.f;
+  for (int64_t c = 0; c < cols; ++c) dot += dy[c] * y[c];
+  for (int64_t c = 0; c < cols; ++c) dx[c] = y[c] * (dy[c] - dot);
+}
+
+// dx = dy - exp(y) * sum(dy) over one row, from the log-softmax's output y.
+NMT_HOST_DEVICE inline void log_softmax_backward_row(const float* y, const float* dy, float* dx,
+                                                     int64_t cols) {
+  float sum = 0.f;
+  for (int64_t c = 0; c < cols; ++c) sum += dy[c];
+  for (int64_t c = 0; c < cols; ++c) dx[c] = dy[c] - expf(y[c]) * sum;
+}
+
+// Where element i of scores (B, H, T, S) finds its mask value, for a mask
+// broadcast from mask_dims (a dim of 1 broadcasts): the mask's strides, 0
+// along a broadcast dim, fixed once per call.
+struct MaskBroadcast {
+  int64_t H = 0, T = 0, S = 0;     // the scores' inner dims
+  int64_t sb = 0, sh = 0, st = 0;  // the mask's strides over B, H, T
+  bool row_bcast = false;          // one mask value for a whole row
+};
+
+NMT_HOST_DEVICE inline MaskBroadcast mask_broadcast(const int64_t* dims, const int64_t* mask_dims) {
+  const int64_t* md = mask_dims;
+  MaskBroadcast m;
+  m.H = dims[1], m.T = dims[2], m.S = dims[3];
+  m.sb = md[0] == 1 ? 0 : md[1] * md[2] * md[3];
+  m.sh = md[1] == 1 ? 0 : md[2] * md[3];
+  m.st = md[2] == 1 ? 0 : md[3];
+  m.row_bcast = md[3] == 1;
+  return m;
+}
+
+NMT_HOST_DEVICE inline int64_t mask_index(const MaskBroadcast& m, int64_t i) {
+  const int64_t s = i % m.S, row = i / m.S;
+  const int64_t t = row % m.T, h = row / m.T % m.H, b = row / (m.T * m.H);
+  return b * m.sb + h * m.sh + t * m.st + (m.row_bcast ? 0 : s);
+}
+
+// Layer normalisation of one row of D: the biased (1/D) variance, as oneDNN
+// keeps it; mean and var written where given (training). y may be x.
+NMT_HOST_DEVICE inline void layer_norm_row(const float* x, const float* gamma, const float* beta,
+                                           float* y, float* mean, float* var, int64_t D,
+                                           float eps) {
+  float mu = 0.f, v = 0.f;
+  for (int64_t i = 0; i < D; ++i) mu += x[i];
+  mu /= static_cast<float>(D);
+  for (int64_t i = 0; i < D; ++i) v += (x[i] - mu) * (x[i] - mu);
+  v /= static_cast<float>(D);
+  if (mean) *mean = mu;
+  if (var) *var = v;
+  const float rstd = 1.f / sqrtf(v + eps);
+  for (int64_t i = 0; i < D; ++i) y[i] = (x[i] - mu) * rstd * gamma[i] + beta[i];
+}
+
+// dx of one row (assigned), from the forward pass's mean and var:
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma.
+NMT_HOST_DEVICE inline void layer_norm_backward_row(const float* x, const float* dy,
+                                                    const float* gamma, float mean, float var,
+                                                    float* dx, int64_t D, float eps) {
+  const float rstd = 1.f / sqrtf(var + eps);
+  float sum_g = 0.f, sum_gx = 0.f;
+  for (int64_t i = 0; i < D; ++i) {
+    const float g = dy[i] * gamma[i];
+    sum_g += g;
+    sum_gx += g * (x[i] - mean) * rstd;
+  }
+  const float mg = sum_g / static_cast<float>(D), mgx = sum_gx / static_cast<float>(D);
+  for (int64_t i = 0; i < D; ++i) {
+    const float xhat = (x[i] - mean) * rstd;
+    dx[i] = rstd * (dy[i] * gamma[i] - mg - xhat * mgx);
+  }
+}
+
+// dgamma[col] += sum_r dy * xhat and dbeta[col] += sum_r dy over the rows, in
+// row order: one column per thread writes no float another thread writes.
+NMT_HOST_DEVICE inline void layer_norm_param_grads_col(const float* x, const float* dy,
+                                                       const float* mean, const float* var,
+                                                       int64_t rows, int64_t D, float eps,
+                                                       int64_t col, float* dgamma, float* dbeta) {
+  float dg = 0.f, db = 0.f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float rstd = 1.f / sqrtf(var[r] + eps);
+    const float g = dy[r * D + col];
+    dg += g * (x[r * D + col] - mean[r]) * rstd;
+    db += g;
+  }
+  dgamma[col] += dg;
+  dbeta[col] += db;
+}
+
+// The embedding's gradient over columns [i0, i1): dtable[tokens[r]] +=
+// dy[r] * scale (ids < 0 skipped), dpositions[r % T] += dy[r] (if given),
+// rows in order. A token may repeat: a thread that owns its columns and
+// walks every row neither races nor reorders a sum.
+NMT_HOST_DEVICE inline void embedding_backward_cols(const int32_t* tokens, int64_t n, int64_t D,
+                                                    float scale, const float* dy, float* dtable,
+                                                    float* dpositions, int64_t T, int64_t i0,
+                                                    int64_t i1) {
+  for (int64_t r = 0; r < n; ++r) {
+    const float* g = dy + r * D;
+    if (tokens[r] >= 0) {
+      float* de = dtable + static_cast<int64_t>(tokens[r]) * D;
+      for (int64_t i = i0; i < i1; ++i) de[i] += g[i] * scale;
+    }
+    if (dpositions) {
+      float* dp = dpositions + (r % T) * D;
+      for (int64_t i = i0; i < i1; ++i) dp[i] += g[i];
+    }
+  }
+}
+
+// One row's label-smoothed cross-entropy: loss, negative log-likelihood and
+// whether it counts (a pad row does not, and its gradient is 0).
+struct XentRow {
+  double loss = 0, nll = 0;
+  int64_t tokens = 0;
+};
+
+// Against target (q = (1-eps) onehot + eps/V); g (optional) receives
+// (softmax - q) * grad_scale. exp in float, summed in float over blocks of
+// 1024 and the blocks in double, as the CPU does: a vocabulary may hold 37k
+// terms. g may be x.
+NMT_HOST_DEVICE inline XentRow xent_row(const float* x, int32_t target, int32_t pad, int64_t V,
+                                        float eps, float* g, float grad_scale) {
+  XentRow out;
+  if (target == pad) {
+    if (g)
+      for (int64_t j = 0; j < V; ++j) g[j] = 0.f;
+    return out;
+  }
+  float mx = x[0];
+  for (int64_t j = 1; j < V; ++j) mx = x[j] > mx ? x[j] : mx;
+  double z = 0, sum_x = 0;
+  for (int64_t j0 = 0; j0 < V; j0 += 1024) {
+    const int64_t j1 = j0 + 1024 < V ? j0 + 1024 : V;
+    float zb = 0.f, sb = 0.f;
+    for (int64_t j = j0; j < j1; ++j) {
+      zb += expf(x[j] - mx);
+      sb += x[j];
+    }
+    z += zb;
+    sum_x += sb;
+  }
+  const double logz = mx + log(z);
+  const double lp_target = x[target] - logz;
+  const double mean_lp = sum_x / V - logz;
+  out.nll = -lp_target;
+  out.loss = -(1.0 - eps) * lp_target - eps * mean_lp;
+  out.tokens = 1;
+  if (g) {
+    const float inv_z = static_cast<float>(1.0 / z), u = eps / V;
+    for (int64_t j = 0; j < V; ++j) g[j] = (expf(x[j] - mx) * inv_z - u) * grad_scale;
+    g[target] -= (1.f - eps) * grad_scale;
+  }
+  return out;
+}
+
+// The rows' totals in row order, whatever computed the rows.
+NMT_HOST_DEVICE inline XentRow xent_sum(const XentRow* rows, int64_t N) {
+  XentRow t;
+  for (int64_t i = 0; i < N; ++i) {
+    t.loss += rows[i].loss;
+    t.nll += rows[i].nll;
+    t.tokens += rows[i].tokens;
+  }
+  return t;
+}
+
+// A sum of squares is these chunks' sums, in double, added in chunk order:
+// the CPU's split, so the order (and the result) is the same on any device
+// and thread count.
+constexpr int64_t kSumSquaresChunk = int64_t(1) << 14;
+
+// Chunk c of x (n elements in all).
+NMT_HOST_DEVICE inline double sum_squares_chunk(const float* x, int64_t n, int64_t c) {
+  double s = 0;
+  const int64_t end = (c + 1) * kSumSquaresChunk < n ? (c + 1) * kSumSquaresChunk : n;
+  for (int64_t i = c * kSumSquaresChunk; i < end; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+NMT_HOST_DEVICE inline double sum_in_order(const double* parts, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += parts[i];
+  return s;
+}
+
+// x[row, col] of a row of x, or 0 where col is -1 (no column asked for).
+NMT_HOST_DEVICE inline float pick_value(const float* row, int32_t col) {
+  return col < 0 ? 0.f : row[col];
+}
+
+}  // namespace nmt

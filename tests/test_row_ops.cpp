@@ -1,0 +1,497 @@
+// The row functions of core/row_ops.h, which the CUDA kernels run, checked
+// on the host: against naive reference loops in double (the parity
+// harness's, tests/backend_ops.cpp), on edge cases a GPU run would meet
+// (one column, masked tails, -inf, large magnitudes, pad rows), and each
+// backward function against central differences of its forward function.
+// The CUDA backend is then a launch around code that is tested here, on a
+// machine without a GPU.
+#include <algorithm>
+#include <array>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/row_ops.h"
+
+using namespace nmt;
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::vector<float> randv(int64_t n, uint32_t seed, float scale = 1.f, float offset = 0.f) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = offset + d(g);
+  return v;
+}
+
+// ||a - ref|| / max(||ref||, 1) over the finite references; an infinite
+// reference must be matched exactly, and NaN never passes.
+void expect_close(const std::vector<float>& a, const std::vector<double>& ref, double tol,
+                  const std::string& what) {
+  REQUIRE(a.size() == ref.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(what << ": element " << i << " is " << a[i] << ", reference " << ref[i]);
+    if (std::isinf(ref[i])) {
+      REQUIRE(double(a[i]) == ref[i]);
+      continue;
+    }
+    REQUIRE(std::isfinite(a[i]));
+    diff += (a[i] - ref[i]) * (a[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  const double rel = std::sqrt(diff) / std::max(std::sqrt(norm), 1.0);
+  INFO(what << ": relative error " << rel << " (tolerance " << tol << ")");
+  CHECK(rel <= tol);
+}
+
+// |a - ref| <= atol + rtol |ref| at every element, infinities matched
+// exactly: a masked column's -1e9 would drown the other columns in a norm.
+void expect_near(const std::vector<float>& a, const std::vector<double>& ref, double atol,
+                 double rtol, const std::string& what) {
+  REQUIRE(a.size() == ref.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(what << ": element " << i << " is " << a[i] << ", reference " << ref[i]);
+    if (std::isinf(ref[i])) {
+      REQUIRE(double(a[i]) == ref[i]);
+      continue;
+    }
+    REQUIRE(std::isfinite(a[i]));
+    REQUIRE(std::abs(a[i] - ref[i]) <= atol + rtol * std::abs(ref[i]));
+  }
+}
+
+// Central differences of loss() with respect to each of x[0..n), in float
+// steps of h (the row functions compute in float).
+std::vector<double> numeric_gradient(const std::function<double()>& loss, float* x, int64_t n,
+                                     float h) {
+  std::vector<double> g(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const float old = x[i];
+    x[i] = old + h;
+    const double up = loss();
+    x[i] = old - h;
+    const double down = loss();
+    x[i] = old;
+    g[i] = (up - down) / (2.0 * h);
+  }
+  return g;
+}
+
+double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += double(a[i]) * b[i];
+  return s;
+}
+
+// A softmax row's reference in double: probabilities or log-probabilities.
+std::vector<double> softmax_reference(const std::vector<float>& x, bool log) {
+  double mx = -1e300, z = 0;
+  for (float v : x) mx = std::max(mx, double(v));
+  for (float v : x) z += std::exp(v - mx);
+  std::vector<double> r(x.size());
+  for (size_t c = 0; c < x.size(); ++c)
+    r[c] = log ? x[c] - mx - std::log(z) : std::exp(x[c] - mx) / z;
+  return r;
+}
+
+// The rows a softmax meets: random, large magnitudes, a single finite
+// value among -inf (a shortlist's mask), and masked tails (-1e9 added).
+std::vector<std::pair<std::string, std::vector<float>>> softmax_inputs(int64_t cols) {
+  std::vector<std::pair<std::string, std::vector<float>>> rows;
+  rows.push_back({"random", randv(cols, 1, 3.f)});
+  rows.push_back({"large", randv(cols, 2, 30.f, 1000.f)});
+  rows.push_back({"large negative", randv(cols, 3, 30.f, -1000.f)});
+  std::vector<float> one(cols, -kInf);
+  one[cols / 2] = 2.5f;
+  rows.push_back({"all -inf but one", one});
+  auto tail = randv(cols, 4, 2.f);
+  for (int64_t c = cols / 2 + 1; c < cols; ++c) tail[c] += -1e9f;
+  rows.push_back({"masked tail", tail});
+  auto inner = randv(cols, 5, 2.f);
+  if (cols > 2) inner[1] += -1e9f;  // masked, but not at the end: summed as a 0
+  rows.push_back({"masked inside", inner});
+  return rows;
+}
+
+const int64_t kCols[] = {1, 2, 7, 100, 1025, 3000};
+
+}  // namespace
+
+TEST_CASE("softmax_row and log-softmax against double references", "[row_ops]") {
+  for (int64_t cols : kCols)
+    for (const auto& [name, x] : softmax_inputs(cols))
+      for (bool log : {false, true}) {
+        const std::string what =
+            std::string(log ? "log_softmax " : "softmax ") + name + " cols " + std::to_string(cols);
+        std::vector<float> y(cols, 123.f);
+        softmax_row(x.data(), y.data(), cols, log);
+        // A log-probability is x - (max + log z): its rounding scales with
+        // the unmasked inputs' magnitude.
+        double mag = 1;
+        for (float v : x)
+          if (std::isfinite(v) && v > kMaskedScore) mag = std::max(mag, double(std::abs(v)));
+        expect_near(y, softmax_reference(x, log), log ? 2e-6 * mag : 1e-7, 2e-5, what);
+        // In place, as masked_softmax_ runs it: the same numbers.
+        std::vector<float> z = x;
+        softmax_row(z.data(), z.data(), cols, log);
+        CHECK(z == y);
+      }
+}
+
+TEST_CASE("softmax_row gives masked tails exactly 0 and a fully masked row its first column",
+          "[row_ops]") {
+  // Exactly 0 (not summed as exp(-1e9)): the CPU's loop does the same, so a
+  // padded batch's rows match the unpadded ones bit for bit.
+  auto x = randv(9, 6);
+  for (int64_t c = 5; c < 9; ++c) x[c] += -1e9f;
+  std::vector<float> y(9), y5(5);
+  softmax_row(x.data(), y.data(), 9, false);
+  softmax_row(x.data(), y5.data(), 5, false);
+  for (int64_t c = 0; c < 5; ++c) CHECK(y[c] == y5[c]);
+  for (int64_t c = 5; c < 9; ++c) CHECK(y[c] == 0.f);
+  // Every column masked: the CPU's loop keeps one column.
+  std::vector<float> all(6, -1e9f), p(6);
+  CHECK(unmasked_length(all.data(), 6) == 1);
+  softmax_row(all.data(), p.data(), 6, false);
+  CHECK(p == std::vector<float>{1.f, 0.f, 0.f, 0.f, 0.f, 0.f});
+  // One column: probability 1, log-probability 0.
+  const float one = 42.f;
+  float q = 0;
+  softmax_row(&one, &q, 1, false);
+  CHECK(q == 1.f);
+  softmax_row(&one, &q, 1, true);
+  CHECK(q == 0.f);
+}
+
+TEST_CASE("softmax and log-softmax backward rows: reference formulas and finite differences",
+          "[row_ops]") {
+  for (int64_t cols : {1, 2, 7, 64, 300})
+    for (bool log : {false, true}) {
+      const std::string what =
+          std::string(log ? "log_softmax" : "softmax") + "_backward cols " + std::to_string(cols);
+      auto x = randv(cols, 11, 2.f), dy = randv(cols, 12);
+      std::vector<float> y(cols), dx(cols, 99.f);
+      softmax_row(x.data(), y.data(), cols, log);
+      if (log)
+        log_softmax_backward_row(y.data(), dy.data(), dx.data(), cols);
+      else
+        softmax_backward_row(y.data(), dy.data(), dx.data(), cols);
+      // The parity harness's reference, from the exact probabilities.
+      const auto p = softmax_reference(x, false);
+      double pdy = 0, sum_dy = 0;
+      for (int64_t c = 0; c < cols; ++c) pdy += p[c] * dy[c], sum_dy += dy[c];
+      std::vector<double> ref(cols);
+      for (int64_t c = 0; c < cols; ++c)
+        ref[c] = log ? dy[c] - p[c] * sum_dy : p[c] * (dy[c] - pdy);
+      expect_close(dx, ref, 1e-5, what);
+      // d/dx of L = sum(dy * forward(x)), the forward being softmax_row itself.
+      std::vector<float> out(cols);
+      auto loss = [&] {
+        softmax_row(x.data(), out.data(), cols, log);
+        return dot(out, dy);
+      };
+      expect_close(dx, numeric_gradient(loss, x.data(), cols, 1e-2f), 2e-3,
+                   what + " (finite differences)");
+    }
+}
+
+TEST_CASE("mask_index broadcasts padding, causal and full masks as add_mask does", "[row_ops]") {
+  const int64_t B = 2, H = 3, T = 4, S = 5;
+  const int64_t dims[4] = {B, H, T, S};
+  const std::vector<std::array<int64_t, 4>> masks = {{B, 1, 1, S}, {1, 1, T, S}, {B, H, T, S},
+                                                     {B, 1, T, 1}, {1, H, 1, S}, {1, 1, 1, 1}};
+  for (const auto& md : masks) {
+    const int64_t mn = md[0] * md[1] * md[2] * md[3];
+    auto mask = randv(mn, 21);
+    auto scores = randv(B * H * T * S, 22);
+    const MaskBroadcast m = mask_broadcast(dims, md.data());
+    std::vector<float> got = scores;
+    for (int64_t i = 0; i < B * H * T * S; ++i) got[i] += mask[mask_index(m, i)];
+    std::vector<double> ref(scores.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t s = 0; s < S; ++s) {
+            const int64_t i = ((b * H + h) * T + t) * S + s;
+            const int64_t j = (((md[0] == 1 ? 0 : b) * md[1] + (md[1] == 1 ? 0 : h)) * md[2] +
+                               (md[2] == 1 ? 0 : t)) *
+                                  md[3] +
+                              (md[3] == 1 ? 0 : s);
+            ref[i] = scores[i] + mask[j];  // the float sum: the same bits expected
+          }
+    expect_close(got, ref, 0,
+                 "mask " + std::to_string(md[0]) + "x" + std::to_string(md[1]) + "x" +
+                     std::to_string(md[2]) + "x" + std::to_string(md[3]));
+  }
+}
+
+namespace {
+
+struct LnRef {
+  std::vector<double> y, dx, dgamma, dbeta;
+  std::vector<double> mean, var;
+};
+
+// Layer norm of (rows, D) and its backward pass, in double (the parity
+// harness's loops), parameter gradients accumulated onto dg0 and db0.
+LnRef layer_norm_reference(const std::vector<float>& X, const std::vector<float>& G,
+                           const std::vector<float>& Bv, const std::vector<float>& dY,
+                           const std::vector<float>& dg0, const std::vector<float>& db0,
+                           int64_t rows, int64_t D, float eps) {
+  LnRef r;
+  r.y.resize(rows * D), r.dx.resize(rows * D);
+  r.dgamma.assign(dg0.begin(), dg0.end()), r.dbeta.assign(db0.begin(), db0.end());
+  for (int64_t i = 0; i < rows; ++i) {
+    double mu = 0, v = 0;
+    for (int64_t k = 0; k < D; ++k) mu += X[i * D + k];
+    mu /= D;
+    for (int64_t k = 0; k < D; ++k) v += (X[i * D + k] - mu) * (X[i * D + k] - mu);
+    v /= D;
+    r.mean.push_back(mu), r.var.push_back(v);
+    const double rs = 1 / std::sqrt(v + eps);
+    double mg = 0, mgx = 0;
+    for (int64_t k = 0; k < D; ++k) {
+      const double xh = (X[i * D + k] - mu) * rs, gk = dY[i * D + k] * G[k];
+      r.y[i * D + k] = xh * G[k] + Bv[k];
+      mg += gk / D, mgx += gk * xh / D;
+      r.dgamma[k] += dY[i * D + k] * xh;
+      r.dbeta[k] += dY[i * D + k];
+    }
+    for (int64_t k = 0; k < D; ++k) {
+      const double xh = (X[i * D + k] - mu) * rs;
+      r.dx[i * D + k] = rs * (dY[i * D + k] * G[k] - mg - xh * mgx);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("layer_norm_row and its backward rows against double references", "[row_ops]") {
+  struct Case {
+    int64_t rows, D;
+    float scale, offset;
+  };
+  // D = 1: every x is its own mean, so y = beta and only eps keeps rstd finite.
+  for (Case c : {Case{1, 1, 1.f, 0.f}, Case{3, 4, 2.f, 0.f}, Case{7, 16, 2.f, 0.f},
+                 Case{5, 512, 1.f, 0.f}, Case{4, 64, 0.5f, 1000.f}}) {
+    const std::string what = "layer_norm rows " + std::to_string(c.rows) + " D " +
+                             std::to_string(c.D) + " offset " + std::to_string(c.offset);
+    const int64_t rows = c.rows, D = c.D;
+    const float eps = 1e-6f;
+    auto X = randv(rows * D, 1, c.scale, c.offset), G = randv(D, 2), Bv = randv(D, 3),
+         dY = randv(rows * D, 4), dG0 = randv(D, 5), dB0 = randv(D, 6);
+    const LnRef ref = layer_norm_reference(X, G, Bv, dY, dG0, dB0, rows, D, eps);
+    std::vector<float> y(rows * D), y2(rows * D), mean(rows), var(rows), dx(rows * D, 7.f);
+    for (int64_t r = 0; r < rows; ++r) {
+      layer_norm_row(&X[r * D], G.data(), Bv.data(), &y[r * D], &mean[r], &var[r], D, eps);
+      layer_norm_row(&X[r * D], G.data(), Bv.data(), &y2[r * D], nullptr, nullptr, D, eps);
+    }
+    // The offset costs the float mean a few ulps of 1000 in every x - mean.
+    const double tol = c.offset != 0 ? 2e-3 : 2e-5;
+    expect_close(y, ref.y, tol, what + " y");
+    CHECK(y2 == y);
+    expect_close(mean, ref.mean, 1e-6, what + " mean");
+    expect_close(var, ref.var, c.offset != 0 ? 1e-3 : 1e-5, what + " var");
+    for (int64_t r = 0; r < rows; ++r)
+      layer_norm_backward_row(&X[r * D], &dY[r * D], G.data(), mean[r], var[r], &dx[r * D], D, eps);
+    std::vector<float> dg = dG0, db = dB0;
+    for (int64_t k = 0; k < D; ++k)
+      layer_norm_param_grads_col(X.data(), dY.data(), mean.data(), var.data(), rows, D, eps, k,
+                                 dg.data(), db.data());
+    expect_close(dx, ref.dx, c.offset != 0 ? 5e-3 : 1e-4, what + " dx");
+    expect_close(dg, ref.dgamma, c.offset != 0 ? 2e-3 : 2e-5, what + " dgamma (accumulated)");
+    expect_close(db, ref.dbeta, 1e-6, what + " dbeta (accumulated)");
+  }
+}
+
+TEST_CASE("layer norm backward rows match finite differences of layer_norm_row", "[row_ops]") {
+  for (auto [rows, D] : std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {3, 5}, {4, 32}}) {
+    const std::string what = "layer_norm rows " + std::to_string(rows) + " D " + std::to_string(D);
+    const float eps = 1e-5f;
+    auto X = randv(rows * D, 31, 2.f), G = randv(D, 32), Bv = randv(D, 33), R = randv(rows * D, 34);
+    std::vector<float> y(rows * D), mean(rows), var(rows);
+    auto loss = [&] {
+      for (int64_t r = 0; r < rows; ++r)
+        layer_norm_row(&X[r * D], G.data(), Bv.data(), &y[r * D], nullptr, nullptr, D, eps);
+      return dot(y, R);
+    };
+    for (int64_t r = 0; r < rows; ++r)
+      layer_norm_row(&X[r * D], G.data(), Bv.data(), &y[r * D], &mean[r], &var[r], D, eps);
+    std::vector<float> dx(rows * D), dg(D, 0.f), db(D, 0.f);
+    for (int64_t r = 0; r < rows; ++r)
+      layer_norm_backward_row(&X[r * D], &R[r * D], G.data(), mean[r], var[r], &dx[r * D], D, eps);
+    for (int64_t k = 0; k < D; ++k)
+      layer_norm_param_grads_col(X.data(), R.data(), mean.data(), var.data(), rows, D, eps, k,
+                                 dg.data(), db.data());
+    expect_close(dx, numeric_gradient(loss, X.data(), rows * D, 1e-2f), 5e-3, what + " dx");
+    expect_close(dg, numeric_gradient(loss, G.data(), D, 1e-2f), 2e-3, what + " dgamma");
+    expect_close(db, numeric_gradient(loss, Bv.data(), D, 1e-2f), 2e-3, what + " dbeta");
+  }
+}
+
+TEST_CASE("embedding_backward_cols: repeated and absent tokens, any column split", "[row_ops]") {
+  const int64_t V = 11, D = 37, T = 4, n = 12, P = 6;
+  const float scale = 2.5f;
+  // Repeats on purpose; -1 is no token (padding, a decoder's zero start).
+  const std::vector<int32_t> tok = {1, 4, 4, 0, 10, -1, 2, 2, 7, 7, 7, 0};
+  auto dY = randv(n * D, 41), dE0 = randv(V * D, 42), dP0 = randv(P * D, 43);
+  std::vector<double> rE(dE0.begin(), dE0.end()), rP(dP0.begin(), dP0.end());
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t d = 0; d < D; ++d) {
+      if (tok[r] >= 0) rE[tok[r] * D + d] += double(dY[r * D + d]) * scale;
+      rP[(r % T) * D + d] += dY[r * D + d];
+    }
+  std::vector<float> dE = dE0, dP = dP0;
+  embedding_backward_cols(tok.data(), n, D, scale, dY.data(), dE.data(), dP.data(), T, 0, D);
+  expect_close(dE, rE, 1e-6, "embedding_backward table");
+  expect_close(dP, rP, 1e-6, "embedding_backward positions");
+  // One column per thread (the CUDA launch) or slices of 32 (the CPU's):
+  // each float sees the same additions in the same order.
+  for (int64_t width : {1, 5, 32}) {
+    std::vector<float> e = dE0, p = dP0;
+    for (int64_t i0 = 0; i0 < D; i0 += width)
+      embedding_backward_cols(tok.data(), n, D, scale, dY.data(), e.data(), p.data(), T, i0,
+                              std::min(D, i0 + width));
+    CHECK(e == dE);
+    CHECK(p == dP);
+  }
+  // Without positions: the table alone.
+  std::vector<float> e = dE0;
+  embedding_backward_cols(tok.data(), n, D, scale, dY.data(), e.data(), nullptr, T, 0, D);
+  CHECK(e == dE);
+}
+
+namespace {
+
+// A row's label-smoothed cross-entropy in double: loss, nll and gradient.
+XentRow xent_reference(const std::vector<float>& x, int32_t target, float eps, float grad_scale,
+                       std::vector<double>& g) {
+  const int64_t V = static_cast<int64_t>(x.size());
+  double mx = -1e300, z = 0, sum = 0;
+  for (float v : x) mx = std::max(mx, double(v));
+  for (float v : x) z += std::exp(v - mx), sum += v;
+  const double lz = mx + std::log(z), lp = x[target] - lz;
+  XentRow r;
+  r.nll = -lp;
+  r.loss = -(1 - eps) * lp - eps * (sum / V - lz);
+  r.tokens = 1;
+  g.resize(V);
+  for (int64_t v = 0; v < V; ++v)
+    g[v] = (std::exp(x[v] - lz) - eps / V - (v == target) * (1 - eps)) * grad_scale;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("xent_row: loss, nll and gradient against double references; pad rows", "[row_ops]") {
+  const float eps = 0.1f, grad_scale = 1.f / 7;
+  for (int64_t V : {1, 2, 5, 37, 1024, 1025, 3000}) {
+    for (auto [scale, offset] : std::vector<std::pair<float, float>>{{2.f, 0.f}, {20.f, 1000.f}}) {
+      const std::string what = "xent V " + std::to_string(V) + " offset " + std::to_string(offset);
+      auto x = randv(V, 51, scale, offset);
+      const int32_t target = static_cast<int32_t>((V * 7 + 1) / 3 % V);
+      std::vector<double> rg;
+      const XentRow ref = xent_reference(x, target, eps, grad_scale, rg);
+      std::vector<float> g(V, 5.f);
+      const XentRow got = xent_row(x.data(), target, -1, V, eps, g.data(), grad_scale);
+      CHECK(got.tokens == 1);
+      // x - logz is rounded to float's ulp of x: relative to the offset.
+      const double margin = 1e-6 * std::max(1.f, offset);
+      CHECK(got.nll == Approx(ref.nll).epsilon(1e-6).margin(margin));
+      CHECK(got.loss == Approx(ref.loss).epsilon(1e-6).margin(margin));
+      expect_close(g, rg, 1e-5, what + " gradient");
+      // Without a gradient, the same totals; with it in place of x, the same gradient.
+      const XentRow bare = xent_row(x.data(), target, -1, V, eps, nullptr, grad_scale);
+      CHECK((bare.loss == got.loss && bare.nll == got.nll));
+      std::vector<float> inplace = x;
+      xent_row(inplace.data(), target, -1, V, eps, inplace.data(), grad_scale);
+      CHECK(inplace == g);
+    }
+    // A pad row: no token, no loss, and a zero gradient over whatever was there.
+    auto x = randv(V, 52);
+    std::vector<float> g(V, 5.f);
+    const XentRow pad = xent_row(x.data(), 0, 0, V, eps, g.data(), grad_scale);
+    CHECK((pad.tokens == 0 && pad.loss == 0 && pad.nll == 0));
+    CHECK(g == std::vector<float>(V, 0.f));
+  }
+}
+
+TEST_CASE("xent_row's gradient matches finite differences of its loss", "[row_ops]") {
+  for (int64_t V : {2, 9, 50}) {
+    const float eps = 0.1f, grad_scale = 0.5f;
+    auto x = randv(V, 61, 2.f);
+    const int32_t target = static_cast<int32_t>(V / 2);
+    std::vector<float> g(V);
+    xent_row(x.data(), target, -1, V, eps, g.data(), grad_scale);
+    auto loss = [&] {
+      return grad_scale * xent_row(x.data(), target, -1, V, eps, nullptr, 1).loss;
+    };
+    expect_close(g, numeric_gradient(loss, x.data(), V, 1e-2f), 2e-3,
+                 "xent V " + std::to_string(V) + " (finite differences)");
+  }
+}
+
+TEST_CASE("xent_sum totals rows in order, pad rows counting nothing", "[row_ops]") {
+  const int64_t N = 9, V = 13;
+  const float eps = 0.1f;
+  auto X = randv(N * V, 71, 2.f);
+  std::vector<int32_t> tgt(N);
+  for (int64_t i = 0; i < N; ++i) tgt[i] = i % 4 == 3 ? 0 : int32_t((i * 7 + 1) % V);
+  std::vector<XentRow> rows(N);
+  double loss = 0, nll = 0;
+  int64_t tokens = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    rows[i] = xent_row(&X[i * V], tgt[i], 0, V, eps, nullptr, 1.f);
+    if (tgt[i] == 0) continue;
+    std::vector<double> g;
+    const XentRow r = xent_reference(std::vector<float>(X.begin() + i * V, X.begin() + (i + 1) * V),
+                                     tgt[i], eps, 1.f, g);
+    loss += r.loss, nll += r.nll, ++tokens;
+  }
+  const XentRow t = xent_sum(rows.data(), N);
+  CHECK(t.tokens == tokens);
+  CHECK(t.loss == Approx(loss).epsilon(1e-6));
+  CHECK(t.nll == Approx(nll).epsilon(1e-6));
+  CHECK(xent_sum(rows.data(), 0).tokens == 0);
+}
+
+TEST_CASE("sum of squares in chunks: the CPU's order, whatever the length", "[row_ops]") {
+  for (int64_t n : {1, 100, 16383, 16384, 16385, 50000}) {
+    auto x = randv(n, 81, 3.f);
+    const int64_t chunks = (n + kSumSquaresChunk - 1) / kSumSquaresChunk;
+    std::vector<double> parts(chunks);
+    for (int64_t c = 0; c < chunks; ++c) parts[c] = sum_squares_chunk(x.data(), n, c);
+    const double got = sum_in_order(parts.data(), chunks);
+    // The CPU backend's loop (lib/cpu/loops.cpp), which must agree exactly.
+    std::vector<double> cpu(chunks, 0.0);
+    for (int64_t c = 0; c < chunks; ++c) {
+      double s = 0;
+      const int64_t end = std::min(n, (c + 1) * kSumSquaresChunk);
+      for (int64_t i = c * kSumSquaresChunk; i < end; ++i) s += static_cast<double>(x[i]) * x[i];
+      cpu[c] = s;
+    }
+    double want = 0;
+    for (double q : cpu) want += q;
+    CHECK(got == want);
+    long double exact = 0;
+    for (float v : x) exact += static_cast<long double>(v) * v;
+    CHECK(got == Approx(static_cast<double>(exact)).epsilon(1e-12));
+  }
+  CHECK(sum_in_order(nullptr, 0) == 0);
+}
+
+TEST_CASE("pick_value: the column asked for, 0 for none", "[row_ops]") {
+  const std::vector<float> row = {0.5f, -2.f, 7.f};
+  CHECK(pick_value(row.data(), 0) == 0.5f);
+  CHECK(pick_value(row.data(), 2) == 7.f);
+  CHECK(pick_value(row.data(), -1) == 0.f);
+}
