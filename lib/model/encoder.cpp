@@ -1,5 +1,8 @@
 #include "model/encoder.h"
 
+#include <algorithm>
+
+#include "core/error.h"
 #include "core/rng.h"
 #include "ops/ops.h"
 
@@ -87,16 +90,20 @@ Encoder::Encoder(ParamStore& store, const ModelConfig& cfg)
 
 void Encoder::forward(const Tensor& x, int64_t B, int64_t S, const Tensor& mask, EncoderActs& a,
                       bool training, uint64_t seed) const {
+  const size_t sets = a.layers.size();
+  if (sets < std::min<size_t>(layers_.size(), 2) || (training && sets < layers_.size()))
+    throw Error("Encoder::forward: too few layer activations laid out");
   const Tensor* in = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i].forward(*in, B, S, mask, a.layers[i], training, mix_seed(seed, 100 + i));
-    in = &layers_[i].output(a.layers[i]);
+    layers_[i].forward(*in, B, S, mask, a.layers[i % sets], training, mix_seed(seed, 100 + i));
+    in = &layers_[i].output(a.layers[i % sets]);
   }
   if (final_) final_ln_.forward(*in, a.final_out, training ? &a.final_ln : nullptr);
 }
 
 const Tensor& Encoder::output(const EncoderActs& a) const {
-  return final_ ? a.final_out : layers_.back().output(a.layers.back());
+  return final_ ? a.final_out
+                : layers_.back().output(a.layers[(layers_.size() - 1) % a.layers.size()]);
 }
 
 void Encoder::backward(const Tensor& x, int64_t B, int64_t S, const EncoderActs& a,

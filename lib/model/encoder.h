@@ -60,6 +60,9 @@ class EncoderLayer {
 };
 
 struct EncoderActs {
+  // One per layer for training (the backward pass reads them all); a pass
+  // without one needs only two, which the layers take in turn, each reading
+  // the other's output.
   std::vector<EncoderLayerActs> layers;
   Tensor final_out;  // pre-LN with final_norm only
   NormStats final_ln;

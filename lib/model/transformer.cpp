@@ -237,7 +237,9 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   st.src_mask.resize(Shape{B, 1, 1, S});
   ops::padding_mask(st.src_ids, kNoToken, st.src_mask);
   src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
-  st.encoder.layers.resize(encoder_->depth());
+  // Two sets of activations, taken in turn: a 6-layer base model's encoder
+  // scratch is then a third of one set per layer.
+  st.encoder.layers.resize(std::min<size_t>(encoder_->depth(), 2));
   for (EncoderLayerActs& l : st.encoder.layers) l.attn.keep_probs = false;
   encoder_->forward(st.src_x, B, S, st.src_mask, st.encoder, false, 0);
   const auto& layers = decoder_->layers();
