@@ -1,9 +1,9 @@
 // The CUDA backend behind core/backend.h: device memory, cuBLAS GEMMs,
-// element-wise kernels, and row-wise ones around core/row_ops.h (whose
-// arithmetic the host tests check without a GPU). Ops that have no CUDA
-// kernel yet say so by name rather than compute something else; ops::device
-// tests (tests/backend_ops) check every implemented one against the
-// reference where a GPU exists.
+// element-wise kernels, and row-wise ones around core/row_ops.h and
+// core/decode_ops.h (whose arithmetic the host tests check without a GPU).
+// Ops that have no CUDA kernel yet say so by name rather than compute
+// something else; ops::device tests (tests/backend_ops) check every
+// implemented one against the reference where a GPU exists.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/decode_ops.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/rng.h"
@@ -218,12 +219,42 @@ __global__ void pick_kernel(const float* x, int64_t N, int64_t V, const int32_t*
   NMT_GRID_STRIDE(i, N) out[i] = pick_value(x + i * V, cols[i]);
 }
 
+// Decoding's ops (core/decode_ops.h), one thread per query row or output
+// row, like the row-wise ops: the same single-threaded order as the host
+// tests check, whatever the launch.
+__global__ void attend_kernel(const float* q, const float* k, const float* v, const float* mask,
+                              float scale, float* ctx, AttendShape a, float* scores) {
+  NMT_GRID_STRIDE(i, a.B * a.H * a.M) {
+    attend_row(q, k, v, mask, scale, ctx, a, i, scores + i * a.L);
+  }
+}
+
+__global__ void topk_log_softmax_kernel(const float* logits, const double* base, int64_t rows,
+                                        int64_t V, int64_t k, const int32_t* banned,
+                                        int64_t n_banned, const int32_t* cols, int64_t n_cols,
+                                        double* values, int32_t* indices, float* col_lp) {
+  NMT_GRID_STRIDE(r, rows) {
+    topk_log_softmax_row(logits + r * V, base ? base[r] : 0.0, V, k, banned, n_banned,
+                         cols + r * n_cols, n_cols, values + r * k, indices + r * k,
+                         col_lp + r * n_cols);
+  }
+}
+
+__global__ void sample_kernel(const float* logits, int64_t V, const int64_t* rows, int64_t n,
+                              SampleParams p, const double* u, const int32_t* forced,
+                              float* cand_val, int32_t* cand_id, int32_t* ids, float* lp) {
+  NMT_GRID_STRIDE(i, n) {
+    ids[i] = sample_row(logits + rows[i] * V, V, p, u[i], forced[i], cand_val + i * V,
+                        cand_id + i * V, lp + i);
+  }
+}
+
 #undef NMT_GRID_STRIDE
 
 // Device memory for a call's partial results and small host transfers,
-// kept per host thread and grown as needed. Every use ends in a
-// synchronous copy back to the host before the call returns, so the next
-// call may reuse it.
+// kept per host thread and grown as needed. Every use but attend's ends in
+// a synchronous copy back to the host before the call returns, so the next
+// call may reuse it (attend's is stream-ordered: see there).
 class Scratch {
  public:
   ~Scratch() {
@@ -329,9 +360,24 @@ class CudaBackend final : public Backend {
                                                  mask_broadcast(dims.data(), mask_dims.data()));
     check_launch();
   }
-  void attend(const MatDesc&, const MatDesc&, const MatDesc&, const float*, float,
-              const MatDesc&) override {
-    missing("attend");
+  // The scores go to scratch that no copy back waits for: the next call's
+  // kernels queue behind this one on the same stream, and growing the
+  // scratch frees it with cudaFree, which waits for the device.
+  void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
+              const MatDesc& ctx) override {
+    AttendShape a;
+    a.B = q.dims[0], a.H = q.dims[1], a.M = q.dims[2], a.D = q.dims[3];
+    a.L = k.dims[2], a.Dv = v.dims[3];
+    for (int d = 0; d < 3; ++d) {
+      a.q[d] = q.strides[d], a.k[d] = k.strides[d], a.v[d] = v.strides[d];
+      a.ctx[d] = ctx.strides[d];
+    }
+    const int64_t n = a.B * a.H * a.M;
+    if (n == 0) return;
+    auto* scores = static_cast<float*>(scratch().get(n * a.L * sizeof(float)));
+    attend_kernel<<<blocks_for(n), kThreads>>>(q.ptr, k.ptr, v.ptr, mask, scale,
+                                               const_cast<float*>(ctx.ptr), a, scores);
+    check_launch();
   }
   void padding_mask(const int32_t* ids, int64_t n, int32_t pad, float* mask) override {
     padding_mask_kernel<<<blocks_for(n), kThreads>>>(ids, n, pad, mask);
@@ -458,15 +504,73 @@ class CudaBackend final : public Backend {
     check_launch();
     to_host(host_out, out, N * sizeof(float));
   }
-  void sample_tokens(const float*, int64_t, const int64_t*, int64_t, float, int64_t, float,
-                     const double*, const int32_t*, const int32_t*, int64_t, int32_t*,
-                     float*) override {
-    missing("sample_tokens");
+  // Host inputs in and host outputs back, one copy each, through scratch
+  // laid out in the order below. Room for every id of the vocabulary per
+  // output: the nucleus and a large k sort a whole row.
+  void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t n,
+                     float temperature, int64_t top_k, float top_p, const double* u,
+                     const int32_t* forced, const int32_t* banned, int64_t n_banned, int32_t* ids,
+                     float* lp) override {
+    if (n == 0) return;
+    const size_t rows_b = aligned(n * sizeof(int64_t)), u_b = aligned(n * sizeof(double)),
+                 forced_b = aligned(n * sizeof(int32_t)),
+                 banned_b = aligned(n_banned * sizeof(int32_t)),
+                 cand_val_b = aligned(n * V * sizeof(float)),
+                 cand_id_b = aligned(n * V * sizeof(int32_t)), ids_b = aligned(n * sizeof(int32_t));
+    char* p = static_cast<char*>(scratch().get(rows_b + u_b + forced_b + banned_b + cand_val_b +
+                                               cand_id_b + ids_b + n * sizeof(float)));
+    auto* d_rows = reinterpret_cast<int64_t*>(p);
+    auto* d_u = reinterpret_cast<double*>(p += rows_b);
+    auto* d_forced = reinterpret_cast<int32_t*>(p += u_b);
+    auto* d_banned = reinterpret_cast<int32_t*>(p += forced_b);
+    auto* cand_val = reinterpret_cast<float*>(p += banned_b);
+    auto* cand_id = reinterpret_cast<int32_t*>(p += cand_val_b);
+    auto* d_ids = reinterpret_cast<int32_t*>(p += cand_id_b);
+    auto* d_lp = reinterpret_cast<float*>(p += ids_b);
+    from_host(d_rows, rows, n * sizeof(int64_t));
+    from_host(d_u, u, n * sizeof(double));
+    from_host(d_forced, forced, n * sizeof(int32_t));
+    if (n_banned) from_host(d_banned, banned, n_banned * sizeof(int32_t));
+    SampleParams sp;
+    sp.inv_t = 1.f / temperature, sp.top_k = top_k, sp.top_p = top_p;
+    sp.banned = d_banned, sp.n_banned = n_banned;
+    sample_kernel<<<blocks_for(n), kThreads>>>(logits, V, d_rows, n, sp, d_u, d_forced, cand_val,
+                                               cand_id, d_ids, d_lp);
+    check_launch();
+    to_host(ids, d_ids, n * sizeof(int32_t));
+    to_host(lp, d_lp, n * sizeof(float));
   }
-  void topk_log_softmax(const float*, const double*, int64_t, int64_t, int64_t, const int32_t*,
-                        int64_t, const int32_t*, int64_t, double*, int32_t*, float*,
+  // As sample_tokens: host inputs in, host outputs back. The exponentials
+  // are always summed in column order (ordered_sum's order): on one thread
+  // a row has no vector lanes to group them.
+  void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
+                        const int32_t* banned, int64_t n_banned, const int32_t* cols,
+                        int64_t n_cols, double* values, int32_t* indices, float* col_lp,
                         bool) override {
-    missing("topk_log_softmax");
+    if (rows == 0) return;
+    const size_t base_b = aligned(rows * sizeof(double)),
+                 banned_b = aligned(n_banned * sizeof(int32_t)),
+                 cols_b = aligned(rows * n_cols * sizeof(int32_t)),
+                 values_b = aligned(rows * k * sizeof(double)),
+                 indices_b = aligned(rows * k * sizeof(int32_t));
+    char* p = static_cast<char*>(scratch().get(base_b + banned_b + cols_b + values_b + indices_b +
+                                               rows * n_cols * sizeof(float)));
+    double* d_base = base ? reinterpret_cast<double*>(p) : nullptr;
+    auto* d_banned = reinterpret_cast<int32_t*>(p += base_b);
+    auto* d_cols = reinterpret_cast<int32_t*>(p += banned_b);
+    auto* d_values = reinterpret_cast<double*>(p += cols_b);
+    auto* d_indices = reinterpret_cast<int32_t*>(p += values_b);
+    auto* d_col_lp = reinterpret_cast<float*>(p += indices_b);
+    if (base) from_host(d_base, base, rows * sizeof(double));
+    if (n_banned) from_host(d_banned, banned, n_banned * sizeof(int32_t));
+    if (n_cols) from_host(d_cols, cols, rows * n_cols * sizeof(int32_t));
+    topk_log_softmax_kernel<<<blocks_for(rows), kThreads>>>(logits, d_base, rows, V, k, d_banned,
+                                                            n_banned, d_cols, n_cols, d_values,
+                                                            d_indices, d_col_lp);
+    check_launch();
+    to_host(values, d_values, rows * k * sizeof(double));
+    to_host(indices, d_indices, rows * k * sizeof(int32_t));
+    if (n_cols) to_host(col_lp, d_col_lp, rows * n_cols * sizeof(float));
   }
 
  private:

@@ -1,0 +1,250 @@
+// The arithmetic of decoding's ops (a step's fused attention, the search
+// step's top k of the log-probabilities, a sampling step), one query row or
+// one logits row at a time, on raw pointers: one definition that the CUDA
+// kernels call and the host tests check against reference loops. Each keeps
+// the CPU backend's semantics (lib/cpu/loops.cpp): its selections and tie
+// breaks exactly, its sums in the CPU's order where that order is fixed by
+// the code rather than by vector lanes.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/host_device.h"
+#include "core/row_ops.h"
+
+namespace nmt {
+
+// Where attend's operands lie: 4-D views (B, H, rows, width) with a unit
+// last stride, flattened to plain integers so that a kernel takes them by
+// value.
+struct AttendShape {
+  // Queries (B, H, M, D), keys (B, H, L, D), values (B, H, L, Dv).
+  int64_t B = 0, H = 0, M = 0, D = 0, L = 0, Dv = 0;
+  // Each operand's strides over B, H and rows.
+  int64_t q[3] = {}, k[3] = {}, v[3] = {}, ctx[3] = {};
+};
+
+// Query row `item` (of B * H * M, in (b, h, i) order) of a step's attention:
+// ctx = sum_j p_j v_j with p = softmax_j(scale q . k_j + mask[b, j]). s holds
+// L floats of scratch. Keys past the mask's unmasked length are left out,
+// as the CPU does, so a sentence's numbers do not depend on its batch's
+// padding. The context is accumulated four keys at a time in the CPU's
+// grouping, o += ((p0 v0 + p1 v1) + p2 v2) + p3 v3, so that each element
+// rounds as it does there.
+NMT_HOST_DEVICE inline void attend_row(const float* q, const float* k, const float* v,
+                                       const float* mask, float scale, float* ctx,
+                                       const AttendShape& a, int64_t item, float* s) {
+  const int64_t i = item % a.M, h = item / a.M % a.H, b = item / (a.M * a.H);
+  const float* qi = q + b * a.q[0] + h * a.q[1] + i * a.q[2];
+  const float* kb = k + b * a.k[0] + h * a.k[1];
+  const float* vb = v + b * a.v[0] + h * a.v[1];
+  float* o = ctx + b * a.ctx[0] + h * a.ctx[1] + i * a.ctx[2];
+  const float* m = mask ? mask + b * a.L : nullptr;
+  const int64_t L = m ? unmasked_length(m, a.L) : a.L;
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < L; ++j) {
+    const float* kj = kb + j * a.k[2];
+    float dot = 0.f;
+    for (int64_t x = 0; x < a.D; ++x) dot += qi[x] * kj[x];
+    s[j] = dot * scale + (m ? m[j] : 0.f);
+    mx = s[j] > mx ? s[j] : mx;
+  }
+  float sum = 0.f;
+  for (int64_t j = 0; j < L; ++j) {
+    s[j] = expf(s[j] - mx);
+    sum += s[j];
+  }
+  const float inv = 1.f / sum;
+  for (int64_t x = 0; x < a.Dv; ++x) o[x] = 0.f;
+  const int64_t vs = a.v[2];
+  int64_t j = 0;
+  for (; j + 4 <= L; j += 4) {
+    const float *v0 = vb + j * vs, *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
+    const float p0 = s[j] * inv, p1 = s[j + 1] * inv, p2 = s[j + 2] * inv, p3 = s[j + 3] * inv;
+    for (int64_t x = 0; x < a.Dv; ++x) o[x] += p0 * v0[x] + p1 * v1[x] + p2 * v2[x] + p3 * v3[x];
+  }
+  for (; j < L; ++j) {
+    const float* vj = vb + j * vs;
+    const float p = s[j] * inv;
+    for (int64_t x = 0; x < a.Dv; ++x) o[x] += p * vj[x];
+  }
+}
+
+NMT_HOST_DEVICE inline bool is_banned_id(int64_t v, const int32_t* banned, int64_t n_banned) {
+  for (int64_t q = 0; q < n_banned; ++q)
+    if (banned[q] == v) return true;
+  return false;
+}
+
+// The row's log-sum-exp. ordered (the search's ordered_sum, and every sum
+// here) adds the exponentials one by one in column order; exp(-inf) adds
+// exactly 0, so a row's -inf columns never change its other numbers.
+NMT_HOST_DEVICE inline float log_sum_exp_row(const float* x, int64_t V) {
+  float mx = -INFINITY;
+  for (int64_t v = 0; v < V; ++v) mx = x[v] > mx ? x[v] : mx;
+  float sum = 0.f;
+  for (int64_t v = 0; v < V; ++v) sum += expf(x[v] - mx);
+  return mx + logf(sum);
+}
+
+// One row of the search step (Backend::topk_log_softmax): val and idx (k
+// each) receive the k best base + lp[v] over the ids not banned, best first;
+// col_lp (n_cols) lp[cols[c]], -inf for -1. The selection is the CPU's: a
+// list kept sorted by insertion, a newcomer placed after its equals and
+// admitted to a full list only if it beats the k-th, so ties keep the lower
+// id; -inf logits fill a list that has room. Slots left over: -inf, id -1.
+NMT_HOST_DEVICE inline void topk_log_softmax_row(const float* x, double base, int64_t V, int64_t k,
+                                                 const int32_t* banned, int64_t n_banned,
+                                                 const int32_t* cols, int64_t n_cols, double* val,
+                                                 int32_t* idx, float* col_lp) {
+  int64_t filled = 0;
+  float worst = -INFINITY;  // the k-th best so far, once there are k
+  for (int64_t v = 0; v < V; ++v) {
+    if (filled == k && !(x[v] > worst)) continue;
+    if (is_banned_id(v, banned, n_banned)) continue;
+    int64_t pos = filled < k ? filled : k - 1;
+    while (pos > 0 && val[pos - 1] < x[v]) {
+      val[pos] = val[pos - 1];
+      idx[pos] = idx[pos - 1];
+      --pos;
+    }
+    val[pos] = x[v];
+    idx[pos] = static_cast<int32_t>(v);
+    if (filled < k) ++filled;
+    if (filled == k) worst = static_cast<float>(val[k - 1]);
+  }
+  const float lse = log_sum_exp_row(x, V);
+  for (int64_t c = 0; c < n_cols; ++c) col_lp[c] = cols[c] >= 0 ? x[cols[c]] - lse : -INFINITY;
+  // The difference in float, then the sum in double: the CPU's roundings.
+  for (int64_t j = 0; j < filled; ++j) val[j] = base + (static_cast<float>(val[j]) - lse);
+  for (int64_t j = filled; j < k; ++j) val[j] = -INFINITY, idx[j] = -1;
+}
+
+// A candidate of a sampling step comes before another: the larger logit,
+// ties the lower id (a strict total order, so every correct sort agrees).
+NMT_HOST_DEVICE inline bool sample_before(float a, int32_t ia, float b, int32_t ib) {
+  return a != b ? a > b : ia < ib;
+}
+
+// Sorts n candidates by sample_before, in place, without extra memory (a
+// heap sort: a kernel's thread has no std::sort). The order is total, so
+// the result equals std::sort's and std::partial_sort's prefix.
+NMT_HOST_DEVICE inline void sort_candidates(float* val, int32_t* id, int64_t n) {
+  // A heap whose root comes last in the order; popped to the back.
+  auto sift = [&](int64_t root, int64_t end) {
+    for (;;) {
+      int64_t c = 2 * root + 1;
+      if (c >= end) return;
+      if (c + 1 < end && sample_before(val[c], id[c], val[c + 1], id[c + 1])) ++c;
+      if (!sample_before(val[root], id[root], val[c], id[c])) return;
+      const float tv = val[root];
+      const int32_t ti = id[root];
+      val[root] = val[c], id[root] = id[c];
+      val[c] = tv, id[c] = ti;
+      root = c;
+    }
+  };
+  for (int64_t r = n / 2 - 1; r >= 0; --r) sift(r, n);
+  for (int64_t end = n - 1; end > 0; --end) {
+    const float tv = val[0];
+    const int32_t ti = id[0];
+    val[0] = val[end], id[0] = id[end];
+    val[end] = tv, id[end] = ti;
+    sift(0, end);
+  }
+}
+
+// What a sampling step draws from, the same for every output.
+struct SampleParams {
+  float inv_t = 1.f;  // 1 / temperature, rounded once as the CPU does
+  int64_t top_k = 0;
+  float top_p = 1.f;
+  const int32_t* banned = nullptr;
+  int64_t n_banned = 0;
+};
+
+// One output of a sampling step (ops::sample_tokens) from logits row x:
+// the id (forced if forced >= 0, else drawn by u) and its untempered
+// log-probability. cand_val and cand_id hold room for V candidates. The
+// candidates and their order are the CPU's: a small top k selected while
+// streaming (sorted), a large one sorted, the nucleus sorted, and otherwise
+// every id not banned in id order; the weights are exp(z / t - max) in
+// float, their totals in double in candidate order, so the same u walks to
+// the same id.
+NMT_HOST_DEVICE inline int32_t sample_row(const float* x, int64_t V, const SampleParams& p,
+                                          double u, int32_t forced, float* cand_val,
+                                          int32_t* cand_id, float* lp) {
+  const float lse = log_sum_exp_row(x, V);
+  int32_t pick = forced;
+  if (pick < 0) {
+    const int64_t top_k = p.top_k;
+    int64_t m = 0;
+    if (top_k > 0 && top_k <= 64 && top_k < V) {
+      float worst = -INFINITY;
+      for (int64_t v = 0; v < V; ++v) {
+        if (m == top_k && !(x[v] > worst)) continue;
+        if (is_banned_id(v, p.banned, p.n_banned)) continue;
+        int64_t pos = m < top_k ? m : top_k - 1;
+        while (pos > 0 &&
+               sample_before(x[v], static_cast<int32_t>(v), cand_val[pos - 1], cand_id[pos - 1])) {
+          cand_val[pos] = cand_val[pos - 1];
+          cand_id[pos] = cand_id[pos - 1];
+          --pos;
+        }
+        cand_val[pos] = x[v];
+        cand_id[pos] = static_cast<int32_t>(v);
+        if (m < top_k) ++m;
+        if (m == top_k) worst = cand_val[top_k - 1];
+      }
+    } else {
+      for (int64_t v = 0; v < V; ++v)
+        if (!is_banned_id(v, p.banned, p.n_banned)) {
+          cand_val[m] = x[v];
+          cand_id[m] = static_cast<int32_t>(v);
+          ++m;
+        }
+      if (top_k > 0 && top_k < m) {  // a large k
+        sort_candidates(cand_val, cand_id, m);
+        m = top_k;
+      } else if (p.top_p < 1.f) {
+        sort_candidates(cand_val, cand_id, m);  // the nucleus is a prefix
+      }
+    }
+    float zmax = -INFINITY;
+    for (int64_t j = 0; j < m; ++j) {
+      const float z = cand_val[j] * p.inv_t;
+      zmax = z > zmax ? z : zmax;
+    }
+    // Recomputed rather than stored: the same float each time.
+    auto weight = [&](int64_t j) { return expf(cand_val[j] * p.inv_t - zmax); };
+    double total = 0;
+    for (int64_t j = 0; j < m; ++j) total += weight(j);
+    if (p.top_p < 1.f && top_k == 0) {
+      const double need = p.top_p * total;
+      double acc = 0;
+      int64_t keep = 0;
+      while (keep < m) {
+        acc += weight(keep);
+        ++keep;
+        if (acc >= need) break;
+      }
+      m = keep;
+      total = acc;
+    }
+    const double target = u * total;
+    double acc = 0;
+    pick = m ? cand_id[m - 1] : 0;
+    for (int64_t j = 0; j < m; ++j) {
+      acc += weight(j);
+      if (target < acc) {
+        pick = cand_id[j];
+        break;
+      }
+    }
+  }
+  *lp = x[pick] - lse;
+  return pick;
+}
+
+}  // namespace nmt
