@@ -18,20 +18,12 @@
 
 #include "core/backend.h"
 #include "core/decode_ops.h"
+#include "test_helpers.h"
 
 using namespace nmt;
+using namespace nmt::test;
 
 namespace {
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
-
-std::vector<float> randv(int64_t n, uint32_t seed, float scale = 1.f, float offset = 0.f) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = offset + d(g);
-  return v;
-}
 
 double log_sum_exp_reference(const std::vector<float>& x) {
   double mx = -1e300, z = 0;

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +26,17 @@ inline void fill_random(Tensor& t, uint32_t seed, float scale = 1.f) {
   std::mt19937 g(seed);
   std::normal_distribution<float> d(0.f, scale);
   for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = d(g);
+}
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// n normal draws of `scale` around `offset`.
+inline std::vector<float> randv(int64_t n, uint32_t seed, float scale = 1.f, float offset = 0.f) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = offset + d(g);
+  return v;
 }
 
 inline double dot(const Tensor& a, const Tensor& b) {

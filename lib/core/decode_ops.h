@@ -77,6 +77,34 @@ NMT_HOST_DEVICE inline bool is_banned_id(int64_t v, const int32_t* banned, int64
   return false;
 }
 
+// Orders of a best-first list: the higher value (a newcomer goes after its
+// equals, so ties keep the lower id when ids arrive ascending), and
+// sampling's (sample_before).
+struct HigherValue {
+  template <typename T>
+  NMT_HOST_DEVICE bool operator()(T a, int32_t, T b, int32_t) const {
+    return b < a;
+  }
+};
+
+// Admits (x, id) to the best-first lists val and idx, `filled` of at most k
+// entries long, moving down every entry it comes `before`; a full list
+// drops its last. The caller has already checked that x beats the last
+// entry of a full list (the search's and sampling's selection, CPU and GPU).
+template <typename T, typename Before>
+NMT_HOST_DEVICE inline void insert_best(T* val, int32_t* idx, int64_t& filled, int64_t k, T x,
+                                        int32_t id, Before before) {
+  int64_t pos = filled < k ? filled : k - 1;
+  while (pos > 0 && before(x, id, val[pos - 1], idx[pos - 1])) {
+    val[pos] = val[pos - 1];
+    idx[pos] = idx[pos - 1];
+    --pos;
+  }
+  val[pos] = x;
+  idx[pos] = id;
+  if (filled < k) ++filled;
+}
+
 // The row's log-sum-exp. ordered (the search's ordered_sum, and every sum
 // here) adds the exponentials one by one in column order; exp(-inf) adds
 // exactly 0, so a row's -inf columns never change its other numbers.
@@ -103,15 +131,7 @@ NMT_HOST_DEVICE inline void topk_log_softmax_row(const float* x, double base, in
   for (int64_t v = 0; v < V; ++v) {
     if (filled == k && !(x[v] > worst)) continue;
     if (is_banned_id(v, banned, n_banned)) continue;
-    int64_t pos = filled < k ? filled : k - 1;
-    while (pos > 0 && val[pos - 1] < x[v]) {
-      val[pos] = val[pos - 1];
-      idx[pos] = idx[pos - 1];
-      --pos;
-    }
-    val[pos] = x[v];
-    idx[pos] = static_cast<int32_t>(v);
-    if (filled < k) ++filled;
+    insert_best<double>(val, idx, filled, k, x[v], static_cast<int32_t>(v), HigherValue());
     if (filled == k) worst = static_cast<float>(val[k - 1]);
   }
   const float lse = log_sum_exp_row(x, V);
@@ -126,6 +146,12 @@ NMT_HOST_DEVICE inline void topk_log_softmax_row(const float* x, double base, in
 NMT_HOST_DEVICE inline bool sample_before(float a, int32_t ia, float b, int32_t ib) {
   return a != b ? a > b : ia < ib;
 }
+
+struct SampleBefore {
+  NMT_HOST_DEVICE bool operator()(float a, int32_t ia, float b, int32_t ib) const {
+    return sample_before(a, ia, b, ib);
+  }
+};
 
 // Sorts n candidates by sample_before, in place, without extra memory (a
 // heap sort: a kernel's thread has no std::sort). The order is total, so
@@ -185,16 +211,7 @@ NMT_HOST_DEVICE inline int32_t sample_row(const float* x, int64_t V, const Sampl
       for (int64_t v = 0; v < V; ++v) {
         if (m == top_k && !(x[v] > worst)) continue;
         if (is_banned_id(v, p.banned, p.n_banned)) continue;
-        int64_t pos = m < top_k ? m : top_k - 1;
-        while (pos > 0 &&
-               sample_before(x[v], static_cast<int32_t>(v), cand_val[pos - 1], cand_id[pos - 1])) {
-          cand_val[pos] = cand_val[pos - 1];
-          cand_id[pos] = cand_id[pos - 1];
-          --pos;
-        }
-        cand_val[pos] = x[v];
-        cand_id[pos] = static_cast<int32_t>(v);
-        if (m < top_k) ++m;
+        insert_best(cand_val, cand_id, m, top_k, x[v], static_cast<int32_t>(v), SampleBefore());
         if (m == top_k) worst = cand_val[top_k - 1];
       }
     } else {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/decode_ops.h"
 #include "core/error.h"
 #include "core/rng.h"
 
@@ -436,18 +437,8 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
       if (filled == k && !(block_max > worst)) continue;
       for (int64_t v = v0; v < end; ++v) {
         if (filled == k && !(x[v] > worst)) continue;
-        bool skip = false;
-        for (int64_t q = 0; q < n_banned; ++q) skip |= banned[q] == v;
-        if (skip) continue;
-        int64_t pos = filled < k ? filled : k - 1;
-        while (pos > 0 && val[pos - 1] < x[v]) {
-          val[pos] = val[pos - 1];
-          idx[pos] = idx[pos - 1];
-          --pos;
-        }
-        val[pos] = x[v];
-        idx[pos] = static_cast<int32_t>(v);
-        if (filled < k) ++filled;
+        if (is_banned_id(v, banned, n_banned)) continue;
+        insert_best<double>(val, idx, filled, k, x[v], static_cast<int32_t>(v), HigherValue());
         if (filled == k) worst = static_cast<float>(val[k - 1]);
       }
     }

@@ -432,7 +432,7 @@ void save_model(const std::string& path, Transformer& model, const VocabTensors&
       tensors.push_back({p.name + ".scale", Shape{p.shape[0]}, p.scales.data()});
       continue;
     }
-    if (!int8 || !quantised_in_int8(p)) {
+    if (!int8 || !p.quantisable) {
       tensors.push_back({p.name, p.shape, p.value.data()});
       continue;
     }

@@ -1,5 +1,5 @@
-// int8 weights: every weight matrix (Linear weights and the tied embedding,
-// which is also the output projection) stored as s8 rows, each with the
+// int8 weights: every weight matrix (Param::quantisable: Linear weights and
+// the token tables, one of which is also the output projection) stored as s8 rows, each with the
 // scale max|row| / 127. A row is one output channel of its product, as
 // oneDNN's per-channel output scales and CTranslate2's int8 have it.
 //
@@ -19,8 +19,6 @@ struct Int8Rows {
   std::vector<float> scales;   // (rows)
 };
 
-// The parameters int8 holds as s8 rows: Param::quantisable.
-inline bool quantised_in_int8(const Param& p) { return p.quantisable; }
 // Rows of w (rows, cols) into q and one scale per row.
 void quantise_rows(const float* w, int64_t rows, int64_t cols, int8_t* q, float* scales);
 Int8Rows quantise_rows(const float* w, int64_t rows, int64_t cols);
