@@ -55,6 +55,7 @@ struct Opts {
   int window = 1024;
   int threads = 0;
   int workers = 0;
+  std::string batching = "static";
   std::string compute;        // empty: the model file's
   bool output_given = false;  // -o "" is an error, not stdout
   bool beam_given = false;
@@ -486,6 +487,7 @@ void run(Opts& o) {
   Translator tr(model, o.search, o.batch_tokens, io::warn_on_stderr, o.workers, o.threads,
                 AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1},
                 ensemble ? &*ensemble : nullptr);
+  tr.set_continuous(o.batching == "continuous");
   // Every worker may hold a batch at once: a --beam or --batch-tokens that
   // could take more than the machine has is refused before any work.
   if (const uint64_t phys = physical_memory_bytes()) {
@@ -619,6 +621,10 @@ void register_translate(CLI::App& app) {
                       " for workers of one thread, " + std::to_string(kBatchTokensThreaded) +
                       " for workers of several)")
       ->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--batching", o->batching,
+                  "static: each batch runs until its last sentence ends; continuous: as sentences "
+                  "finish, the next ones join the running batch (the output is the same)")
+      ->check(CLI::IsMember({"continuous", "static"}));
   cmd->add_option("--window", o->window, "Lines read ahead and sorted by length")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--threads", o->threads,

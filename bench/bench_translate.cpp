@@ -86,6 +86,8 @@ int real_text(int argc, char** argv) {
   std::vector<std::string> src = io::read_lines(src_path);
   std::vector<std::string> ref = io::read_lines(ref_path);
   Translator tr(model, opts, batch_tokens, {}, workers, threads);
+  // --batching continuous: sentences join running batches as others finish.
+  tr.set_continuous(arg_value(argc, argv, "--batching", "static") == "continuous");
   // Warm-up: by default a pass over the same text (every shape it needs is
   // then built); --warmup-lines N warms up on the first N lines only and
   // times the rest, whose shapes are new.

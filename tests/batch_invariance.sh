@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Batch-invariant output: each line of test_2016_flickr gets byte-identical
 # translation, score and log-probability whatever its neighbours, the
-# batching (--batch-tokens), the workers and the threads, in its own order
+# batching (--batch-tokens, and continuous against static batches: sentences
+# that join a running batch), the workers and the threads, in its own order
 # and in a shuffled copy. The model is a transformer-tiny trained here on
 # Multi30k for a few seconds: poor, but its outputs vary in length and
 # content, which is what batching could disturb. Also: stopping a 1-best
@@ -34,7 +35,7 @@ translate() {  # INPUT OUTPUT ARGS...
     || fail "translate $*"
   [ "$(wc -l <"$out")" -eq "$n" ] || fail "translate $*: expected $n lines"
 }
-translate "$WORK/test.en" "$WORK/ref" --batch-tokens 4096 --threads 1 --workers 1
+translate "$WORK/test.en" "$WORK/ref" --batch-tokens 4096 --threads 1 --workers 1 --batching static
 [ "$(sort -u "$WORK/ref" | wc -l)" -gt $((n / 2)) ] || fail "the model's outputs are too uniform to test anything"
 # same_as REF ARGS...: the test set in order, and its shuffled copy put back
 # in order, each translated with ARGS, must equal REF byte for byte.
@@ -50,10 +51,14 @@ same_as() {
     fail "shuffled, $*: $(diff "$ref" "$WORK/unshuffled" | grep -c '^>') lines differ"
   runs=$((runs + 2))
 }
+# Static batches (the default) and continuous batching, where sentences
+# join running batches as others finish: the same bytes.
+same_as "$WORK/ref" --batch-tokens 300 --threads 1 --workers 3
 for bt in 64 300 1000 4096 16000; do
   for threads in 1 2; do
     for workers in 1 3; do
-      same_as "$WORK/ref" --batch-tokens "$bt" --threads "$threads" --workers "$workers"
+      same_as "$WORK/ref" --batch-tokens "$bt" --threads "$threads" --workers "$workers" \
+        --batching continuous
     done
   done
 done
@@ -62,14 +67,27 @@ echo "batch invariance: $runs runs of $n lines, all identical to the reference"
 # With the shortlist that training built: each sentence's output columns are
 # its own pieces, however many its batch's union holds (from one sentence's
 # to nearly the whole vocabulary at 16000 tokens).
-translate "$WORK/test.en" "$WORK/ref_sl" --batch-tokens 4096 --threads 1 --workers 1 --shortlist on
+translate "$WORK/test.en" "$WORK/ref_sl" --batch-tokens 4096 --threads 1 --workers 1 --shortlist on \
+  --batching static
 runs=0
 for bt in 64 1000 16000; do
   for workers in 1 3; do
-    same_as "$WORK/ref_sl" --batch-tokens "$bt" --threads 1 --workers "$workers" --shortlist on
+    same_as "$WORK/ref_sl" --batch-tokens "$bt" --threads 1 --workers "$workers" --shortlist on \
+      --batching continuous
   done
 done
 echo "batch invariance with the shortlist: $runs runs of $n lines, all identical to its reference"
+
+# int8: each row's activations are rounded with their own scale, so the
+# batching, static or continuous, changes nothing either.
+translate "$WORK/test.en" "$WORK/ref_int8" --batch-tokens 4096 --threads 1 --workers 1 \
+  --compute-type int8 --batching static
+runs=0
+for bt in 64 300; do
+  same_as "$WORK/ref_int8" --batch-tokens "$bt" --threads 1 --workers 3 --compute-type int8 \
+    --batching continuous
+done
+echo "batch invariance in int8: $runs runs of $n lines, all identical to its reference"
 
 # Stopping: a 1-best search ends a sentence once its best finished
 # hypothesis beats what the live ones could score a few tokens on; with

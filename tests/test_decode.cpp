@@ -295,6 +295,90 @@ TEST_CASE("batching and finished sentences leaving the batch do not change resul
 
 namespace {
 
+// Hands out sentences in order: `first` of them to start each search, then
+// up to the n a running search asks for, while they fit.
+class QueueFeed final : public SearchFeed {
+ public:
+  QueueFeed(const std::vector<SearchRequest>& reqs, std::vector<std::vector<Hypothesis>>& out,
+            size_t first, int64_t capacity)
+      : reqs_(reqs), out_(out), first_(first), capacity_(capacity) {}
+  void first(std::vector<const SearchRequest*>& reqs,
+             std::vector<std::vector<Hypothesis>*>& outs) override {
+    for (size_t i = 0; i < first_ && next < reqs_.size(); ++i, ++next)
+      reqs.push_back(&reqs_[next]), outs.push_back(&out_[next]);
+  }
+  void more(int64_t n, const std::function<bool(const SearchRequest&)>& fits,
+            std::vector<const SearchRequest*>& reqs,
+            std::vector<std::vector<Hypothesis>*>& outs) override {
+    for (; n > 0 && next < reqs_.size() && fits(reqs_[next]); --n, ++next, ++joined)
+      reqs.push_back(&reqs_[next]), outs.push_back(&out_[next]);
+  }
+  int64_t capacity(int64_t) const override { return capacity_; }
+  size_t next = 0, joined = 0;
+
+ private:
+  const std::vector<SearchRequest>& reqs_;
+  std::vector<std::vector<Hypothesis>>& out_;
+  size_t first_;
+  int64_t capacity_;
+};
+
+}  // namespace
+
+TEST_CASE("sentences that join a running batch decode exactly as they do alone", "[decode]") {
+  ModelConfig cfg = tiny_config(30);
+  Transformer a(cfg), b(cfg);
+  a.init(21);
+  b.init(22);
+  const Ensemble pair({&a, &b});
+  // Longest first, as the translator orders a window: each fits the batch
+  // it joins (its source no wider, its output limit no longer).
+  auto src = random_sequences(26, 1, 12, 30, 37);
+  std::stable_sort(src.begin(), src.end(),
+                   [](const auto& x, const auto& y) { return x.size() > y.size(); });
+  std::vector<SearchRequest> reqs(src.size());
+  for (size_t i = 0; i < src.size(); ++i) reqs[i].src = src[i];
+  // A constraint and a prefix lengthen the output limit: a sentence whose
+  // limit outgrows the running batch's caches waits for a batch of its own.
+  reqs[1].constraints = {{7, 8}};
+  reqs[20].prefix = {9};
+  for (const Decodable* model : {static_cast<const Decodable*>(&a),
+                                 static_cast<const Decodable*>(&pair)})
+    for (int beam : {1, 3}) {
+      SearchOptions opts;
+      opts.beam = beam;
+      opts.n_best = beam;
+      opts.max_len_a = 1;  // outputs of many lengths: sentences end at different steps
+      opts.max_len_b = 1;
+      std::vector<std::vector<Hypothesis>> alone(reqs.size());
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        DecodeState st;
+        alone[i] = search(*model, std::vector<SearchRequest>{reqs[i]}, opts, st)[0];
+      }
+      for (size_t first : {1, 4})
+        for (int64_t capacity : {2, 5, 9}) {
+          INFO("beam " << beam << ", first batch " << first << ", capacity " << capacity
+                       << (model == &pair ? ", ensemble" : ""));
+          std::vector<std::vector<Hypothesis>> out(reqs.size());
+          QueueFeed feed(reqs, out, first, capacity);
+          DecodeState st;  // reused by each search, as a translator's worker reuses it
+          while (feed.next < reqs.size()) search(*model, feed, opts, st);
+          CHECK(feed.joined > reqs.size() / 4);
+          for (size_t i = 0; i < reqs.size(); ++i) {
+            INFO("sentence " << i);
+            REQUIRE(out[i].size() == alone[i].size());
+            for (size_t k = 0; k < out[i].size(); ++k) {
+              CHECK(out[i][k].tokens == alone[i][k].tokens);
+              CHECK(out[i][k].score == Approx(alone[i][k].score).margin(1e-4));
+              CHECK(out[i][k].constraints_met == alone[i][k].constraints_met);
+            }
+          }
+        }
+    }
+}
+
+namespace {
+
 SearchOptions sampling_opts(const char* kind, int k, float p, float temperature, uint64_t seed,
                             int n) {
   SearchOptions o;

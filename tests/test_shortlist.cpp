@@ -207,10 +207,10 @@ class MaskedByHand : public Decodable {
   }
   const ModelConfig& config() const override { return m_.config(); }
   void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam, int64_t max_len,
-                      DecodeState& st) const override {
+                      DecodeState& st, int64_t max_sentences) const override {
     live_.resize(B);
     for (int64_t b = 0; b < B; ++b) live_[b] = b;
-    m_.start_decoding(src, B, S, beam, max_len, st);
+    m_.start_decoding(src, B, S, beam, max_len, st, max_sentences);
   }
   const Tensor& step(DecodeState& st, const int32_t* last) const override {
     Tensor& logits = const_cast<Tensor&>(m_.step(st, last));

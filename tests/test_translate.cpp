@@ -2,6 +2,7 @@
 // in input order, whatever the batching; empty lines give empty lines;
 // invalid UTF-8 and over-long lines are reported with their line numbers.
 #include <algorithm>
+#include <sstream>
 
 #include "decode/translator.h"
 #include "io/text_file.h"
@@ -80,4 +81,53 @@ TEST_CASE("invalid UTF-8 and over-long lines are warned about by line number", "
              Catch::StartsWith("line 12: ") &&
                  Catch::EndsWith(" subwords exceed the model's limit of " +
                                  std::to_string(m.config.max_positions - 1) + "; truncated"));
+}
+
+TEST_CASE("continuous batching translates as static batches do, whatever the batch, order or workers",
+          "[translate]") {
+  LoadedModel& m = random_model();
+  auto lines = io::read_lines(std::string(NMT_DATA_DIR) + "/joeynmt-toy/train.en");
+  lines.erase(lines.begin(), lines.begin() + std::min<size_t>(lines.size(), 500));
+  lines.resize(std::min<size_t>(lines.size(), 80));
+  // Cut to 4-7 words: widths within about twice each other, so that sentences
+  // finish at different steps and others can take their places.
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::istringstream in(lines[i]);
+    std::string word, cut;
+    for (size_t w = 0; w < 4 + (i * 7) % 4 && in >> word; ++w) cut += (w ? " " : "") + word;
+    lines[i] = cut;
+  }
+  lines.push_back("");
+  SearchOptions opts;
+  opts.beam = 2;
+  opts.max_len_a = 0.5f;  // an untrained model runs to its limit: many output lengths
+  opts.max_len_b = 2;
+  Translator fixed(m, opts, 100000, {}, 1, 1);  // static batches, the default
+  const auto want = fixed.translate(lines);
+  CHECK(fixed.joined() == 0);
+  // Reversed and interleaved: the window's order is its own (longest first).
+  std::vector<size_t> order;
+  for (size_t i = 0; i < lines.size(); i += 2) order.push_back(lines.size() - 1 - i);
+  for (size_t i = 1; i < lines.size(); i += 2) order.push_back(lines.size() - 1 - i);
+  std::vector<std::string> shuffled;
+  for (size_t i : order) shuffled.push_back(lines[i]);
+  for (int64_t batch_tokens : {16, 60, 250})
+    for (int workers : {1, 2}) {
+      INFO("batch tokens " << batch_tokens << ", workers " << workers);
+      Translator tr(m, opts, batch_tokens, {}, workers, 1);
+      tr.set_continuous(true);
+      const auto got = tr.translate(shuffled);
+      REQUIRE(got.size() == lines.size());
+      for (size_t k = 0; k < order.size(); ++k) {
+        INFO("line " << order[k]);
+        CHECK(got[k].text == want[order[k]].text);
+        CHECK(got[k].score == Approx(want[order[k]].score).margin(1e-4));
+      }
+      // With 16 tokens a batch holds one sentence or two: nothing can join.
+      if (batch_tokens > 16) CHECK(tr.joined() > 0);
+      Translator off(m, opts, batch_tokens, {}, workers, 1);
+      const auto same = off.translate(shuffled);
+      for (size_t k = 0; k < order.size(); ++k) CHECK(same[k].text == got[k].text);
+      CHECK(off.joined() == 0);
+    }
 }

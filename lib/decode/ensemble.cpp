@@ -19,13 +19,22 @@ void Ensemble::mirror(DecodeState& st) const {
 }
 
 void Ensemble::start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
-                              int64_t max_len, DecodeState& st) const {
+                              int64_t max_len, DecodeState& st, int64_t max_sentences) const {
   st.members.resize(members_.size());
   for (size_t m = 0; m < members_.size(); ++m) {
     // One shortlist for all: their columns are combined.
     st.members[m].vocab = st.vocab;
     ops::copy(st.vocab_mask, st.members[m].vocab_mask);
-    members_[m]->start_decoding(src, B, S, beam, max_len, st.members[m]);
+    members_[m]->start_decoding(src, B, S, beam, max_len, st.members[m], max_sentences);
+  }
+  mirror(st);
+}
+
+void Ensemble::add_sentences(const int32_t* src, int64_t n, int64_t S, DecodeState& st) const {
+  for (size_t m = 0; m < members_.size(); ++m) {
+    st.members[m].vocab = st.vocab;
+    ops::copy(st.vocab_mask, st.members[m].vocab_mask);
+    members_[m]->add_sentences(src, n, S, st.members[m]);
   }
   mirror(st);
 }

@@ -19,12 +19,14 @@ class Ensemble final : public Decodable {
   explicit Ensemble(std::vector<const Transformer*> members);
   const ModelConfig& config() const override { return members_[0]->config(); }
   void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam, int64_t max_len,
-                      DecodeState& st) const override;
+                      DecodeState& st, int64_t max_sentences = 0) const override;
   // Returns log(sum of the members' probabilities): log-probabilities up to
   // the constant log(members), which a search's log-softmax takes off.
   const Tensor& step(DecodeState& st, const int32_t* last_tokens) const override;
   void reorder(DecodeState& st, const std::vector<int64_t>& keep, const std::vector<int64_t>& rows,
                int64_t new_beam) const override;
+  bool can_add_sentences() const override { return true; }
+  void add_sentences(const int32_t* src, int64_t n, int64_t S, DecodeState& st) const override;
   const std::vector<const Transformer*>& members() const { return members_; }
 
  private:

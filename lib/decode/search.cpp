@@ -68,7 +68,8 @@ struct Finished {
 // Per-sentence search state. Token history is kept as back-pointers so a
 // step appends K entries instead of copying every hypothesis.
 struct Sentence {
-  int64_t index = 0;    // position in the caller's input
+  std::vector<Hypothesis>* out = nullptr;  // where its hypotheses go
+  int64_t t0 = 0;       // the batch's step at which it joined
   int64_t max_out = 0;  // longest output, </s> excluded
   const SearchRequest* req = nullptr;
   int32_t constraint_tokens = 0;  // all constraints' tokens: the top bank
@@ -130,10 +131,13 @@ class BeamSearch {
         eos_(model.config().eos_id),
         never_(model.config().never_output()) {}
 
-  std::vector<std::vector<Hypothesis>> run(const std::vector<SearchRequest>& src) {
-    results_.assign(src.size(), {});
-    if (src.empty()) return std::move(results_);
-    start(src);
+  // t is the batch's step; a sentence's own step is t - t0.
+  void run(SearchFeed& feed) {
+    reqs_.clear(), outs_.clear();
+    feed.first(reqs_, outs_);
+    if (reqs_.empty()) return;
+    feed_ = &feed;
+    start();
     for (int64_t t = 0; !live_.empty(); ++t) {
       candidates_per_row(model_.step(st_, tokens_.data()), t);
       keep_.clear(), rows_.clear(), next_tokens_.clear(), next_live_.clear();
@@ -143,12 +147,16 @@ class BeamSearch {
       model_.reorder(st_, keep_, rows_, K_);
       live_.swap(next_live_);
       tokens_.swap(next_tokens_);
+      if (joining_) join(t + 1);
     }
-    return std::move(results_);
   }
 
  private:
-  void start(const std::vector<SearchRequest>& src);
+  int64_t output_limit(const SearchRequest& req) const;
+  Sentence make_sentence(const SearchRequest& req, std::vector<Hypothesis>* out, int64_t t0) const;
+  void start();
+  void join(int64_t t);
+  void set_output_vocab();
   void candidates_per_row(const Tensor& logits, int64_t t);
   void advance(Sentence& s, size_t j, int64_t t);
   void gather(const Sentence& s, size_t j, int64_t t);
@@ -164,7 +172,15 @@ class BeamSearch {
   const int32_t eos_;                 // the model's </s>
   const std::vector<int32_t> never_;  // ids the search never outputs
   int64_t k2_ = 0;  // candidates per hypothesis: with at most K of them </s>, K remain
-  std::vector<std::vector<Hypothesis>> results_;
+  SearchFeed* feed_ = nullptr;
+  std::vector<const SearchRequest*> reqs_;  // sentences being started or joined
+  std::vector<std::vector<Hypothesis>*> outs_;
+  int64_t S_ = 0;        // the batch's source width
+  int64_t longest_ = 0;  // the longest output its caches hold
+  int64_t cap_ = 0;      // sentences it keeps live
+  bool joining_ = false;
+  std::function<bool(const SearchRequest&)> fits_;
+  std::vector<int32_t> join_src_;
   std::vector<Sentence> live_, next_live_;
   std::vector<int32_t> tokens_, next_tokens_, banned_, top_idx_;
   std::vector<int64_t> keep_, rows_, slot_of_;
@@ -183,95 +199,157 @@ class BeamSearch {
   std::vector<Progress> next_prog_;
 };
 
-void BeamSearch::start(const std::vector<SearchRequest>& src) {
+// The longest output a request may have, </s> excluded: in double and
+// clamped before the conversion (validate() bounds a and b, and the model's
+// positions bound the result). A prefix and constraints lengthen the limit
+// by their tokens.
+int64_t BeamSearch::output_limit(const SearchRequest& req) const {
   const ModelConfig& cfg = model_.config();
-  const int64_t B = static_cast<int64_t>(src.size()), V = cfg.vocab_size;
+  double extra = static_cast<double>(req.prefix.size());
+  for (const auto& c : req.constraints) extra += static_cast<double>(c.size());
+  const double len = std::min<double>(
+      opts_.max_len_a * static_cast<double>(req.src.size()) + opts_.max_len_b + extra,
+      static_cast<double>(cfg.max_positions - 1));
+  int64_t out = static_cast<int64_t>(len);
+  if (opts_.force_length > 0) out = std::min<int64_t>(opts_.force_length, cfg.max_positions - 1);
+  return std::max<int64_t>(out, 0);
+}
+
+Sentence BeamSearch::make_sentence(const SearchRequest& req, std::vector<Hypothesis>* out,
+                                   int64_t t0) const {
+  if (req.constraints.size() > kMaxConstraints)
+    throw InputError("more than " + std::to_string(kMaxConstraints) + " constraints");
+  Sentence s;
+  s.out = out;
+  s.t0 = t0;
+  s.req = &req;
+  for (const auto& c : req.constraints) {
+    if (c.empty()) throw InputError("an empty constraint");
+    s.constraint_tokens += static_cast<int32_t>(c.size());
+  }
+  s.max_out = output_limit(req);
+  if (static_cast<int64_t>(req.prefix.size()) > s.max_out)
+    throw InputError("a prefix of " + std::to_string(req.prefix.size()) +
+                     " tokens exceeds the length limit of " + std::to_string(s.max_out));
+  s.prog.assign(1, Progress());
+  s.tok.reserve((s.max_out + 1) * K_);
+  s.par.reserve((s.max_out + 1) * K_);
+  s.live_lp.assign(1, 0.0);
+  return s;
+}
+
+void BeamSearch::start() {
+  const ModelConfig& cfg = model_.config();
+  const int64_t B = static_cast<int64_t>(reqs_.size()), V = cfg.vocab_size;
   if (2 * K_ > V)
     throw InputError("beam size " + std::to_string(K_) + " is too large for the vocabulary");
   // Padded source batch, framed as the model's sources are (</s>-terminated).
   int64_t S = 0;
-  for (const auto& s : src) S = std::max<int64_t>(S, cfg.source_tokens(s.src.size()));
+  for (const SearchRequest* r : reqs_) S = std::max<int64_t>(S, cfg.source_tokens(r->src.size()));
   if (S > cfg.max_positions)
     throw InputError("source of " + std::to_string(S) + " tokens exceeds max_positions");
   std::vector<int32_t> batch(B * S, kNoToken);
-  live_.assign(B, Sentence());
-  int64_t longest = 0;
+  live_.clear();
+  longest_ = 0;
   for (int64_t b = 0; b < B; ++b) {
-    const SearchRequest& req = src[b];
-    if (req.constraints.size() > kMaxConstraints)
-      throw InputError("more than " + std::to_string(kMaxConstraints) + " constraints");
-    frame_source(req.src, cfg, batch.data() + b * S);
-    Sentence& s = live_[b];
-    s.index = b;
-    s.req = &req;
-    for (const auto& c : req.constraints) {
-      if (c.empty()) throw InputError("an empty constraint");
-      s.constraint_tokens += static_cast<int32_t>(c.size());
-    }
-    // In double and clamped before the conversion: validate() bounds a and b,
-    // and the model's positions bound the result. A prefix and constraints
-    // lengthen the limit by their tokens.
-    const double len =
-        std::min<double>(opts_.max_len_a * static_cast<double>(req.src.size()) + opts_.max_len_b +
-                             static_cast<double>(req.prefix.size() + s.constraint_tokens),
-                         static_cast<double>(cfg.max_positions - 1));
-    s.max_out = static_cast<int64_t>(len);
-    if (opts_.force_length > 0)
-      s.max_out = std::min<int64_t>(opts_.force_length, cfg.max_positions - 1);
-    s.max_out = std::max<int64_t>(s.max_out, 0);
-    if (static_cast<int64_t>(req.prefix.size()) > s.max_out)
-      throw InputError("a prefix of " + std::to_string(req.prefix.size()) +
-                       " tokens exceeds the length limit of " + std::to_string(s.max_out));
-    s.prog.assign(1, Progress());
-    s.tok.reserve((s.max_out + 1) * K_);
-    s.par.reserve((s.max_out + 1) * K_);
-    s.live_lp.assign(1, 0.0);
-    longest = std::max(longest, s.max_out);
+    frame_source(reqs_[b]->src, cfg, batch.data() + b * S);
+    live_.push_back(make_sentence(*reqs_[b], outs_[b], 0));
+    longest_ = std::max(longest_, live_.back().max_out);
   }
-  st_.vocab.clear();
-  column_of_.clear();
   if (opts_.shortlist && opts_.shortlist->tgt_vocab() != V)
     throw InputError("the shortlist is for a vocabulary of " +
                      std::to_string(opts_.shortlist->tgt_vocab()) + " pieces, the model's has " +
                      std::to_string(V));
-  if (opts_.shortlist) {
-    std::vector<const std::vector<int32_t>*> sources;
-    std::vector<int32_t> forced{eos_};
-    for (const SearchRequest& req : src) {
-      sources.push_back(&req.src);
-      forced.insert(forced.end(), req.prefix.begin(), req.prefix.end());
-      for (const auto& c : req.constraints) forced.insert(forced.end(), c.begin(), c.end());
-    }
-    std::vector<uint8_t> mark;
-    // The union's columns (or, when it is most of the vocabulary, all of
-    // them), and each sentence's own pieces among them, whatever else its
-    // batch holds.
-    opts_.shortlist->batch_vocab(sources, forced, 2 * K_, st_.vocab, mark);
-    if (!st_.vocab.empty()) {
-      column_of_.assign(V, -1);
-      for (size_t c = 0; c < st_.vocab.size(); ++c) column_of_[st_.vocab[c]] = static_cast<int32_t>(c);
-    }
-    const int64_t W = st_.vocab.empty() ? V : static_cast<int64_t>(st_.vocab.size());
-    std::vector<float> mask(B * W, -std::numeric_limits<float>::infinity());
-    for (int64_t b = 0; b < B; ++b) {
-      float* row = mask.data() + b * W;
-      const auto allow = [&](int32_t t) { row[column_of_.empty() ? t : column_of_[t]] = 0.f; };
-      opts_.shortlist->for_each_allowed(src[b].src, allow);
-      allow(eos_);
-      for (int32_t t : src[b].prefix) allow(t);
-      for (const auto& c : src[b].constraints)
-        for (int32_t t : c) allow(t);
-    }
-    st_.vocab_mask.resize(Shape{B, W});
-    ops::upload(mask.data(), st_.vocab_mask);
-  } else {
-    st_.vocab_mask.resize(Shape{0});
-  }
-  model_.start_decoding(batch.data(), B, S, K_, longest + 1, st_);
+  set_output_vocab();
+  // Continuous batching: sentences join as others finish, up to the feed's
+  // capacity for this width (or the first batch's size), if they fit the
+  // batch's width and its caches. Forced lengths (benchmarks) ban </s> for
+  // every row at once, so they keep one batch.
+  S_ = S;
+  const int64_t room = opts_.force_length > 0 || !model_.can_add_sentences()
+                           ? 0
+                           : feed_->capacity(S);
+  joining_ = room > 0;
+  cap_ = std::max(B, room);
+  // Sources at least half the batch's width: the batch holds as many
+  // sentences as its widest allows, and much shorter ones run better in a
+  // batch of their own, which holds more of them.
+  fits_ = [this](const SearchRequest& r) {
+    const int64_t width = model_.config().source_tokens(r.src.size());
+    return width <= S_ && 2 * width > S_ && output_limit(r) <= longest_;
+  };
+  model_.start_decoding(batch.data(), B, S, K_, longest_ + 1, st_, cap_);
   tokens_.assign(B, cfg.start_token());
   k2_ = 2 * K_;
   cands_.reserve(2 * K_ * K_);
   chosen_.reserve(K_);
+}
+
+// More sentences into the places finished ones left, once a quarter of the
+// batch is free: each joins with K rows at its own step 0, of which only
+// the first is searched (as a batch's first step searches one row per
+// sentence), so its search is the one it would have had from the start.
+void BeamSearch::join(int64_t t) {
+  const int64_t free = cap_ - static_cast<int64_t>(live_.size());
+  if (free < std::max<int64_t>(1, cap_ / 4)) return;
+  reqs_.clear(), outs_.clear();
+  feed_->more(free, fits_, reqs_, outs_);
+  const int64_t n = static_cast<int64_t>(reqs_.size());
+  if (n < free) joining_ = false;  // the feed is empty, or its next one does not fit
+  if (n == 0) return;
+  const ModelConfig& cfg = model_.config();
+  int64_t S = 0;
+  for (const SearchRequest* r : reqs_) S = std::max<int64_t>(S, cfg.source_tokens(r->src.size()));
+  join_src_.assign(static_cast<size_t>(n * S), kNoToken);
+  for (int64_t i = 0; i < n; ++i) {
+    frame_source(reqs_[i]->src, cfg, join_src_.data() + i * S);
+    Sentence s = make_sentence(*reqs_[i], outs_[i], t);
+    s.live_lp.assign(K_, 0.0);
+    live_.push_back(std::move(s));
+    tokens_.insert(tokens_.end(), K_, cfg.start_token());
+  }
+  set_output_vocab();
+  model_.add_sentences(join_src_.data(), n, S, st_);
+}
+
+// With a shortlist, the output columns: the union of the live sentences'
+// pieces (or, when it is most of the vocabulary, all of them), and each
+// sentence's own pieces among them, whatever else its batch holds.
+void BeamSearch::set_output_vocab() {
+  st_.vocab.clear();
+  column_of_.clear();
+  if (!opts_.shortlist) {
+    st_.vocab_mask.resize(Shape{0});
+    return;
+  }
+  const int64_t B = static_cast<int64_t>(live_.size()), V = model_.config().vocab_size;
+  std::vector<const std::vector<int32_t>*> sources;
+  std::vector<int32_t> forced{eos_};
+  for (const Sentence& s : live_) {
+    sources.push_back(&s.req->src);
+    forced.insert(forced.end(), s.req->prefix.begin(), s.req->prefix.end());
+    for (const auto& c : s.req->constraints) forced.insert(forced.end(), c.begin(), c.end());
+  }
+  std::vector<uint8_t> mark;
+  opts_.shortlist->batch_vocab(sources, forced, 2 * K_, st_.vocab, mark);
+  if (!st_.vocab.empty()) {
+    column_of_.assign(V, -1);
+    for (size_t c = 0; c < st_.vocab.size(); ++c) column_of_[st_.vocab[c]] = static_cast<int32_t>(c);
+  }
+  const int64_t W = st_.vocab.empty() ? V : static_cast<int64_t>(st_.vocab.size());
+  std::vector<float> mask(B * W, -std::numeric_limits<float>::infinity());
+  for (int64_t b = 0; b < B; ++b) {
+    const SearchRequest& req = *live_[b].req;
+    float* row = mask.data() + b * W;
+    const auto allow = [&](int32_t t) { row[column_of_.empty() ? t : column_of_[t]] = 0.f; };
+    opts_.shortlist->for_each_allowed(req.src, allow);
+    allow(eos_);
+    for (int32_t t : req.prefix) allow(t);
+    for (const auto& c : req.constraints)
+      for (int32_t t : c) allow(t);
+  }
+  st_.vocab_mask.resize(Shape{B, W});
+  ops::upload(mask.data(), st_.vocab_mask);
 }
 
 // The best 2K continuations of every live hypothesis, scored base + log p,
@@ -284,12 +362,13 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
   banned_.assign(never_.begin(), never_.end());
   // Forced length (benchmarks): </s> only once the length is reached; every
   // sentence has the same limit then.
-  if (opts_.force_length > 0 && t < live_.front().max_out) banned_.push_back(eos_);
+  if (opts_.force_length > 0 && t - live_.front().t0 < live_.front().max_out)
+    banned_.push_back(eos_);
   // Chosen columns: </s>, then a forced prefix token or the constraint
   // tokens each hypothesis may take next.
   n_cols_ = 1;
   for (const Sentence& s : live_)
-    if (s.forcing(t))
+    if (s.forcing(t - s.t0))
       n_cols_ = std::max<int64_t>(n_cols_, 2);
     else if (s.constrained())
       n_cols_ = std::max<int64_t>(n_cols_, 1 + static_cast<int64_t>(s.req->constraints.size()));
@@ -299,8 +378,8 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
     for (int64_t k = 0; k < beam; ++k) {
       int32_t* c = &cols_[(j * beam + k) * n_cols_];
       c[0] = eos_;
-      if (s.forcing(t)) {
-        c[1] = s.req->prefix[t];
+      if (s.forcing(t - s.t0)) {
+        c[1] = s.req->prefix[t - s.t0];
       } else if (s.constrained() && k < static_cast<int64_t>(s.prog.size())) {
         const Progress& p = s.prog[k];
         const auto& cons = s.req->constraints;
@@ -335,8 +414,11 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
 // Every continuation considered for sentence j at step t, best first.
 void BeamSearch::gather(const Sentence& s, size_t j, int64_t t) {
   const int64_t beam = st_.beam;
+  // A sentence's first step searches its first row alone (its others, where
+  // it joined a running batch, repeat it).
+  const int64_t hyps = t == 0 ? 1 : beam;
   cands_.clear();
-  for (int64_t k = 0; k < beam; ++k) {
+  for (int64_t k = 0; k < hyps; ++k) {
     const int64_t r = static_cast<int64_t>(j) * beam + k;
     const int32_t parent = static_cast<int32_t>(k);
     const float* lp = &col_lp_[r * n_cols_];
@@ -419,8 +501,8 @@ void BeamSearch::choose_by_banks(Sentence& s, int64_t t) {
                    [](const Candidate& a, const Candidate& b) { return a.logprob > b.logprob; });
 }
 
-void BeamSearch::advance(Sentence& s, size_t j, int64_t t) {
-  const int64_t beam = st_.beam;
+void BeamSearch::advance(Sentence& s, size_t j, int64_t step) {
+  const int64_t beam = st_.beam, t = step - s.t0;  // the sentence's own step
   gather(s, j, t);
   if (s.constrained())
     choose_by_banks(s, t);
@@ -511,22 +593,56 @@ void BeamSearch::finish(Sentence& s) {
     return a.met != b.met ? a.met : a.score > b.score;
   });
   const int64_t n_best = std::min<int64_t>(std::max(1, opts_.n_best), K_);
-  auto& out = results_[s.index];
+  auto& out = *s.out;
   for (int64_t i = 0; i < n_best && i < static_cast<int64_t>(s.fin.size()); ++i) {
     const Finished& f = s.fin[i];
     out.push_back({backtrack(s, K_, f.step, f.parent), f.logprob, f.score, f.met});
   }
 }
 
+// A batch given whole.
+class AllAtOnce final : public SearchFeed {
+ public:
+  AllAtOnce(const std::vector<SearchRequest>& requests, std::vector<std::vector<Hypothesis>>& out)
+      : requests_(requests), out_(out) {}
+  void first(std::vector<const SearchRequest*>& reqs,
+             std::vector<std::vector<Hypothesis>*>& outs) override {
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      reqs.push_back(&requests_[i]);
+      outs.push_back(&out_[i]);
+    }
+  }
+
+ private:
+  const std::vector<SearchRequest>& requests_;
+  std::vector<std::vector<Hypothesis>>& out_;
+};
+
 }  // namespace
+
+void search(const Decodable& model, SearchFeed& feed, const SearchOptions& opts,
+            DecodeState& st) {
+  validate(opts);
+  if (opts.sampling.empty()) return BeamSearch(model, opts, st).run(feed);
+  // Sampling keeps its batch.
+  std::vector<const SearchRequest*> reqs;
+  std::vector<std::vector<Hypothesis>*> outs;
+  feed.first(reqs, outs);
+  std::vector<SearchRequest> batch;
+  for (const SearchRequest* r : reqs) batch.push_back(*r);
+  auto samples = sample(model, batch, opts, st);
+  for (size_t i = 0; i < outs.size(); ++i) *outs[i] = std::move(samples[i]);
+}
 
 std::vector<std::vector<Hypothesis>> search(const Decodable& model,
                                             const std::vector<SearchRequest>& requests,
                                             const SearchOptions& opts, DecodeState& st) {
   validate(opts);
   if (!opts.sampling.empty()) return sample(model, requests, opts, st);
-  BeamSearch search(model, opts, st);
-  return search.run(requests);
+  std::vector<std::vector<Hypothesis>> out(requests.size());
+  AllAtOnce feed(requests, out);
+  BeamSearch(model, opts, st).run(feed);
+  return out;
 }
 
 std::vector<std::vector<Hypothesis>> search(const Decodable& model,

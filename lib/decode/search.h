@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "model/transformer.h"
@@ -79,6 +81,39 @@ struct SearchRequest {
   uint64_t sample_key = 0;  // sampling: with the seed, what this sentence's draws follow
 };
 constexpr size_t kMaxConstraints = 64;
+
+// Where a search takes its sentences from and puts its results. The first
+// batch starts the search; with continuous batching, whenever sentences
+// finish and free a quarter of the batch's places, more join the running
+// batch, so that a batch keeps its rows busy instead of shrinking to its
+// last long sentence. A sentence's result never depends on when it joined
+// or what it ran beside.
+class SearchFeed {
+ public:
+  virtual ~SearchFeed() = default;
+  // The batch the search starts with: requests, and where each one's
+  // hypotheses go.
+  virtual void first(std::vector<const SearchRequest*>& reqs,
+                     std::vector<std::vector<Hypothesis>*>& outs) = 0;
+  // Up to n more, in order, appended as first() appends them, stopping
+  // before the first that fits() refuses (a source wider than the batch's,
+  // or an output longer than its caches).
+  virtual void more(int64_t n, const std::function<bool(const SearchRequest&)>& fits,
+                    std::vector<const SearchRequest*>& reqs,
+                    std::vector<std::vector<Hypothesis>*>& outs) {
+    (void)n, (void)fits, (void)reqs, (void)outs;
+  }
+  // How many sentences a batch of sources S tokens wide keeps live; no more
+  // join than the first batch holds when this is not above its size.
+  virtual int64_t capacity(int64_t S) const {
+    (void)S;
+    return 0;
+  }
+};
+
+// Searches every sentence the feed gives.
+void search(const Decodable& model, SearchFeed& feed, const SearchOptions& opts,
+            DecodeState& state);
 
 // Translates one batch of id sequences (without </s>); returns, per input
 // and in input order, up to n_best hypotheses sorted best first.

@@ -51,6 +51,7 @@ Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t bat
   adapt_threads_ = threads_per_worker <= 0;
   threads_per_worker_ = threads_per_worker > 0 ? threads_per_worker : std::max(1, cores_ / workers);
   if (batch_tokens_ <= 0) batch_tokens_ = auto_batch_tokens(threads_per_worker_);
+  set_continuous(false);
   for (int w = 0; w < workers; ++w) threads_.emplace_back([this, w] { work(w); });
 }
 
@@ -62,6 +63,50 @@ Translator::~Translator() {
   work_ready_.notify_all();
   for (auto& t : threads_) t.join();
 }
+
+// What a worker's search translates: the rest of the batch it started
+// (another worker's search may have taken its first sentences), then, with
+// continuous batching, the window's next sentences that no search has taken
+// yet, in the window's order (longest first), as places free up.
+class Translator::Feed final : public SearchFeed {
+ public:
+  Feed(Translator& tr, Batch& batch, size_t from) : tr_(tr), batch_(batch), from_(from) {}
+  void first(std::vector<const SearchRequest*>& reqs,
+             std::vector<std::vector<Hypothesis>*>& outs) override {
+    for (size_t k = from_; k < batch_.src.size(); ++k) {
+      reqs.push_back(&batch_.src[k]);
+      outs.push_back(&batch_.hyps[k]);
+    }
+    taken_ = batch_.src.size() - from_;
+  }
+  void more(int64_t n, const std::function<bool(const SearchRequest&)>& fits,
+            std::vector<const SearchRequest*>& reqs,
+            std::vector<std::vector<Hypothesis>*>& outs) override {
+    std::lock_guard<std::mutex> lock(tr_.mu_);
+    std::vector<Batch>& jobs = *tr_.jobs_;
+    while (n > 0 && tr_.next_job_ < jobs.size()) {
+      Batch& b = jobs[tr_.next_job_];
+      const size_t k = tr_.next_sentence_;
+      if (!fits(b.src[k])) break;
+      reqs.push_back(&b.src[k]);
+      outs.push_back(&b.hyps[k]);
+      ++taken_, ++tr_.joined_, --n;
+      if (++tr_.next_sentence_ == b.src.size()) ++tr_.next_job_, tr_.next_sentence_ = 0;
+    }
+  }
+  // A batch's own rule (sentences x their longest source, at most
+  // batch_tokens) at the batch's source width.
+  int64_t capacity(int64_t S) const override {
+    return tr_.continuous_ ? std::max<int64_t>(1, tr_.batch_tokens_ / std::max<int64_t>(1, S)) : 0;
+  }
+  size_t taken() const { return taken_; }
+
+ private:
+  Translator& tr_;
+  Batch& batch_;
+  size_t from_;
+  size_t taken_ = 0;
+};
 
 // A worker: its own CPU threads and decoding state for its whole life, so
 // that its primitives and buffers are built once.
@@ -83,17 +128,20 @@ void Translator::work(int) {
     const int busy = static_cast<int>(std::min<size_t>(jobs_->size(), workers_));
     const int want = adapt_threads_ ? std::max(1, cores_ / busy) : threads_per_worker_;
     Batch& b = (*jobs_)[next_job_++];
+    Feed feed(*this, b, next_sentence_);
+    next_sentence_ = 0;
     lock.unlock();
     if (want != threads) ops::set_num_threads(threads = want);
     try {
-      b.hyps = search(decoder_, b.src, opts_, state);
+      search(decoder_, feed, opts_, state);
       if (attention_.alignments || attention_.matrix) attend(b, acts);
     } catch (...) {
       std::lock_guard<std::mutex> g(mu_);
       if (!error_) error_ = std::current_exception();
     }
     lock.lock();
-    if (++jobs_done_ == jobs_->size()) work_done_.notify_all();
+    sentences_done_ += feed.taken();
+    if (sentences_done_ == sentences_) work_done_.notify_all();
   }
 }
 
@@ -202,10 +250,15 @@ std::vector<Translator::Batch> Translator::make_batches(std::vector<SearchReques
 void Translator::run(std::vector<Batch>& batches) {
   std::unique_lock<std::mutex> lock(mu_);
   jobs_ = &batches;
-  next_job_ = jobs_done_ = 0;
+  next_job_ = next_sentence_ = 0;
+  sentences_ = sentences_done_ = 0;
+  for (Batch& b : batches) {
+    b.hyps.assign(b.src.size(), {});
+    sentences_ += b.src.size();
+  }
   ++generation_;
   work_ready_.notify_all();
-  work_done_.wait(lock, [&] { return jobs_done_ == batches.size(); });
+  work_done_.wait(lock, [&] { return sentences_done_ == sentences_; });
   jobs_ = nullptr;
   if (error_) {
     std::exception_ptr e = error_;

@@ -7,8 +7,11 @@
 // Workers: the batches of a window are shared out among N worker threads
 // (CTranslate2's inter_threads), each with its own decoding state, its own
 // CPU threads and its own primitive cache, all reading the one immutable
-// model. Batches do not depend on the number of workers, so neither does
-// the output.
+// model. Continuous batching: as a worker's sentences finish, the window's
+// next sentences not yet taken join its running batch (see SearchFeed), so
+// that batches do not shrink to their last long sentence. A sentence's
+// translation depends neither on its batch nor on when it joined, so the
+// output depends neither on the batching nor on the number of workers.
 #pragma once
 
 #include <condition_variable>
@@ -93,6 +96,14 @@ class Translator {
              std::function<void(const std::string&)> warn = {}, int workers = 1,
              int threads_per_worker = 0, AttentionOutput attention = {},
              const Decodable* decoder = nullptr);
+  // Continuous batching is off unless turned on here: on CPUs a batch that
+  // shrinks costs less per step, so refilling it has not paid (README).
+  void set_continuous(bool on) { continuous_ = on && !attention_.alignments && !attention_.matrix; }
+  // Sentences that joined running batches so far.
+  int64_t joined() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return joined_;
+  }
   ~Translator();
   Translator(const Translator&) = delete;
   Translator& operator=(const Translator&) = delete;
@@ -121,6 +132,7 @@ class Translator {
   void attend(Batch& b, Activations& acts) const;
   void run(std::vector<Batch>& batches);
   void work(int worker);
+  class Feed;
 
   const LoadedModel& model_;
   const Decodable& decoder_;
@@ -132,12 +144,16 @@ class Translator {
   int cores_;
   int workers_;
   bool adapt_threads_;  // threads were not given: share the cores among busy workers
+  bool continuous_;     // sentences join running batches (not with attention maps)
 
   // The pool: a window's batches, handed out one at a time.
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable work_ready_, work_done_;
   std::vector<Batch>* jobs_ = nullptr;
-  size_t next_job_ = 0, jobs_done_ = 0;
+  size_t next_job_ = 0;       // the first batch no worker has started
+  size_t next_sentence_ = 0;  // its first sentence no running batch has taken
+  size_t sentences_ = 0, sentences_done_ = 0;
+  int64_t joined_ = 0;
   uint64_t generation_ = 0;
   bool stopping_ = false;
   std::exception_ptr error_;

@@ -1,5 +1,6 @@
 #include "model/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -111,24 +112,37 @@ void MultiHeadAttention::backward(const Tensor& xq, const Tensor* xkv, int64_t B
 
 void MultiHeadAttention::project_kv(const Tensor& enc, Tensor& kv) const { kv_.forward(enc, kv); }
 
-void MultiHeadAttention::step_self(const Tensor& x, KVCache& cache, AttnScratch& s,
-                                   Tensor& y) const {
+void MultiHeadAttention::step_self(const Tensor& x, KVCache& cache,
+                                   const std::vector<int32_t>& pos, const Tensor* mask,
+                                   AttnScratch& s, Tensor& y) const {
   const int64_t N = x.dim(0), Wk = H_ * dk_, Wv = H_ * dv_, ld = 2 * Wk + Wv;
-  if (cache.len >= cache.capacity) throw Error("decoder cache is full");
+  if (static_cast<int64_t>(pos.size()) != N) throw Error("decoder step: a position per row needed");
+  const int64_t cap = cache.capacity;
+  int32_t last = 0;
+  for (int32_t p : pos) last = std::max(last, p);
+  if (last >= cap) throw Error("decoder cache is full");
   qkv_.forward(x, s.proj);
-  // Append this position's key and value to every row's cache.
-  const int64_t t = cache.len, cap = cache.capacity;
-  Tensor k_new = cache.k.strided(Shape{N, Wk}, {cap * Wk, 1, 0, 0}, t * Wk);
-  Tensor v_new = cache.v.strided(Shape{N, Wv}, {cap * Wv, 1, 0, 0}, t * Wv);
-  ops::copy_rows(s.proj.strided(Shape{N, Wk}, {ld, 1, 0, 0}, Wk), k_new);
-  ops::copy_rows(s.proj.strided(Shape{N, Wv}, {ld, 1, 0, 0}, 2 * Wk), v_new);
-  const int64_t L = ++cache.len;
+  // Append each row's key and value at its position: one copy per run of
+  // rows at one position (a single run unless sentences joined).
+  for (int64_t r0 = 0, r1 = 0; r0 < N; r0 = r1) {
+    const int64_t t = pos[r0];
+    for (r1 = r0 + 1; r1 < N && pos[r1] == t;) ++r1;
+    const int64_t n = r1 - r0;
+    Tensor k_new = cache.k.strided(Shape{n, Wk}, {cap * Wk, 1, 0, 0}, r0 * cap * Wk + t * Wk);
+    Tensor v_new = cache.v.strided(Shape{n, Wv}, {cap * Wv, 1, 0, 0}, r0 * cap * Wv + t * Wv);
+    ops::copy_rows(s.proj.strided(Shape{n, Wk}, {ld, 1, 0, 0}, r0 * ld + Wk), k_new);
+    ops::copy_rows(s.proj.strided(Shape{n, Wv}, {ld, 1, 0, 0}, r0 * ld + 2 * Wk), v_new);
+  }
+  // Positions after a row's own hold another sentence's history or nothing:
+  // the mask leaves them out of its sums (see Backend::attend).
+  const int64_t L = cache.len = last + 1;
+  if (mask && mask->numel() != N * L) throw Error("decoder step: the mask is not (rows, length)");
   const Tensor q = s.proj.strided(Shape{N, H_, 1, dk_}, {ld, dk_, ld, 1});
   const Tensor k = cache.k.strided(Shape{N, H_, L, dk_}, {cap * Wk, dk_, Wk, 1});
   const Tensor v = cache.v.strided(Shape{N, H_, L, dv_}, {cap * Wv, dv_, Wv, 1});
   s.ctx.resize(Shape{N, Wv});
   Tensor ctx = s.ctx.strided(Shape{N, H_, 1, dv_}, {Wv, dv_, Wv, 1});
-  ops::attend(q, k, v, nullptr, scale(), ctx);
+  ops::attend(q, k, v, mask, scale(), ctx);
   out_.forward(s.ctx, y);
 }
 

@@ -67,8 +67,11 @@ class MultiHeadAttention {
   // Cross-attention K and V of the encoder output, once per source batch:
   // enc (B*S, D) -> kv (B*S, H*dk + H*dv).
   void project_kv(const Tensor& enc, Tensor& kv) const;
-  // One decoder position for N = B*beam hypotheses.
-  void step_self(const Tensor& x, KVCache& cache, AttnScratch& s, Tensor& y) const;
+  // One decoder position for N = B*beam hypotheses: row r's key and value
+  // go to its position pos[r]. mask: null when every row is at one
+  // position, else (N, L) hiding each row's positions after its own.
+  void step_self(const Tensor& x, KVCache& cache, const std::vector<int32_t>& pos,
+                 const Tensor* mask, AttnScratch& s, Tensor& y) const;
   void step_cross(const Tensor& x, const Tensor& kv, int64_t B, int64_t beam, int64_t S,
                   const Tensor& mask, AttnScratch& s, Tensor& y) const;
 

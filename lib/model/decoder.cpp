@@ -100,9 +100,10 @@ void DecoderLayer::backward(const Tensor& x, const Tensor& enc, int64_t B, int64
 
 void DecoderLayer::step(const Tensor& x, DecodeState& st, size_t layer, Tensor& y) const {
   AttnScratch& s = st.scratch;
+  const Tensor* self_mask = st.self_mask.numel() ? &st.self_mask : nullptr;
   if (pre_) {
     ln1_.forward(x, st.h1);
-    self_.step_self(st.h1, st.self[layer], s, st.a);
+    self_.step_self(st.h1, st.self[layer], st.pos, self_mask, s, st.a);
     ops::add(x, st.a, st.r);  // r1
     ln2_.forward(st.r, st.h1);
     cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, st.src_mask, s, st.a);
@@ -111,7 +112,7 @@ void DecoderLayer::step(const Tensor& x, DecodeState& st, size_t layer, Tensor& 
     ffn_.forward(st.h1, st.ffn_hidden, nullptr, st.a, false, 0);
     ops::add(st.r, st.a, y);
   } else {
-    self_.step_self(x, st.self[layer], s, st.a);
+    self_.step_self(x, st.self[layer], st.pos, self_mask, s, st.a);
     ops::add(x, st.a, st.r);
     ln1_.forward(st.r, st.h1);
     cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, st.src_mask, s, st.a);

@@ -24,7 +24,11 @@ struct DecodeState {
   int64_t B = 0;                                      // live sentences
   int64_t beam = 1;                                   // hypotheses per sentence (rows B*beam)
   int64_t S = 0;                                      // source length (padded)
-  int64_t step = 0;                                   // target positions decoded so far
+  int64_t step = 0;                                   // steps taken so far
+  // Per row: the position its next token takes. Rows are at different
+  // positions once sentences join a running batch (Transformer::add_sentences).
+  std::vector<int32_t> pos;
+  int64_t max_B = 0;  // sentences the buffers are sized for
   Tensor src_ids{Shape{0}, Device::CPU, DType::I32};  // (B*S)
   Tensor src_mask;                                    // (B, 1, 1, S) additive
   std::vector<Tensor> cross_kv;                       // per layer (B*S, H*dk + H*dv)
@@ -34,6 +38,12 @@ struct DecodeState {
   AttnScratch scratch;
   Tensor ids{Shape{0}, Device::CPU, DType::I32};  // this step's input tokens
   Tensor x, y, a, r, h1, h2, ffn_hidden, logits;
+  // (rows, L) additive: each row's positions after its own, when the rows
+  // are at different positions; empty when they are all at one.
+  Tensor self_mask{Shape{0}};
+  Tensor join_ids{Shape{0}, Device::CPU, DType::I32}, join_mask, join_kv;  // add_sentences
+  std::vector<float> self_mask_host;  // staging for self_mask
+  std::vector<int32_t> pos_spare;
   Tensor spare;  // gather target, swapped in to avoid allocation
   // A shortlist, set by the caller before start_decoding. vocab: the
   // output's columns, empty for the whole vocabulary, else these target ids

@@ -222,18 +222,29 @@ void Transformer::backward(const TokenBatch& b, Activations& a, const Tensor& dl
   src_embed_->backward(a.src_ids, b.S, a.dsrc_x, a.demb, g, mix_seed(a.seed, 11));
 }
 
+void Decodable::add_sentences(const int32_t*, int64_t, int64_t, DecodeState&) const {
+  throw Error("add_sentences: this decoder cannot add sentences to a running batch");
+}
+
 void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
-                                 int64_t max_len, DecodeState& st) const {
+                                 int64_t max_len, DecodeState& st, int64_t max_sentences) const {
   // The cache capacity is a stride of every attention GEMM over it, so a
   // capacity per batch would build new primitives for every batch: round it
   // up to a multiple of 32 (a few values instead of one per length).
   max_len = std::min<int64_t>((max_len + 31) / 32 * 32, cfg_.max_positions);
+  const int64_t cap = std::max(B, max_sentences);
   st.B = B;
   st.beam = 1;  // beams fan out after the first step
   st.S = S;
   st.step = 0;
+  st.max_B = cap;
+  st.pos.assign(static_cast<size_t>(B), 0);
+  st.self_mask.resize(Shape{0});
   st.src_ids.resize(Shape{B * S});
   ops::upload(src, st.src_ids);
+  // Sized for cap sentences first: sentences that join later grow these
+  // within their capacity, which keeps what they hold.
+  st.src_mask.resize(Shape{cap, 1, 1, S});
   st.src_mask.resize(Shape{B, 1, 1, S});
   ops::padding_mask(st.src_ids, kNoToken, st.src_mask);
   src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
@@ -245,40 +256,116 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   const auto& layers = decoder_->layers();
   st.cross_kv.resize(layers.size());
   st.self.resize(layers.size());
+  const int64_t kvw = cfg_.qk_width() + cfg_.v_width();
   for (size_t i = 0; i < layers.size(); ++i) {
+    st.cross_kv[i].resize(Shape{cap * S, kvw});
     layers[i].cross_attention().project_kv(encoder_->output(st.encoder), st.cross_kv[i]);
     KVCache& c = st.self[i];
     c.len = 0;
     c.capacity = max_len;
-    c.k.resize(Shape{B * beam, max_len, cfg_.qk_width()});
-    c.v.resize(Shape{B * beam, max_len, cfg_.v_width()});
+    c.k.resize(Shape{cap * beam, max_len, cfg_.qk_width()});
+    c.v.resize(Shape{cap * beam, max_len, cfg_.v_width()});
   }
+  select_output_rows(st);
+}
+
+// The shortlist's rows of the output projection (st.vocab), gathered once
+// per batch and packed by the backend on the next step.
+void Transformer::select_output_rows(DecodeState& st) const {
   const bool masked = st.vocab_mask.numel() > 0;
   const int64_t cols = st.vocab.empty() ? cfg_.vocab_size : static_cast<int64_t>(st.vocab.size());
-  if (masked && (st.vocab_mask.ndim() != 2 || st.vocab_mask.dim(0) != B ||
+  if (masked && (st.vocab_mask.ndim() != 2 || st.vocab_mask.dim(0) != st.B ||
                  st.vocab_mask.dim(1) != cols))
     throw Error("start_decoding: the shortlist's mask is not (sentences, output columns)");
-  if (!st.vocab.empty()) {
-    // Once per batch: the shortlist's rows of the projection, which the
-    // backend packs on the first step (in the model's compute type).
-    std::vector<int64_t> rows(st.vocab.size());
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (st.vocab[i] < 0 || st.vocab[i] >= cfg_.vocab_size ||
-          (i > 0 && st.vocab[i] <= st.vocab[i - 1]))
-        throw Error("start_decoding: the output ids are not ascending vocabulary ids");
-      rows[i] = st.vocab[i];
-    }
-    ops::gather_rows(out_proj_->value, rows, st.out_w);
-    if (out_proj_->int8_scales()) ops::gather_rows(out_proj_->scales, rows, st.out_scales);
-    if (out_bias_) ops::gather_rows(out_bias_->value, rows, st.out_b);
-    if (store_.constant_id()) st.out_owner.renew(st.out_w.device());
+  if (st.vocab.empty()) return;
+  std::vector<int64_t> rows(st.vocab.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (st.vocab[i] < 0 || st.vocab[i] >= cfg_.vocab_size ||
+        (i > 0 && st.vocab[i] <= st.vocab[i - 1]))
+      throw Error("start_decoding: the output ids are not ascending vocabulary ids");
+    rows[i] = st.vocab[i];
   }
+  ops::gather_rows(out_proj_->value, rows, st.out_w);
+  if (out_proj_->int8_scales()) ops::gather_rows(out_proj_->scales, rows, st.out_scales);
+  if (out_bias_) ops::gather_rows(out_bias_->value, rows, st.out_b);
+  if (store_.constant_id()) st.out_owner.renew(st.out_w.device());
+}
+
+void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
+                                DecodeState& st) const {
+  if (n <= 0) return;
+  if (S < 1 || S > st.S) throw Error("add_sentences: the sources are wider than the batch's");
+  if (st.B + n > st.max_B) throw Error("add_sentences: more sentences than the batch was sized for");
+  const int64_t B0 = st.B, K = st.beam, W = st.S;
+  // Encoded as a batch of their own (a sentence's encoding never depends on
+  // its batch), in the encoder's scratch, which nothing reads after
+  // start_decoding.
+  st.src_ids.resize(Shape{n * S});
+  ops::upload(src, st.src_ids);
+  st.join_mask.resize(Shape{n, 1, 1, S});
+  ops::padding_mask(st.src_ids, kNoToken, st.join_mask);
+  src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
+  encoder_->forward(st.src_x, n, S, st.join_mask, st.encoder, false, 0);
+  // Their rows of the batch's source mask, at the batch's width W.
+  std::vector<int32_t> wide(static_cast<size_t>(n * W), kNoToken);
+  for (int64_t b = 0; b < n; ++b)
+    std::copy(src + b * S, src + (b + 1) * S, wide.begin() + b * W);
+  st.join_ids.resize(Shape{n * W});
+  ops::upload(wide.data(), st.join_ids);
+  st.src_mask.resize(Shape{B0 + n, 1, 1, W});
+  Tensor mask_rows = st.src_mask.rows(B0, B0 + n);
+  ops::padding_mask(st.join_ids, kNoToken, mask_rows);
+  // Their cross-attention keys and values, each sentence's S rows at the
+  // start of its W (the rest is masked).
+  const auto& layers = decoder_->layers();
+  const int64_t kvw = cfg_.qk_width() + cfg_.v_width();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    layers[i].cross_attention().project_kv(encoder_->output(st.encoder), st.join_kv);
+    Tensor& kv = st.cross_kv[i];
+    kv.resize(Shape{(B0 + n) * W, kvw});
+    Tensor dst = kv.strided(Shape{n, S * kvw}, {W * kvw, 1, 0, 0}, B0 * W * kvw);
+    ops::copy_rows(st.join_kv.view(Shape{n, S * kvw}), dst);
+  }
+  // Their rows of the self-attention caches, after the others' (within the
+  // capacity start_decoding gave, so the others' histories stay).
+  for (KVCache& c : st.self) {
+    c.k.resize(Shape{(B0 + n) * K, c.capacity, cfg_.qk_width()});
+    c.v.resize(Shape{(B0 + n) * K, c.capacity, cfg_.v_width()});
+  }
+  st.pos.resize(static_cast<size_t>((B0 + n) * K), 0);
+  st.B = B0 + n;
+  select_output_rows(st);
 }
 
 const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) const {
-  st.ids.resize(Shape{st.rows()});
+  const int64_t N = st.rows();
+  if (static_cast<int64_t>(st.pos.size()) != N) throw Error("decoder step: a position per row needed");
+  st.ids.resize(Shape{N});
   ops::upload(last_tokens, st.ids);
-  tgt_embed_->forward(st.ids, 1, st.step, st.x, false, 0);
+  int32_t first = st.pos.empty() ? 0 : st.pos[0], last = first;
+  for (int32_t p : st.pos) last = std::max(last, p);
+  bool uniform = true;
+  for (int32_t p : st.pos) uniform = uniform && p == first;
+  if (uniform) {
+    tgt_embed_->forward(st.ids, 1, first, st.x, false, 0);
+    st.self_mask.resize(Shape{0});
+  } else {
+    // A run of rows per position; and the mask that hides, from each row,
+    // the positions after its own.
+    st.x.resize(Shape{N, cfg_.d_model});
+    for (int64_t r0 = 0, r1 = 0; r0 < N; r0 = r1) {
+      for (r1 = r0 + 1; r1 < N && st.pos[r1] == st.pos[r0];) ++r1;
+      Tensor x = st.x.rows(r0, r1);
+      tgt_embed_->forward(st.ids.rows(r0, r1), 1, st.pos[r0], x, false, 0);
+    }
+    const int64_t L = last + 1;
+    st.self_mask_host.assign(static_cast<size_t>(N * L), 0.f);
+    for (int64_t r = 0; r < N; ++r)
+      std::fill(st.self_mask_host.begin() + r * L + st.pos[r] + 1, st.self_mask_host.begin() + (r + 1) * L,
+                -1e9f);
+    st.self_mask.resize(Shape{N, L});
+    ops::upload(st.self_mask_host.data(), st.self_mask);
+  }
   decoder_->step(st.x, st, st.y);
   if (st.vocab.empty()) {
     project_output(st.y, st.logits);
@@ -291,6 +378,7 @@ const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) con
     ops::matmul(st.y, false, st.out_w, true, st.logits, o);
   }
   if (st.vocab_mask.numel()) ops::add_group_rows_(st.logits, st.vocab_mask, st.beam);
+  for (int32_t& p : st.pos) ++p;
   ++st.step;
   return st.logits;
 }
@@ -309,6 +397,9 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
       ops::reorder_cache(c.k, rows, c.len, st.spare);
       ops::reorder_cache(c.v, rows, c.len, st.spare);
     }
+    st.pos_spare.resize(static_cast<size_t>(N));
+    for (int64_t i = 0; i < N; ++i) st.pos_spare[i] = st.pos.at(static_cast<size_t>(rows[i]));
+    st.pos.swap(st.pos_spare);
   }
   bool identity_keep = newB == st.B;
   for (int64_t i = 0; identity_keep && i < newB; ++i) identity_keep = keep[i] == i;

@@ -88,10 +88,15 @@ class Decodable {
   virtual const ModelConfig& config() const = 0;
   // See Transformer's.
   virtual void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
-                              int64_t max_len, DecodeState& st) const = 0;
+                              int64_t max_len, DecodeState& st,
+                              int64_t max_sentences = 0) const = 0;
   virtual const Tensor& step(DecodeState& st, const int32_t* last_tokens) const = 0;
   virtual void reorder(DecodeState& st, const std::vector<int64_t>& keep,
                        const std::vector<int64_t>& rows, int64_t new_beam) const = 0;
+  // Continuous batching (see Transformer's); a Decodable without it never
+  // has sentences added.
+  virtual bool can_add_sentences() const { return false; }
+  virtual void add_sentences(const int32_t* src, int64_t n, int64_t S, DecodeState& st) const;
 };
 
 class Transformer : public Decodable {
@@ -115,16 +120,25 @@ class Transformer : public Decodable {
   void backward(const TokenBatch& batch, Activations& a, const Tensor& dlogits, Grads& g) const;
 
   // Decoding: runs the encoder once over src (B, S), computes every layer's
-  // cross-attention K/V, and sizes the caches for up to max_len positions.
+  // cross-attention K/V, and sizes the caches for up to max_len positions
+  // and max_sentences sentences of `beam` rows (at least B).
   void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam, int64_t max_len,
-                      DecodeState& st) const override;
-  // Feeds last_tokens (B*beam) at position st.step; returns the logits
-  // (B*beam, V), valid until the next step.
+                      DecodeState& st, int64_t max_sentences = 0) const override;
+  // Feeds last_tokens (B*beam), each row at its own position st.pos[r];
+  // returns the logits (B*beam, V), valid until the next step.
   const Tensor& step(DecodeState& st, const int32_t* last_tokens) const override;
   // Keeps sentences `keep` (indices into the current B), and for the new
   // rows takes the cache of old row `rows[i]`; beam becomes new_beam.
   void reorder(DecodeState& st, const std::vector<int64_t>& keep, const std::vector<int64_t>& rows,
                int64_t new_beam) const override;
+  // Continuous batching: appends n sentences (src (n, S) framed, S at most
+  // st.S) after the st.B there, with st.beam rows each at position 0, while
+  // the others go on from where they are. Their source is encoded alone and
+  // each row attends to its own positions only, so a sentence decodes the
+  // same whenever it joins. The caller has set st.vocab and st.vocab_mask
+  // for all st.B + n sentences. At most start_decoding's max_sentences.
+  bool can_add_sentences() const override { return true; }
+  void add_sentences(const int32_t* src, int64_t n, int64_t S, DecodeState& st) const override;
 
   // Parameter count and forward FLOPs per target token (for summaries/bench).
   int64_t parameter_count() const;
@@ -132,6 +146,7 @@ class Transformer : public Decodable {
 
  private:
   void lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool training) const;
+  void select_output_rows(DecodeState& st) const;
   void project_output(const Tensor& h, Tensor& logits) const;
 
   ModelConfig cfg_;
