@@ -53,12 +53,13 @@ same_as() {
 }
 # Static batches (the default) and continuous batching, where sentences
 # join running batches as others finish: the same bytes.
-same_as "$WORK/ref" --batch-tokens 300 --threads 1 --workers 3
-for bt in 64 300 1000 4096 16000; do
-  for threads in 1 2; do
-    for workers in 1 3; do
-      same_as "$WORK/ref" --batch-tokens "$bt" --threads "$threads" --workers "$workers" \
-        --batching continuous
+for batching in static continuous; do
+  for bt in 64 300 1000 4096 16000; do
+    for threads in 1 2; do
+      for workers in 1 3; do
+        same_as "$WORK/ref" --batch-tokens "$bt" --threads "$threads" --workers "$workers" \
+          --batching "$batching"
+      done
     done
   done
 done
@@ -70,10 +71,12 @@ echo "batch invariance: $runs runs of $n lines, all identical to the reference"
 translate "$WORK/test.en" "$WORK/ref_sl" --batch-tokens 4096 --threads 1 --workers 1 --shortlist on \
   --batching static
 runs=0
-for bt in 64 1000 16000; do
-  for workers in 1 3; do
-    same_as "$WORK/ref_sl" --batch-tokens "$bt" --threads 1 --workers "$workers" --shortlist on \
-      --batching continuous
+for batching in static continuous; do
+  for bt in 64 1000 16000; do
+    for workers in 1 3; do
+      same_as "$WORK/ref_sl" --batch-tokens "$bt" --threads 1 --workers "$workers" --shortlist on \
+        --batching "$batching"
+    done
   done
 done
 echo "batch invariance with the shortlist: $runs runs of $n lines, all identical to its reference"
@@ -83,9 +86,11 @@ echo "batch invariance with the shortlist: $runs runs of $n lines, all identical
 translate "$WORK/test.en" "$WORK/ref_int8" --batch-tokens 4096 --threads 1 --workers 1 \
   --compute-type int8 --batching static
 runs=0
-for bt in 64 300; do
-  same_as "$WORK/ref_int8" --batch-tokens "$bt" --threads 1 --workers 3 --compute-type int8 \
-    --batching continuous
+for batching in static continuous; do
+  for bt in 64 300; do
+    same_as "$WORK/ref_int8" --batch-tokens "$bt" --threads 1 --workers 3 --compute-type int8 \
+      --batching "$batching"
+  done
 done
 echo "batch invariance in int8: $runs runs of $n lines, all identical to its reference"
 

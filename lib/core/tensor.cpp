@@ -130,6 +130,12 @@ Tensor Tensor::view_of(void* data, Shape shape, DType dtype, Device device) {
   return t;
 }
 
+void Tensor::grow(Shape shape) {
+  const int64_t bytes = shape.numel() * static_cast<int64_t>(dtype_size(dtype_));
+  if (bytes > capacity_) throw Error("a tensor cannot grow beyond its capacity and keep its contents");
+  set_shape(shape);
+}
+
 void Tensor::resize(Shape shape) {
   if (!owned_ && data_ == nullptr && capacity_ == 0) owned_ = true;  // default-constructed
   const int64_t bytes = shape.numel() * static_cast<int64_t>(dtype_size(dtype_));

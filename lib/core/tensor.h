@@ -63,6 +63,9 @@ class Tensor {
   // Contents are unspecified afterwards. A view takes any shape that fits
   // the memory it was made over, and cannot grow beyond it.
   void resize(Shape shape);
+  // Changes the shape within the capacity, keeping the contents (a buffer
+  // sized ahead for rows that join it later); throws if it does not fit.
+  void grow(Shape shape);
   void zero();
 
   // A non-owning view of the same memory with another shape of equal size.

@@ -15,27 +15,28 @@ Ensemble::Ensemble(std::vector<const Transformer*> members) : members_(std::move
 
 void Ensemble::mirror(DecodeState& st) const {
   const DecodeState& first = st.members[0];
-  st.B = first.B, st.beam = first.beam, st.S = first.S, st.step = first.step;
+  st.B = first.B, st.beam = first.beam, st.S = first.S;
+}
+
+void Ensemble::share_vocab(DecodeState& st) const {
+  for (DecodeState& m : st.members) {
+    m.vocab = st.vocab;
+    ops::copy(st.vocab_mask, m.vocab_mask);
+  }
 }
 
 void Ensemble::start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
                               int64_t max_len, DecodeState& st, int64_t max_sentences) const {
   st.members.resize(members_.size());
-  for (size_t m = 0; m < members_.size(); ++m) {
-    // One shortlist for all: their columns are combined.
-    st.members[m].vocab = st.vocab;
-    ops::copy(st.vocab_mask, st.members[m].vocab_mask);
+  share_vocab(st);
+  for (size_t m = 0; m < members_.size(); ++m)
     members_[m]->start_decoding(src, B, S, beam, max_len, st.members[m], max_sentences);
-  }
   mirror(st);
 }
 
 void Ensemble::add_sentences(const int32_t* src, int64_t n, int64_t S, DecodeState& st) const {
-  for (size_t m = 0; m < members_.size(); ++m) {
-    st.members[m].vocab = st.vocab;
-    ops::copy(st.vocab_mask, st.members[m].vocab_mask);
-    members_[m]->add_sentences(src, n, S, st.members[m]);
-  }
+  share_vocab(st);
+  for (size_t m = 0; m < members_.size(); ++m) members_[m]->add_sentences(src, n, S, st.members[m]);
   mirror(st);
 }
 

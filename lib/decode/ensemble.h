@@ -31,6 +31,8 @@ class Ensemble final : public Decodable {
 
  private:
   void mirror(DecodeState& st) const;
+  // One shortlist for all: the members' output columns are combined.
+  void share_vocab(DecodeState& st) const;
   std::vector<const Transformer*> members_;
 };
 

@@ -42,6 +42,19 @@ void validate(const SearchOptions& o) {
 
 namespace {
 
+// The sources framed as the model's are (</s>-terminated), padded to the
+// widest, which it returns.
+int64_t frame_sources(const std::vector<const SearchRequest*>& reqs, const ModelConfig& cfg,
+                      std::vector<int32_t>& out) {
+  int64_t S = 0;
+  for (const SearchRequest* r : reqs) S = std::max<int64_t>(S, cfg.source_tokens(r->src.size()));
+  if (S > cfg.max_positions)
+    throw InputError("source of " + std::to_string(S) + " tokens exceeds max_positions");
+  out.assign(reqs.size() * static_cast<size_t>(S), kNoToken);
+  for (size_t i = 0; i < reqs.size(); ++i) frame_source(reqs[i]->src, cfg, out.data() + i * S);
+  return S;
+}
+
 // Where a hypothesis stands with its sentence's constraints.
 struct Progress {
   uint64_t done = 0;  // bit i: constraint i met
@@ -243,16 +256,11 @@ void BeamSearch::start() {
   const int64_t B = static_cast<int64_t>(reqs_.size()), V = cfg.vocab_size;
   if (2 * K_ > V)
     throw InputError("beam size " + std::to_string(K_) + " is too large for the vocabulary");
-  // Padded source batch, framed as the model's sources are (</s>-terminated).
-  int64_t S = 0;
-  for (const SearchRequest* r : reqs_) S = std::max<int64_t>(S, cfg.source_tokens(r->src.size()));
-  if (S > cfg.max_positions)
-    throw InputError("source of " + std::to_string(S) + " tokens exceeds max_positions");
-  std::vector<int32_t> batch(B * S, kNoToken);
+  std::vector<int32_t> batch;
+  const int64_t S = frame_sources(reqs_, cfg, batch);
   live_.clear();
   longest_ = 0;
   for (int64_t b = 0; b < B; ++b) {
-    frame_source(reqs_[b]->src, cfg, batch.data() + b * S);
     live_.push_back(make_sentence(*reqs_[b], outs_[b], 0));
     longest_ = std::max(longest_, live_.back().max_out);
   }
@@ -298,11 +306,8 @@ void BeamSearch::join(int64_t t) {
   if (n < free) joining_ = false;  // the feed is empty, or its next one does not fit
   if (n == 0) return;
   const ModelConfig& cfg = model_.config();
-  int64_t S = 0;
-  for (const SearchRequest* r : reqs_) S = std::max<int64_t>(S, cfg.source_tokens(r->src.size()));
-  join_src_.assign(static_cast<size_t>(n * S), kNoToken);
+  const int64_t S = frame_sources(reqs_, cfg, join_src_);
   for (int64_t i = 0; i < n; ++i) {
-    frame_source(reqs_[i]->src, cfg, join_src_.data() + i * S);
     Sentence s = make_sentence(*reqs_[i], outs_[i], t);
     s.live_lp.assign(K_, 0.0);
     live_.push_back(std::move(s));
@@ -398,8 +403,9 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
     return ops::topk_log_softmax(logits, base_, k2_, banned_, cols_, n_cols_, top_val_, top_idx_,
                                  col_lp_, masked);
   // Shortlisted: the logits' columns are st_.vocab's ids (ascending, so ties
-  // still go to the lower id). Every id in cols_ has a column (start() put
-  // them in the batch's vocabulary); banned ids without one need no ban.
+  // still go to the lower id). Every id in cols_ has a column
+  // (set_output_vocab put them in the batch's vocabulary); banned ids
+  // without one need no ban.
   banned_cols_.clear();
   for (int32_t id : banned_)
     if (column_of_[id] >= 0) banned_cols_.push_back(column_of_[id]);

@@ -70,14 +70,16 @@ Translator::~Translator() {
 // yet, in the window's order (longest first), as places free up.
 class Translator::Feed final : public SearchFeed {
  public:
-  Feed(Translator& tr, Batch& batch, size_t from) : tr_(tr), batch_(batch), from_(from) {}
+  // The batch's sentences from `from` are this worker's from here on, so
+  // they count as done even if the search throws before it starts them.
+  Feed(Translator& tr, Batch& batch, size_t from)
+      : tr_(tr), batch_(batch), from_(from), taken_(batch.src.size() - from) {}
   void first(std::vector<const SearchRequest*>& reqs,
              std::vector<std::vector<Hypothesis>*>& outs) override {
     for (size_t k = from_; k < batch_.src.size(); ++k) {
       reqs.push_back(&batch_.src[k]);
       outs.push_back(&batch_.hyps[k]);
     }
-    taken_ = batch_.src.size() - from_;
   }
   void more(int64_t n, const std::function<bool(const SearchRequest&)>& fits,
             std::vector<const SearchRequest*>& reqs,
@@ -105,7 +107,7 @@ class Translator::Feed final : public SearchFeed {
   Translator& tr_;
   Batch& batch_;
   size_t from_;
-  size_t taken_ = 0;
+  size_t taken_;
 };
 
 // A worker: its own CPU threads and decoding state for its whole life, so

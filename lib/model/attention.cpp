@@ -1,6 +1,5 @@
 #include "model/attention.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -118,14 +117,18 @@ void MultiHeadAttention::step_self(const Tensor& x, KVCache& cache,
   const int64_t N = x.dim(0), Wk = H_ * dk_, Wv = H_ * dv_, ld = 2 * Wk + Wv;
   if (static_cast<int64_t>(pos.size()) != N) throw Error("decoder step: a position per row needed");
   const int64_t cap = cache.capacity;
-  int32_t last = 0;
-  for (int32_t p : pos) last = std::max(last, p);
-  if (last >= cap) throw Error("decoder cache is full");
+  // Rows at several positions come with a mask as wide as the furthest one;
+  // without one, every row is at pos[0].
+  const int64_t L = mask ? mask->dim(1) : (N ? pos[0] + 1 : 1);
+  if (mask && (mask->ndim() != 2 || mask->dim(0) != N))
+    throw Error("decoder step: the mask is not (rows, length)");
+  if (L > cap) throw Error("decoder cache is full");
   qkv_.forward(x, s.proj);
   // Append each row's key and value at its position: one copy per run of
   // rows at one position (a single run unless sentences joined).
   for (int64_t r0 = 0, r1 = 0; r0 < N; r0 = r1) {
     const int64_t t = pos[r0];
+    if (t < 0 || t >= L) throw Error("decoder step: a row's position is outside its mask");
     for (r1 = r0 + 1; r1 < N && pos[r1] == t;) ++r1;
     const int64_t n = r1 - r0;
     Tensor k_new = cache.k.strided(Shape{n, Wk}, {cap * Wk, 1, 0, 0}, r0 * cap * Wk + t * Wk);
@@ -135,8 +138,7 @@ void MultiHeadAttention::step_self(const Tensor& x, KVCache& cache,
   }
   // Positions after a row's own hold another sentence's history or nothing:
   // the mask leaves them out of its sums (see Backend::attend).
-  const int64_t L = cache.len = last + 1;
-  if (mask && mask->numel() != N * L) throw Error("decoder step: the mask is not (rows, length)");
+  cache.len = L;
   const Tensor q = s.proj.strided(Shape{N, H_, 1, dk_}, {ld, dk_, ld, 1});
   const Tensor k = cache.k.strided(Shape{N, H_, L, dk_}, {cap * Wk, dk_, Wk, 1});
   const Tensor v = cache.v.strided(Shape{N, H_, L, dv_}, {cap * Wv, dv_, Wv, 1});

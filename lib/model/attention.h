@@ -39,8 +39,8 @@ struct AttnGrads {
 // (N, capacity, H*d), growing by one position per step.
 struct KVCache {
   Tensor k, v;
-  int64_t len = 0;
-  int64_t capacity = 0;
+  int64_t len = 0;       // one past the last position any row wrote (what a reorder copies)
+  int64_t capacity = 0;  // positions each row has room for
 };
 
 // Temporaries of one incremental step, owned by the decoding state.

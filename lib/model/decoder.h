@@ -24,7 +24,6 @@ struct DecodeState {
   int64_t B = 0;                                      // live sentences
   int64_t beam = 1;                                   // hypotheses per sentence (rows B*beam)
   int64_t S = 0;                                      // source length (padded)
-  int64_t step = 0;                                   // steps taken so far
   // Per row: the position its next token takes. Rows are at different
   // positions once sentences join a running batch (Transformer::add_sentences).
   std::vector<int32_t> pos;
@@ -43,6 +42,7 @@ struct DecodeState {
   Tensor self_mask{Shape{0}};
   Tensor join_ids{Shape{0}, Device::CPU, DType::I32}, join_mask, join_kv;  // add_sentences
   std::vector<float> self_mask_host;  // staging for self_mask
+  std::vector<int32_t> join_host;     // staging for join_ids
   std::vector<int32_t> pos_spare;
   Tensor spare;  // gather target, swapped in to avoid allocation
   // A shortlist, set by the caller before start_decoding. vocab: the

@@ -236,7 +236,6 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   st.B = B;
   st.beam = 1;  // beams fan out after the first step
   st.S = S;
-  st.step = 0;
   st.max_B = cap;
   st.pos.assign(static_cast<size_t>(B), 0);
   st.self_mask.resize(Shape{0});
@@ -307,12 +306,12 @@ void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
   src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
   encoder_->forward(st.src_x, n, S, st.join_mask, st.encoder, false, 0);
   // Their rows of the batch's source mask, at the batch's width W.
-  std::vector<int32_t> wide(static_cast<size_t>(n * W), kNoToken);
+  st.join_host.assign(static_cast<size_t>(n * W), kNoToken);
   for (int64_t b = 0; b < n; ++b)
-    std::copy(src + b * S, src + (b + 1) * S, wide.begin() + b * W);
+    std::copy(src + b * S, src + (b + 1) * S, st.join_host.begin() + b * W);
   st.join_ids.resize(Shape{n * W});
-  ops::upload(wide.data(), st.join_ids);
-  st.src_mask.resize(Shape{B0 + n, 1, 1, W});
+  ops::upload(st.join_host.data(), st.join_ids);
+  st.src_mask.grow(Shape{B0 + n, 1, 1, W});
   Tensor mask_rows = st.src_mask.rows(B0, B0 + n);
   ops::padding_mask(st.join_ids, kNoToken, mask_rows);
   // Their cross-attention keys and values, each sentence's S rows at the
@@ -322,15 +321,15 @@ void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
   for (size_t i = 0; i < layers.size(); ++i) {
     layers[i].cross_attention().project_kv(encoder_->output(st.encoder), st.join_kv);
     Tensor& kv = st.cross_kv[i];
-    kv.resize(Shape{(B0 + n) * W, kvw});
+    kv.grow(Shape{(B0 + n) * W, kvw});
     Tensor dst = kv.strided(Shape{n, S * kvw}, {W * kvw, 1, 0, 0}, B0 * W * kvw);
     ops::copy_rows(st.join_kv.view(Shape{n, S * kvw}), dst);
   }
   // Their rows of the self-attention caches, after the others' (within the
   // capacity start_decoding gave, so the others' histories stay).
   for (KVCache& c : st.self) {
-    c.k.resize(Shape{(B0 + n) * K, c.capacity, cfg_.qk_width()});
-    c.v.resize(Shape{(B0 + n) * K, c.capacity, cfg_.v_width()});
+    c.k.grow(Shape{(B0 + n) * K, c.capacity, cfg_.qk_width()});
+    c.v.grow(Shape{(B0 + n) * K, c.capacity, cfg_.v_width()});
   }
   st.pos.resize(static_cast<size_t>((B0 + n) * K), 0);
   st.B = B0 + n;
@@ -342,12 +341,10 @@ const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) con
   if (static_cast<int64_t>(st.pos.size()) != N) throw Error("decoder step: a position per row needed");
   st.ids.resize(Shape{N});
   ops::upload(last_tokens, st.ids);
-  int32_t first = st.pos.empty() ? 0 : st.pos[0], last = first;
-  for (int32_t p : st.pos) last = std::max(last, p);
-  bool uniform = true;
-  for (int32_t p : st.pos) uniform = uniform && p == first;
-  if (uniform) {
-    tgt_embed_->forward(st.ids, 1, first, st.x, false, 0);
+  int32_t lo = st.pos.empty() ? 0 : st.pos[0], last = lo;
+  for (int32_t p : st.pos) lo = std::min(lo, p), last = std::max(last, p);
+  if (lo == last) {
+    tgt_embed_->forward(st.ids, 1, lo, st.x, false, 0);
     st.self_mask.resize(Shape{0});
   } else {
     // A run of rows per position; and the mask that hides, from each row,
@@ -379,7 +376,6 @@ const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) con
   }
   if (st.vocab_mask.numel()) ops::add_group_rows_(st.logits, st.vocab_mask, st.beam);
   for (int32_t& p : st.pos) ++p;
-  ++st.step;
   return st.logits;
 }
 
