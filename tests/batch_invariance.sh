@@ -94,6 +94,16 @@ for batching in static continuous; do
 done
 echo "batch invariance in int8: $runs runs of $n lines, all identical to its reference"
 
+# Where continuous batching cannot apply (alignments need each batch to run
+# to its end) it says so, once, and the batches run static.
+translate "$WORK/test.en" "$WORK/al_static" --batch-tokens 300 --alignments --batching static
+: >"$WORK/err"
+translate "$WORK/test.en" "$WORK/al_cont" --batch-tokens 300 --alignments --batching continuous
+cmp -s "$WORK/al_static" "$WORK/al_cont" || fail "--alignments with --batching continuous changed the output"
+[ "$(grep -c 'batching continuous does not apply: alignments' "$WORK/err")" -eq 1 ] ||
+  fail "--alignments with --batching continuous: expected one warning, stderr: $(cat "$WORK/err")"
+echo "continuous batching with alignments: one warning, static batches, the same output"
+
 # Stopping: a 1-best search ends a sentence once its best finished
 # hypothesis beats what the live ones could score a few tokens on; with
 # --n-best 4 it goes on until 4 have finished and the worst of them does.

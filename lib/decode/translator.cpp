@@ -64,6 +64,18 @@ Translator::~Translator() {
   for (auto& t : threads_) t.join();
 }
 
+std::string Translator::set_continuous(bool on) {
+  std::string why;
+  if (on && (attention_.alignments || attention_.matrix))
+    why = "alignments and attention maps need each batch to run to its end";
+  else if (on && !opts_.sampling.empty())
+    why = "sampling runs each batch to its end";
+  else if (on && !decoder_.can_add_sentences())
+    why = "this model cannot take sentences into a running batch";
+  continuous_ = on && why.empty();
+  return why;
+}
+
 // What a worker's search translates: the rest of the batch it started
 // (another worker's search may have taken its first sentences), then, with
 // continuous batching, the window's next sentences that no search has taken
