@@ -1,6 +1,9 @@
 // GEMM and attention throughput at the shapes of transformer-small and
-// transformer-base, against this machine's FP32 peak. Run:
+// transformer-base, against this machine's FP32 peak, and a linear layer's
+// training backward pass in f32 and bf16 (against the bf16 dot-product peak
+// for bf16). Run:
 //   build/bench/bench_gemm [threads]
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "core/backend.h"
 #include "core/tensor.h"
 #include "ops/ops.h"
 
@@ -88,6 +92,60 @@ int main(int argc, char** argv) {
                   (long)T);
     std::printf("%-34s %8.3f %10.1f %8.1f%% %8.1f%%\n", label, sec * 1e3, gf, 100 * gf / nominal,
                 100 * gf / measured);
+  }
+  // A linear layer's training backward pass over a 4096-token batch (dx, dW
+  // and, with a bias, db): one ops::linear_backward call against the two
+  // products and the column sums it replaces, which in bf16 round dy twice.
+  // Alternated, the best of three of each.
+  const double bf16_peak = bench::measured_bf16_peak_gflops(threads);
+  if (bf16_peak > 0)
+    std::printf("\nmeasured bf16 dot-product peak %.1f GFLOP/s (AVX512-BF16 vdpbf16ps)\n",
+                bf16_peak);
+  std::printf("\n%-34s %8s %10s %9s %9s %10s\n", "backward dx,dW(,db) (M x in -> out)", "ms",
+              "GFLOP/s", "%FMA", "%bf16dot", "ms apart");
+  struct Back {
+    const char* name;
+    int64_t in, out;
+    bool bias;
+  };
+  for (ComputeType ct : {ComputeType::F32, ComputeType::BF16}) {
+    if (!backend(Device::CPU).unsupported(ct).empty()) {
+      std::printf("%s: %s\n", compute_type_name(ct), backend(Device::CPU).unsupported(ct).c_str());
+      continue;
+    }
+    for (Back s : {Back{"small ffn1", 256, 1024, true}, Back{"small ffn2", 1024, 256, true},
+                   Back{"small output", 256, 8000, false}, Back{"base ffn1", 512, 2048, true}}) {
+      const int64_t M = 4096;
+      Tensor x(Shape{M, s.in}), dy(Shape{M, s.out}), w(Shape{s.out, s.in}), dx(Shape{M, s.in});
+      Tensor dw(Shape{s.out, s.in}), db(Shape{s.out});
+      fill(x), fill(dy), fill(w), dw.zero(), db.zero();
+      Tensor* dbp = s.bias ? &db : nullptr;
+      auto fused = [&] { ops::linear_backward(x, dy, w, &dx, false, dw, dbp, ct); };
+      auto apart = [&] {
+        ops::MatmulOpts o;
+        o.compute = ct;
+        ops::matmul(dy, false, w, false, dx, o);
+        o.accumulate = true;
+        ops::matmul(dy, true, x, false, dw, o);
+        if (dbp) ops::add_column_sums(dy, db);
+      };
+      double t_fused = 1e30, t_apart = 1e30;
+      for (int r = 0; r < 3; ++r) {
+        t_fused = std::min(t_fused, time_it(fused, 0.3));
+        t_apart = std::min(t_apart, time_it(apart, 0.3));
+      }
+      const double gf = 4.0 * M * s.in * s.out / t_fused / 1e9;
+      char label[64];
+      std::snprintf(label, sizeof label, "%s %s %ldx%ld->%ld", compute_type_name(ct), s.name,
+                    (long)M, (long)s.in, (long)s.out);
+      // bf16 products run on AMX tiles where the CPU has them, which can pass
+      // both the FMA and the bf16 dot-product peaks.
+      char dot[16] = "-";
+      if (ct == ComputeType::BF16 && bf16_peak > 0)
+        std::snprintf(dot, sizeof dot, "%.1f%%", 100 * gf / bf16_peak);
+      std::printf("%-34s %8.3f %10.1f %8.1f%% %9s %10.3f\n", label, t_fused * 1e3, gf,
+                  100 * gf / measured, dot, t_apart * 1e3);
+    }
   }
   std::printf("peak memory %.0f MiB\n", bench::peak_rss_mib());
 }

@@ -294,6 +294,85 @@ TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[op
     }
 }
 
+namespace {
+
+// A linear layer's backward pass (ops::linear_backward) against double
+// loops: dx = dy W (or += it), dW += dy^T x, db += dy's column sums; over
+// shapes on both sides of the parallel threshold and of a 64-column block.
+// In bf16 it must also equal, bit for bit, the separate products and column
+// sums it replaces (dy rounded once instead of once per product).
+void check_linear_backward(ComputeType ct) {
+  require_compute(g_device, ct);
+  struct Lb {
+    int64_t rows, in, out;
+  };
+  for (Lb s : {Lb{1, 5, 3}, Lb{7, 16, 70}, Lb{300, 96, 200}, Lb{520, 64, 130}})
+    for (int variant = 0; variant < 4; ++variant) {
+      // 0 dx and bias, 1 dx accumulated, no bias, 2 no dx, bias, 3 3-D x/dy.
+      const bool with_dx = variant != 2, acc_dx = variant == 1, bias = variant != 1;
+      auto X = randv(s.rows * s.in, 1), DY = randv(s.rows * s.out, 2), W = randv(s.out * s.in, 3),
+           DX0 = randv(s.rows * s.in, 4), DW0 = randv(s.out * s.in, 5), DB0 = randv(s.out, 6);
+      const bool three_d = variant == 3 && s.rows % 2 == 0 && s.rows > 1;
+      Tensor x = dev(X, three_d ? Shape{2, s.rows / 2, s.in} : Shape{s.rows, s.in});
+      Tensor dy = dev(DY, three_d ? Shape{2, s.rows / 2, s.out} : Shape{s.rows, s.out});
+      Tensor w = dev(W, Shape{s.out, s.in}), dx = dev(DX0, Shape{s.rows, s.in});
+      Tensor dw = dev(DW0, Shape{s.out, s.in}), db = dev(DB0, Shape{s.out});
+      ops::linear_backward(x, dy, w, with_dx ? &dx : nullptr, acc_dx, dw, bias ? &db : nullptr, ct);
+      std::vector<double> rdx(s.rows * s.in), rdw(s.out * s.in), rdb(s.out);
+      for (int64_t i = 0; i < s.rows; ++i)
+        for (int64_t k = 0; k < s.in; ++k) {
+          double r = acc_dx ? DX0[i * s.in + k] : 0.;
+          for (int64_t o = 0; o < s.out; ++o) r += double(DY[i * s.out + o]) * W[o * s.in + k];
+          rdx[i * s.in + k] = r;
+        }
+      for (int64_t o = 0; o < s.out; ++o) {
+        for (int64_t k = 0; k < s.in; ++k) {
+          double r = DW0[o * s.in + k];
+          for (int64_t i = 0; i < s.rows; ++i) r += double(DY[i * s.out + o]) * X[i * s.in + k];
+          rdw[o * s.in + k] = r;
+        }
+        double r = DB0[o];
+        for (int64_t i = 0; i < s.rows; ++i) r += DY[i * s.out + o];
+        rdb[o] = r;
+      }
+      const double tol = ct == ComputeType::F32 ? tolerance(DType::F32) : 1e-2;
+      const std::string what = std::string(compute_type_name(ct)) + " " + std::to_string(s.rows) +
+                               "x" + std::to_string(s.in) + "->" + std::to_string(s.out) +
+                               " variant " + std::to_string(variant);
+      if (with_dx) expect_close(host(dx), rdx, tol, what + " dx");
+      else CHECK(host(dx) == DX0);
+      expect_close(host(dw), rdw, tol, what + " dW");
+      // The bias gradient adds f32 values in either compute type.
+      if (bias) expect_close(host(db), rdb, tolerance(DType::F32), what + " db");
+      else CHECK(host(db) == DB0);
+
+      // The same through separate products and column sums.
+      Tensor x2 = dev(X, Shape{s.rows, s.in}), dy2 = dev(DY, Shape{s.rows, s.out});
+      Tensor dx2 = dev(DX0, Shape{s.rows, s.in}), dw2 = dev(DW0, Shape{s.out, s.in}),
+             db2 = dev(DB0, Shape{s.out});
+      ops::MatmulOpts o;
+      o.compute = ct;
+      o.accumulate = acc_dx;
+      if (with_dx) ops::matmul(dy2, false, w, false, dx2, o);
+      o.accumulate = true;
+      ops::matmul(dy2, true, x2, false, dw2, o);
+      if (bias) ops::add_column_sums(dy2, db2);
+      CHECK(host(dx) == host(dx2));
+      CHECK(host(dw) == host(dw2));
+      CHECK(host(db) == host(db2));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("linear_backward against loops and against separate products, f32", "[ops][gemm]") {
+  check_linear_backward(ComputeType::F32);
+}
+TEST_CASE("linear_backward against loops and against separate products, bf16",
+          "[ops][gemm][bf16]") {
+  check_linear_backward(ComputeType::BF16);
+}
+
 TEST_CASE("bmm over batch x heads through head-split and transposed views", "[ops][gemm]") {
   struct Shp {
     int64_t B, H, T, S, d;

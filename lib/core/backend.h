@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "core/activation.h"
 #include "core/device.h"
@@ -89,6 +90,26 @@ class Backend {
   // GEMM: dst = act(alpha * a @ b (+ bias)) (+ dst).
   virtual void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst,
                     const GemmAttr& attr) = 0;
+  // A linear layer's backward pass, y = x w^T: dx = dy w (dx += when
+  // accumulate_dx; none when dx is null), dw += dy^T x and, when db is
+  // given, db += dy's column sums. dy (M, out), w (out, in), x (M, in) and
+  // dx dense rows; compute as GemmAttr's. One call, so that a backend can
+  // read dy once for both products and the bias: the CPU's bf16 products
+  // round it to bf16 once.
+  virtual void linear_backward(const MatDesc& dy, const MatDesc& w, const MatDesc& x,
+                               const MatDesc* dx, bool accumulate_dx, const MatDesc& dw, float* db,
+                               ComputeType compute) {
+    GemmAttr attr;
+    attr.compute = compute;
+    attr.accumulate = accumulate_dx;
+    if (dx) gemm(dy, w, *dx, attr);
+    MatDesc dy_t = dy;
+    std::swap(dy_t.dims[2], dy_t.dims[3]);
+    std::swap(dy_t.strides[2], dy_t.strides[3]);
+    attr.accumulate = true;
+    gemm(dy_t, x, dw, attr);
+    if (db) add_column_sums(dy.ptr, db, dy.dims[2], dy.dims[3]);
+  }
   // The constant weights of this owner are going away: drop what was kept.
   virtual void forget_constants(uint64_t owner) = 0;
   // Bytes of repacked constant weights kept now, every owner's.

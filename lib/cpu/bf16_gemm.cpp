@@ -8,10 +8,12 @@
 // An operand is converted in the orientation it has in memory (row- or
 // column-major), so the conversion streams along rows and the transposed
 // products of the backward pass need no transposing copy.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
+#include "cpu/loops.h"
 #include "cpu/onednn.h"
 #include "cpu/primitive_cache.h"
 
@@ -30,7 +32,7 @@ inline uint16_t to_bf16(float x) {
 }
 
 // Per-thread buffers that only grow (scratch): no allocation once warm.
-thread_local std::vector<uint16_t> a_bf16, b_bf16;
+thread_local std::vector<uint16_t> a_bf16, b_bf16, dy_bf16;
 
 }  // namespace
 
@@ -50,15 +52,13 @@ std::array<int64_t, 2> convert_to_bf16(const MatDesc& m, uint16_t* out) {
   return row_major || R == 1 ? std::array<int64_t, 2>{C, 1} : std::array<int64_t, 2>{1, R};
 }
 
-void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
-  const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
-  if (K != b.dims[2] || M != dst.dims[2] || N != dst.dims[3] || dst.strides[3] != 1 ||
-      a.dims[0] * a.dims[1] != 1 || b.dims[0] * b.dims[1] != 1 || dst.dims[0] * dst.dims[1] != 1)
-    throw Error("gemm: bf16 products need unbatched operands and a row-major result");
-  if (!has_bf16()) throw Error("bf16 needs a CPU with AVX512-BF16 or AMX");
-  uint16_t* a16 = scratch(a_bf16, M * K);
-  uint16_t* b16 = scratch(b_bf16, K * N);
-  const auto sa = convert_to_bf16(a, a16), sb = convert_to_bf16(b, b16);
+namespace {
+
+// dst = act(alpha * a @ b (+ bias)) (+ dst) for operands already in bf16,
+// each given with its (row, column) strides.
+void run_bf16(int64_t M, int64_t K, int64_t N, const uint16_t* a16, std::array<int64_t, 2> sa,
+              const uint16_t* b16, std::array<int64_t, 2> sb, const MatDesc& dst,
+              const GemmAttr& attr) {
   Key key;
   key.add(9);
   key.add(M), key.add(K), key.add(N);
@@ -85,6 +85,55 @@ void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const Gem
   e.set(DNNL_ARG_DST, dst.ptr);
   if (attr.bias) e.set(DNNL_ARG_BIAS, attr.bias);
   e.run();
+}
+
+bool unbatched(const MatDesc& m) { return m.dims[0] * m.dims[1] == 1; }
+bool row_major(const MatDesc& m) { return unbatched(m) && (m.strides[3] == 1 || m.dims[3] == 1); }
+
+}  // namespace
+
+void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
+  const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
+  if (K != b.dims[2] || M != dst.dims[2] || N != dst.dims[3] || dst.strides[3] != 1 ||
+      a.dims[0] * a.dims[1] != 1 || b.dims[0] * b.dims[1] != 1 || dst.dims[0] * dst.dims[1] != 1)
+    throw Error("gemm: bf16 products need unbatched operands and a row-major result");
+  if (!has_bf16()) throw Error("bf16 needs a CPU with AVX512-BF16 or AMX");
+  uint16_t* a16 = scratch(a_bf16, M * K);
+  uint16_t* b16 = scratch(b_bf16, K * N);
+  const auto sa = convert_to_bf16(a, a16), sb = convert_to_bf16(b, b16);
+  run_bf16(M, K, N, a16, sa, b16, sb, dst, attr);
+}
+
+void linear_backward_bf16(const MatDesc& dy, const MatDesc& w, const MatDesc& x, const MatDesc* dx,
+                          bool accumulate_dx, const MatDesc& dw, float* db) {
+  const int64_t M = dy.dims[2], out = dy.dims[3], in = w.dims[3];
+  // dy's rounded copy is read both ways, so dy must be row-major; w and x
+  // are rounded in whichever orientation they have.
+  if (!row_major(dy) || !unbatched(w) || !unbatched(x) || !row_major(dw) ||
+      (dx && !row_major(*dx)) || w.dims[2] != out || x.dims[2] != M || x.dims[3] != in ||
+      dw.dims[2] != out || dw.dims[3] != in || (dx && (dx->dims[2] != M || dx->dims[3] != in)))
+    throw Error("linear_backward: bf16 products need row-major operands of matching shapes");
+  if (!has_bf16()) throw Error("bf16 needs a CPU with AVX512-BF16 or AMX");
+  // dy in bf16 once, for both products: row-major (out apart) as dx's left
+  // operand, and read column-major as dw's.
+  uint16_t* dy16 = scratch(dy_bf16, M * out);
+  if (db)
+    add_column_sums_with(dy.ptr, dy.strides[2], M, out, db, [&](int64_t i, const float* row) {
+      uint16_t* d = dy16 + i * out;
+#pragma omp simd
+      for (int64_t c = 0; c < out; ++c) d[c] = to_bf16(row[c]);
+    });
+  else
+    convert_to_bf16(dy, dy16);
+  GemmAttr attr;
+  if (dx) {
+    attr.accumulate = accumulate_dx;
+    uint16_t* w16 = scratch(b_bf16, out * in);
+    run_bf16(M, out, in, dy16, {out, 1}, w16, convert_to_bf16(w, w16), *dx, attr);
+  }
+  attr.accumulate = true;
+  uint16_t* x16 = scratch(b_bf16, M * in);
+  run_bf16(out, M, in, dy16, {1, out}, x16, convert_to_bf16(x, x16), dw, attr);
 }
 
 }  // namespace nmt::cpu

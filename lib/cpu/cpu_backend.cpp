@@ -57,6 +57,14 @@ class CpuBackend final : public Backend {
     else
       cpu::gemm(a, b, dst, attr);
   }
+  void linear_backward(const MatDesc& dy, const MatDesc& w, const MatDesc& x, const MatDesc* dx,
+                       bool accumulate_dx, const MatDesc& dw, float* db,
+                       ComputeType compute) override {
+    if (compute == ComputeType::BF16)
+      cpu::linear_backward_bf16(dy, w, x, dx, accumulate_dx, dw, db);
+    else
+      Backend::linear_backward(dy, w, x, dx, accumulate_dx, dw, db, compute);
+  }
   void forget_constants(uint64_t owner) override { cpu::forget_constants(owner); }
   int64_t constant_bytes() const override { return cpu::constant_bytes(); }
   std::string unsupported(ComputeType t) const override {

@@ -208,23 +208,16 @@ void log_add_exp(float* dst, const float* src, int64_t n) {
   }
 }
 
+float* column_sum_scratch(int64_t n) {
+  thread_local std::vector<float> part;  // grows only: no allocation once warm
+  if (static_cast<int64_t>(part.size()) < n) part.resize(n);
+  return part.data();
+}
+
 void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) {
-  // A block of columns per task, rows in sequence within it: the reads go
-  // along rows and vectorise, and each sum's order does not depend on the
-  // thread count.
-  constexpr int64_t kBlock = 64;
-  const int64_t blocks = (cols + kBlock - 1) / kBlock;
-#pragma omp parallel for if (rows * cols > 65536)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t j0 = b * kBlock, w = std::min(kBlock, cols - j0);
-    float acc[kBlock] = {};
-    for (int64_t i = 0; i < rows; ++i) {
-      const float* row = src + i * cols + j0;
-#pragma omp simd
-      for (int64_t c = 0; c < w; ++c) acc[c] += row[c];
-    }
-    for (int64_t c = 0; c < w; ++c) dst[j0 + c] += acc[c];
-  }
+  // Rows in sequence within a block stream and vectorise (a block of columns
+  // per task instead reads each row in pieces, and is slower).
+  add_column_sums_with(src, cols, rows, cols, dst, [](int64_t, const float*) {});
 }
 
 void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {

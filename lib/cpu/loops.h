@@ -17,6 +17,39 @@ void dropout(float* x, int64_t n, float p, uint64_t seed);
 void activate(const float* x, float* y, int64_t n, Activation act);
 void activation_backward(const float* x, float* dy, int64_t n, Activation act);
 void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols);
+// dst (cols) += the column sums of src's rows (ld apart), in an order that
+// does not depend on the thread count: rows in blocks of kSumRows, each
+// block summed row by row, then the blocks' sums added in order. on_row(i,
+// row) sees each row as it is summed, so that another pass over src (bf16
+// rounding) rides on the same read.
+constexpr int64_t kSumRows = 256;
+float* column_sum_scratch(int64_t n);  // the calling thread's, grown as needed
+template <class OnRow>
+void add_column_sums_with(const float* src, int64_t ld, int64_t rows, int64_t cols, float* dst,
+                          OnRow&& on_row) {
+  if (rows <= 0) return;
+  const int64_t blocks = (rows + kSumRows - 1) / kSumRows;
+  float* part = column_sum_scratch(blocks * cols);
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+  for (int64_t b = 0; b < blocks; ++b) {
+    float* acc = part + b * cols;
+    for (int64_t c = 0; c < cols; ++c) acc[c] = 0.f;
+    const int64_t end = rows < (b + 1) * kSumRows ? rows : (b + 1) * kSumRows;
+    for (int64_t i = b * kSumRows; i < end; ++i) {
+      const float* row = src + i * ld;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) acc[c] += row[c];
+      on_row(i, row);
+    }
+  }
+  for (int64_t b = 1; b < blocks; ++b) {
+    const float* acc = part + b * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) part[c] += acc[c];
+  }
+#pragma omp simd
+  for (int64_t c = 0; c < cols; ++c) dst[c] += part[c];
+}
 void log_add_exp(float* dst, const float* src, int64_t n);
 void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
               const std::array<int64_t, 4>& mask_dims);

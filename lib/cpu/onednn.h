@@ -35,6 +35,10 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
 // The same for unbatched operands that change (training), in bf16 with f32
 // accumulation and result (bf16_gemm.cpp).
 void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr);
+// Backend::linear_backward in bf16: dy rounded once for both products, its
+// column sums (db) taken in the same pass.
+void linear_backward_bf16(const MatDesc& dy, const MatDesc& w, const MatDesc& x, const MatDesc* dx,
+                          bool accumulate_dx, const MatDesc& dw, float* db);
 // The 2-D operand m, densely in bf16 (rounded to nearest even): the rows of
 // a row-major operand, the columns of a column-major one. Returns the dense
 // strides of the copy.

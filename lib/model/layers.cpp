@@ -17,21 +17,11 @@ void Linear::forward(const Tensor& x, Tensor& y, Activation act) const {
 
 void Linear::backward(const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx,
                       Grads& g) const {
-  if (dx) {
-    ops::MatmulOpts o;
-    o.accumulate = accumulate_dx;
-    o.compute = w->store->compute_type();
-    ops::matmul(dy, false, w->value, false, *dx, o);
-  }
-  ops::MatmulOpts acc;
-  acc.accumulate = true;
-  acc.compute = w->store->compute_type();
   Tensor dw = g.of(w);
-  ops::matmul(dy, true, x, false, dw, acc);
-  if (b) {
-    Tensor db = g.of(b);
-    ops::add_column_sums(dy, db);
-  }
+  Tensor db;
+  if (b) db = g.of(b);
+  ops::linear_backward(x, dy, w->value, dx, accumulate_dx, dw, b ? &db : nullptr,
+                       w->store->compute_type());
 }
 
 LayerNorm::LayerNorm(ParamStore& store, const std::string& name, int64_t d, float e) : eps(e) {

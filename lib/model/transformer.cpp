@@ -200,18 +200,11 @@ void Transformer::backward(const TokenBatch& b, Activations& a, const Tensor& dl
     throw Error("backward: the activations are not from a training pass over this batch");
   const Tensor& h = decoder_->output(a.decoder);
   // dh = dlogits E ; dE += dlogits^T h
-  ops::MatmulOpts o;
-  o.compute = store_.compute_type();
-  ops::matmul(dlogits, false, out_proj_->value, false, a.dh, o);
-  ops::MatmulOpts acc;
-  acc.accumulate = true;
-  acc.compute = store_.compute_type();
   Tensor dE = g.of(out_proj_);
-  ops::matmul(dlogits, true, h, false, dE, acc);
-  if (out_bias_) {
-    Tensor db = g.of(out_bias_);
-    ops::add_column_sums(dlogits, db);
-  }
+  Tensor db;
+  if (out_bias_) db = g.of(out_bias_);
+  ops::linear_backward(h, dlogits, out_proj_->value, &a.dh, false, dE, out_bias_ ? &db : nullptr,
+                       store_.compute_type());
   a.denc.zero();
   const Tensor& enc = encoder_->output(a.encoder);
   decoder_->backward(a.tgt_x, enc, b.B, b.T, b.S, a.decoder, a.dh, a.grads, a.ping, a.pong,

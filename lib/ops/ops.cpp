@@ -56,6 +56,13 @@ MatDesc mat4(const Tensor& t) {
 
 int64_t rows_of(const Tensor& t) { return t.ndim() ? t.numel() / t.dim(-1) : 0; }
 
+// t as a (rows, cols) matrix: with its own strides when it is one (a strided
+// view too), else its dense elements.
+MatDesc mat_rows(const Tensor& t, int64_t rows, int64_t cols) {
+  if (t.ndim() == 2 && t.dim(0) == rows && t.dim(1) == cols) return mat(t, false);
+  return mat(t.view(Shape{rows, cols}), false);
+}
+
 }  // namespace
 
 void set_num_threads(int n) { backend(Device::CPU).set_num_threads(n); }
@@ -109,6 +116,36 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, Activa
   o.b_scales = w_scales;
   if (x.ndim() == 2) return matmul(x, false, w, true, y, o);
   matmul(x.view(Shape{x.numel() / in, in}), false, w, true, y, o);
+}
+
+void linear_backward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor* dx,
+                     bool accumulate_dx, Tensor& dw, Tensor* db, ComputeType compute) {
+  if (w.ndim() != 2) fail("linear_backward", "expected a 2-D weight");
+  const int64_t out = w.dim(0), in = w.dim(1);
+  if (dy.numel() % out != 0 || x.numel() % in != 0 || dy.numel() / out != x.numel() / in)
+    fail("linear_backward", "x " + x.shape().str() + ", dy " + dy.shape().str() +
+                                " and the weight " + w.shape().str() + " do not match");
+  const int64_t rows = dy.numel() / out;
+  same_device("linear_backward", {&x, &dy, &w, dx, &dw, db});
+  need_f32("linear_backward", {&x, &dy, &w, dx, &dw, db});
+  if (compute != ComputeType::F32 && compute != ComputeType::BF16)
+    fail("linear_backward", "training products run in f32 or bf16");
+  check_shape(dw, Shape{out, in}, "linear_backward's weight gradient");
+  if (db) {
+    check_shape(*db, Shape{out}, "linear_backward's bias gradient");
+    if (!dy.contiguous()) fail("linear_backward", "a bias gradient needs a dense dy");
+  }
+  MatDesc dxd;
+  if (dx) {
+    if (!accumulate_dx) dx->resize(Shape{rows, in});
+    if (dx->numel() != rows * in)
+      fail("linear_backward", "dx " + dx->shape().str() + " does not hold " +
+                                  std::to_string(rows) + " rows of " + std::to_string(in));
+    dxd = mat_rows(*dx, rows, in);
+  }
+  be(dy).linear_backward(mat_rows(dy, rows, out), mat(w, false), mat_rows(x, rows, in),
+                         dx ? &dxd : nullptr, accumulate_dx,
+                         mat(dw, false), db ? db->data() : nullptr, compute);
 }
 
 void bmm(const Tensor& a, const Tensor& b, Tensor& c, float alpha, bool accumulate) {

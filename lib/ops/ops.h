@@ -47,6 +47,12 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
 void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
             Activation act = Activation::None, uint64_t constant_w = 0,
             ComputeType compute = ComputeType::F32, const Tensor* w_scales = nullptr);
+// The backward pass of linear (y = x W^T + b) for dy (N, out): dx = dy W
+// (resized; dx += when accumulate_dx; skipped when dx is null), dW += dy^T x
+// and, when db is given, db += dy's column sums.
+void linear_backward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor* dx,
+                     bool accumulate_dx, Tensor& dw, Tensor* db,
+                     ComputeType compute = ComputeType::F32);
 
 // Batched over the first two dims: c (B, H, M, N) = alpha * a (B, H, M, K)
 // b (B, H, K, N) (+ c). Any of the three may be strided views (head splits,
