@@ -487,8 +487,7 @@ void run(Opts& o) {
   Translator tr(model, o.search, o.batch_tokens, io::warn_on_stderr, o.workers, o.threads,
                 AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1},
                 ensemble ? &*ensemble : nullptr);
-  if (const std::string why = tr.set_continuous(o.batching == "continuous"); !why.empty())
-    io::warn_on_stderr("--batching continuous does not apply: " + why + "; batches run static");
+  tr.set_continuous(o.batching == "continuous");
   // Every worker may hold a batch at once: a --beam or --batch-tokens that
   // could take more than the machine has is refused before any work.
   if (const uint64_t phys = physical_memory_bytes()) {

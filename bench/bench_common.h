@@ -25,76 +25,74 @@ inline double peak_rss_mib() {
   return ru.ru_maxrss / 1024.0;
 }
 
-// Measured FP32 FMA throughput: independent FMA chains, enough of them to
-// cover the FMA latency, on every thread. This is the ceiling any GEMM can
-// reach here, whatever the vendor's nominal figure.
-inline double measured_peak_gflops(int threads) {
+// GFLOP/s of `chains(iters)` run on every thread, the best of three:
+// chains runs independent dependency chains (enough to cover the
+// instruction's latency) for iters rounds of flops_per_round each and
+// returns a value that keeps them alive.
+template <class Chains>
+double best_gflops(int threads, double flops_per_round, Chains chains) {
+  const long iters = 20'000'000;
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {
-    const long iters = 20'000'000;
     const double t0 = now();
     float sink = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
-    {
-#if defined(__AVX512F__)
-      __m512 a[12];
-      for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(1.f + i * 1e-3f);
-      const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-      for (long k = 0; k < iters; ++k)
-        for (int i = 0; i < 12; ++i) a[i] = _mm512_fmadd_ps(a[i], m, c);
-      for (int i = 0; i < 12; ++i) sink += _mm512_reduce_add_ps(a[i]);
-#else
-      __m256 a[12];
-      for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(1.f + i * 1e-3f);
-      const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-      for (long k = 0; k < iters; ++k)
-        for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
-      alignas(32) float out[8];
-      for (int i = 0; i < 12; ++i) {
-        _mm256_store_ps(out, a[i]);
-        for (float x : out) sink += x;
-      }
-#endif
-    }
+    sink += chains(iters);
     const double sec = now() - t0;
-#if defined(__AVX512F__)
-    const double lanes = 16;
-#else
-    const double lanes = 8;
-#endif
-    const double flops = 2.0 * lanes * 12 * iters * threads;
     if (sink == 12345.f) std::printf(" ");  // keep the loop alive
-    best = std::max(best, flops / sec / 1e9);
+    best = std::max(best, flops_per_round * iters * threads / sec / 1e9);
   }
   return best;
 }
 
+// Measured FP32 FMA throughput: 12 FMA chains on every thread. This is the
+// ceiling any f32 GEMM can reach here, whatever the vendor's nominal figure.
+inline double measured_peak_gflops(int threads) {
+#if defined(__AVX512F__)
+  return best_gflops(threads, 2.0 * 16 * 12, [](long iters) {
+    __m512 a[12];
+    for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(1.f + i * 1e-3f);
+    const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    for (long k = 0; k < iters; ++k)
+      for (int i = 0; i < 12; ++i) a[i] = _mm512_fmadd_ps(a[i], m, c);
+    float sink = 0;
+    for (int i = 0; i < 12; ++i) sink += _mm512_reduce_add_ps(a[i]);
+    return sink;
+  });
+#else
+  return best_gflops(threads, 2.0 * 8 * 12, [](long iters) {
+    __m256 a[12];
+    for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(1.f + i * 1e-3f);
+    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    for (long k = 0; k < iters; ++k)
+      for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
+    alignas(32) float out[8];
+    float sink = 0;
+    for (int i = 0; i < 12; ++i) {
+      _mm256_store_ps(out, a[i]);
+      for (float x : out) sink += x;
+    }
+    return sink;
+  });
+#endif
+}
+
 // Measured bf16 dot-product throughput (AVX512-BF16's vdpbf16ps: 32 bf16
-// products summed into 16 f32 lanes, 64 flops an instruction), as the FMA
-// peak is measured; 0 where this build or CPU has no AVX512-BF16. On an AMX
-// Xeon it measures about half the FMA peak: bf16 products run on the tiles
-// there instead.
+// products summed into 16 f32 lanes, 64 flops an instruction), 12 chains on
+// every thread; 0 where this build or CPU has no AVX512-BF16. On an AMX Xeon
+// it measured about half the FMA peak: bf16 products run on the tiles there.
 inline double measured_bf16_peak_gflops(int threads) {
 #if defined(__AVX512BF16__)
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    const long iters = 20'000'000;
-    const double t0 = now();
+  return best_gflops(threads, 64.0 * 12, [](long iters) {
+    __m512 a[12];
+    for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(1.f + i * 1e-3f);
+    const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+    for (long k = 0; k < iters; ++k)
+      for (int i = 0; i < 12; ++i) a[i] = _mm512_dpbf16_ps(a[i], x, x);
     float sink = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    {
-      __m512 a[12];
-      for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(1.f + i * 1e-3f);
-      const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
-      for (long k = 0; k < iters; ++k)
-        for (int i = 0; i < 12; ++i) a[i] = _mm512_dpbf16_ps(a[i], x, x);
-      for (int i = 0; i < 12; ++i) sink += _mm512_reduce_add_ps(a[i]);
-    }
-    const double sec = now() - t0;
-    if (sink == 12345.f) std::printf(" ");  // keep the loop alive
-    best = std::max(best, 64.0 * 12 * iters * threads / sec / 1e9);
-  }
-  return best;
+    for (int i = 0; i < 12; ++i) sink += _mm512_reduce_add_ps(a[i]);
+    return sink;
+  });
 #else
   (void)threads;
   return 0;

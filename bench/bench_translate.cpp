@@ -85,12 +85,11 @@ int real_text(int argc, char** argv) {
   }
   std::vector<std::string> src = io::read_lines(src_path);
   std::vector<std::string> ref = io::read_lines(ref_path);
-  Translator tr(model, opts, batch_tokens, {}, workers, threads);
+  Translator tr(model, opts, batch_tokens,
+                [](const std::string& m) { std::fprintf(stderr, "bench_translate: %s\n", m.c_str()); },
+                workers, threads);
   // --batching continuous: sentences join running batches as others finish.
-  if (const std::string why =
-          tr.set_continuous(arg_value(argc, argv, "--batching", "static") == "continuous");
-      !why.empty())
-    std::fprintf(stderr, "bench_translate: --batching continuous does not apply: %s\n", why.c_str());
+  tr.set_continuous(arg_value(argc, argv, "--batching", "static") == "continuous");
   // Warm-up: by default a pass over the same text (every shape it needs is
   // then built); --warmup-lines N warms up on the first N lines only and
   // times the rest, whose shapes are new.

@@ -31,6 +31,12 @@ inline uint16_t to_bf16(float x) {
   return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
 }
 
+// n floats rounded to bf16.
+inline void to_bf16_row(const float* src, uint16_t* dst, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) dst[j] = to_bf16(src[j]);
+}
+
 // Per-thread buffers that only grow (scratch): no allocation once warm.
 thread_local std::vector<uint16_t> a_bf16, b_bf16, dy_bf16;
 
@@ -42,12 +48,7 @@ std::array<int64_t, 2> convert_to_bf16(const MatDesc& m, uint16_t* out) {
   const int64_t lines = row_major ? R : C, len = row_major ? C : R;
   const int64_t ld = row_major ? m.strides[2] : m.strides[3];
 #pragma omp parallel for schedule(static) if (R * C > 65536)
-  for (int64_t i = 0; i < lines; ++i) {
-    const float* src = m.ptr + i * ld;
-    uint16_t* dst = out + i * len;
-#pragma omp simd
-    for (int64_t j = 0; j < len; ++j) dst[j] = to_bf16(src[j]);
-  }
+  for (int64_t i = 0; i < lines; ++i) to_bf16_row(m.ptr + i * ld, out + i * len, len);
   // A single row is dense either way; give oneDNN the plain strides then.
   return row_major || R == 1 ? std::array<int64_t, 2>{C, 1} : std::array<int64_t, 2>{1, R};
 }
@@ -118,11 +119,8 @@ void linear_backward_bf16(const MatDesc& dy, const MatDesc& w, const MatDesc& x,
   // operand, and read column-major as dw's.
   uint16_t* dy16 = scratch(dy_bf16, M * out);
   if (db)
-    add_column_sums_with(dy.ptr, dy.strides[2], M, out, db, [&](int64_t i, const float* row) {
-      uint16_t* d = dy16 + i * out;
-#pragma omp simd
-      for (int64_t c = 0; c < out; ++c) d[c] = to_bf16(row[c]);
-    });
+    add_column_sums_with(dy.ptr, dy.strides[2], M, out, db,
+                         [&](int64_t i, const float* row) { to_bf16_row(row, dy16 + i * out, out); });
   else
     convert_to_bf16(dy, dy16);
   GemmAttr attr;

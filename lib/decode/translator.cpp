@@ -64,7 +64,7 @@ Translator::~Translator() {
   for (auto& t : threads_) t.join();
 }
 
-std::string Translator::set_continuous(bool on) {
+void Translator::set_continuous(bool on) {
   std::string why;
   if (on && (attention_.alignments || attention_.matrix))
     why = "alignments and attention maps need each batch to run to its end";
@@ -73,7 +73,8 @@ std::string Translator::set_continuous(bool on) {
   else if (on && !decoder_.can_add_sentences())
     why = "this model cannot take sentences into a running batch";
   continuous_ = on && why.empty();
-  return why;
+  if (!why.empty() && warn_)
+    warn_("--batching continuous does not apply: " + why + "; batches run static");
 }
 
 // What a worker's search translates: the rest of the batch it started

@@ -98,9 +98,9 @@ class Translator {
              const Decodable* decoder = nullptr);
   // Continuous batching is off unless turned on here: on CPUs a batch that
   // shrinks costs less per step, so refilling it has not paid (README).
-  // Returns why it stays off when asked for where it cannot apply (attention
-  // maps and sampling need each batch to run to its end), else "".
-  std::string set_continuous(bool on);
+  // Asked for where it cannot apply (attention maps and sampling need each
+  // batch to run to its end), it stays off and says why through `warn`.
+  void set_continuous(bool on);
   // Sentences that joined running batches so far.
   int64_t joined() const {
     std::lock_guard<std::mutex> lock(mu_);
