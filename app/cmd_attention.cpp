@@ -18,7 +18,7 @@ namespace nmt::app {
 namespace {
 
 struct Opts {
-  std::string model, sentence, target, output, kind = "cross", compute;
+  std::string model, sentence, target, output, kind = "cross", compute, device = "cpu";
   int layer = 0;  // 1-based; 0: the second-to-last
   int head = 0;   // 1-based; 0: the mean of the heads
   bool mean = false;
@@ -45,7 +45,7 @@ void run(Opts& o) {
     throw UsageError("the sentence is empty");
   if (o.target_given && o.target.find_first_not_of(" \t\r") == std::string::npos)
     throw UsageError("--target is empty: give the translation to draw, or leave --target out");
-  LoadedModel model = load_model(o.model, o.compute);
+  LoadedModel model = load_model(o.model, o.compute, nullptr, open_device(o.device));
   const ModelConfig& cfg = model.config;
   const AttentionKind kind = o.kind == "self"           ? AttentionKind::EncoderSelf
                              : o.kind == "decoder-self" ? AttentionKind::DecoderSelf
@@ -129,6 +129,7 @@ void register_attention(CLI::App& app) {
   cmd->add_option("--beam", o->search.beam, "Beam size of the translation (1: greedy)")
       ->check(CLI::Range(1, 1024));
   add_compute_type_option(cmd, o->compute, "f32, bf16 or int8; default: the model's");
+  add_device_option(cmd, o->device);
   cmd->callback([o] { run(*o); });
 }
 

@@ -774,6 +774,7 @@ void add_model_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_option("--batch-tokens", cli.model.batch_tokens, "Target tokens per batch")
           ->check(CLI::Range(1, 1 << 24)));
   add(add_threads_option(cmd, cli.model.threads));
+  add(add_device_option(cmd, cli.model.device));
   add(cmd->add_flag("--progress", cli.model.progress,
                     "Print a progress line every 10 s on stderr (on a terminal a live line is "
                     "shown anyway)"));

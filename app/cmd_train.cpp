@@ -22,6 +22,7 @@
 #include <string>
 
 #include "commands.h"
+#include "core/comm.h"
 #include "core/error.h"
 #include "io/output_file.h"
 #include "io/text_file.h"
@@ -91,6 +92,7 @@ void register_train(CLI::App& app) {
     TrainOptions opts;
     nlohmann::json given = nlohmann::json::object();  // training options named on the command line
     int threads = 0;
+    std::string device = "cpu";
     CLI::App* app = nullptr;
     bool no_recipe = false, no_filter = false, no_shortlist = false;
   };
@@ -163,6 +165,7 @@ void register_train(CLI::App& app) {
       ->check(fraction("--label-smoothing"))
       ->default_str("recipe, or the config's");
   add_threads_option(cmd, cli->threads);
+  add_device_option(cmd, cli->device);
 
   // Options that the config's "training" object may also set, under the
   // same name with underscores; given here they win.
@@ -269,6 +272,10 @@ void register_train(CLI::App& app) {
     io::check_input_path(config_path, "-c", /*nonempty=*/true);
     ModelConfig cfg = load_config(config_path);
     TrainOptions opts = cli->opts;
+    opts.device = open_device(cli->device);
+    if (opts.device != Device::CPU && launched_distributed())
+      throw UsageError("--device " + cli->device +
+                       ": training on several processes runs on the CPU only for now");
     opts.recipe = !cli->no_recipe;
     opts.filter = !cli->no_filter;
     opts.shortlist = !cli->no_shortlist;

@@ -57,6 +57,7 @@ struct Opts {
   int workers = 0;
   std::string batching = "static";
   std::string compute;        // empty: the model file's
+  std::string device = "cpu";
   bool output_given = false;  // -o "" is an error, not stdout
   bool beam_given = false;
   std::string sampling;   // "topk:K", "topp:P" or "full" as given
@@ -464,7 +465,8 @@ void run(Opts& o) {
   // writes for (each must have the same).
   std::vector<LoadedModel> loaded;
   loaded.reserve(o.models.size());
-  for (const auto& m : o.models) loaded.push_back(load_model(m, o.compute));
+  const Device device = open_device(o.device);
+  for (const auto& m : o.models) loaded.push_back(load_model(m, o.compute, nullptr, device));
   LoadedModel& model = loaded[0];
   std::optional<Ensemble> ensemble;
   if (loaded.size() > 1) {
@@ -570,6 +572,7 @@ void register_translate(CLI::App& app) {
   add_compute_type_option(cmd, o->compute,
                           "f32, bf16 (AVX512-BF16 or AMX CPUs) or int8 for the weight products; "
                           "default: the model's (int8 after nmt quantize, else f32)");
+  add_device_option(cmd, o->device);
   cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")
       ->check(CLI::Range(1, 1024))
       ->each([o](const std::string&) { o->beam_given = true; });

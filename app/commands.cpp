@@ -57,6 +57,20 @@ CLI::Option* add_compute_type_option(CLI::App* cmd, std::string& compute, const 
       ->check(CLI::IsMember({"f32", "float32", "bf16", "bfloat16", "int8"}));
 }
 
+CLI::Option* add_device_option(CLI::App* cmd, std::string& device) {
+  return cmd
+      ->add_option("--device", device,
+                   "cpu, or cuda[:N]: the weights, activations and (training) gradients and "
+                   "optimiser state on that GPU; model files are the same either way")
+      ->capture_default_str();
+}
+
+Device open_device(const std::string& name) {
+  const Device d = parse_device(name);
+  require_device(d);
+  return d;
+}
+
 std::string version_text() {
   return std::string("nmt ") + NMT_VERSION + " (commit " + NMT_GIT_COMMIT + ", " + NMT_BUILD_TYPE +
          " build)\nbackends: " + backends_info();

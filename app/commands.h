@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "core/device.h"
 #include "core/error.h"
 
 namespace nmt::app {
@@ -35,6 +36,13 @@ CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
 // --compute-type for translation and scoring: f32, bf16 or int8 (and their
 // long names); empty keeps the model file's.
 CLI::Option* add_compute_type_option(CLI::App* cmd, std::string& compute, const std::string& help);
+
+// --device cpu|cuda[:N] (default cpu), for the commands that run a model.
+CLI::Option* add_device_option(CLI::App* cmd, std::string& device);
+// The device that --device names, ready to use: a usage error for a name
+// that is none; an Error (exit 1, one line) for a GPU that this build or
+// machine does not have ("no CUDA device is available").
+Device open_device(const std::string& name);
 
 // "nmt 0.2.0 (commit ..., Release)" and the backends compiled in.
 std::string version_text();

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "commands.h"
 #include "core/error.h"
 #include "decode/ensemble.h"
 #include "decode/scorer.h"
@@ -26,7 +27,9 @@ int run_model_score(const ModelScoreArgs& args) {
   if (!args.tgt.empty()) io::check_input_path(args.tgt, "--tgt");
   std::vector<LoadedModel> loaded;
   loaded.reserve(args.models.size());
-  for (const auto& path : args.models) loaded.push_back(load_model(path, args.compute));
+  const Device device = open_device(args.device);
+  for (const auto& path : args.models)
+    loaded.push_back(load_model(path, args.compute, nullptr, device));
   const LoadedModel& m = loaded[0];
   if (const std::string why = ensemble_mismatch(loaded, args.models); !why.empty())
     throw InputError("-m " + why);

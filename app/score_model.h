@@ -21,6 +21,7 @@ struct ModelScoreArgs {
   int batch_tokens = 4096;          // --batch-tokens: batch budget in target tokens
   int threads = 0;                  // --threads: CPU threads; 0 = all cores
   std::string compute;              // --compute-type: empty = the model file's
+  std::string device = "cpu";       // --device
   bool progress = false;            // --progress: plain progress lines where stderr is no terminal
 };
 

@@ -16,7 +16,7 @@
 #  - the backend parity harness on cuda (tests/backend_ops.cpp: every op
 #    against the CPU reference), in f32, bf16 and int8; a case whose op the
 #    CUDA backend lacks fails there, by name;
-#  - the unit tests' cuda cases, where there are any ([cuda] tag).
+#  - the unit tests' GPU cases ([gpu]: placement, training, decoding).
 # It prints one line per check and a summary, and exits non-zero if any failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,13 +85,13 @@ check() {
   run parity_f32 "$dir/bin/nmt_backend_ops" cuda -w NoTests "~[bf16]~[int8]"
   run parity_bf16 "$dir/bin/nmt_backend_ops" cuda --needs bf16 -w NoTests "[bf16]"
   run parity_int8 "$dir/bin/nmt_backend_ops" cuda --needs int8 -w NoTests "[int8]"
-  if "$dir/bin/nmt_tests" --list-tests "[cuda]" 2>/dev/null | grep -q "^  [a-z]"; then
-    run unit_cuda "$dir/bin/nmt_tests" "[cuda]"
-  fi
+  # Placement: training (f32 and bf16), saving, resuming, decoding and nmt
+  # train's whole run on the GPU against the CPU (tests/test_device.cpp).
+  run unit_gpu "$dir/bin/nmt_tests" --needs gpu -w NoTests "[gpu]"
   # Which cases failed, by name, for the issue's notes.
   # (Catch2's console report: a case's name follows the first of two rules.)
   awk 'FNR == 1 { rule = 0 } /^-+$/ && length($0) > 70 { if (++rule % 2 == 1) { getline; name = $0 } } /FAILED/ { print FILENAME ": " name }' \
-    "$out"/parity_*.log 2>/dev/null | sort -u >"$out/failures.txt"
+    "$out"/parity_*.log "$out"/unit_gpu.log 2>/dev/null | sort -u >"$out/failures.txt"
   [ -s "$out/failures.txt" ] && echo "failed cases ($(wc -l <"$out/failures.txt")):" && cat "$out/failures.txt"
   echo "summary: ${#names[@]} checks, $(printf '%s\n' "${codes[@]}" | grep -vc '^0$') not passed; logs in $out"
   exit "$failed"

@@ -43,7 +43,8 @@ inline void require_compute(Device d, ComputeType ct) {
   REQUIRE(why.empty());
 }
 
-// Takes "--needs CT" (CT: f32, bf16 or int8; repeatable) out of argv.
+// Takes "--needs CT" (CT: f32, bf16 or int8, or gpu: a CUDA device;
+// repeatable) out of argv.
 // Returns 77 after printing why when `d` lacks one of them, else 0 with
 // argv holding the remaining arguments for Catch.
 inline int take_needs(std::vector<char*>& args, Device d) {
@@ -54,8 +55,16 @@ inline int take_needs(std::vector<char*>& args, Device d) {
       continue;
     }
     if (i + 1 == args.size()) {
-      std::cerr << "--needs: expected f32, bf16 or int8\n";
+      std::cerr << "--needs: expected f32, bf16, int8 or gpu\n";
       return 2;
+    }
+    if (std::strcmp(args[i + 1], "gpu") == 0) {  // --needs gpu: a CUDA device
+      ++i;
+      if (!cuda_available()) {
+        std::cout << "skipped: no CUDA device, or built without CUDA\n";
+        return 77;
+      }
+      continue;
     }
     ComputeType ct;
     try {

@@ -119,4 +119,22 @@ no_bf16="^nmt: error: --compute-type bf16: bf16 needs a CPU with AVX512-BF16 or 
 ONEDNN_MAX_CPU_ISA=AVX2 expect_error "$no_bf16" "$NMT" translate -m "$WORK/m.nmt" --compute-type bf16
 ONEDNN_MAX_CPU_ISA=AVX2 expect_error "$no_bf16" "$NMT" train -c transformer-tiny \
   --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out "$WORK/b.nmt" --compute-type bf16
+# --device: where there is no GPU (or no CUDA in the build), asking for one
+# is one line and exit 1 before anything is read or written; a name that is
+# no device is a usage error.
+head -20 "$toy/dev.en" >"$WORK/dev.en" && head -20 "$toy/dev.de" >"$WORK/dev.de"
+if grep -qE "cuda: not built|cuda: built, not loadable|0 devices" "$WORK/version.txt"; then
+  no_gpu="^nmt: error: \\(no CUDA device is available\\|nmt was built without CUDA support\\)$"
+  expect_error "$no_gpu" "$NMT" translate -m "$WORK/m.nmt" --device cuda -i "$WORK/dev.en" -o "$WORK/d.txt"
+  [ ! -e "$WORK/d.txt" ] || fail "translate --device cuda without a GPU wrote its output"
+  expect_error "$no_gpu" "$NMT" score -m "$WORK/m.nmt" --src "$WORK/dev.en" --tgt "$WORK/dev.de" --device cuda:0
+  expect_error "$no_gpu" "$NMT" attention -m "$WORK/m.nmt" "A man." -o "$WORK/d.svg" --device cuda
+  expect_error "$no_gpu" "$NMT" train -c transformer-tiny --train-src "$toy/train.en" \
+    --train-tgt "$toy/train.de" --out "$WORK/d.nmt" --device cuda
+  [ ! -e "$WORK/d.nmt" ] && [ ! -e "$WORK/d.svg" ] || fail "--device cuda without a GPU wrote a file"
+fi
+expect_error "^nmt translate: error: --device: expected cpu or cuda\[:N\], got \"gpu\"" \
+  "$NMT" translate -m "$WORK/m.nmt" --device gpu
+"$NMT" translate -m "$WORK/m.nmt" --device cpu <"$WORK/dev.en" >"$WORK/dcpu.txt" || fail "--device cpu"
+"$NMT" translate -m "$WORK/m.nmt" <"$WORK/dev.en" | cmp -s - "$WORK/dcpu.txt" || fail "--device cpu differs from the default"
 echo "cli smoke: all checks passed"

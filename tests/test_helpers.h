@@ -150,7 +150,7 @@ inline double train_copy_task(Transformer& model, int steps, bool reverse = fals
   ParamStore& ps = model.params();
   Grads grads(ps);
   Activations acts;
-  Adam adam(ps.size());
+  Adam adam(ps.size(), ps.device());
   double last = 0;
   Tensor dlogits;
   for (int step = 1; step <= steps; ++step) {

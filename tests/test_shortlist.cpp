@@ -206,6 +206,7 @@ class MaskedByHand : public Decodable {
     }
   }
   const ModelConfig& config() const override { return m_.config(); }
+  Device device() const override { return m_.device(); }
   void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam, int64_t max_len,
                       DecodeState& st, int64_t max_sentences) const override {
     live_.resize(B);

@@ -217,6 +217,10 @@ class Backend {
 // The backend of a device. In a build without CUDA, Device::CUDA throws
 // "nmt was built without CUDA support".
 Backend& backend(Device d);
+// Tests only: serve device d with b from now on (null: its own backend
+// again), so that a stand-in with memory the host cannot read checks on any
+// machine that nothing above the seam touches a device's memory.
+void install_backend_for_testing(Device d, Backend* b);
 // Throws InputError "--compute-type T: <why>" unless device d runs products
 // with constant weights (and, for bf16, training products) in t.
 void require_compute_type(Device d, ComputeType t);

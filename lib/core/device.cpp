@@ -2,6 +2,8 @@
 // only to lib/cuda: a build without it compiles lib/cuda/no_cuda.cpp.
 #include "core/device.h"
 
+#include <atomic>
+
 #include "core/backend.h"
 #include "core/comm.h"
 #include "core/error.h"
@@ -25,7 +27,21 @@ ComputeType parse_compute_type(const std::string& name) {
   throw UsageError("--compute-type: expected f32, bf16 or int8, got \"" + name + "\"");
 }
 
-Backend& backend(Device d) { return d == Device::CPU ? cpu_backend() : cuda_backend(); }
+namespace {
+// Stand-ins that tests install for a device (see install_backend_for_testing).
+std::atomic<Backend*> stand_in[2] = {nullptr, nullptr};
+}  // namespace
+
+void install_backend_for_testing(Device d, Backend* b) {
+  stand_in[static_cast<int>(d)].store(b, std::memory_order_release);
+}
+
+Backend& backend(Device d) {
+  if (Backend* b = stand_in[static_cast<int>(d)].load(std::memory_order_acquire)) return *b;
+  return d == Device::CPU ? cpu_backend() : cuda_backend();
+}
+
+void require_device(Device d) { backend(d); }
 
 void require_compute_type(Device d, ComputeType t) {
   const std::string why = backend(d).unsupported(t);

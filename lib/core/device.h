@@ -26,6 +26,10 @@ inline const char* compute_type_name(ComputeType t) {
 // f32/float32, bf16/bfloat16 or int8; throws InputError naming the choices.
 ComputeType parse_compute_type(const std::string& name);
 
+// Throws Error saying why unless device d can run here: "nmt was built
+// without CUDA support", "no CUDA device is available".
+void require_device(Device d);
+
 // True when the build has CUDA, its library (libnmt_cuda.so) loads, and a GPU
 // is present.
 bool cuda_available();

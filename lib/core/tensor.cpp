@@ -155,6 +155,16 @@ void Tensor::resize(Shape shape) {
   set_shape(shape);
 }
 
+void Tensor::resize(Shape shape, Device device) {
+  if (device != device_) {
+    if (!owned_ && (data_ || capacity_)) throw Error("cannot move a tensor view to another device");
+    release();
+    device_ = device;
+    owned_ = true;
+  }
+  resize(shape);
+}
+
 void Tensor::zero() {
   if (numel() == 0) return;
   if (!contiguous()) throw Error("zero() of a strided view");

@@ -63,6 +63,10 @@ class Tensor {
   // Contents are unspecified afterwards. A view takes any shape that fits
   // the memory it was made over, and cannot grow beyond it.
   void resize(Shape shape);
+  // The same on `device`: an owned tensor on another device (an output the
+  // ops tier places beside its inputs, a member first sized for a model on
+  // a GPU) drops its memory there and allocates here; a view cannot move.
+  void resize(Shape shape, Device device);
   // Changes the shape within the capacity, keeping the contents (a buffer
   // sized ahead for rows that join it later); throws if it does not fit.
   void grow(Shape shape);

@@ -11,6 +11,9 @@ namespace nmt {
 
 Ensemble::Ensemble(std::vector<const Transformer*> members) : members_(std::move(members)) {
   if (members_.empty()) throw Error("an ensemble needs a model");
+  for (const Transformer* m : members_)
+    if (m->device() != members_[0]->device())
+      throw Error("an ensemble's models must be on one device");
 }
 
 void Ensemble::mirror(DecodeState& st) const {

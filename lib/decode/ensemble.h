@@ -18,6 +18,7 @@ class Ensemble final : public Decodable {
  public:
   explicit Ensemble(std::vector<const Transformer*> members);
   const ModelConfig& config() const override { return members_[0]->config(); }
+  Device device() const override { return members_[0]->device(); }
   void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam, int64_t max_len,
                       DecodeState& st, int64_t max_sentences = 0) const override;
   // Returns log(sum of the members' probabilities): log-probabilities up to

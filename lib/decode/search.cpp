@@ -353,7 +353,7 @@ void BeamSearch::set_output_vocab() {
     for (const auto& c : req.constraints)
       for (int32_t t : c) allow(t);
   }
-  st_.vocab_mask.resize(Shape{B, W});
+  st_.vocab_mask.resize(Shape{B, W}, model_.device());
   ops::upload(mask.data(), st_.vocab_mask);
 }
 

@@ -2,11 +2,12 @@
 
 namespace nmt {
 
-void Arena::lay_out(const std::function<void(Arena&)>& layout) {
+void Arena::lay_out(Device device, const std::function<void(Arena&)>& layout) {
   binding_ = false;
   used_ = 0;
   layout(*this);
-  if (used_ > buffer_.numel()) buffer_.resize(Shape{used_});  // grows by half again
+  if (used_ > buffer_.numel() || buffer_.device() != device)
+    buffer_.resize(Shape{used_}, device);  // grows by half again
   binding_ = true;
   used_ = 0;
   layout(*this);

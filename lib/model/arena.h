@@ -15,8 +15,8 @@ namespace nmt {
 class Arena {
  public:
   // Calls layout(*this) once to measure and once to bind: inside it, each
-  // take() gives a tensor its view (64-byte aligned).
-  void lay_out(const std::function<void(Arena&)>& layout);
+  // take() gives a tensor its view (64-byte aligned) on `device`.
+  void lay_out(Device device, const std::function<void(Arena&)>& layout);
   void take(Tensor& t, Shape shape, DType dtype = DType::F32);  // 4-byte dtypes
   int64_t bytes() const { return buffer_.numel() * 4; }
 

@@ -48,13 +48,13 @@ void MultiHeadAttention::forward(const Tensor& xq, const Tensor* xkv, int64_t B,
     v = heads(a.proj_kv, B, S, H_, dv_, Wk);
   }
   if (!a.keep_probs && !training && (!mask || mask->dim(2) == 1)) {
-    a.ctx.resize(Shape{B * T, H_ * dv_});
+    a.ctx.resize(Shape{B * T, H_ * dv_}, xq.device());
     Tensor ctx = heads(a.ctx, B, T, H_, dv_, 0);
     ops::attend(q, k, v, mask, scale(), ctx);
     out_.forward(a.ctx, y);
     return;
   }
-  a.probs.resize(Shape{B, H_, T, S});
+  a.probs.resize(Shape{B, H_, T, S}, xq.device());
   ops::bmm(q, transposed(k), a.probs, scale());
   ops::masked_softmax_(a.probs, mask);
   const Tensor* p = &a.probs;
@@ -63,7 +63,7 @@ void MultiHeadAttention::forward(const Tensor& xq, const Tensor* xkv, int64_t B,
     ops::dropout_(a.probs_drop, attn_dropout_, seed);
     p = &a.probs_drop;
   }
-  a.ctx.resize(Shape{B * T, H_ * dv_});
+  a.ctx.resize(Shape{B * T, H_ * dv_}, xq.device());
   Tensor ctx = heads(a.ctx, B, T, H_, dv_, 0);
   ops::bmm(*p, v, ctx);
   out_.forward(a.ctx, y);
@@ -78,13 +78,13 @@ void MultiHeadAttention::backward(const Tensor& xq, const Tensor* xkv, int64_t B
 
   Tensor q, k, v, dq, dk, dv;
   if (self_) {
-    s.dproj_q.resize(Shape{B * T, 2 * Wk + Wv});
+    s.dproj_q.resize(Shape{B * T, 2 * Wk + Wv}, dy.device());
     q = heads(a.proj_q, B, T, H_, dk_, 0), dq = heads(s.dproj_q, B, T, H_, dk_, 0);
     k = heads(a.proj_q, B, T, H_, dk_, Wk), dk = heads(s.dproj_q, B, T, H_, dk_, Wk);
     v = heads(a.proj_q, B, T, H_, dv_, 2 * Wk), dv = heads(s.dproj_q, B, T, H_, dv_, 2 * Wk);
   } else {
-    s.dproj_q.resize(Shape{B * T, Wk});
-    s.dproj_kv.resize(Shape{B * S, Wk + Wv});
+    s.dproj_q.resize(Shape{B * T, Wk}, dy.device());
+    s.dproj_kv.resize(Shape{B * S, Wk + Wv}, dy.device());
     q = heads(a.proj_q, B, T, H_, dk_, 0), dq = heads(s.dproj_q, B, T, H_, dk_, 0);
     k = heads(a.proj_kv, B, S, H_, dk_, 0), dk = heads(s.dproj_kv, B, S, H_, dk_, 0);
     v = heads(a.proj_kv, B, S, H_, dv_, Wk), dv = heads(s.dproj_kv, B, S, H_, dv_, Wk);
@@ -93,7 +93,7 @@ void MultiHeadAttention::backward(const Tensor& xq, const Tensor* xkv, int64_t B
   const Tensor dctx = heads(s.dctx, B, T, H_, dv_, 0);
   // dV = P^T dctx ; dP = dctx V^T
   ops::bmm(transposed(P), dctx, dv);
-  s.dprobs.resize(a.probs.shape());
+  s.dprobs.resize(a.probs.shape(), dy.device());
   ops::bmm(dctx, transposed(v), s.dprobs);
   if (dropped) ops::dropout_(s.dprobs, attn_dropout_, seed);
   ops::softmax_backward(a.probs, s.dprobs, s.dscores);
@@ -142,7 +142,7 @@ void MultiHeadAttention::step_self(const Tensor& x, KVCache& cache,
   const Tensor q = s.proj.strided(Shape{N, H_, 1, dk_}, {ld, dk_, ld, 1});
   const Tensor k = cache.k.strided(Shape{N, H_, L, dk_}, {cap * Wk, dk_, Wk, 1});
   const Tensor v = cache.v.strided(Shape{N, H_, L, dv_}, {cap * Wv, dv_, Wv, 1});
-  s.ctx.resize(Shape{N, Wv});
+  s.ctx.resize(Shape{N, Wv}, x.device());
   Tensor ctx = s.ctx.strided(Shape{N, H_, 1, dv_}, {Wv, dv_, Wv, 1});
   ops::attend(q, k, v, mask, scale(), ctx);
   out_.forward(s.ctx, y);
@@ -156,7 +156,7 @@ void MultiHeadAttention::step_cross(const Tensor& x, const Tensor& kv, int64_t B
   const int64_t Wk = H_ * dk_, Wv = H_ * dv_;
   q_.forward(x, s.proj);
   const Tensor q = s.proj.strided(Shape{B, H_, beam, dk_}, {beam * Wk, dk_, Wk, 1});
-  s.ctx.resize(Shape{B * beam, Wv});
+  s.ctx.resize(Shape{B * beam, Wv}, x.device());
   Tensor ctx = s.ctx.strided(Shape{B, H_, beam, dv_}, {beam * Wv, dv_, Wv, 1});
   ops::attend(q, heads(kv, B, S, H_, dk_, 0), heads(kv, B, S, H_, dv_, Wk), &mask, scale(), ctx);
   out_.forward(s.ctx, y);

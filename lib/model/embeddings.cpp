@@ -41,12 +41,19 @@ Embeddings::Embeddings(ParamStore& store, const std::string& name, const Param* 
                              1.f / std::sqrt(static_cast<float>(D_)), /*quantisable=*/false);
 }
 
-void Embeddings::init_tables() {
+void Embeddings::init_tables(Device device) {
   if (learned_pos_ || !sinusoids_.empty()) return;
+  Tensor host;  // computed on the host, then placed
   if (concat_)
-    sinusoidal_positions_concat(max_pos_, D_, sinusoids_);
+    sinusoidal_positions_concat(max_pos_, D_, host);
   else
-    sinusoidal_positions(max_pos_, D_, sinusoids_);
+    sinusoidal_positions(max_pos_, D_, host);
+  if (device == Device::CPU) {
+    sinusoids_ = std::move(host);
+    return;
+  }
+  sinusoids_.resize(host.shape(), device);
+  ops::upload(host.data(), sinusoids_);
 }
 
 void Embeddings::forward(const Tensor& tokens, int64_t T, int64_t pos0, Tensor& y, bool training,

@@ -31,7 +31,7 @@ class Embeddings {
              const ModelConfig& cfg);
   // Computes the sinusoid table; done with the parameters' allocation, so
   // that a model file is checked before its sizes cost any memory.
-  void init_tables();
+  void init_tables(Device device);
 
   // tokens (B*T) ids, I32; the position of column t is pos0 + t. Dropout
   // (seeded) only when training.

@@ -7,7 +7,8 @@
 
 namespace nmt {
 
-LoadedModel load_model(const std::string& path, const std::string& compute, FileChecksum* sum) {
+LoadedModel load_model(const std::string& path, const std::string& compute, FileChecksum* sum,
+                       Device device) {
   LoadedModel m;
   std::string spm;
   Vocab source;
@@ -21,13 +22,11 @@ LoadedModel load_model(const std::string& path, const std::string& compute, File
   if (f.has(kShortlistTensor))
     m.shortlist = Shortlist::parse(f.read_bytes(kShortlistTensor), m.config.source_vocab(),
                                    m.config.vocab_size, path);
-  m.net = std::make_unique<Transformer>(m.config);
+  require_compute_type(device, m.compute);  // before any work
+  m.net = std::make_unique<Transformer>(m.config, device);
   // int8 holds the matrices as s8 rows from the start, never as floats (an
   // f32 file's rounded as nmt quantize would have written them).
-  if (m.compute == ComputeType::INT8) {
-    require_compute_type(Device::CPU, m.compute);  // before any work
-    m.net->init_for_loading(/*int8=*/true);
-  }
+  if (m.compute == ComputeType::INT8) m.net->init_for_loading(/*int8=*/true);
   load_weights(f, *m.net);
   // Translation and scoring never change it.
   freeze_for_inference(m.net->params(), m.compute);

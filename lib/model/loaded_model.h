@@ -37,7 +37,9 @@ struct LoadedModel {
 // InputError that says why.
 // The file is read once, so it may be a pipe (`-m <(zcat m.nmt.gz)`); sum,
 // when given, gets the size and CRC-32 of its bytes.
+// device: where the weights go (read on the host, then placed there once);
+// everything the model lays out to translate or score follows them.
 LoadedModel load_model(const std::string& path, const std::string& compute = "",
-                       FileChecksum* sum = nullptr);
+                       FileChecksum* sum = nullptr, Device device = Device::CPU);
 
 }  // namespace nmt

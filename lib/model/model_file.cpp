@@ -23,6 +23,7 @@
 #include "model/quantise.h"
 #include "model/transformer.h"
 #include "model/vocab.h"
+#include "ops/ops.h"
 
 namespace nmt {
 
@@ -425,18 +426,23 @@ void save_model(const std::string& path, Transformer& model, const VocabTensors&
   if (int8) meta["quantization"] = "int8";
   std::vector<NamedTensor> tensors;
   std::deque<Int8Rows> rows;  // the int8 tensors' storage, until written
-  for (const auto& p : model.params().params()) {
+  std::vector<float> staging;  // the f32 values of a store on another device
+  const ParamStore& store = model.params();
+  const float* values =
+      store.holds_int8() ? nullptr : ops::host_data(store.values(), staging);
+  for (const auto& p : store.params()) {
     if (p.value.dtype() == DType::S8) {  // a store that holds int8 writes what it holds
       if (!int8) throw Error("save_model: an int8 model can only be written as int8");
       tensors.push_back({p.name, p.shape, p.value.raw(), DType::S8});
       tensors.push_back({p.name + ".scale", Shape{p.shape[0]}, p.scales.data()});
       continue;
     }
+    const float* v = values ? values + p.offset : p.value.data();
     if (!int8 || !p.quantisable) {
-      tensors.push_back({p.name, p.shape, p.value.data()});
+      tensors.push_back({p.name, p.shape, v});
       continue;
     }
-    const Int8Rows& q = rows.emplace_back(quantise_rows(p.value.data(), p.shape[0], p.shape[1]));
+    const Int8Rows& q = rows.emplace_back(quantise_rows(v, p.shape[0], p.shape[1]));
     tensors.push_back({p.name, p.shape, q.values.data(), DType::S8});
     tensors.push_back({p.name + ".scale", Shape{p.shape[0]}, q.scales.data()});
   }
@@ -590,6 +596,10 @@ void load_weights(const FileContents& file, Transformer& model, const std::strin
   for (auto& p : store.params()) file.check_f32(prefix + p.name, p.shape);
   file.check_layout();  // a gap, now that no tensor is missing
   if (!store.allocated()) model.init_for_loading();
+  // A store on another device is read into host staging and placed once.
+  const bool on_host = store.device() == Device::CPU;
+  std::vector<float> staging;
+  if (!on_host) staging.assign(static_cast<size_t>(store.size()), 0.f);
   bool all_zero = true;  // a model that translates everything to nothing:
                          // never trained, or its data wiped
   for (const Param& p : store.params()) {
@@ -599,12 +609,13 @@ void load_weights(const FileContents& file, Transformer& model, const std::strin
       const int8_t* q = v.data_as<int8_t>();
       all_zero = all_zero && std::all_of(q, q + v.numel(), [](int8_t x) { return x == 0; });
     } else {
-      file.read_f32(prefix + p.name, p.shape, v.data());
-      all_zero = all_zero && std::all_of(v.data(), v.data() + v.numel(),
-                                         [](float x) { return x == 0.f; });
+      float* dst = on_host ? v.data() : staging.data() + p.offset;
+      file.read_f32(prefix + p.name, p.shape, dst);
+      all_zero = all_zero && std::all_of(dst, dst + v.numel(), [](float x) { return x == 0.f; });
     }
   }
   if (all_zero) throw InputError(file.source + ": every weight is zero (not a trained model)");
+  if (!on_host) ops::upload(staging.data(), store.values());
 }
 
 }  // namespace nmt

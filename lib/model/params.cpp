@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cmath>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -14,10 +16,10 @@ namespace {
 std::atomic<uint64_t> next_store_id{1};
 }  // namespace
 
-ParamStore::ParamStore() : id_(next_store_id++) {}
+ParamStore::ParamStore(Device device) : id_(next_store_id++), device_(device) {}
 
 ParamStore::~ParamStore() {
-  if (frozen_ && allocated()) backend(values_.device()).forget_constants(id_);
+  if (frozen_ && allocated()) backend(device_).forget_constants(id_);
 }
 
 ConstantOwner& ConstantOwner::operator=(ConstantOwner&& o) noexcept {
@@ -70,15 +72,20 @@ const Param* ParamStore::find(const std::string& name) const {
 
 void ParamStore::allocate_zeros() {
   if (allocated()) throw Error("the parameters are allocated already");
-  values_ = Tensor(Shape{total_});  // zeroed
-  for (auto& p : params_) p.value = Tensor::view_of(values_.data() + p.offset, p.shape);
+  values_ = Tensor(Shape{total_}, device_);  // zeroed
+  for (auto& p : params_) p.value = Tensor::view_of(values_.data() + p.offset, p.shape, device_);
 }
 
 void ParamStore::allocate(uint64_t seed) {
   allocate_zeros();
+  // Drawn on the host, in one order whatever the device, so that a seed
+  // gives the same model everywhere.
+  std::vector<float> staging;
+  float* base = values_.data();
+  if (device_ != Device::CPU) staging.assign(static_cast<size_t>(total_), 0.f), base = staging.data();
   std::mt19937_64 rng(seed);
   for (auto& p : params_) {
-    float* v = p.value.data();
+    float* v = base + p.offset;
     const int64_t n = p.shape.numel();
     switch (p.init) {
       case Init::Zeros:
@@ -100,9 +107,13 @@ void ParamStore::allocate(uint64_t seed) {
       }
     }
   }
+  if (device_ != Device::CPU) backend(device_).from_host(values_.raw(), base, values_.bytes());
 }
 
 void ParamStore::lay_out_int8() {
+  if (device_ != Device::CPU)
+    throw Error(std::string("int8 weights are held on the CPU only, not on ") +
+                device_name(device_));
   int64_t floats = 0, bytes = 0, rows = 0;
   for (const Param& p : params_) {
     if (p.quantisable)
@@ -111,7 +122,7 @@ void ParamStore::lay_out_int8() {
       floats += (p.shape.numel() + 15) / 16 * 16;
   }
   values_ = Tensor(Shape{floats});
-  int8_ = Tensor(Shape{bytes}, values_.device(), DType::S8);
+  int8_ = Tensor(Shape{bytes}, Device::CPU, DType::S8);
   scales_ = Tensor(Shape{rows});  // all three zeroed
   floats = bytes = rows = 0;
   for (Param& p : params_) {

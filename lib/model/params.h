@@ -40,7 +40,9 @@ struct Param {
 
 class ParamStore {
  public:
-  ParamStore();
+  // The values live on `device`: files, initialisation and checkpoints go
+  // through host staging, and only the backend touches them there.
+  explicit ParamStore(Device device = Device::CPU);
   ~ParamStore();
   ParamStore(const ParamStore&) = delete;
   ParamStore& operator=(const ParamStore&) = delete;
@@ -57,6 +59,7 @@ class ParamStore {
   // Allocates a store for translation in int8: its quantisable matrices get
   // s8 values and a scale per row (zero), the rest f32 values (zero), so
   // that an int8 model is never held as floats. Nothing trains such a store.
+  // On the CPU only (no other backend runs int8 products).
   void allocate_int8();
   // Turns an allocated f32 store into that form: each quantisable matrix
   // rounded per row (model/quantise.h's rounding) and its floats released.
@@ -92,7 +95,7 @@ class ParamStore {
   // store holds int8: then only those of the parameters that are not.
   Tensor& values() { return values_; }
   const Tensor& values() const { return values_; }
-  Device device() const { return values_.device(); }
+  Device device() const { return device_; }
 
  private:
   // Binds the int8 layout: values_ for the f32 parameters, int8_ and
@@ -104,6 +107,7 @@ class ParamStore {
   Tensor values_;
   Tensor int8_, scales_;  // S8 and F32, when the store holds int8
   uint64_t id_;
+  Device device_;
   bool frozen_ = false;
   ComputeType compute_ = ComputeType::F32;
 };
@@ -141,8 +145,10 @@ class ConstantOwner {
 // layers below are still being computed.
 class Grads {
  public:
-  explicit Grads(const ParamStore& store) : buffer_(Shape{store.size()}) {}
-  Tensor of(const Param* p) { return Tensor::view_of(buffer_.data() + p->offset, p->shape); }
+  explicit Grads(const ParamStore& store) : buffer_(Shape{store.size()}, store.device()) {}
+  Tensor of(const Param* p) {
+    return Tensor::view_of(buffer_.data() + p->offset, p->shape, buffer_.device());
+  }
   Tensor& buffer() { return buffer_; }
   void zero() { buffer_.zero(); }
 

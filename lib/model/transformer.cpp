@@ -57,7 +57,7 @@ TokenBatch make_batch(const std::vector<const std::vector<int32_t>*>& src,
   return make_batch(src, tgt, cfg);
 }
 
-Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
+Transformer::Transformer(const ModelConfig& cfg, Device device) : cfg_(cfg), store_(device) {
   const float emb_std = 1.f / std::sqrt(static_cast<float>(cfg.d_model));
   const Shape table{cfg.vocab_size, cfg.d_model};
   if (cfg.tie_embeddings) {
@@ -79,8 +79,8 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
 
 void Transformer::init(uint64_t seed) {
   store_.allocate(seed);
-  src_embed_->init_tables();
-  tgt_embed_->init_tables();
+  src_embed_->init_tables(store_.device());
+  tgt_embed_->init_tables(store_.device());
 }
 
 void Transformer::init_for_loading(bool int8) {
@@ -88,8 +88,8 @@ void Transformer::init_for_loading(bool int8) {
     store_.allocate_int8();
   else
     store_.allocate_zeros();
-  src_embed_->init_tables();
-  tgt_embed_->init_tables();
+  src_embed_->init_tables(store_.device());
+  tgt_embed_->init_tables(store_.device());
 }
 
 void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool training) const {
@@ -106,7 +106,7 @@ void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool 
   const int64_t pre_act = training && cfg_.ffn_activation() != Activation::Relu ? 1 : 0;
   a.encoder.layers.resize(encoder_->depth());
   a.decoder.layers.resize(decoder_->layers().size());
-  a.arena.lay_out([&](Arena& ar) {
+  a.arena.lay_out(store_.device(), [&](Arena& ar) {
     // Weights are kept for training, for attention maps, and where a causal
     // mask needs the GEMMs (decoder self-attention).
     auto attn = [&](AttnActs& x, int64_t rows_q, int64_t rows_kv, int64_t Tq, int64_t Sk, bool self,
@@ -231,13 +231,13 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   st.S = S;
   st.max_B = cap;
   st.pos.assign(static_cast<size_t>(B), 0);
-  st.self_mask.resize(Shape{0});
-  st.src_ids.resize(Shape{B * S});
+  st.self_mask.resize(Shape{0}, store_.device());
+  st.src_ids.resize(Shape{B * S}, store_.device());
   ops::upload(src, st.src_ids);
   // Sized for cap sentences first: sentences that join later grow these
   // within their capacity, which keeps what they hold.
-  st.src_mask.resize(Shape{cap, 1, 1, S});
-  st.src_mask.resize(Shape{B, 1, 1, S});
+  st.src_mask.resize(Shape{cap, 1, 1, S}, store_.device());
+  st.src_mask.resize(Shape{B, 1, 1, S}, store_.device());
   ops::padding_mask(st.src_ids, kNoToken, st.src_mask);
   src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
   // Two sets of activations, taken in turn: a 6-layer base model's encoder
@@ -250,13 +250,13 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   st.self.resize(layers.size());
   const int64_t kvw = cfg_.qk_width() + cfg_.v_width();
   for (size_t i = 0; i < layers.size(); ++i) {
-    st.cross_kv[i].resize(Shape{cap * S, kvw});
+    st.cross_kv[i].resize(Shape{cap * S, kvw}, store_.device());
     layers[i].cross_attention().project_kv(encoder_->output(st.encoder), st.cross_kv[i]);
     KVCache& c = st.self[i];
     c.len = 0;
     c.capacity = max_len;
-    c.k.resize(Shape{cap * beam, max_len, cfg_.qk_width()});
-    c.v.resize(Shape{cap * beam, max_len, cfg_.v_width()});
+    c.k.resize(Shape{cap * beam, max_len, cfg_.qk_width()}, store_.device());
+    c.v.resize(Shape{cap * beam, max_len, cfg_.v_width()}, store_.device());
   }
   select_output_rows(st);
 }
@@ -292,9 +292,9 @@ void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
   // Encoded as a batch of their own (a sentence's encoding never depends on
   // its batch), in the encoder's scratch, which nothing reads after
   // start_decoding.
-  st.src_ids.resize(Shape{n * S});
+  st.src_ids.resize(Shape{n * S}, store_.device());
   ops::upload(src, st.src_ids);
-  st.join_mask.resize(Shape{n, 1, 1, S});
+  st.join_mask.resize(Shape{n, 1, 1, S}, store_.device());
   ops::padding_mask(st.src_ids, kNoToken, st.join_mask);
   src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
   encoder_->forward(st.src_x, n, S, st.join_mask, st.encoder, false, 0);
@@ -302,7 +302,7 @@ void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
   st.join_host.assign(static_cast<size_t>(n * W), kNoToken);
   for (int64_t b = 0; b < n; ++b)
     std::copy(src + b * S, src + (b + 1) * S, st.join_host.begin() + b * W);
-  st.join_ids.resize(Shape{n * W});
+  st.join_ids.resize(Shape{n * W}, store_.device());
   ops::upload(st.join_host.data(), st.join_ids);
   st.src_mask.grow(Shape{B0 + n, 1, 1, W});
   Tensor mask_rows = st.src_mask.rows(B0, B0 + n);
@@ -332,17 +332,17 @@ void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
 const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) const {
   const int64_t N = st.rows();
   if (static_cast<int64_t>(st.pos.size()) != N) throw Error("decoder step: a position per row needed");
-  st.ids.resize(Shape{N});
+  st.ids.resize(Shape{N}, store_.device());
   ops::upload(last_tokens, st.ids);
   int32_t lo = st.pos.empty() ? 0 : st.pos[0], last = lo;
   for (int32_t p : st.pos) lo = std::min(lo, p), last = std::max(last, p);
   if (lo == last) {
     tgt_embed_->forward(st.ids, 1, lo, st.x, false, 0);
-    st.self_mask.resize(Shape{0});
+    st.self_mask.resize(Shape{0}, store_.device());
   } else {
     // A run of rows per position; and the mask that hides, from each row,
     // the positions after its own.
-    st.x.resize(Shape{N, cfg_.d_model});
+    st.x.resize(Shape{N, cfg_.d_model}, store_.device());
     for (int64_t r0 = 0, r1 = 0; r0 < N; r0 = r1) {
       for (r1 = r0 + 1; r1 < N && st.pos[r1] == st.pos[r0];) ++r1;
       Tensor x = st.x.rows(r0, r1);
@@ -353,7 +353,7 @@ const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) con
     for (int64_t r = 0; r < N; ++r)
       std::fill(st.self_mask_host.begin() + r * L + st.pos[r] + 1, st.self_mask_host.begin() + (r + 1) * L,
                 -1e9f);
-    st.self_mask.resize(Shape{N, L});
+    st.self_mask.resize(Shape{N, L}, store_.device());
     ops::upload(st.self_mask_host.data(), st.self_mask);
   }
   decoder_->step(st.x, st, st.y);
@@ -400,16 +400,16 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
     for (Tensor& kv : st.cross_kv) {
       Tensor rows3 = kv.view(Shape{st.B, S, kvw});
       ops::reorder_cache(rows3, keep, S, st.spare);
-      kv.resize(Shape{newB * S, kvw});
+      kv.resize(Shape{newB * S, kvw}, store_.device());
     }
     Tensor mask3 = st.src_mask.view(Shape{st.B, 1, S});
     ops::reorder_cache(mask3, keep, 1, st.spare);
-    st.src_mask.resize(Shape{newB, 1, 1, S});
+    st.src_mask.resize(Shape{newB, 1, 1, S}, store_.device());
     if (st.vocab_mask.numel()) {
       const int64_t W = st.vocab_mask.dim(1);
       Tensor vm3 = st.vocab_mask.view(Shape{st.B, 1, W});
       ops::reorder_cache(vm3, keep, 1, st.spare);
-      st.vocab_mask.resize(Shape{newB, W});
+      st.vocab_mask.resize(Shape{newB, W}, store_.device());
     }
   }
   st.B = newB;

@@ -86,6 +86,8 @@ class Decodable {
  public:
   virtual ~Decodable() = default;
   virtual const ModelConfig& config() const = 0;
+  // Where its weights and decoding state live.
+  virtual Device device() const = 0;
   // See Transformer's.
   virtual void start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
                               int64_t max_len, DecodeState& st,
@@ -101,7 +103,9 @@ class Decodable {
 
 class Transformer : public Decodable {
  public:
-  explicit Transformer(const ModelConfig& cfg);
+  // The weights, and every activation and decoding state the model lays
+  // out, live on `device`.
+  explicit Transformer(const ModelConfig& cfg, Device device = Device::CPU);
   // Allocates the parameters and initialises them from the seed.
   void init(uint64_t seed);
   // Allocates them as zeros, to be loaded: in f32, or, to translate in
@@ -109,6 +113,7 @@ class Transformer : public Decodable {
   void init_for_loading(bool int8 = false);
 
   const ModelConfig& config() const override { return cfg_; }
+  Device device() const override { return store_.device(); }
   ParamStore& params() { return store_; }
   const ParamStore& params() const { return store_; }
 

@@ -72,7 +72,7 @@ int64_t primitives_created() { return backend(Device::CPU).primitives_created();
 void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
             const MatmulOpts& o) {
   if (a.ndim() != 2 || b.ndim() != 2) fail("matmul", "expected 2-D tensors");
-  same_device("matmul", {&a, &b, &c, o.bias, o.b_scales});
+  same_device("matmul", {&a, &b, o.accumulate ? &c : nullptr, o.bias, o.b_scales});
   const bool int8_b = b.dtype() == DType::S8;
   need_f32("matmul", {&a, int8_b ? o.b_scales : &b, o.bias});
   if (int8_b && (!o.b_scales || !o.constant_b || o.compute != ComputeType::INT8 || o.accumulate))
@@ -87,7 +87,7 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
   if (o.bias && o.bias->numel() != N) fail("matmul", "bias does not match the output width");
   if (int8_b && o.b_scales->numel() != N)
     fail("matmul", "int8 weights need one scale per output column");
-  if (!o.accumulate) c.resize(Shape{M, N});
+  if (!o.accumulate) c.resize(Shape{M, N}, a.device());
   check_shape(c, Shape{M, N}, "matmul output");
   GemmAttr attr;
   attr.alpha = o.alpha;
@@ -126,7 +126,7 @@ void linear_backward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor*
     fail("linear_backward", "x " + x.shape().str() + ", dy " + dy.shape().str() +
                                 " and the weight " + w.shape().str() + " do not match");
   const int64_t rows = dy.numel() / out;
-  same_device("linear_backward", {&x, &dy, &w, dx, &dw, db});
+  same_device("linear_backward", {&x, &dy, &w, accumulate_dx ? dx : nullptr, &dw, db});
   need_f32("linear_backward", {&x, &dy, &w, dx, &dw, db});
   if (compute != ComputeType::F32 && compute != ComputeType::BF16)
     fail("linear_backward", "training products run in f32 or bf16");
@@ -137,7 +137,7 @@ void linear_backward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor*
   }
   MatDesc dxd;
   if (dx) {
-    if (!accumulate_dx) dx->resize(Shape{rows, in});
+    if (!accumulate_dx) dx->resize(Shape{rows, in}, dy.device());
     if (dx->numel() != rows * in)
       fail("linear_backward", "dx " + dx->shape().str() + " does not hold " +
                                   std::to_string(rows) + " rows of " + std::to_string(in));
@@ -202,25 +202,25 @@ Tensor transposed(const Tensor& v) {
 
 void softmax(const Tensor& x, Tensor& y) {
   need_contiguous("softmax", {&x});
-  if (&x != &y) y.resize(x.shape());
+  if (&x != &y) y.resize(x.shape(), x.device());
   be(x).softmax(x.data(), y.data(), rows_of(x), x.dim(-1), false);
 }
 
 void log_softmax(const Tensor& x, Tensor& y) {
   need_contiguous("log_softmax", {&x});
-  if (&x != &y) y.resize(x.shape());
+  if (&x != &y) y.resize(x.shape(), x.device());
   be(x).softmax(x.data(), y.data(), rows_of(x), x.dim(-1), true);
 }
 
 void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   if (y.shape() != dy.shape()) fail("softmax_backward", "y and dy differ in shape");
-  dx.resize(y.shape());
+  dx.resize(y.shape(), y.device());
   be(y).softmax_backward(y.data(), dy.data(), dx.data(), rows_of(y), y.dim(-1));
 }
 
 void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   if (y.shape() != dy.shape()) fail("log_softmax_backward", "y and dy differ in shape");
-  dx.resize(y.shape());
+  dx.resize(y.shape(), y.device());
   be(y).log_softmax_backward(y.data(), dy.data(), dx.data(), rows_of(y), y.dim(-1));
 }
 
@@ -256,8 +256,8 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float 
                 Tensor* mean, Tensor* var) {
   const int64_t D = gamma.numel(), rows = x.numel() / D;
   if (x.dim(-1) != D) fail("layer_norm", "width does not match gamma");
-  y.resize(x.shape());
-  if (mean) mean->resize(Shape{rows}), var->resize(Shape{rows});
+  y.resize(x.shape(), x.device());
+  if (mean) mean->resize(Shape{rows}, x.device()), var->resize(Shape{rows}, x.device());
   be(x).layer_norm(x.data(), gamma.data(), beta.data(), y.data(), mean ? mean->data() : nullptr,
                    var ? var->data() : nullptr, rows, D, eps);
 }
@@ -265,15 +265,15 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float 
 void layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
                          const Tensor& var, float eps, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const int64_t D = gamma.numel(), rows = x.numel() / D;
-  dx.resize(x.shape());
+  dx.resize(x.shape(), x.device());
   be(x).layer_norm_backward(x.data(), dy.data(), gamma.data(), mean.data(), var.data(), dx.data(),
                             dgamma.data(), dbeta.data(), rows, D, eps);
 }
 
 void add(const Tensor& a, const Tensor& b, Tensor& out) {
   if (a.numel() != b.numel()) fail("add", "sizes differ");
-  same_device("add", {&a, &b, &out});
-  out.resize(a.shape());
+  same_device("add", {&a, &b});
+  out.resize(a.shape(), a.device());
   be(a).add(a.data(), b.data(), out.data(), a.numel());
 }
 
@@ -297,8 +297,7 @@ void scale_(Tensor& x, float s) { be(x).scale(x.data(), x.numel(), s); }
 
 void copy(const Tensor& src, Tensor& dst) {
   need_contiguous("copy", {&src});
-  same_device("copy", {&src, &dst});
-  dst.resize(src.shape());
+  dst.resize(src.shape(), src.device());
   be(src).copy(dst.raw(), src.raw(), src.bytes());
 }
 
@@ -312,6 +311,14 @@ void download(const Tensor& src, std::vector<float>& host) {
   if (src.dtype() != DType::F32) fail("download", "expected an F32 tensor");
   host.resize(static_cast<size_t>(src.numel()));
   be(src).to_host(host.data(), src.raw(), src.bytes());
+}
+
+const float* host_data(const Tensor& src, std::vector<float>& staging) {
+  need_contiguous("host_data", {&src});
+  if (src.dtype() != DType::F32) fail("host_data", "expected an F32 tensor");
+  if (src.device() == Device::CPU) return src.data();
+  download(src, staging);
+  return staging.data();
 }
 
 void copy_rows(const Tensor& src, Tensor& dst) {
@@ -330,8 +337,7 @@ void dropout_(Tensor& x, float p, uint64_t seed) {
 }
 
 void activate(const Tensor& x, Tensor& y, Activation act) {
-  same_device("activate", {&x, &y});
-  y.resize(x.shape());
+  y.resize(x.shape(), x.device());
   be(x).activate(x.data(), y.data(), x.numel(), act);
 }
 
@@ -356,7 +362,7 @@ void add_column_sums(const Tensor& src, Tensor& dst) {
 void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int64_t pos0,
                int64_t T, float scale, Tensor& out, const Tensor* row_scales) {
   if (tokens.dtype() != DType::I32) fail("embedding", "token ids must be i32");
-  same_device("embedding", {&table, &tokens, &positions, &out});
+  same_device("embedding", {&table, &tokens, &positions});
   const int64_t V = table.dim(0), D = table.dim(1), n = tokens.numel();
   if (pos0 + T > positions.dim(0))
     throw Error("sequence of " + std::to_string(pos0 + T) + " tokens exceeds max_positions " +
@@ -368,7 +374,7 @@ void embedding(const Tensor& table, const Tensor& tokens, const Tensor& position
         throw Error("token id " + std::to_string(t) + " is outside the vocabulary of " +
                     std::to_string(V));
     }
-  out.resize(Shape{n, D});
+  out.resize(Shape{n, D}, table.device());
   if (table.dtype() == DType::S8) {
     if (!row_scales || row_scales->numel() != V || row_scales->dtype() != DType::F32)
       fail("embedding", "an int8 table needs an f32 scale per row");
@@ -392,7 +398,7 @@ LossTotals label_smoothed_xent(const Tensor& logits, const Tensor& targets, floa
   if (targets.dtype() != DType::I32) fail("xent", "targets must be i32");
   const int64_t N = logits.dim(0), V = logits.dim(1);
   if (targets.numel() != N) fail("xent", "one target per logits row expected");
-  if (dlogits) dlogits->resize(logits.shape());
+  if (dlogits) dlogits->resize(logits.shape(), logits.device());
   const XentTotals t = be(logits).xent(logits.data(), targets.data_as<int32_t>(), N, V, eps, pad,
                                        dlogits ? dlogits->data() : nullptr, grad_scale);
   return {t.loss, t.nll, t.tokens};
@@ -485,7 +491,7 @@ void gather_cache(const Tensor& src, const std::vector<int64_t>& idx, int64_t le
   if (src.ndim() != 3) fail("gather_cache", "expected a (N, capacity, W) cache");
   const int64_t cap = src.dim(1), W = src.dim(2);
   if (len > cap) fail("gather_cache", "length exceeds the capacity");
-  dst.resize(Shape{static_cast<int64_t>(idx.size()), cap, W});
+  dst.resize(Shape{static_cast<int64_t>(idx.size()), cap, W}, src.device());
   constexpr int64_t f = sizeof(float);
   be(src).gather_rows(src.data(), cap * W * f, idx.data(), static_cast<int64_t>(idx.size()),
                       len * W * f, dst.data(), cap * W * f, nullptr);
@@ -527,7 +533,8 @@ void reorder_cache(Tensor& cache, const std::vector<int64_t>& idx, int64_t len, 
   constexpr int64_t f = sizeof(float);  // the backend counts bytes
   auto& b = be(cache);
   if (!saved.empty()) {
-    scratch.resize(Shape{static_cast<int64_t>(saved.size()), std::max<int64_t>(row, 1)});
+    scratch.resize(Shape{static_cast<int64_t>(saved.size()), std::max<int64_t>(row, 1)},
+                   cache.device());
     b.gather_rows(cache.data(), cap * W * f, saved.data(), static_cast<int64_t>(saved.size()),
                   row * f, scratch.data(), row * f, nullptr);
     b.gather_rows(scratch.data(), row * f, from_saved.data(),

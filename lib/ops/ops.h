@@ -111,6 +111,9 @@ void copy(const Tensor& src, Tensor& dst);  // dst resized to src's shape
 void upload(const void* host, Tensor& dst);
 // A contiguous F32 tensor into host memory (attention maps for users).
 void download(const Tensor& src, std::vector<float>& host);
+// A contiguous F32 tensor's elements as host memory: its own on the CPU,
+// else a copy in `staging` (files and checkpoints read device tensors so).
+const float* host_data(const Tensor& src, std::vector<float>& staging);
 // Copies a (rows, len) block between 2-D views whose rows are contiguous but
 // strided apart (appending a position to every row of a KV cache).
 void copy_rows(const Tensor& src, Tensor& dst);

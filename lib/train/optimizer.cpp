@@ -41,7 +41,8 @@ double schedule_lr(LrShape shape, int64_t step, int64_t d_model, int64_t warmup,
   return peak * 0.5 * (1.0 + std::cos(M_PI * p));
 }
 
-Adam::Adam(int64_t n, AdamOptions opts) : opts_(opts), m_(Shape{n}), v_(Shape{n}) {}
+Adam::Adam(int64_t n, Device device, AdamOptions opts)
+    : opts_(opts), m_(Shape{n}, device), v_(Shape{n}, device) {}
 
 void Adam::update(Tensor& params, const Tensor& grads, double lr) {
   ops::AdamStep s;

@@ -33,7 +33,8 @@ struct AdamOptions {
 
 class Adam {
  public:
-  explicit Adam(int64_t n, AdamOptions opts = {});
+  // Both moments live on `device`, beside the parameters.
+  explicit Adam(int64_t n, Device device = Device::CPU, AdamOptions opts = {});
   // One update with bias correction (Kingma & Ba):
   //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  t += 1
   //   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "core/error.h"
 
 namespace nmt {
@@ -80,6 +81,10 @@ struct TrainOptions {
   // "bf16": mixed precision (the products in bf16 with f32 accumulation;
   // weights, gradients, optimiser and loss in f32).
   std::string compute_type = "f32";
+  // Where the model, its gradients and Adam's moments live (--device); not
+  // a recipe choice, and not written into the model, which is the same file
+  // whatever device trained it.
+  Device device = Device::CPU;
 };
 
 // Applies a "training" JSON object (from the config, or the command-line

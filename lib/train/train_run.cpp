@@ -107,9 +107,9 @@ class TrainRun {
   TrainResult run() {
     validate_options(opts_);
     check_trainable(cfg_);
-    // Before reading any data: the models are built on the CPU backend.
+    // Before reading any data.
     if (!opts_.recipe || given("compute_type"))
-      require_compute_type(Device{}, parse_compute_type(opts_.compute_type));
+      require_compute_type(opts_.device, parse_compute_type(opts_.compute_type));
     for (size_t k = 0; k < opts_.train_src.size(); ++k)
       if (io::file_id(opts_.train_src[k]) == io::file_id(opts_.train_tgt[k]))
         log("warning: --train-src and --train-tgt are the same file (" + opts_.train_src[k] +
@@ -334,7 +334,7 @@ void TrainRun::choose_data_recipe() {
   }
   std::string why_not;
   try {
-    require_compute_type(Device{}, ComputeType::BF16);
+    require_compute_type(opts_.device, ComputeType::BF16);
   } catch (const Error& e) {
     why_not = e.what();
   }
@@ -440,7 +440,7 @@ void TrainRun::open_previous_run() {
         // An option of an older nmt that this one reads otherwise: the
         // checks below name what differs.
       }
-      require_compute_type(Device{}, parse_compute_type(opts_.compute_type));
+      require_compute_type(opts_.device, parse_compute_type(opts_.compute_type));
       if (!recipe_.empty()) log("resuming with the recipe the run began with");
     }
     check_resume(chosen, ccfg, rs);
@@ -621,7 +621,7 @@ void TrainRun::encode_data() {
 }
 
 void TrainRun::build_model() {
-  model_ = std::make_unique<Transformer>(cfg_);
+  model_ = std::make_unique<Transformer>(cfg_, opts_.device);
   model_->init(opts_.seed);
   model_->params().set_compute_type(parse_compute_type(opts_.compute_type));
   if (opts_.recipe && !resumed_recipe_) {
@@ -630,7 +630,7 @@ void TrainRun::build_model() {
     if (cfg_.dropout != dropout || cfg_.label_smoothing != smoothing) {
       // The same weights (init depends on the seed and the shape only),
       // now with the recipe's regularisation in the config.
-      model_ = std::make_unique<Transformer>(cfg_);
+      model_ = std::make_unique<Transformer>(cfg_, opts_.device);
       model_->init(opts_.seed);
       model_->params().set_compute_type(parse_compute_type(opts_.compute_type));
     }
@@ -1050,7 +1050,7 @@ void TrainRun::attach_shortlist() {
   const Shortlist sl = Shortlist::build(src, tgt, cfg_.source_vocab(), cfg_.vocab_size);
   std::optional<ShortlistCost> cost;
   if (has_valid() && valid_c_.size() > 0) {
-    const LoadedModel m = load_model(opts_.out);
+    const LoadedModel m = load_model(opts_.out, "", nullptr, opts_.device);
     const int64_t n = std::min(valid_c_.size(), kShortlistSentences);
     std::vector<std::string> src, refs;
     for (int64_t i = 0; i < n; ++i)

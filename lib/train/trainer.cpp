@@ -34,7 +34,7 @@ Trainer::Trainer(Transformer& model, const ParallelCorpus& train, const TrainOpt
       opts_(opts),
       comm_(comm),
       stream_(train, opts.batch_tokens, opts.seed),
-      adam_(model.params().size()),
+      adam_(model.params().size(), model.params().device()),
       grads_(model.params()),
       sync_(comm, grads_),
       shape_(parse_lr_shape(opts.lr_schedule)) {
@@ -252,11 +252,14 @@ void Trainer::save(const std::string& path, const std::string& spm_model, const 
                    {"extra", extra}};
   meta["training_state"] = st.dump();
   std::vector<NamedTensor> tensors;
+  // Host memory, or host copies of what lives on another device.
+  std::vector<float> values_h, m_h, v_h;
+  const float* values = ops::host_data(model_.params().values(), values_h);
   for (const auto& p : model_.params().params())
-    tensors.push_back({p.name, p.shape, p.value.data()});
+    tensors.push_back({p.name, p.shape, values + p.offset});
   const int64_t n = model_.params().size();
-  tensors.push_back({kAdamM, Shape{n}, adam_.m().data()});
-  tensors.push_back({kAdamV, Shape{n}, adam_.v().data()});
+  tensors.push_back({kAdamM, Shape{n}, ops::host_data(adam_.m(), m_h)});
+  tensors.push_back({kAdamV, Shape{n}, ops::host_data(adam_.v(), v_h)});
   std::map<std::string, std::string> bytes;
   if (!spm_model.empty()) bytes["vocab/sentencepiece"] = spm_model;
   meta["checksum"] = content_checksum(meta, tensors, bytes);
@@ -361,8 +364,11 @@ TrainState Trainer::load(const FileContents& f) {
                      std::to_string(train_.size()) + "; resume with the same data");
   load_weights(f, model_);
   const int64_t n = model_.params().size();
-  f.read_f32(kAdamM, Shape{n}, adam_.m().data());
-  f.read_f32(kAdamV, Shape{n}, adam_.v().data());
+  std::vector<float> staging(static_cast<size_t>(n));
+  for (auto [name, moment] : {std::pair{kAdamM, &adam_.m()}, std::pair{kAdamV, &adam_.v()}}) {
+    f.read_f32(name, Shape{n}, staging.data());
+    ops::upload(staging.data(), *moment);
+  }
   adam_.set_t(s.adam_t);
   step_ = s.step;
   stream_.seek(s.epoch, s.batch_index);
@@ -374,17 +380,20 @@ void average_checkpoints(const std::vector<std::string>& paths, Transformer& mod
   Tensor& values = model.params().values();
   const int64_t n = values.numel();
   std::vector<double> acc(n, 0.0);
+  std::vector<float> staging;  // the values, on the host
   for (const std::string& p : paths) {
     const FileContents f = read_safetensors(p);
     load_weights(f, model);
-    const float* v = values.data();
+    const float* v = ops::host_data(values, staging);
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; ++i) acc[i] += v[i];
   }
   const double inv = 1.0 / static_cast<double>(paths.size());
-  float* v = values.data();
+  staging.resize(static_cast<size_t>(n));
+  float* v = staging.data();
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(acc[i] * inv);
+  ops::upload(v, values);
 }
 
 }  // namespace nmt
