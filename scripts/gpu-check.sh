@@ -16,8 +16,17 @@
 #  - the backend parity harness on cuda (tests/backend_ops.cpp: every op
 #    against the CPU reference), in f32, bf16 and int8; a case whose op the
 #    CUDA backend lacks fails there, by name;
-#  - the unit tests' GPU cases ([gpu]: placement, training, decoding).
+#  - the unit tests' GPU cases ([gpu]: placement, training, decoding);
+#  - the benchmarks (bench below): training target tokens/s of
+#    transformer-small and -base in bf16 at about 25k-token batches, a
+#    recipe run of one minute and its test_2016_flickr BLEU, and that model's
+#    beam-4 translation of test_2016_flickr (whole process), each beside its
+#    share of the GPU's peak, in one table.
 # It prints one line per check and a summary, and exits non-zero if any failed.
+#
+#   bash scripts/gpu-check.sh bench-dry   # here: the benchmarks on the CPU,
+#                                         # a few steps each, to try the
+#                                         # commands and the table
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$root/.gpu/nmt-gpu.tar.gz
@@ -35,7 +44,10 @@ pack() {
     [ -f "$build/$f" ] || { echo "gpu-check pack: the build made no $build/$f" >&2; exit 1; }
   done
   stage=$(mktemp -d)
-  mkdir -p "$stage/bin" "$stage/lib"
+  mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
+  # The benchmarks' corpus: ../shared does not travel to the GPU machine.
+  local m30k=${DATA:-$root/../shared/data}/multi30k
+  for f in train val test_2016_flickr; do cp "$m30k/$f.en.gz" "$m30k/$f.de.gz" "$stage/data/"; done
   cp "$build/nmt" "$build/tests/nmt_backend_ops" "$build/tests/nmt_tests" "$build/libnmt_cuda.so" \
     "$stage/bin/"
   # Every library the binaries load but glibc's (the machine's own must be
@@ -88,6 +100,7 @@ check() {
   # Placement: training (f32 and bf16), saving, resuming, decoding and nmt
   # train's whole run on the GPU against the CPU (tests/test_device.cpp).
   run unit_gpu "$dir/bin/nmt_tests" --needs gpu -w NoTests "[gpu]"
+  bench "$dir/bin/nmt" "$dir/data" cuda "$out/bench" full
   # Which cases failed, by name, for the issue's notes.
   # (Catch2's console report: a case's name follows the first of two rules.)
   awk 'FNR == 1 { rule = 0 } /^-+$/ && length($0) > 70 { if (++rule % 2 == 1) { getline; name = $0 } } /FAILED/ { print FILENAME ": " name }' \
@@ -97,8 +110,77 @@ check() {
   exit "$failed"
 }
 
+# Target tokens/s over the steps after the first five, from a run's log.
+train_rate() {
+  awk -F'[,:{}]' '/"type":"train"/ {
+      for (i = 1; i < NF; ++i) {
+        if ($i == "\"tgt_tokens\"") t = $(i + 1)
+        if ($i == "\"step_seconds\"") s = $(i + 1)
+        if ($i == "\"step\"") n = $(i + 1)
+      }
+      if (n > 5) { tok += t; sec += s }
+    } END { if (sec > 0) printf "%.0f", tok / sec; else printf "-" }' "$1"
+}
+
+# bench NMT DATA DEVICE WORK full|dry: the benchmark table. dry: a few
+# steps and seconds each, to try the commands here.
+bench() {
+  local nmt=$1 data=$2 dev=$3 work=$4 mode=$5 steps=40 minutes=1 bt=25000
+  [ "$mode" = dry ] && steps=7 minutes=0.15 bt=2000
+  local peak=990  # dense bf16 TFLOP/s of an H200 (the issue's figure)
+  [ "$dev" = cpu ] && peak=0
+  mkdir -p "$work"
+  local -a rows=()
+  local cfg params rate t0 secs
+  for cfg in transformer-small transformer-base; do
+    rm -f "$work/$cfg.nmt"*
+    t0=$SECONDS
+    "$nmt" train --device "$dev" --no-recipe -c "$cfg" --train-src "$data/train.en.gz" \
+      --train-tgt "$data/train.de.gz" --out "$work/$cfg.nmt" --batch-tokens "$bt" \
+      --compute-type bf16 --max-steps "$steps" --seed 1 --no-shortlist --log-every 1000 \
+      >"$work/$cfg.log" 2>&1
+    rate=$(train_rate "$work/$cfg.nmt.log.jsonl" 2>/dev/null)
+    params=$("$nmt" info "$work/$cfg.nmt" 2>/dev/null | awk '/^parameters/ {gsub(/[()]/, "", $3); print $3}')
+    rows+=("train $cfg bf16, $bt-token batches|${rate:--} tgt tok/s|$(share "$rate" "$params" "$peak")|$((SECONDS - t0)) s, $steps updates")
+  done
+  # One minute of the recipe (model, schedule and compute type chosen for
+  # the device), then the test set at beam 4: the whole process, timed.
+  rm -f "$work/recipe.nmt"*
+  t0=$SECONDS
+  "$nmt" train --device "$dev" --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
+    --valid-src "$data/val.en.gz" --valid-tgt "$data/val.de.gz" --out "$work/recipe.nmt" \
+    --max-minutes "$minutes" >"$work/recipe.log" 2>&1
+  secs=$((SECONDS - t0))
+  local start end bleu sents=-
+  start=$(date +%s.%N)
+  "$nmt" translate --device "$dev" -m "$work/recipe.nmt" -i "$data/test_2016_flickr.en.gz" \
+    -o "$work/test.hyp" --beam 4 2>"$work/translate.log"
+  end=$(date +%s.%N)
+  [ -s "$work/test.hyp" ] && sents=$(awk -v n="$(wc -l <"$work/test.hyp")" -v a="$start" -v b="$end" 'BEGIN { printf "%.0f", n / (b - a) }')
+  gzip -dc "$data/test_2016_flickr.de.gz" >"$work/test.ref"
+  bleu=$("$nmt" score "$work/test.ref" -i "$work/test.hyp" -b 2>/dev/null)
+  rows+=("recipe, --max-minutes $minutes|test_2016_flickr BLEU ${bleu:--}|-|$secs s in all")
+  rows+=("translate test_2016_flickr, beam 4|$sents sent/s|-|whole process")
+  printf '%-50s %-30s %-8s %s\n' "benchmark ($dev)" figure "of peak" notes
+  local r
+  for r in "${rows[@]}"; do
+    IFS='|' read -r a b c d <<<"$r"
+    printf '%-50s %-30s %-8s %s\n' "$a" "$b" "$c" "$d"
+  done
+}
+
+# Model arithmetic (6 x parameters per target token, forward and backward)
+# as a share of a peak in TFLOP/s; "-" without one.
+share() {
+  local rate=$1 params=$2 peak=$3
+  [[ "$rate" =~ ^[0-9]+$ && "$params" =~ ^[0-9]+$ && "$peak" != 0 ]] || { echo "-"; return; }
+  awk -v r="$rate" -v p="$params" -v k="$peak" 'BEGIN { printf "%.1f%%", 6 * r * p / (k * 1e12) * 100 }'
+}
+
 case ${1:-check} in
   pack) pack ;;
   check) check ;;
-  *) echo "usage: scripts/gpu-check.sh [pack|check]" >&2; exit 2 ;;
+  bench-dry)
+    bench "$root/build/nmt" "${DATA:-$root/../shared/data}/multi30k" cpu "${OUT:-/tmp/gpu-check}/bench-dry" dry ;;
+  *) echo "usage: scripts/gpu-check.sh [pack|check|bench-dry]" >&2; exit 2 ;;
 esac

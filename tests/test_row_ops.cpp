@@ -479,3 +479,65 @@ TEST_CASE("pick_value: the column asked for, 0 for none", "[row_ops]") {
   CHECK(pick_value(row.data(), 2) == 7.f);
   CHECK(pick_value(row.data(), -1) == 0.f);
 }
+
+namespace {
+
+// A (rows, cols) row-major matrix as a GEMM operand.
+MatDesc dense(const float* p, int64_t rows, int64_t cols) {
+  MatDesc d;
+  d.ptr = p;
+  d.dims = {1, 1, rows, cols};
+  d.strides = {rows * cols, rows * cols, cols, 1};
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("gemm_epilogue: bias and activation as the CPU's fused GEMM applies them", "[row_ops]") {
+  const int64_t M = 7, K = 13, N = 9;
+  const auto a = randv(M * K, 91), b = randv(K * N, 92), bias = randv(N, 93),
+             prior = randv(M * N, 94);
+  Backend& cpu = cpu_backend();
+  // The bare product, which the CUDA backend's cuBLAS call gives.
+  std::vector<float> p(M * N);
+  cpu.gemm(dense(a.data(), M, K), dense(b.data(), K, N), dense(p.data(), M, N), GemmAttr{});
+  for (Activation act : {Activation::None, Activation::Relu, Activation::Swish, Activation::Gelu,
+                         Activation::GeluTanh})
+    for (bool with_bias : {false, true})
+      for (bool accumulate : {false, true}) {
+        INFO("activation " << static_cast<int>(act) << ", bias " << with_bias << ", accumulate "
+                           << accumulate);
+        GemmAttr attr;
+        attr.bias = with_bias ? bias.data() : nullptr;
+        attr.act = act;
+        attr.accumulate = accumulate;
+        std::vector<float> fused = prior;
+        cpu.gemm(dense(a.data(), M, K), dense(b.data(), K, N), dense(fused.data(), M, N), attr);
+        for (int64_t r = 0; r < M; ++r)
+          for (int64_t c = 0; c < N; ++c) {
+            const float got = gemm_epilogue(p[r * N + c], attr.bias, c, act,
+                                            accumulate ? prior[r * N + c] : 0.f);
+            REQUIRE(got == Approx(fused[r * N + c]).margin(1e-5).epsilon(1e-5));
+          }
+      }
+}
+
+TEST_CASE("gather_byte moves the bytes the CPU's gather_rows moves", "[row_ops]") {
+  const int64_t rows = 11, src_ld = 40, dst_ld = 48, len = 37;  // bytes, unaligned rows
+  std::vector<char> src(rows * src_ld);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 7 + 3);
+  const std::vector<int64_t> idx = {4, 4, 0, 10, 7}, dst_idx = {6, 1, 3, 0, 9};
+  const int64_t n = static_cast<int64_t>(idx.size());
+  for (bool scatter : {false, true}) {
+    INFO("dst_idx given: " << scatter);
+    std::vector<char> want(rows * dst_ld, 'x'), got(rows * dst_ld, 'x');
+    const int64_t* di = scatter ? dst_idx.data() : nullptr;
+    cpu_backend().gather_rows(src.data(), src_ld, idx.data(), n, len, want.data(), dst_ld, di);
+    for (int64_t e = 0; e < n * len; ++e) {
+      int64_t from, to;
+      gather_byte(e, len, idx.data(), src_ld, di, dst_ld, &from, &to);
+      got[to] = src[from];
+    }
+    CHECK(got == want);
+  }
+}

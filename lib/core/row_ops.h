@@ -1,16 +1,18 @@
 // The arithmetic of the row-wise ops (softmax, masks, layer norm, label-
-// smoothed cross-entropy, the embedding's gradient, sums of squares), one
-// row, column or element at a time, on raw pointers: one definition that the
-// CUDA kernels call and the host tests check against reference loops, so a
-// kernel is only a launch shape around it. Each function keeps the
-// semantics of the CPU backend (lib/cpu/loops.cpp, and oneDNN's primitives
-// in lib/cpu/onednn.cpp), and sums in a fixed order, so a result does not
-// depend on how rows are spread over threads.
+// smoothed cross-entropy, the embedding's gradient, sums of squares, a
+// GEMM's epilogue, row gathers), one row, column or element at a time, on
+// raw pointers: one definition that the CUDA kernels call and the host tests
+// check against reference loops, so a kernel is only a launch shape around
+// it. Each function keeps the semantics of the CPU backend
+// (lib/cpu/loops.cpp, and oneDNN's primitives in lib/cpu/onednn.cpp), and
+// sums in a fixed order, so a result does not depend on how rows are spread
+// over threads.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
+#include "core/activation.h"
 #include "core/host_device.h"
 
 namespace nmt {
@@ -245,6 +247,26 @@ NMT_HOST_DEVICE inline double sum_in_order(const double* parts, int64_t n) {
 // x[row, col] of a row of x, or 0 where col is -1 (no column asked for).
 NMT_HOST_DEVICE inline float pick_value(const float* row, int32_t col) {
   return col < 0 ? 0.f : row[col];
+}
+
+// A GEMM's epilogue at one element of column `col` of its result, p the
+// product (alpha included): act(p + bias[col]) (no bias: null), plus what
+// the destination held when the GEMM accumulates (GemmAttr: the bias and the
+// activation apply to the product, not to the sum).
+NMT_HOST_DEVICE inline float gemm_epilogue(float p, const float* bias, int64_t col, Activation act,
+                                           float prior) {
+  return activate(act, bias ? p + bias[col] : p) + prior;
+}
+
+// Byte e of gather_rows's n rows of `len` bytes: where it is read and where
+// written (row idx[i] of the source, rows src_ld bytes apart, into row
+// dst_idx[i], or i, of the destination, rows dst_ld bytes apart).
+NMT_HOST_DEVICE inline void gather_byte(int64_t e, int64_t len, const int64_t* idx, int64_t src_ld,
+                                        const int64_t* dst_idx, int64_t dst_ld, int64_t* from,
+                                        int64_t* to) {
+  const int64_t i = e / len, b = e % len;
+  *from = idx[i] * src_ld + b;
+  *to = (dst_idx ? dst_idx[i] : i) * dst_ld + b;
 }
 
 }  // namespace nmt

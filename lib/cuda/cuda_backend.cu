@@ -7,7 +7,12 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/backend.h"
@@ -249,12 +254,35 @@ __global__ void sample_kernel(const float* logits, int64_t V, const int64_t* row
   }
 }
 
+// In place when prod is c (ldp == ldc); accumulating, prod is a scratch
+// product and c what it is added to.
+__global__ void gemm_epilogue_kernel(const float* prod, int64_t ldp, float* c, int64_t ldc,
+                                     int64_t rows, int64_t cols, const float* bias, Activation act,
+                                     bool accumulate) {
+  NMT_GRID_STRIDE(i, rows * cols) {
+    const int64_t r = i / cols, col = i % cols;
+    float* y = c + r * ldc + col;
+    *y = gemm_epilogue(prod[r * ldp + col], bias, col, act, accumulate ? *y : 0.f);
+  }
+}
+
+__global__ void gather_kernel(const char* src, int64_t src_ld, const int64_t* idx, int64_t n,
+                              int64_t len, char* dst, int64_t dst_ld, const int64_t* dst_idx) {
+  NMT_GRID_STRIDE(e, n * len) {
+    int64_t from, to;
+    gather_byte(e, len, idx, src_ld, dst_idx, dst_ld, &from, &to);
+    dst[to] = src[from];
+  }
+}
+
 #undef NMT_GRID_STRIDE
 
 // Device memory for a call's partial results and small host transfers,
-// kept per host thread and grown as needed. Every use but attend's ends in
-// a synchronous copy back to the host before the call returns, so the next
-// call may reuse it (attend's is stream-ordered: see there).
+// kept per host thread and grown as needed. A call's use either ends in a
+// synchronous copy back to the host before it returns or is ordered on the
+// one stream before the next call's (attend, gather_rows, an accumulating
+// gemm's epilogue); growing it frees the old buffer, which waits for the
+// device.
 class Scratch {
  public:
   ~Scratch() {
@@ -281,27 +309,79 @@ Scratch& scratch() {
   return s;
 }
 
+// Pinned host memory per host thread, grown as needed: a call's small host
+// operands are packed here and go over in one asynchronous copy on the
+// thread's stream, and its results come back the same way, with one wait.
+// Every use ends in that wait, so the next call may reuse it.
+class Pinned {
+ public:
+  ~Pinned() {
+    if (p_) cudaFreeHost(p_);  // at exit the runtime may be gone: nothing to report
+  }
+  char* get(size_t bytes) {
+    if (bytes > cap_) {
+      void* old = p_;
+      p_ = nullptr, cap_ = 0;
+      if (old) CUDA_CHECK(cudaFreeHost(old));
+      CUDA_CHECK(cudaMallocHost(&p_, bytes));
+      cap_ = bytes;
+    }
+    return static_cast<char*>(p_);
+  }
+
+ private:
+  void* p_ = nullptr;
+  size_t cap_ = 0;
+};
+
+Pinned& pinned() {
+  thread_local Pinned p;
+  return p;
+}
+
 // Offsets into the scratch buffer, each aligned for any element type.
 size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 class CudaBackend final : public Backend {
  public:
-  ~CudaBackend() override {
-    if (blas_) cublasDestroy(blas_);
-  }
   Device device() const override { return Device::CUDA; }
   std::string version() const override { return build_info(); }
   void set_num_threads(int) override {}
   int num_threads() const override { return 1; }
   int64_t primitives_created() const override { return 0; }
 
+  // A caching allocator: freed blocks are kept by size and handed out
+  // again, so that a warm step loop (whose tensors are freed and resized
+  // batch after batch) makes no cudaMalloc; the cache is given back only
+  // when the device runs out.
   void* alloc(size_t bytes) override {
+    const size_t n = block_size(bytes);
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    auto it = pool_.find(n);
+    if (it != pool_.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      sizes_[p] = n;
+      return p;
+    }
     void* p = nullptr;
-    CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    if (cudaMalloc(&p, n) != cudaSuccess) {
+      cudaGetLastError();  // clear the failure, drop the cache, and try once more
+      for (auto& [size, blocks] : pool_)
+        for (void* b : blocks) cudaFree(b);
+      pool_.clear();
+      CUDA_CHECK(cudaMalloc(&p, n));
+    }
+    sizes_[p] = n;
     return p;
   }
   void free(void* p) override {
-    if (p) cudaFree(p);
+    if (!p) return;
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    auto it = sizes_.find(p);
+    if (it == sizes_.end()) return;  // not ours: nothing to do
+    pool_[it->second].push_back(p);
+    sizes_.erase(it);
   }
   void to_host(void* dst, const void* src, size_t n) override {
     CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost));
@@ -318,21 +398,28 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaMemcpy2D(dst, dst_ld * sizeof(float), src, src_ld * sizeof(float),
                             len * sizeof(float), rows, cudaMemcpyDeviceToDevice));
   }
+  // The host's indices go over in one copy, then one kernel moves every
+  // byte (stream-ordered, as attend's scratch is).
   void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
                    void* dst, int64_t dst_ld, const int64_t* dst_idx) override {
-    const auto* from = static_cast<const char*>(src);
-    auto* to = static_cast<char*>(dst);
-    for (int64_t i = 0; i < n; ++i)
-      CUDA_CHECK(cudaMemcpy(to + (dst_idx ? dst_idx[i] : i) * dst_ld, from + idx[i] * src_ld, len,
-                            cudaMemcpyDeviceToDevice));
+    if (n == 0 || len == 0) return;
+    const size_t idx_b = aligned(n * sizeof(int64_t));
+    auto* d_idx = static_cast<int64_t*>(scratch().get(2 * idx_b));
+    int64_t* d_dst_idx = dst_idx ? d_idx + idx_b / sizeof(int64_t) : nullptr;
+    from_host(d_idx, idx, n * sizeof(int64_t));
+    if (dst_idx) from_host(d_dst_idx, dst_idx, n * sizeof(int64_t));
+    gather_kernel<<<blocks_for(n * len), kThreads>>>(static_cast<const char*>(src), src_ld, d_idx,
+                                                     n, len, static_cast<char*>(dst), dst_ld,
+                                                     d_dst_idx);
+    check_launch();
   }
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) override;
   void forget_constants(uint64_t) override {}
   int64_t constant_bytes() const override { return 0; }
   std::string unsupported(ComputeType t) const override {
-    if (t == ComputeType::F32) return "";
-    return std::string(compute_type_name(t)) + " is not implemented on CUDA yet (f32 only)";
+    if (t != ComputeType::INT8) return "";
+    return "int8 is not implemented on CUDA (f32 and bf16 are)";
   }
 
   void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) override {
@@ -540,48 +627,79 @@ class CudaBackend final : public Backend {
     to_host(ids, d_ids, n * sizeof(int32_t));
     to_host(lp, d_lp, n * sizeof(float));
   }
-  // As sample_tokens: host inputs in, host outputs back. The exponentials
-  // are always summed in column order (ordered_sum's order): on one thread
-  // a row has no vector lanes to group them.
+  // A search step's one round trip: the host's base scores, banned ids and
+  // columns go over in one copy through pinned memory, the k best of every
+  // row and the columns' log-probabilities come back in one, with one wait
+  // (six synchronous copies before). The exponentials are always summed in
+  // column order (ordered_sum's order): on one thread a row has no vector
+  // lanes to group them.
   void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                         const int32_t* banned, int64_t n_banned, const int32_t* cols,
                         int64_t n_cols, double* values, int32_t* indices, float* col_lp,
                         bool) override {
     if (rows == 0) return;
+    // Inputs, then outputs, laid out alike in scratch and in pinned memory.
     const size_t base_b = aligned(rows * sizeof(double)),
                  banned_b = aligned(n_banned * sizeof(int32_t)),
                  cols_b = aligned(rows * n_cols * sizeof(int32_t)),
                  values_b = aligned(rows * k * sizeof(double)),
-                 indices_b = aligned(rows * k * sizeof(int32_t));
-    char* p = static_cast<char*>(scratch().get(base_b + banned_b + cols_b + values_b + indices_b +
-                                               rows * n_cols * sizeof(float)));
-    double* d_base = base ? reinterpret_cast<double*>(p) : nullptr;
-    auto* d_banned = reinterpret_cast<int32_t*>(p += base_b);
-    auto* d_cols = reinterpret_cast<int32_t*>(p += banned_b);
-    auto* d_values = reinterpret_cast<double*>(p += cols_b);
-    auto* d_indices = reinterpret_cast<int32_t*>(p += values_b);
-    auto* d_col_lp = reinterpret_cast<float*>(p += indices_b);
-    if (base) from_host(d_base, base, rows * sizeof(double));
-    if (n_banned) from_host(d_banned, banned, n_banned * sizeof(int32_t));
-    if (n_cols) from_host(d_cols, cols, rows * n_cols * sizeof(int32_t));
-    topk_log_softmax_kernel<<<blocks_for(rows), kThreads>>>(logits, d_base, rows, V, k, d_banned,
-                                                            n_banned, d_cols, n_cols, d_values,
-                                                            d_indices, d_col_lp);
+                 indices_b = aligned(rows * k * sizeof(int32_t)),
+                 col_lp_b = aligned(rows * n_cols * sizeof(float));
+    const size_t in_b = base_b + banned_b + cols_b, out_b = values_b + indices_b + col_lp_b;
+    char* d = static_cast<char*>(scratch().get(in_b + out_b));
+    char* h = pinned().get(in_b + out_b);
+    if (base) std::memcpy(h, base, rows * sizeof(double));
+    if (n_banned) std::memcpy(h + base_b, banned, n_banned * sizeof(int32_t));
+    if (n_cols) std::memcpy(h + base_b + banned_b, cols, rows * n_cols * sizeof(int32_t));
+    CUDA_CHECK(cudaMemcpyAsync(d, h, in_b, cudaMemcpyHostToDevice, cudaStreamPerThread));
+    char* o = d + in_b;
+    topk_log_softmax_kernel<<<blocks_for(rows), kThreads>>>(
+        logits, base ? reinterpret_cast<const double*>(d) : nullptr, rows, V, k,
+        reinterpret_cast<const int32_t*>(d + base_b), n_banned,
+        reinterpret_cast<const int32_t*>(d + base_b + banned_b), n_cols,
+        reinterpret_cast<double*>(o), reinterpret_cast<int32_t*>(o + values_b),
+        reinterpret_cast<float*>(o + values_b + indices_b));
     check_launch();
-    to_host(values, d_values, rows * k * sizeof(double));
-    to_host(indices, d_indices, rows * k * sizeof(int32_t));
-    if (n_cols) to_host(col_lp, d_col_lp, rows * n_cols * sizeof(float));
+    char* ho = h + in_b;
+    CUDA_CHECK(cudaMemcpyAsync(ho, o, out_b, cudaMemcpyDeviceToHost, cudaStreamPerThread));
+    CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+    std::memcpy(values, ho, rows * k * sizeof(double));
+    std::memcpy(indices, ho + values_b, rows * k * sizeof(int32_t));
+    if (n_cols) std::memcpy(col_lp, ho + values_b + indices_b, rows * n_cols * sizeof(float));
   }
 
  private:
   [[noreturn]] static void missing(const char* op) {
     throw Error(std::string("the CUDA backend has no kernel for ") + op + " yet");
   }
-  cublasHandle_t handle() {
-    if (!blas_) CUBLAS_CHECK(cublasCreate(&blas_));
-    return blas_;
+  // Each host thread (a translator's worker) has its own cuBLAS handle on
+  // its own stream: the library is built with --default-stream=per-thread,
+  // so its kernels and copies run on that thread's stream too, and workers
+  // neither share a handle (cuBLAS's are not for concurrent use) nor wait
+  // for each other's work.
+  static cublasHandle_t handle() {
+    struct Handle {
+      cublasHandle_t h = nullptr;
+      ~Handle() {
+        if (h) cublasDestroy(h);  // at exit the runtime may be gone: nothing to report
+      }
+    };
+    thread_local Handle t;
+    if (!t.h) {
+      CUBLAS_CHECK(cublasCreate(&t.h));
+      CUBLAS_CHECK(cublasSetStream(t.h, cudaStreamPerThread));
+    }
+    return t.h;
   }
-  cublasHandle_t blas_ = nullptr;
+  // Blocks of 512 bytes below 1 MiB, of 2 MiB above: few enough sizes for
+  // the blocks of slowly growing tensors to be reused.
+  static size_t block_size(size_t bytes) {
+    const size_t g = bytes < (size_t{1} << 20) ? 512 : (size_t{2} << 20);
+    return (std::max<size_t>(bytes, 1) + g - 1) / g * g;
+  }
+  std::mutex pool_mu_;
+  std::map<size_t, std::vector<void*>> pool_;
+  std::unordered_map<void*, size_t> sizes_;
 };
 
 // Row-major C = A B is column-major C^T = B^T A^T: swap the operands
@@ -589,8 +707,9 @@ class CudaBackend final : public Backend {
 // (rows or columns); the batch runs as one strided-batched call per B.
 void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) {
   if (attr.b_s8) missing("gemm with int8 weights");
-  if (attr.bias || attr.act != Activation::None) missing("gemm with a bias or activation epilogue");
   if (c.strides[3] != 1) missing("gemm into a column-major output");
+  const bool epilogue = attr.bias || attr.act != Activation::None;
+  if (epilogue && a.dims[0] * a.dims[1] != 1) missing("a batched gemm with a bias or activation");
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
   auto layout = [](const MatDesc& x, cublasOperation_t& op, int64_t& ld) {
     if (x.strides[3] == 1) {
@@ -605,13 +724,30 @@ void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, con
   int64_t lda, ldb;
   layout(a, op_a, lda);
   layout(b, op_b, ldb);
-  const float alpha = attr.alpha, beta = attr.accumulate ? 1.f : 0.f;
+  // An epilogue applies to the product, not to the sum: accumulating, the
+  // product goes to scratch first, and the epilogue adds it to c.
+  const bool to_scratch = epilogue && attr.accumulate;
+  float* out = const_cast<float*>(c.ptr);
+  int64_t ldo = c.strides[2];
+  if (to_scratch) out = static_cast<float*>(scratch().get(M * N * sizeof(float))), ldo = N;
+  const float alpha = attr.alpha, beta = attr.accumulate && !to_scratch ? 1.f : 0.f;
+  // bf16: tensor cores on bf16-rounded operands with f32 accumulation, from
+  // the f32 operands as they are (cuBLAS rounds them), as the CPU's bf16.
+  const cublasComputeType_t compute =
+      attr.compute == ComputeType::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
   for (int64_t bi = 0; bi < a.dims[0]; ++bi)
-    CUBLAS_CHECK(cublasSgemmStridedBatched(
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(
         handle(), op_b, op_a, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &alpha,
-        b.ptr + bi * b.strides[0], static_cast<int>(ldb), b.strides[1], a.ptr + bi * a.strides[0],
-        static_cast<int>(lda), a.strides[1], &beta, const_cast<float*>(c.ptr) + bi * c.strides[0],
-        static_cast<int>(c.strides[2]), c.strides[1], static_cast<int>(a.dims[1])));
+        b.ptr + bi * b.strides[0], CUDA_R_32F, static_cast<int>(ldb), b.strides[1],
+        a.ptr + bi * a.strides[0], CUDA_R_32F, static_cast<int>(lda), a.strides[1], &beta,
+        out + (to_scratch ? 0 : bi * c.strides[0]), CUDA_R_32F, static_cast<int>(ldo),
+        to_scratch ? M * N : c.strides[1], static_cast<int>(a.dims[1]), compute,
+        CUBLAS_GEMM_DEFAULT));
+  if (!epilogue) return;
+  gemm_epilogue_kernel<<<blocks_for(M * N), kThreads>>>(out, ldo, const_cast<float*>(c.ptr),
+                                                        c.strides[2], M, N, attr.bias, attr.act,
+                                                        attr.accumulate);
+  check_launch();
 }
 
 }  // namespace
