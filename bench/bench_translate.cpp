@@ -15,7 +15,7 @@
 //                               [--workers W] [--beam K] [--batch-tokens N] [--repeat R]
 //                               [--warmup-lines N] [--compute-type f32|bf16|int8]
 //                               [--shortlist on|off] [--alpha A] [--max-length-a A]
-//                               [--max-length-b B]
+//                               [--max-length-b B] [--device cpu|cuda]
 // (threads: per worker; 0 and 0, the defaults, are nmt translate's: min(cores, 4)
 // workers sharing the cores). Primitives counts the primitives built during a
 // timed pass: 0 once the shapes of real text have been seen.
@@ -72,7 +72,10 @@ int real_text(int argc, char** argv) {
   ops::set_num_threads(cores);
   double nominal, measured;
   bench::print_peak(cores, &nominal, &measured);
-  LoadedModel model = load_model(model_path, arg_value(argc, argv, "--compute-type", ""));
+  const Device device = parse_device(arg_value(argc, argv, "--device", "cpu"));
+  require_device(device);
+  LoadedModel model =
+      load_model(model_path, arg_value(argc, argv, "--compute-type", ""), nullptr, device);
   // --shortlist on: the model's vocabulary shortlist restricts the output.
   const bool shortlist = arg_value(argc, argv, "--shortlist", "off") == "on";
   if (shortlist) {

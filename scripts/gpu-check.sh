@@ -36,11 +36,11 @@ pack() {
   mkdir -p "$root/.gpu"
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNMT_NATIVE=OFF -DNMT_CUDA=ON \
     -DNMT_BUILD_TESTS=ON >"$root/.gpu/build.log" 2>&1 &&
-    cmake --build "$build" -j"$(nproc)" --target nmt nmt_backend_ops nmt_tests nmt_cuda \
+    cmake --build "$build" -j"$(nproc)" --target nmt nmt_backend_ops nmt_tests nmt_cuda bench_translate \
       >>"$root/.gpu/build.log" 2>&1 ||
     { tail -20 "$root/.gpu/build.log" >&2; echo "gpu-check pack: the build failed" >&2; exit 1; }
   rm -f "$root/.gpu/build.log"
-  for f in nmt tests/nmt_backend_ops tests/nmt_tests libnmt_cuda.so; do
+  for f in nmt tests/nmt_backend_ops tests/nmt_tests libnmt_cuda.so bench/bench_translate; do
     [ -f "$build/$f" ] || { echo "gpu-check pack: the build made no $build/$f" >&2; exit 1; }
   done
   stage=$(mktemp -d)
@@ -49,7 +49,7 @@ pack() {
   local m30k=${DATA:-$root/../shared/data}/multi30k
   for f in train val test_2016_flickr; do cp "$m30k/$f.en.gz" "$m30k/$f.de.gz" "$stage/data/"; done
   cp "$build/nmt" "$build/tests/nmt_backend_ops" "$build/tests/nmt_tests" "$build/libnmt_cuda.so" \
-    "$stage/bin/"
+    "$build/bench/bench_translate" "$stage/bin/"
   # Every library the binaries load but glibc's (the machine's own must be
   # used) and CUDA's (the driver's toolkit there, which matches it).
   ldd "$stage"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
@@ -161,6 +161,12 @@ bench() {
   bleu=$("$nmt" score "$work/test.ref" -i "$work/test.hyp" -b 2>/dev/null)
   rows+=("recipe, --max-minutes $minutes|test_2016_flickr BLEU ${bleu:--}|-|$secs s in all")
   rows+=("translate test_2016_flickr, beam 4|$sents sent/s|-|whole process")
+  # The engine alone (bench_translate: warm passes, BLEU beside them).
+  local engine
+  engine=$("$(dirname "$nmt")/bench_translate" --real "$work/recipe.nmt" --device "$dev" \
+    --src "$data/test_2016_flickr.en.gz" --ref "$data/test_2016_flickr.de.gz" --repeat 2 \
+    2>"$work/engine.log" | awk '$1 == 2 { printf "%s sent/s, BLEU %s", $2, $NF }')
+  rows+=("translate test_2016_flickr, beam 4|${engine:--}|-|engine only, 2nd pass")
   printf '%-50s %-30s %-8s %s\n' "benchmark ($dev)" figure "of peak" notes
   local r
   for r in "${rows[@]}"; do
@@ -181,6 +187,9 @@ case ${1:-check} in
   pack) pack ;;
   check) check ;;
   bench-dry)
-    bench "$root/build/nmt" "${DATA:-$root/../shared/data}/multi30k" cpu "${OUT:-/tmp/gpu-check}/bench-dry" dry ;;
+    mkdir -p "${OUT:-/tmp/gpu-check}/bench-dry/bin"
+    ln -sf "$root/build/nmt" "$root/build/bench/bench_translate" "${OUT:-/tmp/gpu-check}/bench-dry/bin/"
+    bench "${OUT:-/tmp/gpu-check}/bench-dry/bin/nmt" "${DATA:-$root/../shared/data}/multi30k" cpu \
+      "${OUT:-/tmp/gpu-check}/bench-dry" dry ;;
   *) echo "usage: scripts/gpu-check.sh [pack|check|bench-dry]" >&2; exit 2 ;;
 esac

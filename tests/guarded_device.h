@@ -89,7 +89,7 @@ class GuardedDevice final : public Backend {
   }
   void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
                    void* dst, int64_t dst_ld, const int64_t* dst_idx) override {
-    Open o(*this, "gather_rows", {src, dst}, {idx, dst_idx});
+    Open o(*this, "gather_rows", {src, dst, idx, dst_idx});
     cpu_.gather_rows(src, src_ld, idx, n, len, dst, dst_ld, dst_idx);
   }
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst,

@@ -83,7 +83,9 @@ class Backend {
                          int64_t len) = 0;
   // Row dst_idx[i] (or i, if dst_idx is null) of dst, rows dst_ld bytes
   // apart, = row idx[i] of src, rows src_ld bytes apart; `len` bytes each
-  // (any element type). The rows written must not be among those read.
+  // (any element type). The rows written must not be among those read. The
+  // indices are on the device (ops::RowIndices puts them there once for
+  // every gather that reads them).
   virtual void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n,
                            int64_t len, void* dst, int64_t dst_ld, const int64_t* dst_idx) = 0;
 

@@ -17,6 +17,8 @@ size_t dtype_size(DType t) {
       return 2;
     case DType::S8:
       return 1;
+    case DType::I64:
+      return 8;
   }
   return 4;
 }
@@ -33,6 +35,8 @@ const char* dtype_name(DType t) {
       return "s8";
     case DType::I32:
       return "i32";
+    case DType::I64:
+      return "i64";
   }
   return "?";
 }

@@ -280,9 +280,8 @@ __global__ void gather_kernel(const char* src, int64_t src_ld, const int64_t* id
 // Device memory for a call's partial results and small host transfers,
 // kept per host thread and grown as needed. A call's use either ends in a
 // synchronous copy back to the host before it returns or is ordered on the
-// one stream before the next call's (attend, gather_rows, an accumulating
-// gemm's epilogue); growing it frees the old buffer, which waits for the
-// device.
+// one stream before the next call's (attend, an accumulating gemm's
+// epilogue); growing it frees the old buffer, which waits for the device.
 class Scratch {
  public:
   ~Scratch() {
@@ -398,19 +397,13 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaMemcpy2D(dst, dst_ld * sizeof(float), src, src_ld * sizeof(float),
                             len * sizeof(float), rows, cudaMemcpyDeviceToDevice));
   }
-  // The host's indices go over in one copy, then one kernel moves every
-  // byte (stream-ordered, as attend's scratch is).
+  // One kernel moves every byte; the indices are on the device already
+  // (ops::RowIndices copied them once for every gather of a beam step).
   void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
                    void* dst, int64_t dst_ld, const int64_t* dst_idx) override {
     if (n == 0 || len == 0) return;
-    const size_t idx_b = aligned(n * sizeof(int64_t));
-    auto* d_idx = static_cast<int64_t*>(scratch().get(2 * idx_b));
-    int64_t* d_dst_idx = dst_idx ? d_idx + idx_b / sizeof(int64_t) : nullptr;
-    from_host(d_idx, idx, n * sizeof(int64_t));
-    if (dst_idx) from_host(d_dst_idx, dst_idx, n * sizeof(int64_t));
-    gather_kernel<<<blocks_for(n * len), kThreads>>>(static_cast<const char*>(src), src_ld, d_idx,
-                                                     n, len, static_cast<char*>(dst), dst_ld,
-                                                     d_dst_idx);
+    gather_kernel<<<blocks_for(n * len), kThreads>>>(static_cast<const char*>(src), src_ld, idx, n,
+                                                     len, static_cast<char*>(dst), dst_ld, dst_idx);
     check_launch();
   }
 

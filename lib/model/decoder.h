@@ -13,6 +13,7 @@
 #include "model/encoder.h"
 #include "model/layers.h"
 #include "model/params.h"
+#include "ops/ops.h"
 
 namespace nmt {
 
@@ -45,6 +46,11 @@ struct DecodeState {
   std::vector<int32_t> join_host;     // staging for join_ids
   std::vector<int32_t> pos_spare;
   Tensor spare;  // gather target, swapped in to avoid allocation
+  // A reorder's plans (beam rows; sentences), each made once for all the
+  // caches it applies to and placed on the device in one copy, and the
+  // shortlist's rows of the output projection.
+  ops::RowOrder row_order, sentence_order;
+  ops::RowIndices out_rows;
   // A shortlist, set by the caller before start_decoding. vocab: the
   // output's columns, empty for the whole vocabulary, else these target ids
   // ascending (the union of the batch's shortlists); the logits are then

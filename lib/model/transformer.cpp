@@ -277,9 +277,10 @@ void Transformer::select_output_rows(DecodeState& st) const {
       throw Error("start_decoding: the output ids are not ascending vocabulary ids");
     rows[i] = st.vocab[i];
   }
-  ops::gather_rows(out_proj_->value, rows, st.out_w);
-  if (out_proj_->int8_scales()) ops::gather_rows(out_proj_->scales, rows, st.out_scales);
-  if (out_bias_) ops::gather_rows(out_bias_->value, rows, st.out_b);
+  st.out_rows.assign(rows, cfg_.vocab_size, store_.device());
+  ops::gather_rows(out_proj_->value, st.out_rows, st.out_w);
+  if (out_proj_->int8_scales()) ops::gather_rows(out_proj_->scales, st.out_rows, st.out_scales);
+  if (out_bias_) ops::gather_rows(out_bias_->value, st.out_rows, st.out_b);
   if (store_.constant_id()) st.out_owner.renew(st.out_w.device());
 }
 
@@ -381,10 +382,12 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
   bool identity_rows = N == st.rows();
   for (int64_t i = 0; identity_rows && i < N; ++i) identity_rows = rows[i] == i;
   if (!identity_rows) {
-    // Only the filled prefix of the rows whose history changes is copied.
+    // Only the filled prefix of the rows whose history changes is copied;
+    // every layer's caches share one plan (they hold the same rows).
+    if (!st.self.empty()) st.row_order.plan(rows, st.self[0].k.dim(0), store_.device());
     for (KVCache& c : st.self) {
-      ops::reorder_cache(c.k, rows, c.len, st.spare);
-      ops::reorder_cache(c.v, rows, c.len, st.spare);
+      ops::reorder_cache(c.k, st.row_order, c.len, st.spare);
+      ops::reorder_cache(c.v, st.row_order, c.len, st.spare);
     }
     st.pos_spare.resize(static_cast<size_t>(N));
     for (int64_t i = 0; i < N; ++i) st.pos_spare[i] = st.pos.at(static_cast<size_t>(rows[i]));
@@ -397,18 +400,19 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
     // In place, as the self-attention caches: sentences that stay put are
     // not copied (keep never holds more sentences than before).
     const int64_t S = st.S, kvw = cfg_.qk_width() + cfg_.v_width();
+    st.sentence_order.plan(keep, st.B, store_.device());
     for (Tensor& kv : st.cross_kv) {
       Tensor rows3 = kv.view(Shape{st.B, S, kvw});
-      ops::reorder_cache(rows3, keep, S, st.spare);
+      ops::reorder_cache(rows3, st.sentence_order, S, st.spare);
       kv.resize(Shape{newB * S, kvw}, store_.device());
     }
     Tensor mask3 = st.src_mask.view(Shape{st.B, 1, S});
-    ops::reorder_cache(mask3, keep, 1, st.spare);
+    ops::reorder_cache(mask3, st.sentence_order, 1, st.spare);
     st.src_mask.resize(Shape{newB, 1, 1, S}, store_.device());
     if (st.vocab_mask.numel()) {
       const int64_t W = st.vocab_mask.dim(1);
       Tensor vm3 = st.vocab_mask.view(Shape{st.B, 1, W});
-      ops::reorder_cache(vm3, keep, 1, st.spare);
+      ops::reorder_cache(vm3, st.sentence_order, 1, st.spare);
       st.vocab_mask.resize(Shape{newB, W}, store_.device());
     }
   }

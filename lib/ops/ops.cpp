@@ -1,7 +1,9 @@
 #include "ops/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -471,80 +473,136 @@ void sample_tokens(const Tensor& logits, const std::vector<int64_t>& rows, float
                            ids.data(), lp.data());
 }
 
-void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst) {
+void RowIndices::assign(const std::vector<int64_t>& idx, int64_t rows, Device device) {
+  for (int64_t i : idx)
+    if (i < 0 || i >= rows) fail("row indices", "row " + std::to_string(i) + " out of range");
+  host_.assign(idx.begin(), idx.end());
+  rows_ = rows;
+  if (device == Device::CPU) {
+    device_ = Tensor();
+    return;
+  }
+  if (device_.dtype() != DType::I64) device_ = Tensor(Shape{0}, device, DType::I64);
+  device_.resize(Shape{size()}, device);
+  if (!host_.empty()) upload(host_.data(), device_);
+}
+
+const int64_t* RowIndices::data() const {
+  return device_.dtype() == DType::I64 ? device_.data_as<int64_t>() : host_.data();
+}
+
+void RowOrder::plan(const std::vector<int64_t>& idx, int64_t rows, Device device) {
+  n_ = static_cast<int64_t>(idx.size()), rows_ = rows;
+  for (int64_t s : idx)
+    if (s < 0 || s >= rows) fail("reorder", "row " + std::to_string(s) + " out of range");
+  // In place: a row that keeps its own history is not touched. A source row
+  // that is itself overwritten is saved first; every other source is read
+  // where it is. The host's lists are per thread and only grow.
+  thread_local std::vector<int64_t> slot, list, saved, from_saved, to_saved, from_cache, to_cache;
+  list.assign(idx.begin(), idx.end());
+  saved.clear(), from_saved.clear(), to_saved.clear(), from_cache.clear(), to_cache.clear();
+  if (n_ <= rows) {
+    slot.assign(rows, -1);
+    for (int64_t i = 0; i < n_; ++i) {
+      const int64_t s = idx[i];
+      if (s == i || slot[s] >= 0) continue;
+      if (s < n_ && idx[s] != s) slot[s] = static_cast<int64_t>(saved.size()), saved.push_back(s);
+    }
+    for (int64_t i = 0; i < n_; ++i) {
+      const int64_t s = idx[i];
+      if (s == i) continue;
+      if (slot[s] >= 0)
+        from_saved.push_back(slot[s]), to_saved.push_back(i);
+      else
+        from_cache.push_back(s), to_cache.push_back(i);
+    }
+  }
+  at_[0] = 0;
+  int k = 1;
+  for (const auto* part : {&saved, &from_saved, &to_saved, &from_cache, &to_cache}) {
+    at_[k] = static_cast<int64_t>(list.size());
+    list.insert(list.end(), part->begin(), part->end());
+    ++k;
+  }
+  at_[6] = static_cast<int64_t>(list.size());
+  list_.assign(list, std::max<int64_t>(rows, 1), device);
+}
+
+void gather_rows(const Tensor& src, const RowIndices& idx, Tensor& dst) {
   need_contiguous("gather_rows", {&src});
+  if (idx.rows() != src.dim(0)) fail("gather_rows", "the indices were made for another tensor");
   const int64_t row = src.dim(0) ? src.numel() / src.dim(0) : 0;
   Shape s = src.shape();
-  s.dims[0] = static_cast<int64_t>(idx.size());
+  s.dims[0] = idx.size();
   if (dst.dtype() != src.dtype() || dst.device() != src.device())
     dst = Tensor(s, src.device(), src.dtype());
   else
     dst.resize(s);
   const int64_t bytes = row * static_cast<int64_t>(dtype_size(src.dtype()));
-  for (int64_t i : idx)
-    if (i < 0 || i >= src.dim(0)) fail("gather_rows", "row " + std::to_string(i) + " out of range");
-  be(src).gather_rows(src.raw(), bytes, idx.data(), static_cast<int64_t>(idx.size()), bytes,
-                      dst.raw(), bytes, nullptr);
+  be(src).gather_rows(src.raw(), bytes, idx.data(), idx.size(), bytes, dst.raw(), bytes, nullptr);
 }
+
+void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst) {
+  RowIndices i;
+  i.assign(idx, src.dim(0), src.device());
+  gather_rows(src, i, dst);
+}
+
+namespace {
+
+// Rows idx (n, on the device) of a cache's first `len` positions into dst.
+void gather_cache_rows(const Tensor& src, const int64_t* idx, int64_t n, int64_t len,
+                       Tensor& dst) {
+  const int64_t cap = src.dim(1), W = src.dim(2);
+  dst.resize(Shape{n, cap, W}, src.device());
+  constexpr int64_t f = sizeof(float);
+  be(src).gather_rows(src.data(), cap * W * f, idx, n, len * W * f, dst.data(), cap * W * f,
+                      nullptr);
+}
+
+}  // namespace
 
 void gather_cache(const Tensor& src, const std::vector<int64_t>& idx, int64_t len, Tensor& dst) {
   if (src.ndim() != 3) fail("gather_cache", "expected a (N, capacity, W) cache");
-  const int64_t cap = src.dim(1), W = src.dim(2);
-  if (len > cap) fail("gather_cache", "length exceeds the capacity");
-  dst.resize(Shape{static_cast<int64_t>(idx.size()), cap, W}, src.device());
-  constexpr int64_t f = sizeof(float);
-  be(src).gather_rows(src.data(), cap * W * f, idx.data(), static_cast<int64_t>(idx.size()),
-                      len * W * f, dst.data(), cap * W * f, nullptr);
+  if (len > src.dim(1)) fail("gather_cache", "length exceeds the capacity");
+  RowIndices i;
+  i.assign(idx, src.dim(0), src.device());
+  gather_cache_rows(src, i.data(), i.size(), len, dst);
+}
+
+void reorder_cache(Tensor& cache, const RowOrder& order, int64_t len, Tensor& scratch) {
+  if (cache.ndim() != 3) fail("reorder_cache", "expected a (N, capacity, W) cache");
+  need_contiguous("reorder_cache", {&cache});
+  const int64_t N = cache.dim(0), cap = cache.dim(1), W = cache.dim(2), n = order.n_;
+  if (order.rows_ != N) fail("reorder_cache", "the order was planned for another number of rows");
+  if (len > cap) fail("reorder_cache", "length exceeds the capacity");
+  const int64_t* d = order.list_.data();  // on the cache's device
+  const auto& at = order.at_;
+  if (n > N) {  // more rows than before (a beam opening up): no room in place
+    gather_cache_rows(cache, d, n, len, scratch);
+    std::swap(cache, scratch);
+    return;
+  }
+  const int64_t row = len * W, saved = at[2] - at[1];
+  constexpr int64_t f = sizeof(float);  // the backend counts bytes
+  auto& b = be(cache);
+  if (saved > 0) {
+    scratch.resize(Shape{saved, std::max<int64_t>(row, 1)}, cache.device());
+    b.gather_rows(cache.data(), cap * W * f, d + at[1], saved, row * f, scratch.data(), row * f,
+                  nullptr);
+    b.gather_rows(scratch.data(), row * f, d + at[2], at[3] - at[2], row * f, cache.data(),
+                  cap * W * f, d + at[3]);
+  }
+  b.gather_rows(cache.data(), cap * W * f, d + at[4], at[5] - at[4], row * f, cache.data(),
+                cap * W * f, d + at[5]);
+  cache.resize(Shape{n, cap, W}, cache.device());
 }
 
 void reorder_cache(Tensor& cache, const std::vector<int64_t>& idx, int64_t len, Tensor& scratch) {
   if (cache.ndim() != 3) fail("reorder_cache", "expected a (N, capacity, W) cache");
-  need_contiguous("reorder_cache", {&cache});
-  const int64_t N = cache.dim(0), cap = cache.dim(1), W = cache.dim(2);
-  const int64_t n = static_cast<int64_t>(idx.size());
-  if (len > cap) fail("reorder_cache", "length exceeds the capacity");
-  for (int64_t s : idx)
-    if (s < 0 || s >= N) fail("reorder_cache", "row " + std::to_string(s) + " out of range");
-  if (n > N) {  // more rows than before (a beam opening up): no room in place
-    gather_cache(cache, idx, len, scratch);
-    std::swap(cache, scratch);
-    return;
-  }
-  // In place: a row that keeps its own history is not touched. A source row
-  // that is itself overwritten is saved first; every other source is read
-  // where it is. Host-side lists are per thread and only grow.
-  thread_local std::vector<int64_t> slot, saved, from_saved, to_saved, from_cache, to_cache;
-  slot.assign(N, -1);
-  saved.clear(), from_saved.clear(), to_saved.clear(), from_cache.clear(), to_cache.clear();
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t s = idx[i];
-    if (s == i || slot[s] >= 0) continue;
-    if (s < n && idx[s] != s) slot[s] = static_cast<int64_t>(saved.size()), saved.push_back(s);
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t s = idx[i];
-    if (s == i) continue;
-    if (slot[s] >= 0)
-      from_saved.push_back(slot[s]), to_saved.push_back(i);
-    else
-      from_cache.push_back(s), to_cache.push_back(i);
-  }
-  const int64_t row = len * W;
-  constexpr int64_t f = sizeof(float);  // the backend counts bytes
-  auto& b = be(cache);
-  if (!saved.empty()) {
-    scratch.resize(Shape{static_cast<int64_t>(saved.size()), std::max<int64_t>(row, 1)},
-                   cache.device());
-    b.gather_rows(cache.data(), cap * W * f, saved.data(), static_cast<int64_t>(saved.size()),
-                  row * f, scratch.data(), row * f, nullptr);
-    b.gather_rows(scratch.data(), row * f, from_saved.data(),
-                  static_cast<int64_t>(from_saved.size()), row * f, cache.data(), cap * W * f,
-                  to_saved.data());
-  }
-  b.gather_rows(cache.data(), cap * W * f, from_cache.data(),
-                static_cast<int64_t>(from_cache.size()), row * f, cache.data(), cap * W * f,
-                to_cache.data());
-  cache.resize(Shape{n, cap, W});
+  RowOrder order;
+  order.plan(idx, cache.dim(0), cache.device());
+  reorder_cache(cache, order, len, scratch);
 }
 
 }  // namespace nmt::ops

@@ -188,8 +188,45 @@ void sample_tokens(const Tensor& logits, const std::vector<int64_t>& rows, float
 // decoding reads the log-probabilities of the given targets); 0 where
 // cols[i] is -1 (padding).
 void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out);
+// Row indices where the gathers below run: a host list, checked against the
+// rows it will index and copied to the device once (on the CPU, the list
+// itself), so that every gather that reads it after costs no transfer.
+class RowIndices {
+ public:
+  void assign(const std::vector<int64_t>& idx, int64_t rows, Device device);
+  const std::vector<int64_t>& host() const { return host_; }
+  int64_t size() const { return static_cast<int64_t>(host_.size()); }
+  int64_t rows() const { return rows_; }  // what it indexes
+  const int64_t* data() const;            // on its device
+
+ private:
+  std::vector<int64_t> host_;
+  int64_t rows_ = 0;
+  Tensor device_;  // I64, beside a GPU's tensors; unused on the CPU
+};
+
+// A reordering of the first dimension (row i becomes row idx[i]) planned
+// once for every tensor it applies to, as each layer's caches in a beam
+// step: which rows are saved before being overwritten and which are read
+// in place, all of it copied to the device in one transfer.
+class RowOrder {
+ public:
+  void plan(const std::vector<int64_t>& idx, int64_t rows, Device device);
+  int64_t size() const { return n_; }
+  int64_t rows() const { return rows_; }
+
+ private:
+  friend void reorder_cache(Tensor& cache, const RowOrder& order, int64_t len, Tensor& scratch);
+  int64_t n_ = 0, rows_ = 0;
+  // Where idx, saved, from_saved, to_saved, from_cache and to_cache start in
+  // the list, and its end.
+  std::array<int64_t, 7> at_{};
+  RowIndices list_;
+};
+
 // dst rows = src rows idx (src, dst contiguous with rows of equal width;
 // any dtype, which dst takes).
+void gather_rows(const Tensor& src, const RowIndices& idx, Tensor& dst);
 void gather_rows(const Tensor& src, const std::vector<int64_t>& idx, Tensor& dst);
 // Rows of a cache (N, capacity, W): row i of dst gets row idx[i] of src, its
 // first `len` positions only (the filled prefix).
@@ -197,6 +234,7 @@ void gather_cache(const Tensor& src, const std::vector<int64_t>& idx, int64_t le
 // The same reordering of a cache in place, copying only the rows whose
 // history changes (beam search keeps many): scratch holds the rows that are
 // read after being overwritten. Grows through scratch if idx is longer.
+void reorder_cache(Tensor& cache, const RowOrder& order, int64_t len, Tensor& scratch);
 void reorder_cache(Tensor& cache, const std::vector<int64_t>& idx, int64_t len, Tensor& scratch);
 
 }  // namespace nmt::ops
