@@ -100,7 +100,10 @@ check() {
   # Placement: training (f32 and bf16), saving, resuming, decoding and nmt
   # train's whole run on the GPU against the CPU (tests/test_device.cpp).
   run unit_gpu "$dir/bin/nmt_tests" --needs gpu -w NoTests "[gpu]"
-  bench "$dir/bin/nmt" "$dir/data" cuda "$out/bench" full
+  # The benchmarks, each step under a timeout so that the whole stays inside
+  # one device command (600 s); the table is in bench.log.
+  run bench bench "$dir/bin/nmt" "$dir/data" cuda "$out/bench" full
+  sed -n '/^benchmark (/,$p' "$out/bench.log"
   # Which cases failed, by name, for the issue's notes.
   # (Catch2's console report: a case's name follows the first of two rules.)
   awk 'FNR == 1 { rule = 0 } /^-+$/ && length($0) > 70 { if (++rule % 2 == 1) { getline; name = $0 } } /FAILED/ { print FILENAME ": " name }' \
@@ -131,15 +134,16 @@ bench() {
   [ "$dev" = cpu ] && peak=0
   mkdir -p "$work"
   local -a rows=()
-  local cfg params rate t0 secs
+  local cfg params rate t0 secs missing=0
   for cfg in transformer-small transformer-base; do
     rm -f "$work/$cfg.nmt"*
     t0=$SECONDS
-    "$nmt" train --device "$dev" --no-recipe -c "$cfg" --train-src "$data/train.en.gz" \
+    timeout 120 "$nmt" train --device "$dev" --no-recipe -c "$cfg" --train-src "$data/train.en.gz" \
       --train-tgt "$data/train.de.gz" --out "$work/$cfg.nmt" --batch-tokens "$bt" \
       --compute-type bf16 --max-steps "$steps" --seed 1 --no-shortlist --log-every 1000 \
       >"$work/$cfg.log" 2>&1
     rate=$(train_rate "$work/$cfg.nmt.log.jsonl" 2>/dev/null)
+    [[ "$rate" =~ ^[0-9]+$ ]] || missing=1
     params=$("$nmt" info "$work/$cfg.nmt" 2>/dev/null | awk '/^parameters/ {gsub(/[()]/, "", $3); print $3}')
     rows+=("train $cfg bf16, $bt-token batches|${rate:--} tgt tok/s|$(share "$rate" "$params" "$peak")|$((SECONDS - t0)) s, $steps updates")
   done
@@ -147,32 +151,35 @@ bench() {
   # the device), then the test set at beam 4: the whole process, timed.
   rm -f "$work/recipe.nmt"*
   t0=$SECONDS
-  "$nmt" train --device "$dev" --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
+  timeout 200 "$nmt" train --device "$dev" --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
     --valid-src "$data/val.en.gz" --valid-tgt "$data/val.de.gz" --out "$work/recipe.nmt" \
     --max-minutes "$minutes" >"$work/recipe.log" 2>&1
   secs=$((SECONDS - t0))
   local start end bleu sents=-
   start=$(date +%s.%N)
-  "$nmt" translate --device "$dev" -m "$work/recipe.nmt" -i "$data/test_2016_flickr.en.gz" \
+  timeout 60 "$nmt" translate --device "$dev" -m "$work/recipe.nmt" -i "$data/test_2016_flickr.en.gz" \
     -o "$work/test.hyp" --beam 4 2>"$work/translate.log"
   end=$(date +%s.%N)
   [ -s "$work/test.hyp" ] && sents=$(awk -v n="$(wc -l <"$work/test.hyp")" -v a="$start" -v b="$end" 'BEGIN { printf "%.0f", n / (b - a) }')
   gzip -dc "$data/test_2016_flickr.de.gz" >"$work/test.ref"
   bleu=$("$nmt" score "$work/test.ref" -i "$work/test.hyp" -b 2>/dev/null)
+  [ -n "$bleu" ] && [ "$sents" != - ] || missing=1
   rows+=("recipe, --max-minutes $minutes|test_2016_flickr BLEU ${bleu:--}|-|$secs s in all")
   rows+=("translate test_2016_flickr, beam 4|$sents sent/s|-|whole process")
   # The engine alone (bench_translate: warm passes, BLEU beside them).
   local engine
-  engine=$("$(dirname "$nmt")/bench_translate" --real "$work/recipe.nmt" --device "$dev" \
+  engine=$(timeout 90 "$(dirname "$nmt")/bench_translate" --real "$work/recipe.nmt" --device "$dev" \
     --src "$data/test_2016_flickr.en.gz" --ref "$data/test_2016_flickr.de.gz" --repeat 2 \
     2>"$work/engine.log" | awk '$1 == 2 { printf "%s sent/s, BLEU %s", $2, $NF }')
   rows+=("translate test_2016_flickr, beam 4|${engine:--}|-|engine only, 2nd pass")
+  [ -n "$engine" ] || missing=1
   printf '%-50s %-30s %-8s %s\n' "benchmark ($dev)" figure "of peak" notes
   local r
   for r in "${rows[@]}"; do
     IFS='|' read -r a b c d <<<"$r"
     printf '%-50s %-30s %-8s %s\n' "$a" "$b" "$c" "$d"
   done
+  return "$missing"  # a figure that is missing fails the check (logs in $work)
 }
 
 # Model arithmetic (6 x parameters per target token, forward and backward)

@@ -153,15 +153,19 @@ TEST_CASE("matmul: plain, transposed, bias, activations, alpha, accumulate, cons
           "[ops][gemm]") {
   for (DType dt : kDtypes)
     for (Mm s : {Mm{1, 1, 1}, Mm{7, 5, 3}, Mm{33, 64, 17}, Mm{128, 96, 200}, Mm{1, 256, 512}})
-      for (int variant = 0; variant < 10; ++variant) {
+      for (int variant = 0; variant < 11; ++variant) {
         // 6: the weights are constant (a frozen model's), so the backend may
         // repack them once and reuse the copy. 4, 7-9: each activation
-        // epilogue, 7-9 after a bias.
+        // epilogue, 7-9 after a bias. 10: a bias and an activation on a
+        // product that is added to what c holds (the epilogue applies to the
+        // product only; alpha stays 1 with a bias).
         const bool ta = variant == 1, tb = variant == 2 || variant == 6,
-                   bias = variant == 3 || variant >= 7, acc = variant == 5, constant = variant == 6;
-        const Activation act = variant == 4   ? Activation::Relu
-                               : variant >= 7 ? kActivations[variant - 6]
-                                              : Activation::None;
+                   bias = variant == 3 || variant >= 7, acc = variant == 5 || variant == 10,
+                   constant = variant == 6;
+        const Activation act = variant == 4                    ? Activation::Relu
+                               : variant >= 7 && variant <= 9 ? kActivations[variant - 6]
+                               : variant == 10                ? Activation::Relu
+                                                              : Activation::None;
         const float alpha = variant == 5 ? 0.5f : 1.f;
         auto A = randv(s.M * s.K, 1), Bm = randv(s.K * s.N, 2), bv = randv(s.N, 3),
              C0 = randv(s.M * s.N, 4);

@@ -31,7 +31,7 @@ struct MatDesc {
 };
 
 struct GemmAttr {
-  float alpha = 1.f;
+  float alpha = 1.f;  // 1 with a bias (ops::matmul refuses the pair)
   bool accumulate = false;            // dst += alpha * a @ b (gradient accumulation)
   const float* bias = nullptr;        // (cols) added to every row
   Activation act = Activation::None;  // applied after the bias

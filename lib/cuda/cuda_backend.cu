@@ -42,7 +42,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
-int blocks_for(int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+// At least one block: an empty launch is an error, and every kernel checks
+// its bound (a grid-stride loop or an if), so one idle block does nothing.
+int blocks_for(int64_t n) {
+  return static_cast<int>(std::max<int64_t>((n + kThreads - 1) / kThreads, 1));
+}
 
 void check_launch() { CUDA_CHECK(cudaGetLastError()); }
 
@@ -351,42 +355,53 @@ class CudaBackend final : public Backend {
 
   // A caching allocator: freed blocks are kept by size and handed out
   // again, so that a warm step loop (whose tensors are freed and resized
-  // batch after batch) makes no cudaMalloc; the cache is given back only
-  // when the device runs out.
+  // batch after batch) makes no cudaMalloc. The blocks a host thread frees
+  // go to its own pool and are handed out again only to it: its stream may
+  // still have work queued that uses them, which its own later work follows
+  // but another thread's stream would not. A thread's pool is given back
+  // when it runs out (and when it ends).
   void* alloc(size_t bytes) override {
     const size_t n = block_size(bytes);
-    std::lock_guard<std::mutex> lock(pool_mu_);
-    auto it = pool_.find(n);
-    if (it != pool_.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
-      sizes_[p] = n;
+    Pool& pool = thread_pool();
+    // The smallest free block that fits, unless it is twice the size.
+    auto it = pool.blocks.lower_bound(n);
+    if (it != pool.blocks.end() && it->first < 2 * n) {
+      void* p = it->second;
+      const size_t size = it->first;
+      pool.blocks.erase(it);
+      remember(p, size);
       return p;
     }
     void* p = nullptr;
     if (cudaMalloc(&p, n) != cudaSuccess) {
-      cudaGetLastError();  // clear the failure, drop the cache, and try once more
-      for (auto& [size, blocks] : pool_)
-        for (void* b : blocks) cudaFree(b);
-      pool_.clear();
+      cudaGetLastError();  // clear the failure, give the pool back, and try once more
+      pool.release();
       CUDA_CHECK(cudaMalloc(&p, n));
     }
-    sizes_[p] = n;
+    remember(p, n);
     return p;
   }
   void free(void* p) override {
     if (!p) return;
-    std::lock_guard<std::mutex> lock(pool_mu_);
-    auto it = sizes_.find(p);
-    if (it == sizes_.end()) return;  // not ours: nothing to do
-    pool_[it->second].push_back(p);
-    sizes_.erase(it);
+    size_t size = 0;
+    {
+      std::lock_guard<std::mutex> lock(sizes_mu_);
+      auto it = sizes_.find(p);
+      if (it == sizes_.end()) return;  // not from alloc: nothing to give back
+      size = it->second;
+      sizes_.erase(it);
+    }
+    thread_pool().blocks.emplace(size, p);
   }
   void to_host(void* dst, const void* src, size_t n) override {
     CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost));
   }
+  // From pageable memory cudaMemcpy may return before the data has reached
+  // the device; other threads' streams (the translator's workers reading
+  // weights this thread loaded) must see it, so wait for it.
   void from_host(void* dst, const void* src, size_t n) override {
     CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
   }
   void copy(void* dst, const void* src, size_t n) override {
     CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice));
@@ -690,9 +705,24 @@ class CudaBackend final : public Backend {
     const size_t g = bytes < (size_t{1} << 20) ? 512 : (size_t{2} << 20);
     return (std::max<size_t>(bytes, 1) + g - 1) / g * g;
   }
-  std::mutex pool_mu_;
-  std::map<size_t, std::vector<void*>> pool_;
-  std::unordered_map<void*, size_t> sizes_;
+  struct Pool {
+    std::multimap<size_t, void*> blocks;  // free, by size
+    void release() {
+      for (auto& [size, p] : blocks) cudaFree(p);  // waits for the device
+      blocks.clear();
+    }
+    ~Pool() { release(); }  // at exit the runtime may be gone: nothing to report
+  };
+  static Pool& thread_pool() {
+    thread_local Pool pool;
+    return pool;
+  }
+  void remember(void* p, size_t size) {
+    std::lock_guard<std::mutex> lock(sizes_mu_);
+    sizes_[p] = size;
+  }
+  std::mutex sizes_mu_;
+  std::unordered_map<void*, size_t> sizes_;  // blocks handed out, by any thread
 };
 
 // Row-major C = A B is column-major C^T = B^T A^T: swap the operands
@@ -704,6 +734,7 @@ void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, con
   const bool epilogue = attr.bias || attr.act != Activation::None;
   if (epilogue && a.dims[0] * a.dims[1] != 1) missing("a batched gemm with a bias or activation");
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
+  if (M == 0 || N == 0) return;  // nothing to write
   auto layout = [](const MatDesc& x, cublasOperation_t& op, int64_t& ld) {
     if (x.strides[3] == 1) {
       op = CUBLAS_OP_N, ld = x.strides[2];

@@ -14,6 +14,13 @@ namespace nmt {
 
 namespace {
 std::atomic<uint64_t> next_store_id{1};
+
+// No other backend runs int8 products, so no other device holds int8.
+void int8_on_cpu_only(Device d) {
+  if (d != Device::CPU)
+    throw Error(std::string("int8 weights are held on the CPU only, not on ") + device_name(d));
+}
+
 }  // namespace
 
 ParamStore::ParamStore(Device device) : id_(next_store_id++), device_(device) {}
@@ -111,9 +118,7 @@ void ParamStore::allocate(uint64_t seed) {
 }
 
 void ParamStore::lay_out_int8() {
-  if (device_ != Device::CPU)
-    throw Error(std::string("int8 weights are held on the CPU only, not on ") +
-                device_name(device_));
+  int8_on_cpu_only(device_);
   int64_t floats = 0, bytes = 0, rows = 0;
   for (const Param& p : params_) {
     if (p.quantisable)
@@ -146,6 +151,7 @@ void ParamStore::allocate_int8() {
 void ParamStore::hold_in_int8() {
   if (!allocated() || holds_int8()) return;
   if (frozen_) throw Error("hold_in_int8: the store is frozen already");
+  int8_on_cpu_only(device_);
   Tensor floats = std::move(values_);  // the f32 layout, read while the new one is filled
   lay_out_int8();
   for (Param& p : params_) {

@@ -87,6 +87,9 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
     fail("matmul",
          "inner dimensions " + std::to_string(K) + " and " + std::to_string(Kb) + " differ");
   if (o.bias && o.bias->numel() != N) fail("matmul", "bias does not match the output width");
+  // oneDNN 2 applies its output scale after the bias; the other backends
+  // before it. No caller needs both, so the contract leaves it out.
+  if (o.bias && o.alpha != 1.f) fail("matmul", "alpha scales a product without a bias");
   if (int8_b && o.b_scales->numel() != N)
     fail("matmul", "int8 weights need one scale per output column");
   if (!o.accumulate) c.resize(Shape{M, N}, a.device());
@@ -478,6 +481,7 @@ void RowIndices::assign(const std::vector<int64_t>& idx, int64_t rows, Device de
     if (i < 0 || i >= rows) fail("row indices", "row " + std::to_string(i) + " out of range");
   host_.assign(idx.begin(), idx.end());
   rows_ = rows;
+  device_kind_ = device;
   if (device == Device::CPU) {
     device_ = Tensor();
     return;
@@ -530,7 +534,8 @@ void RowOrder::plan(const std::vector<int64_t>& idx, int64_t rows, Device device
 
 void gather_rows(const Tensor& src, const RowIndices& idx, Tensor& dst) {
   need_contiguous("gather_rows", {&src});
-  if (idx.rows() != src.dim(0)) fail("gather_rows", "the indices were made for another tensor");
+  if (idx.rows() != src.dim(0) || idx.device() != src.device())
+    fail("gather_rows", "the indices were made for another tensor");
   const int64_t row = src.dim(0) ? src.numel() / src.dim(0) : 0;
   Shape s = src.shape();
   s.dims[0] = idx.size();
@@ -574,7 +579,8 @@ void reorder_cache(Tensor& cache, const RowOrder& order, int64_t len, Tensor& sc
   if (cache.ndim() != 3) fail("reorder_cache", "expected a (N, capacity, W) cache");
   need_contiguous("reorder_cache", {&cache});
   const int64_t N = cache.dim(0), cap = cache.dim(1), W = cache.dim(2), n = order.n_;
-  if (order.rows_ != N) fail("reorder_cache", "the order was planned for another number of rows");
+  if (order.rows_ != N || order.device() != cache.device())
+    fail("reorder_cache", "the order was planned for another tensor");
   if (len > cap) fail("reorder_cache", "length exceeds the capacity");
   const int64_t* d = order.list_.data();  // on the cache's device
   const auto& at = order.at_;

@@ -37,7 +37,7 @@ struct MatmulOpts {
 };
 
 // c (M, N) = act(alpha * op(a) op(b) (+ bias)) (+ c), op a transpose when
-// asked. 2-D tensors; a and b may be strided views.
+// asked (alpha 1 with a bias). 2-D tensors; a and b may be strided views.
 void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
             const MatmulOpts& opts = {});
 // y (N, out) = act(x (N, in) W^T (+ b)): the Linear layer's product, W
@@ -197,11 +197,13 @@ class RowIndices {
   const std::vector<int64_t>& host() const { return host_; }
   int64_t size() const { return static_cast<int64_t>(host_.size()); }
   int64_t rows() const { return rows_; }  // what it indexes
-  const int64_t* data() const;            // on its device
+  Device device() const { return device_kind_; }
+  const int64_t* data() const;  // on its device
 
  private:
   std::vector<int64_t> host_;
   int64_t rows_ = 0;
+  Device device_kind_ = Device::CPU;
   Tensor device_;  // I64, beside a GPU's tensors; unused on the CPU
 };
 
@@ -214,6 +216,7 @@ class RowOrder {
   void plan(const std::vector<int64_t>& idx, int64_t rows, Device device);
   int64_t size() const { return n_; }
   int64_t rows() const { return rows_; }
+  Device device() const { return list_.device(); }
 
  private:
   friend void reorder_cache(Tensor& cache, const RowOrder& order, int64_t len, Tensor& scratch);
