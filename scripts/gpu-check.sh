@@ -134,22 +134,23 @@ bench() {
   [ "$dev" = cpu ] && peak=0
   mkdir -p "$work"
   local -a rows=()
-  local cfg params rate t0 secs missing=0
+  local cfg params rate fig t0 secs missing=0
   for cfg in transformer-small transformer-base; do
-    rm -f "$work/$cfg.nmt"*
+    rm -rf "$work/$cfg.nmt"*  # a run's checkpoints (a directory) too
     t0=$SECONDS
     timeout 120 "$nmt" train --device "$dev" --no-recipe -c "$cfg" --train-src "$data/train.en.gz" \
       --train-tgt "$data/train.de.gz" --out "$work/$cfg.nmt" --batch-tokens "$bt" \
       --compute-type bf16 --max-steps "$steps" --seed 1 --no-shortlist --log-every 1000 \
       >"$work/$cfg.log" 2>&1
     rate=$(train_rate "$work/$cfg.nmt.log.jsonl" 2>/dev/null)
-    [[ "$rate" =~ ^[0-9]+$ ]] || missing=1
+    fig=-
+    if [[ "$rate" =~ ^[0-9]+$ ]]; then fig="$rate tgt tok/s"; else missing=1; fi
     params=$("$nmt" info "$work/$cfg.nmt" 2>/dev/null | awk '/^parameters/ {gsub(/[()]/, "", $3); print $3}')
-    rows+=("train $cfg bf16, $bt-token batches|${rate:--} tgt tok/s|$(share "$rate" "$params" "$peak")|$((SECONDS - t0)) s, $steps updates")
+    rows+=("train $cfg bf16, $bt-token batches|$fig|$(share "$rate" "$params" "$peak")|$((SECONDS - t0)) s, $steps updates")
   done
   # One minute of the recipe (model, schedule and compute type chosen for
   # the device), then the test set at beam 4: the whole process, timed.
-  rm -f "$work/recipe.nmt"*
+  rm -rf "$work/recipe.nmt"* "$work/test.hyp"
   t0=$SECONDS
   timeout 200 "$nmt" train --device "$dev" --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
     --valid-src "$data/val.en.gz" --valid-tgt "$data/val.de.gz" --out "$work/recipe.nmt" \

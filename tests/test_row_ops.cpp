@@ -541,3 +541,54 @@ TEST_CASE("gather_byte moves the bytes the CPU's gather_rows moves", "[row_ops]"
     CHECK(got == want);
   }
 }
+
+TEST_CASE("softmax and log-softmax by lanes (the GPU's wide rows) against double references",
+          "[row_ops]") {
+  for (int64_t cols : {int64_t{1}, int64_t{7}, int64_t{255}, int64_t{256}, int64_t{257},
+                       int64_t{3000}, int64_t{8000}})
+    for (const auto& [name, x] : softmax_inputs(cols))
+      for (bool log : {false, true}) {
+        const std::string what = std::string(log ? "lanes log_softmax " : "lanes softmax ") +
+                                 name + " cols " + std::to_string(cols);
+        std::vector<float> y(cols, 123.f), one(cols);
+        softmax_row_lanes(x.data(), y.data(), cols, log);
+        double mag = 1;
+        for (float v : x)
+          if (std::isfinite(v) && v > kMaskedScore) mag = std::max(mag, double(std::abs(v)));
+        expect_near(y, softmax_reference(x, log), log ? 2e-6 * mag : 1e-7, 2e-5, what);
+        // The masked tail exactly 0, as the one-thread row and the CPU give it.
+        softmax_row(x.data(), one.data(), cols, log);
+        for (int64_t c = 0; c < cols; ++c)
+          if (one[c] == 0.f) CHECK(y[c] == 0.f);
+        std::vector<float> z = x;  // in place
+        softmax_row_lanes(z.data(), z.data(), cols, log);
+        CHECK(z == y);
+      }
+}
+
+TEST_CASE("xent by lanes (the GPU's wide rows): loss, nll and gradient as xent_row's",
+          "[row_ops]") {
+  const float eps = 0.1f, grad_scale = 1.f / 7;
+  for (int64_t V : {1, 5, 256, 257, 3000, 8000}) {
+    for (auto [scale, offset] : std::vector<std::pair<float, float>>{{2.f, 0.f}, {20.f, 1000.f}}) {
+      const std::string what =
+          "lanes xent V " + std::to_string(V) + " offset " + std::to_string(offset);
+      auto x = randv(V, 53, scale, offset);
+      const int32_t target = static_cast<int32_t>((V * 7 + 1) / 3 % V);
+      std::vector<double> rg;
+      const XentRow ref = xent_reference(x, target, eps, grad_scale, rg);
+      std::vector<float> g(V, 5.f);
+      const XentRow got = xent_row_lanes(x.data(), target, -1, V, eps, g.data(), grad_scale);
+      CHECK(got.tokens == 1);
+      const double margin = 1e-6 * std::max(1.f, offset);
+      CHECK(got.nll == Approx(ref.nll).epsilon(1e-6).margin(margin));
+      CHECK(got.loss == Approx(ref.loss).epsilon(1e-6).margin(margin));
+      expect_close(g, rg, 1e-5, what + " gradient");
+    }
+  }
+  auto x = randv(300, 54);
+  std::vector<float> g(300, 5.f);
+  const XentRow pad = xent_row_lanes(x.data(), 0, 0, 300, eps, g.data(), grad_scale);
+  CHECK((pad.tokens == 0 && pad.loss == 0 && pad.nll == 0));
+  CHECK(g == std::vector<float>(300, 0.f));
+}

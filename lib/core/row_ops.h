@@ -175,6 +175,27 @@ struct XentRow {
   int64_t tokens = 0;
 };
 
+// A row's loss from its target's logit x_t, its largest logit mx, the sum
+// z of exp(x - mx) and the sum of its logits (a token: pad rows have none).
+NMT_HOST_DEVICE inline XentRow xent_totals(float x_t, float mx, double z, double sum_x, int64_t V,
+                                           float eps) {
+  XentRow out;
+  const double logz = mx + log(z);
+  const double lp_target = x_t - logz;
+  const double mean_lp = sum_x / V - logz;
+  out.nll = -lp_target;
+  out.loss = -(1.0 - eps) * lp_target - eps * mean_lp;
+  out.tokens = 1;
+  return out;
+}
+
+// The gradient at a logit x of a row, but for the target's extra
+// -(1 - eps) * grad_scale: (softmax - eps / V) * grad_scale.
+NMT_HOST_DEVICE inline float xent_gradient(float x, float mx, float inv_z, int64_t V, float eps,
+                                           float grad_scale) {
+  return (expf(x - mx) * inv_z - eps / V) * grad_scale;
+}
+
 // Against target (q = (1-eps) onehot + eps/V); g (optional) receives
 // (softmax - q) * grad_scale. exp in float, summed in float over blocks of
 // 1024 and the blocks in double, as the CPU does: a vocabulary may hold 37k
@@ -200,15 +221,10 @@ NMT_HOST_DEVICE inline XentRow xent_row(const float* x, int32_t target, int32_t 
     z += zb;
     sum_x += sb;
   }
-  const double logz = mx + log(z);
-  const double lp_target = x[target] - logz;
-  const double mean_lp = sum_x / V - logz;
-  out.nll = -lp_target;
-  out.loss = -(1.0 - eps) * lp_target - eps * mean_lp;
-  out.tokens = 1;
+  out = xent_totals(x[target], mx, z, sum_x, V, eps);
   if (g) {
-    const float inv_z = static_cast<float>(1.0 / z), u = eps / V;
-    for (int64_t j = 0; j < V; ++j) g[j] = (expf(x[j] - mx) * inv_z - u) * grad_scale;
+    const float inv_z = static_cast<float>(1.0 / z);
+    for (int64_t j = 0; j < V; ++j) g[j] = xent_gradient(x[j], mx, inv_z, V, eps, grad_scale);
     g[target] -= (1.f - eps) * grad_scale;
   }
   return out;
@@ -242,6 +258,91 @@ NMT_HOST_DEVICE inline double sum_in_order(const double* parts, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i) s += parts[i];
   return s;
+}
+
+// Wide rows on a GPU (softmax over attention or the vocabulary, the loss):
+// a row's reductions are split over kRowLanes lanes, a block's threads, lane
+// t taking columns t, t + kRowLanes, ... (neighbouring threads read
+// neighbouring columns); the lanes' partial results are combined in lane
+// order, so a row's result does not depend on how the lanes were scheduled.
+// The one-thread row functions above sum in column order, as the CPU does:
+// the two agree to rounding. The *_row_lanes functions run the lanes one
+// after another: what the host tests check, with the same arithmetic.
+constexpr int kRowLanes = 256;
+
+NMT_HOST_DEVICE inline float lane_max(const float* x, int64_t n, int lane) {
+  float m = -INFINITY;
+  for (int64_t c = lane; c < n; c += kRowLanes) m = x[c] > m ? x[c] : m;
+  return m;
+}
+
+// Lane `lane`'s sums of exp(x - mx) and (with sum_x) of x.
+NMT_HOST_DEVICE inline void lane_sums(const float* x, int64_t n, float mx, int lane, float* z,
+                                      float* sum_x) {
+  float a = 0.f, b = 0.f;
+  for (int64_t c = lane; c < n; c += kRowLanes) {
+    a += expf(x[c] - mx);
+    b += x[c];
+  }
+  *z = a;
+  if (sum_x) *sum_x = b;
+}
+
+NMT_HOST_DEVICE inline float lanes_max(const float* parts) {
+  float m = parts[0];
+  for (int t = 1; t < kRowLanes; ++t) m = parts[t] > m ? parts[t] : m;
+  return m;
+}
+
+NMT_HOST_DEVICE inline double lanes_sum(const float* parts) {
+  double s = 0;
+  for (int t = 0; t < kRowLanes; ++t) s += parts[t];
+  return s;
+}
+
+// Element x of a softmax row (inside: not in its masked tail) or of a
+// log-softmax row, from the row's largest value mx and k: 1 / sum for the
+// softmax, mx + log(sum) for the log-softmax.
+NMT_HOST_DEVICE inline float softmax_scale(double sum, float mx, bool log) {
+  return log ? static_cast<float>(mx + ::log(sum)) : static_cast<float>(1.0 / sum);
+}
+NMT_HOST_DEVICE inline float softmax_element(float x, float mx, float k, bool log, bool inside) {
+  if (log) return x - k;
+  return inside ? expf(x - mx) * k : 0.f;
+}
+
+// softmax_row's semantics (the masked tail exactly 0; the log-softmax over
+// every column), by lanes.
+inline void softmax_row_lanes(const float* x, float* y, int64_t cols, bool log) {
+  const int64_t n = log ? cols : unmasked_length(x, cols);
+  float part[kRowLanes];
+  for (int t = 0; t < kRowLanes; ++t) part[t] = lane_max(x, n, t);
+  const float mx = lanes_max(part);
+  for (int t = 0; t < kRowLanes; ++t) lane_sums(x, n, mx, t, &part[t], nullptr);
+  const float k = softmax_scale(lanes_sum(part), mx, log);
+  for (int64_t c = 0; c < cols; ++c) y[c] = softmax_element(x[c], mx, k, log, c < n);
+}
+
+// xent_row's semantics by lanes.
+inline XentRow xent_row_lanes(const float* x, int32_t target, int32_t pad, int64_t V, float eps,
+                              float* g, float grad_scale) {
+  if (target == pad) {
+    if (g)
+      for (int64_t j = 0; j < V; ++j) g[j] = 0.f;
+    return XentRow();
+  }
+  float part[kRowLanes], part_x[kRowLanes];
+  for (int t = 0; t < kRowLanes; ++t) part[t] = lane_max(x, V, t);
+  const float mx = lanes_max(part);
+  for (int t = 0; t < kRowLanes; ++t) lane_sums(x, V, mx, t, &part[t], &part_x[t]);
+  const double z = lanes_sum(part);
+  const XentRow out = xent_totals(x[target], mx, z, lanes_sum(part_x), V, eps);
+  if (g) {
+    const float inv_z = static_cast<float>(1.0 / z);
+    for (int64_t j = 0; j < V; ++j) g[j] = xent_gradient(x[j], mx, inv_z, V, eps, grad_scale);
+    g[target] -= (1.f - eps) * grad_scale;
+  }
+  return out;
 }
 
 // x[row, col] of a row of x, or 0 where col is -1 (no column asked for).

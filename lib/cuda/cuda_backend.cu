@@ -48,6 +48,12 @@ int blocks_for(int64_t n) {
   return static_cast<int>(std::max<int64_t>((n + kThreads - 1) / kThreads, 1));
 }
 
+// A block per row, up to a grid that covers the device many times over
+// (the kernels stride over the rest).
+int row_blocks(int64_t rows) {
+  return static_cast<int>(std::min<int64_t>(std::max<int64_t>(rows, 1), 65536));
+}
+
 void check_launch() { CUDA_CHECK(cudaGetLastError()); }
 
 // "CUDA 13.0 (runtime 13.0, 1 device)": what `nmt --version` prints.
@@ -146,8 +152,32 @@ __global__ void embedding_kernel(const float* table, const int32_t* tokens, int6
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
 
+// A block of kRowLanes threads per row (row_ops.h's lanes): reads and
+// writes along the row are coalesced, and the lanes' partial results meet
+// in shared memory, combined in lane order by the first thread.
 __global__ void softmax_kernel(const float* src, float* dst, int64_t rows, int64_t cols, bool log) {
-  NMT_GRID_STRIDE(r, rows) softmax_row(src + r * cols, dst + r * cols, cols, log);
+  __shared__ float part[kRowLanes];
+  __shared__ float s_mx, s_k;
+  __shared__ int64_t s_n;
+  const int t = threadIdx.x;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* x = src + r * cols;
+    float* y = dst + r * cols;
+    if (t == 0) s_n = log ? cols : unmasked_length(x, cols);
+    __syncthreads();
+    const int64_t n = s_n;
+    part[t] = lane_max(x, n, t);
+    __syncthreads();
+    if (t == 0) s_mx = lanes_max(part);
+    __syncthreads();
+    const float mx = s_mx;
+    lane_sums(x, n, mx, t, &part[t], nullptr);
+    __syncthreads();
+    if (t == 0) s_k = softmax_scale(lanes_sum(part), mx, log);
+    __syncthreads();
+    for (int64_t c = t; c < cols; c += kRowLanes) y[c] = softmax_element(x[c], mx, s_k, log, c < n);
+    __syncthreads();  // the next row reuses the shared values
+  }
 }
 
 __global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, int64_t rows,
@@ -202,12 +232,45 @@ __global__ void embedding_backward_kernel(const int32_t* tokens, int64_t n, int6
   }
 }
 
+// A block of kRowLanes threads per row, as softmax_kernel: xent_row_lanes.
 __global__ void xent_kernel(const float* logits, const int32_t* targets, int64_t N, int64_t V,
                             float eps, int32_t pad, float* dlogits, float grad_scale,
                             XentRow* rows) {
-  NMT_GRID_STRIDE(r, N) {
-    rows[r] = xent_row(logits + r * V, targets[r], pad, V, eps, dlogits ? dlogits + r * V : nullptr,
-                       grad_scale);
+  __shared__ float part[kRowLanes], part_x[kRowLanes];
+  __shared__ float s_mx;
+  __shared__ double s_z;
+  const int t = threadIdx.x;
+  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const float* x = logits + r * V;
+    float* g = dlogits ? dlogits + r * V : nullptr;
+    const int32_t target = targets[r];  // the same for every thread of the block
+    if (target == pad) {
+      if (g)
+        for (int64_t c = t; c < V; c += kRowLanes) g[c] = 0.f;
+      if (t == 0) rows[r] = XentRow();
+      continue;
+    }
+    part[t] = lane_max(x, V, t);
+    __syncthreads();
+    if (t == 0) s_mx = lanes_max(part);
+    __syncthreads();
+    const float mx = s_mx;
+    lane_sums(x, V, mx, t, &part[t], &part_x[t]);
+    __syncthreads();
+    if (t == 0) {
+      s_z = lanes_sum(part);
+      rows[r] = xent_totals(x[target], mx, s_z, lanes_sum(part_x), V, eps);
+    }
+    __syncthreads();
+    if (g) {
+      const float inv_z = static_cast<float>(1.0 / s_z);
+      for (int64_t c = t; c < V; c += kRowLanes) {
+        float v = xent_gradient(x[c], mx, inv_z, V, eps, grad_scale);
+        if (c == target) v -= (1.f - eps) * grad_scale;
+        g[c] = v;
+      }
+    }
+    __syncthreads();  // the next row reuses the shared values
   }
 }
 
@@ -432,7 +495,7 @@ class CudaBackend final : public Backend {
 
   void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) override {
     if (rows == 0) return;
-    softmax_kernel<<<blocks_for(rows), kThreads>>>(src, dst, rows, cols, log);
+    softmax_kernel<<<row_blocks(rows), kRowLanes>>>(src, dst, rows, cols, log);
     check_launch();
   }
   void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
@@ -556,8 +619,8 @@ class CudaBackend final : public Backend {
         static_cast<XentRow*>(scratch().get(aligned(N * sizeof(XentRow)) + sizeof(XentRow)));
     XentRow* total =
         reinterpret_cast<XentRow*>(reinterpret_cast<char*>(rows) + aligned(N * sizeof(XentRow)));
-    xent_kernel<<<blocks_for(N), kThreads>>>(logits, targets, N, V, eps, pad, dlogits, grad_scale,
-                                             rows);
+    xent_kernel<<<row_blocks(N), kRowLanes>>>(logits, targets, N, V, eps, pad, dlogits, grad_scale,
+                                              rows);
     check_launch();
     xent_sum_kernel<<<1, 1>>>(rows, N, total);
     check_launch();
