@@ -132,6 +132,10 @@ bench() {
   [ "$mode" = dry ] && steps=7 minutes=0.15 bt=2000
   local peak=990  # dense bf16 TFLOP/s of an H200 (the issue's figure)
   [ "$dev" = cpu ] && peak=0
+  if [ "$dev" = cuda ] && ! "$nmt" --version 2>/dev/null | grep -qE "cuda: CUDA .*, [1-9][0-9]* devices?\)"; then
+    echo "benchmarks skipped: no CUDA device"
+    return 77
+  fi
   mkdir -p "$work"
   local -a rows=()
   local cfg params rate fig t0 secs missing=0
@@ -166,7 +170,9 @@ bench() {
   bleu=$("$nmt" score "$work/test.ref" -i "$work/test.hyp" -b 2>/dev/null)
   [ -n "$bleu" ] && [ "$sents" != - ] || missing=1
   rows+=("recipe, --max-minutes $minutes|test_2016_flickr BLEU ${bleu:--}|-|$secs s in all")
-  rows+=("translate test_2016_flickr, beam 4|$sents sent/s|-|whole process")
+  local sfig=-
+  [ "$sents" != - ] && sfig="$sents sent/s"
+  rows+=("translate test_2016_flickr, beam 4|$sfig|-|whole process")
   # The engine alone (bench_translate: warm passes, BLEU beside them).
   local engine
   engine=$(timeout 90 "$(dirname "$nmt")/bench_translate" --real "$work/recipe.nmt" --device "$dev" \
