@@ -383,25 +383,40 @@ XentRow xent_reference(const std::vector<float>& x, int32_t target, float eps, f
   return r;
 }
 
+using XentFn = XentRow (*)(const float*, int32_t, int32_t, int64_t, float, float*, float);
+
+// One row of random logits (scale around offset) through fn, checked
+// against the double reference; x, target and the gradient g come back.
+XentRow check_xent_row(XentFn fn, const char* name, int64_t V, float scale, float offset,
+                       uint32_t seed, float eps, float grad_scale, std::vector<float>& x,
+                       int32_t& target, std::vector<float>& g) {
+  const std::string what = std::string(name) + " V " + std::to_string(V) + " offset " +
+                           std::to_string(offset);
+  x = randv(V, seed, scale, offset);
+  target = static_cast<int32_t>((V * 7 + 1) / 3 % V);
+  std::vector<double> rg;
+  const XentRow ref = xent_reference(x, target, eps, grad_scale, rg);
+  g.assign(V, 5.f);
+  const XentRow got = fn(x.data(), target, -1, V, eps, g.data(), grad_scale);
+  CHECK(got.tokens == 1);
+  // x - logz is rounded to float's ulp of x: relative to the offset.
+  const double margin = 1e-6 * std::max(1.f, offset);
+  CHECK(got.nll == Approx(ref.nll).epsilon(1e-6).margin(margin));
+  CHECK(got.loss == Approx(ref.loss).epsilon(1e-6).margin(margin));
+  expect_close(g, rg, 1e-5, what + " gradient");
+  return got;
+}
+
 }  // namespace
 
 TEST_CASE("xent_row: loss, nll and gradient against double references; pad rows", "[row_ops]") {
   const float eps = 0.1f, grad_scale = 1.f / 7;
   for (int64_t V : {1, 2, 5, 37, 1024, 1025, 3000}) {
     for (auto [scale, offset] : std::vector<std::pair<float, float>>{{2.f, 0.f}, {20.f, 1000.f}}) {
-      const std::string what = "xent V " + std::to_string(V) + " offset " + std::to_string(offset);
-      auto x = randv(V, 51, scale, offset);
-      const int32_t target = static_cast<int32_t>((V * 7 + 1) / 3 % V);
-      std::vector<double> rg;
-      const XentRow ref = xent_reference(x, target, eps, grad_scale, rg);
-      std::vector<float> g(V, 5.f);
-      const XentRow got = xent_row(x.data(), target, -1, V, eps, g.data(), grad_scale);
-      CHECK(got.tokens == 1);
-      // x - logz is rounded to float's ulp of x: relative to the offset.
-      const double margin = 1e-6 * std::max(1.f, offset);
-      CHECK(got.nll == Approx(ref.nll).epsilon(1e-6).margin(margin));
-      CHECK(got.loss == Approx(ref.loss).epsilon(1e-6).margin(margin));
-      expect_close(g, rg, 1e-5, what + " gradient");
+      std::vector<float> x, g;
+      int32_t target;
+      const XentRow got =
+          check_xent_row(xent_row, "xent", V, scale, offset, 51, eps, grad_scale, x, target, g);
       // Without a gradient, the same totals; with it in place of x, the same gradient.
       const XentRow bare = xent_row(x.data(), target, -1, V, eps, nullptr, grad_scale);
       CHECK((bare.loss == got.loss && bare.nll == got.nll));
@@ -571,19 +586,10 @@ TEST_CASE("xent by lanes (the GPU's wide rows): loss, nll and gradient as xent_r
   const float eps = 0.1f, grad_scale = 1.f / 7;
   for (int64_t V : {1, 5, 256, 257, 3000, 8000}) {
     for (auto [scale, offset] : std::vector<std::pair<float, float>>{{2.f, 0.f}, {20.f, 1000.f}}) {
-      const std::string what =
-          "lanes xent V " + std::to_string(V) + " offset " + std::to_string(offset);
-      auto x = randv(V, 53, scale, offset);
-      const int32_t target = static_cast<int32_t>((V * 7 + 1) / 3 % V);
-      std::vector<double> rg;
-      const XentRow ref = xent_reference(x, target, eps, grad_scale, rg);
-      std::vector<float> g(V, 5.f);
-      const XentRow got = xent_row_lanes(x.data(), target, -1, V, eps, g.data(), grad_scale);
-      CHECK(got.tokens == 1);
-      const double margin = 1e-6 * std::max(1.f, offset);
-      CHECK(got.nll == Approx(ref.nll).epsilon(1e-6).margin(margin));
-      CHECK(got.loss == Approx(ref.loss).epsilon(1e-6).margin(margin));
-      expect_close(g, rg, 1e-5, what + " gradient");
+      std::vector<float> x, g;
+      int32_t target;
+      check_xent_row(xent_row_lanes, "lanes xent", V, scale, offset, 53, eps, grad_scale, x,
+                     target, g);
     }
   }
   auto x = randv(300, 54);

@@ -344,22 +344,20 @@ __global__ void gather_kernel(const char* src, int64_t src_ld, const int64_t* id
 
 #undef NMT_GRID_STRIDE
 
-// Device memory for a call's partial results and small host transfers,
-// kept per host thread and grown as needed. A call's use either ends in a
-// synchronous copy back to the host before it returns or is ordered on the
-// one stream before the next call's (attend, an accumulating gemm's
-// epilogue); growing it frees the old buffer, which waits for the device.
-class Scratch {
+// A buffer per host thread that only grows: allocated with Alloc, given
+// back with Free (which waits for the device before the old one goes).
+template <cudaError_t (*Alloc)(void**, size_t), cudaError_t (*Free)(void*)>
+class GrowingBuffer {
  public:
-  ~Scratch() {
-    if (p_) cudaFree(p_);  // at exit the runtime may already be gone: nothing to report
+  ~GrowingBuffer() {
+    if (p_) Free(p_);  // at exit the runtime may be gone: nothing to report
   }
   void* get(size_t bytes) {
     if (bytes > cap_) {
       void* old = p_;
       p_ = nullptr, cap_ = 0;
-      if (old) CUDA_CHECK(cudaFree(old));
-      CUDA_CHECK(cudaMalloc(&p_, bytes));
+      if (old) CUDA_CHECK(Free(old));
+      CUDA_CHECK(Alloc(&p_, bytes));
       cap_ = bytes;
     }
     return p_;
@@ -370,8 +368,16 @@ class Scratch {
   size_t cap_ = 0;
 };
 
-Scratch& scratch() {
-  thread_local Scratch s;
+cudaError_t device_alloc(void** p, size_t n) { return cudaMalloc(p, n); }
+cudaError_t pinned_alloc(void** p, size_t n) { return cudaMallocHost(p, n); }
+
+// Device memory for a call's partial results and small host transfers,
+// kept per host thread and grown as needed. A call's use either ends in a
+// synchronous copy back to the host before it returns or is ordered on the
+// one stream before the next call's (attend, an accumulating gemm's
+// epilogue); growing it frees the old buffer, which waits for the device.
+GrowingBuffer<device_alloc, cudaFree>& scratch() {
+  thread_local GrowingBuffer<device_alloc, cudaFree> s;
   return s;
 }
 
@@ -379,29 +385,8 @@ Scratch& scratch() {
 // operands are packed here and go over in one asynchronous copy on the
 // thread's stream, and its results come back the same way, with one wait.
 // Every use ends in that wait, so the next call may reuse it.
-class Pinned {
- public:
-  ~Pinned() {
-    if (p_) cudaFreeHost(p_);  // at exit the runtime may be gone: nothing to report
-  }
-  char* get(size_t bytes) {
-    if (bytes > cap_) {
-      void* old = p_;
-      p_ = nullptr, cap_ = 0;
-      if (old) CUDA_CHECK(cudaFreeHost(old));
-      CUDA_CHECK(cudaMallocHost(&p_, bytes));
-      cap_ = bytes;
-    }
-    return static_cast<char*>(p_);
-  }
-
- private:
-  void* p_ = nullptr;
-  size_t cap_ = 0;
-};
-
-Pinned& pinned() {
-  thread_local Pinned p;
+GrowingBuffer<pinned_alloc, cudaFreeHost>& pinned() {
+  thread_local GrowingBuffer<pinned_alloc, cudaFreeHost> p;
   return p;
 }
 
@@ -718,7 +703,7 @@ class CudaBackend final : public Backend {
                  col_lp_b = aligned(rows * n_cols * sizeof(float));
     const size_t in_b = base_b + banned_b + cols_b, out_b = values_b + indices_b + col_lp_b;
     char* d = static_cast<char*>(scratch().get(in_b + out_b));
-    char* h = pinned().get(in_b + out_b);
+    char* h = static_cast<char*>(pinned().get(in_b + out_b));
     if (base) std::memcpy(h, base, rows * sizeof(double));
     if (n_banned) std::memcpy(h + base_b, banned, n_banned * sizeof(int32_t));
     if (n_cols) std::memcpy(h + base_b + banned_b, cols, rows * n_cols * sizeof(int32_t));

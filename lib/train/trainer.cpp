@@ -389,11 +389,12 @@ void average_checkpoints(const std::vector<std::string>& paths, Transformer& mod
     for (int64_t i = 0; i < n; ++i) acc[i] += v[i];
   }
   const double inv = 1.0 / static_cast<double>(paths.size());
-  staging.resize(static_cast<size_t>(n));
-  float* v = staging.data();
+  const bool on_host = values.device() == Device::CPU;
+  if (!on_host) staging.resize(static_cast<size_t>(n));
+  float* v = on_host ? values.data() : staging.data();
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(acc[i] * inv);
-  ops::upload(v, values);
+  if (!on_host) ops::upload(v, values);
 }
 
 }  // namespace nmt
