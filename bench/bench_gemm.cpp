@@ -109,8 +109,9 @@ int main(int argc, char** argv) {
     bool bias;
   };
   for (ComputeType ct : {ComputeType::F32, ComputeType::BF16}) {
-    if (!backend(Device::CPU).unsupported(ct).empty()) {
-      std::printf("%s: %s\n", compute_type_name(ct), backend(Device::CPU).unsupported(ct).c_str());
+    if (!backend(Device::CPU).unsupported(Op::Gemm, ct).empty()) {
+      std::printf("%s: %s\n", compute_type_name(ct),
+                  backend(Device::CPU).unsupported(Op::Gemm, ct).c_str());
       continue;
     }
     for (Back s : {Back{"small ffn1", 256, 1024, true}, Back{"small ffn2", 1024, 256, true},

@@ -32,7 +32,7 @@ namespace nmt::test {
 // Why `d` cannot compute in `ct` here, or "" when it can.
 inline std::string unsupported_here(Device d, ComputeType ct) {
   if (d == Device::CUDA && !cuda_available()) return "no CUDA device, or built without CUDA";
-  return backend(d).unsupported(ct);
+  return backend(d).unsupported(Op::Gemm, ct);
 }
 
 // Fails the running test case unless `d` computes in `ct` here.

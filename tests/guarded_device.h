@@ -105,10 +105,15 @@ class GuardedDevice final : public Backend {
   }
   void forget_constants(uint64_t owner) override { cpu_.forget_constants(owner); }
   int64_t constant_bytes() const override { return cpu_.constant_bytes(); }
-  std::string unsupported(ComputeType t) const override {
-    if (t == ComputeType::INT8) return "int8 is held on the CPU only";
-    return cpu_.unsupported(t);
+  std::string unsupported(Op op, ComputeType t) const override {
+    if (t == ComputeType::INT8 && (op == Op::Gemm || op == Op::Embedding))
+      return "int8 is held on the CPU only";
+    auto it = lacking.find(op);
+    if (it != lacking.end()) return it->second;
+    return cpu_.unsupported(op, t);
   }
+  // Tests of the capability query: ops this device claims to lack, and why.
+  std::map<Op, std::string> lacking;
 
   void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) override {
     Open o(*this, "softmax", {src, dst});
@@ -201,19 +206,20 @@ class GuardedDevice final : public Backend {
     Open o(*this, "embedding_backward", {tokens, dy, dtable, dpositions});
     cpu_.embedding_backward(tokens, n, D, scale, dy, dtable, dpositions, T);
   }
-  XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
-                  int32_t pad, float* dlogits, float grad_scale) override {
-    Open o(*this, "xent", {logits, targets, dlogits});
-    return cpu_.xent(logits, targets, N, V, eps, pad, dlogits, grad_scale);
+  void xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
+            int32_t pad, float* dlogits, float grad_scale, double* totals) override {
+    Open o(*this, "xent", {logits, targets, dlogits, totals});
+    cpu_.xent(logits, targets, N, V, eps, pad, dlogits, grad_scale, totals);
   }
   void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
-            float step, float inv_sqrt_c2, float eps) override {
-    Open o(*this, "adam", {p, g, m, v});
-    cpu_.adam(p, g, m, v, n, beta1, beta2, step, inv_sqrt_c2, eps);
+            float step, float inv_sqrt_c2, float eps, const double* clip_sumsq,
+            double clip_norm) override {
+    Open o(*this, "adam", {p, g, m, v, clip_sumsq});
+    cpu_.adam(p, g, m, v, n, beta1, beta2, step, inv_sqrt_c2, eps, clip_sumsq, clip_norm);
   }
-  double sum_squares(const float* x, int64_t n) override {
-    Open o(*this, "sum_squares", {x});
-    return cpu_.sum_squares(x, n);
+  void sum_squares(const float* x, int64_t n, double* out) override {
+    Open o(*this, "sum_squares", {x, out});
+    cpu_.sum_squares(x, n, out);
   }
   void pick(const float* x, int64_t N, int64_t V, const int32_t* host_cols,
             float* host_out) override {

@@ -535,3 +535,47 @@ TEST_CASE("sample_row: forced ids, everything banned, and the CPU's draws", "[de
 }
 
 }  // namespace
+
+TEST_CASE("topk_log_softmax_row by lanes (the GPU's block per row) against a full sort",
+          "[decode_ops]") {
+  struct Case {
+    int64_t V, k;
+    std::vector<int32_t> banned;
+  };
+  // V below, at and far past one column per lane; k up to kLaneTopk and past it (the one-thread row).
+  const std::vector<Case> cases = {
+      {1, 1, {}},          {7, 4, {}},         {255, 8, {}},        {256, 16, {3}},
+      {257, 8, {0, 256}},  {3000, 8, {2, 9}},  {8000, 4, {}},       {8000, 16, {7999}},
+      {100, 40, {50}},     {6, 6, {1, 2, 3}},
+  };
+  for (const auto& c : cases)
+    for (bool ordered : {true, false}) {
+      INFO("V " << c.V << ", k " << c.k << ", " << c.banned.size() << " banned, ordered " << ordered);
+      const auto x = topk_rows(c.V, static_cast<uint32_t>(c.V * 17 + c.k));
+      const int64_t rows = static_cast<int64_t>(x.size()) / c.V, n_cols = 2;
+      std::vector<double> base(rows);
+      std::vector<int32_t> cols;
+      for (int64_t r = 0; r < rows; ++r) {
+        base[r] = -0.5 * r;
+        cols.push_back(static_cast<int32_t>((r * 131) % c.V));
+        cols.push_back(r % 2 ? -1 : static_cast<int32_t>(c.V - 1));
+      }
+      TopkResult got;
+      got.values.assign(rows * c.k, 7.0);
+      got.indices.assign(rows * c.k, 7);
+      got.col_lp.assign(rows * n_cols, 7.f);
+      for (int64_t r = 0; r < rows; ++r)
+        topk_log_softmax_row_lanes(x.data() + r * c.V, base[r], c.V, c.k, c.banned.data(),
+                                   static_cast<int64_t>(c.banned.size()), cols.data() + r * n_cols,
+                                   n_cols, ordered, got.values.data() + r * c.k,
+                                   got.indices.data() + r * c.k, got.col_lp.data() + r * n_cols);
+      check_topk(x, base, c.V, c.k, c.banned, cols, n_cols, got);
+      // The same ids as the one-thread row, and with ordered_sum the same values to the bit.
+      const auto one = run_topk(x, base, c.V, c.k, c.banned, cols, n_cols);
+      CHECK(got.indices == one.indices);
+      if (ordered) {
+        CHECK(got.values == one.values);
+        CHECK(got.col_lp == one.col_lp);
+      }
+    }
+}

@@ -480,7 +480,9 @@ TEST_CASE("sum of squares in chunks: the CPU's order, whatever the length", "[ro
     for (int64_t c = 0; c < chunks; ++c) parts[c] = sum_squares_chunk(x.data(), n, c);
     const double got = sum_in_order(parts.data(), chunks);
     // The CPU backend itself, which must agree exactly.
-    CHECK(got == cpu_backend().sum_squares(x.data(), n));
+    double cpu = 0;
+    cpu_backend().sum_squares(x.data(), n, &cpu);
+    CHECK(got == cpu);
     long double exact = 0;
     for (float v : x) exact += static_cast<long double>(v) * v;
     CHECK(got == Approx(static_cast<double>(exact)).epsilon(1e-12));
@@ -597,4 +599,100 @@ TEST_CASE("xent by lanes (the GPU's wide rows): loss, nll and gradient as xent_r
   const XentRow pad = xent_row_lanes(x.data(), 0, 0, 300, eps, g.data(), grad_scale);
   CHECK((pad.tokens == 0 && pad.loss == 0 && pad.nll == 0));
   CHECK(g == std::vector<float>(300, 0.f));
+}
+
+TEST_CASE("layer norm by lanes and its parameter gradients by row chunks against double references",
+          "[row_ops]") {
+  struct Case {
+    int64_t rows, D;
+    float scale, offset;
+  };
+  // D from 1 to several columns per lane; rows past one chunk and a ragged last chunk.
+  for (Case c : {Case{1, 1, 1.f, 0.f}, Case{3, 7, 2.f, 0.f}, Case{300, 16, 2.f, 0.f},
+                 Case{5, 512, 1.f, 0.f}, Case{2, 1000, 1.f, 0.f}, Case{513, 64, 0.5f, 1000.f}}) {
+    const std::string what = "lanes layer_norm rows " + std::to_string(c.rows) + " D " +
+                              std::to_string(c.D) + " offset " + std::to_string(c.offset);
+    const int64_t rows = c.rows, D = c.D;
+    const float eps = 1e-6f;
+    auto X = randv(rows * D, 61, c.scale, c.offset), G = randv(D, 62), Bv = randv(D, 63),
+         dY = randv(rows * D, 64), dG0 = randv(D, 65), dB0 = randv(D, 66);
+    const LnRef ref = layer_norm_reference(X, G, Bv, dY, dG0, dB0, rows, D, eps);
+    std::vector<float> y(rows * D), y2(rows * D), mean(rows), var(rows), dx(rows * D, 7.f);
+    for (int64_t r = 0; r < rows; ++r) {
+      layer_norm_row_lanes(&X[r * D], G.data(), Bv.data(), &y[r * D], &mean[r], &var[r], D, eps);
+      layer_norm_row_lanes(&X[r * D], G.data(), Bv.data(), &y2[r * D], nullptr, nullptr, D, eps);
+    }
+    const double tol = c.offset != 0 ? 2e-3 : 2e-5;
+    expect_close(y, ref.y, tol, what + " y");
+    CHECK(y2 == y);
+    expect_close(mean, ref.mean, 1e-6, what + " mean");
+    expect_close(var, ref.var, c.offset != 0 ? 1e-3 : 1e-5, what + " var");
+    for (int64_t r = 0; r < rows; ++r)
+      layer_norm_backward_row_lanes(&X[r * D], &dY[r * D], G.data(), mean[r], var[r], &dx[r * D],
+                                    D, eps);
+    expect_close(dx, ref.dx, c.offset != 0 ? 5e-3 : 1e-4, what + " dx");
+    // The parameter gradients as the GPU's two launches: a partial sum per
+    // (chunk, column), then the chunks in order, added to what was there.
+    const int64_t chunks = column_chunks(rows);
+    std::vector<float> pg(chunks * D), pb(chunks * D);
+    for (int64_t ch = 0; ch < chunks; ++ch)
+      for (int64_t k = 0; k < D; ++k)
+        layer_norm_param_grads_chunk(X.data(), dY.data(), mean.data(), var.data(), rows, D, eps, k,
+                                     ch, &pg[ch * D + k], &pb[ch * D + k]);
+    std::vector<float> dg = dG0, db = dB0;
+    for (int64_t k = 0; k < D; ++k) {
+      dg[k] += sum_column_chunks(pg.data(), chunks, D, k);
+      db[k] += sum_column_chunks(pb.data(), chunks, D, k);
+    }
+    expect_close(dg, ref.dgamma, c.offset != 0 ? 2e-3 : 2e-5, what + " dgamma (accumulated)");
+    expect_close(db, ref.dbeta, 1e-6, what + " dbeta (accumulated)");
+  }
+}
+
+TEST_CASE("softmax backward by lanes against the reference formulas", "[row_ops]") {
+  for (int64_t cols : {int64_t{1}, int64_t{7}, int64_t{256}, int64_t{257}, int64_t{3000}})
+    for (bool log : {false, true}) {
+      const std::string what = std::string(log ? "lanes log_softmax" : "lanes softmax") +
+                               "_backward cols " + std::to_string(cols);
+      auto x = randv(cols, 71, 2.f), dy = randv(cols, 72);
+      std::vector<float> y(cols), dx(cols, 99.f);
+      softmax_row(x.data(), y.data(), cols, log);
+      softmax_backward_row_lanes(y.data(), dy.data(), dx.data(), cols, log);
+      const auto p = softmax_reference(x, false);
+      double pdy = 0, sum_dy = 0;
+      for (int64_t c = 0; c < cols; ++c) pdy += p[c] * dy[c], sum_dy += dy[c];
+      std::vector<double> ref(cols);
+      for (int64_t c = 0; c < cols; ++c)
+        ref[c] = log ? dy[c] - p[c] * sum_dy : p[c] * (dy[c] - pdy);
+      expect_close(dx, ref, 1e-5, what);
+      std::vector<float> in_place = dy;  // dx may be dy, as the ops tier calls it
+      softmax_backward_row_lanes(y.data(), in_place.data(), in_place.data(), cols, log);
+      CHECK(in_place == dx);
+    }
+}
+
+TEST_CASE("column sums by row chunks: the CPU's add_column_sums to rounding", "[row_ops]") {
+  for (int64_t rows : {int64_t{1}, int64_t{255}, int64_t{256}, int64_t{257}, int64_t{1000}}) {
+    const int64_t cols = 37;
+    INFO("rows " << rows);
+    auto src = randv(rows * cols, 81, 2.f), dst0 = randv(cols, 82);
+    std::vector<float> want = dst0;
+    cpu_backend().add_column_sums(src.data(), want.data(), rows, cols);
+    const int64_t chunks = column_chunks(rows);
+    REQUIRE(chunks == (rows + 255) / 256);
+    std::vector<float> parts(chunks * cols);
+    for (int64_t ch = 0; ch < chunks; ++ch)
+      for (int64_t c = 0; c < cols; ++c)
+        parts[ch * cols + c] = column_sum_chunk(src.data(), rows, cols, c, ch);
+    std::vector<float> got = dst0;
+    std::vector<double> ref(cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      got[c] += sum_column_chunks(parts.data(), chunks, cols, c);
+      ref[c] = dst0[c];
+      for (int64_t r = 0; r < rows; ++r) ref[c] += src[r * cols + c];
+    }
+    expect_close(got, ref, 1e-6, "chunked column sums");
+    std::vector<double> cpu(want.begin(), want.end());
+    expect_close(got, cpu, 1e-6, "chunked column sums against the CPU");
+  }
 }

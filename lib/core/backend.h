@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/activation.h"
 #include "core/device.h"
@@ -54,11 +55,36 @@ struct GemmAttr {
   bool varying_shape = false;
 };
 
-// Label-smoothed cross-entropy totals over the non-pad rows.
-struct XentTotals {
-  double loss = 0, nll = 0;
-  int64_t tokens = 0;
+// The ops of this interface, for the capability query (ggml's supports_op):
+// what a caller asks a backend before it relies on one. Gemm covers
+// products with constant weights in any compute type, Embedding an int8
+// table (ComputeType::INT8); Elementwise is add, scale, copies and gathers.
+enum class Op : uint8_t {
+  Gemm,
+  LinearBackward,
+  Softmax,
+  SoftmaxBackward,
+  AddMask,
+  Attend,
+  Masks,
+  LayerNorm,
+  LayerNormBackward,
+  Elementwise,
+  Dropout,
+  Activate,
+  ColumnSums,
+  LogAddExp,
+  Embedding,
+  EmbeddingBackward,
+  Xent,
+  Adam,
+  SumSquares,
+  Pick,
+  SampleTokens,
+  TopkLogSoftmax,
 };
+constexpr int kNumOps = static_cast<int>(Op::TopkLogSoftmax) + 1;
+const char* op_name(Op op);  // "layer_norm_backward"
 
 class Backend {
  public:
@@ -116,9 +142,12 @@ class Backend {
   virtual void forget_constants(uint64_t owner) = 0;
   // Bytes of repacked constant weights kept now, every owner's.
   virtual int64_t constant_bytes() const = 0;
-  // Empty if GEMMs against constant weights can run in `t` here, else why
-  // not ("bf16 needs a CPU with AVX512-BF16 or AMX; this one has avx2").
-  virtual std::string unsupported(ComputeType t) const = 0;
+  // Empty if `op` runs here with its products (Gemm, LinearBackward) or its
+  // table (Embedding) in `t`, else why not ("bf16 needs a CPU with
+  // AVX512-BF16 or AMX; this one has avx2"). The other ops compute in f32
+  // whatever t is. Asked before a model is placed (require_compute_type), so
+  // that a device that lacks an op is refused by name, not mid-run.
+  virtual std::string unsupported(Op op, ComputeType t) const = 0;
 
   // Softmax or log-softmax over the last axis of (rows, cols).
   virtual void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) = 0;
@@ -181,16 +210,26 @@ class Backend {
                                   const float* dy, float* dtable, float* dpositions, int64_t T) = 0;
 
   // Label-smoothed cross-entropy of logits (N, V) against targets (pad rows
-  // ignored); dlogits (optional) receives d(loss * grad_scale)/dlogits.
-  virtual XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V,
-                          float eps, int32_t pad, float* dlogits, float grad_scale) = 0;
+  // ignored); dlogits (optional) receives d(loss * grad_scale)/dlogits. The
+  // totals over the non-pad rows (loss, nll, tokens) are added to
+  // totals[0..2], three doubles on the device: a step's batches sum there,
+  // and the host reads them once, after the update, instead of waiting on
+  // each batch's loss between its forward and backward passes.
+  virtual void xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
+                    int32_t pad, float* dlogits, float grad_scale, double* totals) = 0;
 
   // Adam with folded bias corrections:
-  // p -= step * m / (sqrt(v) * inv_sqrt_c2 + eps).
+  // p -= step * m / (sqrt(v) * inv_sqrt_c2 + eps), with the gradient
+  // clipped: where clip_sumsq (the gradient's sum of squares, a double on
+  // the device) is given and its root exceeds clip_norm, each g is taken
+  // times float(clip_norm / sqrt(*clip_sumsq)). The norm never has to
+  // reach the host before the update.
   virtual void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1,
-                    float beta2, float step, float inv_sqrt_c2, float eps) = 0;
-  // Sum of squares, in a fixed order (thread-count independent).
-  virtual double sum_squares(const float* x, int64_t n) = 0;
+                    float beta2, float step, float inv_sqrt_c2, float eps,
+                    const double* clip_sumsq, double clip_norm) = 0;
+  // *out (a double on the device) = the sum of squares of x, in a fixed
+  // order (thread-count independent).
+  virtual void sum_squares(const float* x, int64_t n, double* out) = 0;
 
   // host_out[i] = x[i, host_cols[i]] for x (N, V); 0 where host_cols[i] is -1.
   virtual void pick(const float* x, int64_t N, int64_t V, const int32_t* host_cols,
@@ -223,9 +262,15 @@ Backend& backend(Device d);
 // again), so that a stand-in with memory the host cannot read checks on any
 // machine that nothing above the seam touches a device's memory.
 void install_backend_for_testing(Device d, Backend* b);
-// Throws InputError "--compute-type T: <why>" unless device d runs products
-// with constant weights (and, for bf16, training products) in t.
-void require_compute_type(Device d, ComputeType t);
+// The ops a model needs to translate (and, training, to learn).
+const std::vector<Op>& ops_needed(bool training);
+// "" if device d runs every op a model needs in t, else why not, by reason:
+// "int8 is not implemented on CUDA (f32 and bf16 are): gemm, embedding".
+std::string missing_ops(Device d, ComputeType t, bool training);
+// Throws InputError unless missing_ops is "": "the cuda backend cannot run
+// this model: ..." for ops the device lacks in f32, else "--compute-type T:
+// ..." for those it lacks in t.
+void require_compute_type(Device d, ComputeType t, bool training = false);
 
 // Defined by each backend: lib/cpu; for CUDA, lib/cuda/cuda_loader.cpp, which
 // opens the CUDA library, or lib/cuda/no_cuda.cpp in a build without CUDA.

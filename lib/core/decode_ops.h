@@ -141,6 +141,95 @@ NMT_HOST_DEVICE inline void topk_log_softmax_row(const float* x, double base, in
   for (int64_t j = filled; j < k; ++j) val[j] = -INFINITY, idx[j] = -1;
 }
 
+// The search step by lanes (a GPU's block per row): lane t keeps its own
+// best-first list over columns t, t + kRowLanes, ... (ids ascending, so
+// insert_best's ties keep the lower id), and the lanes' lists are merged
+// pairwise in a fixed tree, lane t taking in lane t + s for s = 128, 64,
+// ..., 1. "Higher value, then lower id" is a strict total order, so any
+// merge order selects what topk_log_softmax_row selects. k is at most
+// kLaneTopk here (the lists live in a block's shared memory); a larger k
+// takes the one-thread row.
+constexpr int64_t kLaneTopk = 16;
+
+// Lane `lane`'s list (val, idx: k entries), its length returned.
+NMT_HOST_DEVICE inline int64_t topk_lane(const float* x, int64_t V, int64_t k,
+                                         const int32_t* banned, int64_t n_banned, int lane,
+                                         float* val, int32_t* idx) {
+  int64_t filled = 0;
+  for (int64_t v = lane; v < V; v += kRowLanes) {
+    if (filled == k && !(x[v] > val[k - 1])) continue;
+    if (is_banned_id(v, banned, n_banned)) continue;
+    insert_best<float>(val, idx, filled, k, x[v], static_cast<int32_t>(v), HigherValue());
+  }
+  return filled;
+}
+
+NMT_HOST_DEVICE inline bool best_before(float a, int32_t ia, float b, int32_t ib) {
+  return a != b ? a > b : ia < ib;
+}
+
+// Merges list b (nb) into list a (na), both best first, keeping at most k:
+// a's new length. tmp holds k entries of each.
+NMT_HOST_DEVICE inline int64_t merge_best(float* av, int32_t* ai, int64_t na, const float* bv,
+                                          const int32_t* bi, int64_t nb, int64_t k, float* tv,
+                                          int32_t* ti) {
+  int64_t i = 0, j = 0, n = 0;
+  while (n < k && (i < na || j < nb)) {
+    if (j >= nb || (i < na && best_before(av[i], ai[i], bv[j], bi[j]))) {
+      tv[n] = av[i], ti[n] = ai[i], ++i;
+    } else {
+      tv[n] = bv[j], ti[n] = bi[j], ++j;
+    }
+    ++n;
+  }
+  for (int64_t m = 0; m < n; ++m) av[m] = tv[m], ai[m] = ti[m];
+  return n;
+}
+
+// The row's largest logit and log-sum-exp from the lanes' partial maxima
+// and sums (the unordered sum; ordered_sum takes log_sum_exp_row's order).
+// The selected lp values and col_lp as topk_log_softmax_row writes them.
+NMT_HOST_DEVICE inline void topk_finish(const float* x, double base, int64_t k,
+                                        const int32_t* cols, int64_t n_cols, float lse,
+                                        const float* best_val, const int32_t* best_idx,
+                                        int64_t filled, double* val, int32_t* idx, float* col_lp) {
+  for (int64_t c = 0; c < n_cols; ++c) col_lp[c] = cols[c] >= 0 ? x[cols[c]] - lse : -INFINITY;
+  for (int64_t j = 0; j < filled; ++j) val[j] = base + (best_val[j] - lse), idx[j] = best_idx[j];
+  for (int64_t j = filled; j < k; ++j) val[j] = -INFINITY, idx[j] = -1;
+}
+
+// topk_log_softmax_row by lanes, the lanes one after another: what the
+// host tests check of the GPU's kernel, with the same functions.
+inline void topk_log_softmax_row_lanes(const float* x, double base, int64_t V, int64_t k,
+                                       const int32_t* banned, int64_t n_banned,
+                                       const int32_t* cols, int64_t n_cols, bool ordered_sum,
+                                       double* val, int32_t* idx, float* col_lp) {
+  if (k > kLaneTopk) {
+    topk_log_softmax_row(x, base, V, k, banned, n_banned, cols, n_cols, val, idx, col_lp);
+    return;
+  }
+  float lv[kRowLanes][kLaneTopk], tv[kLaneTopk];
+  int32_t li[kRowLanes][kLaneTopk], ti[kLaneTopk];
+  int64_t filled[kRowLanes];
+  float part[kRowLanes];
+  for (int t = 0; t < kRowLanes; ++t) {
+    filled[t] = topk_lane(x, V, k, banned, n_banned, t, lv[t], li[t]);
+    part[t] = lane_max(x, V, t);
+  }
+  for (int s = kRowLanes / 2; s > 0; s /= 2)
+    for (int t = 0; t < s; ++t)
+      filled[t] = merge_best(lv[t], li[t], filled[t], lv[t + s], li[t + s], filled[t + s], k, tv, ti);
+  float lse;
+  if (ordered_sum) {
+    lse = log_sum_exp_row(x, V);
+  } else {
+    const float mx = lanes_max(part);
+    for (int t = 0; t < kRowLanes; ++t) lane_sums(x, V, mx, t, &part[t], nullptr);
+    lse = static_cast<float>(mx + ::log(lanes_sum(part)));
+  }
+  topk_finish(x, base, k, cols, n_cols, lse, lv[0], li[0], filled[0], val, idx, col_lp);
+}
+
 // A candidate of a sampling step comes before another: the larger logit,
 // ties the lower id (a strict total order, so every correct sort agrees).
 NMT_HOST_DEVICE inline bool sample_before(float a, int32_t ia, float b, int32_t ib) {

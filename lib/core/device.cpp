@@ -2,6 +2,7 @@
 // only to lib/cuda: a build without it compiles lib/cuda/no_cuda.cpp.
 #include "core/device.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "core/backend.h"
@@ -43,8 +44,57 @@ Backend& backend(Device d) {
 
 void require_device(Device d) { backend(d); }
 
-void require_compute_type(Device d, ComputeType t) {
-  const std::string why = backend(d).unsupported(t);
+const char* op_name(Op op) {
+  static const char* const names[kNumOps] = {
+      "gemm",       "linear_backward", "softmax",   "softmax_backward",   "add_mask",
+      "attend",     "masks",           "layer_norm", "layer_norm_backward", "elementwise",
+      "dropout",    "activate",        "column_sums", "log_add_exp",       "embedding",
+      "embedding_backward", "xent",    "adam",      "sum_squares",        "pick",
+      "sample_tokens", "topk_log_softmax"};
+  return names[static_cast<int>(op)];
+}
+
+const std::vector<Op>& ops_needed(bool training) {
+  static const std::vector<Op> translate = {
+      Op::Gemm,       Op::Softmax,  Op::AddMask,   Op::Attend, Op::Masks,
+      Op::LayerNorm,  Op::Elementwise, Op::Activate, Op::LogAddExp, Op::Embedding,
+      Op::Pick,       Op::SampleTokens, Op::TopkLogSoftmax};
+  static const std::vector<Op> train = [] {
+    std::vector<Op> v = translate;
+    for (Op op : {Op::LinearBackward, Op::SoftmaxBackward, Op::LayerNormBackward, Op::Dropout,
+                  Op::ColumnSums, Op::EmbeddingBackward, Op::Xent, Op::Adam, Op::SumSquares})
+      v.push_back(op);
+    return v;
+  }();
+  return training ? train : translate;
+}
+
+std::string missing_ops(Device d, ComputeType t, bool training) {
+  // Grouped by reason, in the order the reasons first appear.
+  std::vector<std::pair<std::string, std::string>> by_reason;
+  for (Op op : ops_needed(training)) {
+    const std::string why = backend(d).unsupported(op, t);
+    if (why.empty()) continue;
+    auto it = std::find_if(by_reason.begin(), by_reason.end(),
+                           [&](const auto& r) { return r.first == why; });
+    if (it == by_reason.end())
+      by_reason.push_back({why, op_name(op)});
+    else
+      it->second += std::string(", ") + op_name(op);
+  }
+  std::string out;
+  for (const auto& [why, ops] : by_reason) out += (out.empty() ? "" : "; ") + why + " (" + ops + ")";
+  return out;
+}
+
+void require_compute_type(Device d, ComputeType t, bool training) {
+  // An op the device lacks in any type is the device's fault; one it lacks
+  // only in t is the compute type's.
+  const std::string lacks = missing_ops(d, ComputeType::F32, training);
+  if (!lacks.empty())
+    throw InputError(std::string("the ") + device_name(d) + " backend cannot run this model: " +
+                     lacks);
+  const std::string why = missing_ops(d, t, training);
   if (!why.empty())
     throw InputError("--compute-type " + std::string(compute_type_name(t)) + ": " + why);
 }

@@ -254,6 +254,15 @@ NMT_HOST_DEVICE inline double sum_squares_chunk(const float* x, int64_t n, int64
   return s;
 }
 
+// What a gradient with sum of squares `sumsq` is multiplied by to clip it
+// to norm clip_norm (0: no clipping): clip_norm / norm, rounded to float
+// once, where the norm exceeds it, else exactly 1.
+NMT_HOST_DEVICE inline float clip_scale(double sumsq, double clip_norm) {
+  if (!(clip_norm > 0)) return 1.f;
+  const double norm = sqrt(sumsq);
+  return norm > clip_norm ? static_cast<float>(clip_norm / norm) : 1.f;
+}
+
 NMT_HOST_DEVICE inline double sum_in_order(const double* parts, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i) s += parts[i];
@@ -343,6 +352,134 @@ inline XentRow xent_row_lanes(const float* x, int32_t target, int32_t pad, int64
     g[target] -= (1.f - eps) * grad_scale;
   }
   return out;
+}
+
+// Lane `lane`'s sum of x, or of (x - mu)^2 (a variance's), or of a * b.
+NMT_HOST_DEVICE inline float lane_sum(const float* x, int64_t n, int lane) {
+  float s = 0.f;
+  for (int64_t c = lane; c < n; c += kRowLanes) s += x[c];
+  return s;
+}
+NMT_HOST_DEVICE inline float lane_sum_sq(const float* x, int64_t n, float mu, int lane) {
+  float s = 0.f;
+  for (int64_t c = lane; c < n; c += kRowLanes) s += (x[c] - mu) * (x[c] - mu);
+  return s;
+}
+NMT_HOST_DEVICE inline float lane_dot(const float* a, const float* b, int64_t n, int lane) {
+  float s = 0.f;
+  for (int64_t c = lane; c < n; c += kRowLanes) s += a[c] * b[c];
+  return s;
+}
+
+// Layer norm by lanes: lane t's sums of g = dy * gamma and of g * xhat
+// (the backward pass's two reductions).
+NMT_HOST_DEVICE inline void lane_layer_norm_grads(const float* x, const float* dy,
+                                                  const float* gamma, float mean, float rstd,
+                                                  int64_t D, int lane, float* sum_g,
+                                                  float* sum_gx) {
+  float a = 0.f, b = 0.f;
+  for (int64_t i = lane; i < D; i += kRowLanes) {
+    const float g = dy[i] * gamma[i];
+    a += g;
+    b += g * (x[i] - mean) * rstd;
+  }
+  *sum_g = a, *sum_gx = b;
+}
+
+// One element of layer norm's output, and of its dx, from the row's
+// statistics (mg and mgx: the means of g and of g * xhat).
+NMT_HOST_DEVICE inline float layer_norm_element(float x, float mean, float rstd, float gamma,
+                                                float beta) {
+  return (x - mean) * rstd * gamma + beta;
+}
+NMT_HOST_DEVICE inline float layer_norm_dx_element(float x, float dy, float gamma, float mean,
+                                                   float rstd, float mg, float mgx) {
+  const float xhat = (x - mean) * rstd;
+  return rstd * (dy * gamma - mg - xhat * mgx);
+}
+
+// layer_norm_row's semantics by lanes (the mean, then the biased variance
+// about it, each a lanes sum).
+inline void layer_norm_row_lanes(const float* x, const float* gamma, const float* beta, float* y,
+                                 float* mean, float* var, int64_t D, float eps) {
+  float part[kRowLanes];
+  for (int t = 0; t < kRowLanes; ++t) part[t] = lane_sum(x, D, t);
+  const float mu = static_cast<float>(lanes_sum(part) / static_cast<double>(D));
+  for (int t = 0; t < kRowLanes; ++t) part[t] = lane_sum_sq(x, D, mu, t);
+  const float v = static_cast<float>(lanes_sum(part) / static_cast<double>(D));
+  if (mean) *mean = mu;
+  if (var) *var = v;
+  const float rstd = 1.f / sqrtf(v + eps);
+  for (int64_t i = 0; i < D; ++i) y[i] = layer_norm_element(x[i], mu, rstd, gamma[i], beta[i]);
+}
+
+// layer_norm_backward_row's semantics by lanes.
+inline void layer_norm_backward_row_lanes(const float* x, const float* dy, const float* gamma,
+                                          float mean, float var, float* dx, int64_t D, float eps) {
+  const float rstd = 1.f / sqrtf(var + eps);
+  float pg[kRowLanes], pgx[kRowLanes];
+  for (int t = 0; t < kRowLanes; ++t)
+    lane_layer_norm_grads(x, dy, gamma, mean, rstd, D, t, &pg[t], &pgx[t]);
+  const float mg = static_cast<float>(lanes_sum(pg) / static_cast<double>(D));
+  const float mgx = static_cast<float>(lanes_sum(pgx) / static_cast<double>(D));
+  for (int64_t i = 0; i < D; ++i)
+    dx[i] = layer_norm_dx_element(x[i], dy[i], gamma[i], mean, rstd, mg, mgx);
+}
+
+// softmax_backward_row's and log_softmax_backward_row's semantics by lanes
+// (dx may be dy).
+inline void softmax_backward_row_lanes(const float* y, const float* dy, float* dx, int64_t cols,
+                                       bool log) {
+  float part[kRowLanes];
+  for (int t = 0; t < kRowLanes; ++t) part[t] = log ? lane_sum(dy, cols, t) : lane_dot(dy, y, cols, t);
+  const float s = static_cast<float>(lanes_sum(part));
+  for (int64_t c = 0; c < cols; ++c) dx[c] = log ? dy[c] - expf(y[c]) * s : y[c] * (dy[c] - s);
+}
+
+// Column reductions over many rows (a bias's gradient, layer norm's
+// parameter gradients: 25k rows of 512 columns in a training step) split
+// the rows into chunks of kColumnChunk, a thread per (chunk, column), and
+// add the chunks' partial sums in chunk order: enough threads to fill a
+// GPU, and one order whatever the launch.
+constexpr int64_t kColumnChunk = 256;
+
+NMT_HOST_DEVICE inline int64_t column_chunks(int64_t rows) {
+  return (rows + kColumnChunk - 1) / kColumnChunk;
+}
+
+// Chunk `chunk`'s sum of column `col` of src (rows, cols).
+NMT_HOST_DEVICE inline float column_sum_chunk(const float* src, int64_t rows, int64_t cols,
+                                              int64_t col, int64_t chunk) {
+  const int64_t r1 = (chunk + 1) * kColumnChunk < rows ? (chunk + 1) * kColumnChunk : rows;
+  float s = 0.f;
+  for (int64_t r = chunk * kColumnChunk; r < r1; ++r) s += src[r * cols + col];
+  return s;
+}
+
+// Chunk `chunk`'s sums of dy * xhat and of dy down column `col`.
+NMT_HOST_DEVICE inline void layer_norm_param_grads_chunk(const float* x, const float* dy,
+                                                         const float* mean, const float* var,
+                                                         int64_t rows, int64_t D, float eps,
+                                                         int64_t col, int64_t chunk, float* dg,
+                                                         float* db) {
+  const int64_t r1 = (chunk + 1) * kColumnChunk < rows ? (chunk + 1) * kColumnChunk : rows;
+  float a = 0.f, b = 0.f;
+  for (int64_t r = chunk * kColumnChunk; r < r1; ++r) {
+    const float rstd = 1.f / sqrtf(var[r] + eps);
+    const float g = dy[r * D + col];
+    a += g * (x[r * D + col] - mean[r]) * rstd;
+    b += g;
+  }
+  *dg = a, *db = b;
+}
+
+// The chunks' partial sums of column `col` (parts: chunks rows of `cols`),
+// in chunk order.
+NMT_HOST_DEVICE inline float sum_column_chunks(const float* parts, int64_t chunks, int64_t cols,
+                                               int64_t col) {
+  float s = 0.f;
+  for (int64_t c = 0; c < chunks; ++c) s += parts[c * cols + col];
+  return s;
 }
 
 // x[row, col] of a row of x, or 0 where col is -1 (no column asked for).

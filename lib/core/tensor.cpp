@@ -18,6 +18,7 @@ size_t dtype_size(DType t) {
     case DType::S8:
       return 1;
     case DType::I64:
+    case DType::F64:
       return 8;
   }
   return 4;
@@ -35,6 +36,8 @@ const char* dtype_name(DType t) {
       return "s8";
     case DType::I32:
       return "i32";
+    case DType::F64:
+      return "f64";
     case DType::I64:
       return "i64";
   }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/backend.h"
+#include "core/row_ops.h"
 #include "core/error.h"
 #include "cpu/loops.h"
 #include "cpu/onednn.h"
@@ -67,8 +68,9 @@ class CpuBackend final : public Backend {
   }
   void forget_constants(uint64_t owner) override { cpu::forget_constants(owner); }
   int64_t constant_bytes() const override { return cpu::constant_bytes(); }
-  std::string unsupported(ComputeType t) const override {
-    if (t == ComputeType::BF16 && !cpu::has_bf16())
+  std::string unsupported(Op op, ComputeType t) const override {
+    const bool products = op == Op::Gemm || op == Op::LinearBackward;
+    if (products && t == ComputeType::BF16 && !cpu::has_bf16())
       return "bf16 needs a CPU with AVX512-BF16 or AMX; this one has " + cpu::isa_name();
     return "";
   }
@@ -151,15 +153,22 @@ class CpuBackend final : public Backend {
                           float* dtable, float* dpositions, int64_t T) override {
     cpu::embedding_backward(tokens, n, D, scale, dy, dtable, dpositions, T);
   }
-  XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
-                  int32_t pad, float* dlogits, float grad_scale) override {
-    return cpu::xent(logits, targets, N, V, eps, pad, dlogits, grad_scale);
+  void xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
+            int32_t pad, float* dlogits, float grad_scale, double* totals) override {
+    const cpu::XentTotals t = cpu::xent(logits, targets, N, V, eps, pad, dlogits, grad_scale);
+    totals[0] += t.loss;
+    totals[1] += t.nll;
+    totals[2] += static_cast<double>(t.tokens);
   }
   void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
-            float step, float inv_sqrt_c2, float eps) override {
-    cpu::adam(p, g, m, v, n, beta1, beta2, step, inv_sqrt_c2, eps);
+            float step, float inv_sqrt_c2, float eps, const double* clip_sumsq,
+            double clip_norm) override {
+    cpu::adam(p, g, m, v, n, beta1, beta2, step, inv_sqrt_c2, eps,
+              clip_scale(clip_sumsq ? *clip_sumsq : 0.0, clip_norm));
   }
-  double sum_squares(const float* x, int64_t n) override { return cpu::sum_squares(x, n); }
+  void sum_squares(const float* x, int64_t n, double* out) override {
+    *out = cpu::sum_squares(x, n);
+  }
   void pick(const float* x, int64_t N, int64_t V, const int32_t* cols, float* out) override {
     for (int64_t i = 0; i < N; ++i) out[i] = cols[i] < 0 ? 0.f : x[i * V + cols[i]];
   }

@@ -380,11 +380,12 @@ XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t 
 }
 
 void adam(float* p, const float* g, float* m, float* v, int64_t n, float b1, float b2, float step,
-          float inv_sqrt_c2, float eps) {
+          float inv_sqrt_c2, float eps, float g_scale) {
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {
-    m[i] = b1 * m[i] + (1.f - b1) * g[i];
-    v[i] = b2 * v[i] + (1.f - b2) * g[i] * g[i];
+    const float gi = g[i] * g_scale;
+    m[i] = b1 * m[i] + (1.f - b1) * gi;
+    v[i] = b2 * v[i] + (1.f - b2) * gi * gi;
     p[i] -= step * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
   }
 }

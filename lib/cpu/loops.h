@@ -74,11 +74,17 @@ void embedding_s8(const int8_t* table, const float* row_scales, const int32_t* t
 void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,
                         float* dtable, float* dpositions, int64_t T);
 
+// Label-smoothed cross-entropy totals over the non-pad rows of one call.
+struct XentTotals {
+  double loss = 0, nll = 0;
+  int64_t tokens = 0;
+};
 XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
                 int32_t pad, float* dlogits, float grad_scale);
 
+// g is taken times g_scale (gradient clipping; 1 leaves it exact).
 void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
-          float step, float inv_sqrt_c2, float eps);
+          float step, float inv_sqrt_c2, float eps, float g_scale);
 double sum_squares(const float* x, int64_t n);
 
 void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,

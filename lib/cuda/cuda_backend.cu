@@ -4,10 +4,13 @@
 // Ops that have no CUDA kernel yet say so by name rather than compute
 // something else; ops::device tests (tests/backend_ops) check every
 // implemented one against the reference where a GPU exists.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -52,6 +55,12 @@ int blocks_for(int64_t n) {
 // (the kernels stride over the rest).
 int row_blocks(int64_t rows) {
   return static_cast<int>(std::min<int64_t>(std::max<int64_t>(rows, 1), 65536));
+}
+
+// A thread per (chunk, column): columns along x, chunks along y.
+dim3 column_grid(int64_t cols, int64_t chunks) {
+  if (chunks > 65535) throw Error("a column reduction over more than 16.7M rows");
+  return dim3(static_cast<unsigned>(blocks_for(cols)), static_cast<unsigned>(chunks));
 }
 
 void check_launch() { CUDA_CHECK(cudaGetLastError()); }
@@ -114,22 +123,16 @@ __global__ void causal_mask_kernel(int64_t T, float* mask) {
   if (i < T * T) mask[i] = (i % T) > (i / T) ? -1e9f : 0.f;
 }
 
+// The clipping factor from the norm on the device: no host round trip.
 __global__ void adam_kernel(float* p, const float* g, float* m, float* v, int64_t n, float b1,
-                            float b2, float step, float inv_sqrt_c2, float eps) {
+                            float b2, float step, float inv_sqrt_c2, float eps,
+                            const double* clip_sumsq, double clip_norm) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= n) return;
-  m[i] = b1 * m[i] + (1.f - b1) * g[i];
-  v[i] = b2 * v[i] + (1.f - b2) * g[i] * g[i];
+  const float gi = g[i] * clip_scale(clip_sumsq ? *clip_sumsq : 0.0, clip_norm);
+  m[i] = b1 * m[i] + (1.f - b1) * gi;
+  v[i] = b2 * v[i] + (1.f - b2) * gi * gi;
   p[i] -= step * m[i] / (sqrtf(v[i]) * inv_sqrt_c2 + eps);
-}
-
-// One thread per column, rows in order: the same sums as the CPU's loop.
-__global__ void column_sums_kernel(const float* src, float* dst, int64_t rows, int64_t cols) {
-  const int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (j >= cols) return;
-  float s = 0.f;
-  for (int64_t i = 0; i < rows; ++i) s += src[i * cols + j];
-  dst[j] += s;
 }
 
 __global__ void embedding_kernel(const float* table, const int32_t* tokens, int64_t n, int64_t D,
@@ -143,11 +146,9 @@ __global__ void embedding_kernel(const float* table, const int32_t* tokens, int6
 }
 
 // The row-wise ops: the arithmetic is core/row_ops.h's, shared with the host
-// tests. One thread per row (grid-stride) for now: simple and deterministic,
-// but a long row runs serially on one thread and a warp's loads are strided
-// by a row. The next step is a block per row with a CUB block reduction
-// (cub/block/block_reduce.cuh) over a fixed shape, so results stay
-// independent of the launch.
+// tests. Rows are reduced by a block of kRowLanes lanes (below); what stays
+// one thread per item (a decoding step's query rows, sampling, a top k
+// larger than kLaneTopk) strides over the grid.
 #define NMT_GRID_STRIDE(i, n)                                               \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
@@ -180,15 +181,24 @@ __global__ void softmax_kernel(const float* src, float* dst, int64_t rows, int64
   }
 }
 
+// Softmax's and log-softmax's backward passes by lanes, as softmax_kernel
+// (softmax_backward_row_lanes). dx may be dy.
 __global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, int64_t rows,
-                                        int64_t cols) {
-  NMT_GRID_STRIDE(r, rows) softmax_backward_row(y + r * cols, dy + r * cols, dx + r * cols, cols);
-}
-
-__global__ void log_softmax_backward_kernel(const float* y, const float* dy, float* dx,
-                                            int64_t rows, int64_t cols) {
-  NMT_GRID_STRIDE(r, rows) {
-    log_softmax_backward_row(y + r * cols, dy + r * cols, dx + r * cols, cols);
+                                        int64_t cols, bool log) {
+  __shared__ float part[kRowLanes];
+  __shared__ float s_sum;
+  const int t = threadIdx.x;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float *yr = y + r * cols, *g = dy + r * cols;
+    float* o = dx + r * cols;
+    part[t] = log ? lane_sum(g, cols, t) : lane_dot(g, yr, cols, t);
+    __syncthreads();
+    if (t == 0) s_sum = static_cast<float>(lanes_sum(part));
+    __syncthreads();
+    const float sum = s_sum;
+    for (int64_t c = t; c < cols; c += kRowLanes)
+      o[c] = log ? g[c] - expf(yr[c]) * sum : yr[c] * (g[c] - sum);
+    __syncthreads();  // the next row reuses the shared values
   }
 }
 
@@ -197,29 +207,83 @@ __global__ void add_mask_kernel(float* scores, int64_t n, const float* mask, Mas
   NMT_GRID_STRIDE(i, n) scores[i] += mask[mask_index(m, i)];
 }
 
+// Layer norm by lanes, as softmax_kernel (layer_norm_row_lanes); y may be x.
 __global__ void layer_norm_kernel(const float* x, const float* gamma, const float* beta, float* y,
                                   float* mean, float* var, int64_t rows, int64_t D, float eps) {
-  NMT_GRID_STRIDE(r, rows) {
-    layer_norm_row(x + r * D, gamma, beta, y + r * D, mean ? mean + r : nullptr,
-                   var ? var + r : nullptr, D, eps);
+  __shared__ float part[kRowLanes];
+  __shared__ float s_mu, s_var;
+  const int t = threadIdx.x;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* xr = x + r * D;
+    float* yr = y + r * D;
+    part[t] = lane_sum(xr, D, t);
+    __syncthreads();
+    if (t == 0) s_mu = static_cast<float>(lanes_sum(part) / static_cast<double>(D));
+    __syncthreads();
+    const float mu = s_mu;
+    part[t] = lane_sum_sq(xr, D, mu, t);
+    __syncthreads();
+    if (t == 0) {
+      s_var = static_cast<float>(lanes_sum(part) / static_cast<double>(D));
+      if (mean) mean[r] = mu;
+      if (var) var[r] = s_var;
+    }
+    __syncthreads();
+    const float rstd = 1.f / sqrtf(s_var + eps);
+    for (int64_t i = t; i < D; i += kRowLanes)
+      yr[i] = layer_norm_element(xr[i], mu, rstd, gamma[i], beta[i]);
+    __syncthreads();  // the next row reuses the shared values
   }
 }
 
+// dx by lanes (layer_norm_backward_row_lanes).
 __global__ void layer_norm_dx_kernel(const float* x, const float* dy, const float* gamma,
                                      const float* mean, const float* var, float* dx, int64_t rows,
                                      int64_t D, float eps) {
-  NMT_GRID_STRIDE(r, rows) {
-    layer_norm_backward_row(x + r * D, dy + r * D, gamma, mean[r], var[r], dx + r * D, D, eps);
+  __shared__ float pg[kRowLanes], pgx[kRowLanes];
+  __shared__ float s_mg, s_mgx;
+  const int t = threadIdx.x;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float *xr = x + r * D, *g = dy + r * D;
+    const float mu = mean[r], rstd = 1.f / sqrtf(var[r] + eps);
+    lane_layer_norm_grads(xr, g, gamma, mu, rstd, D, t, &pg[t], &pgx[t]);
+    __syncthreads();
+    if (t == 0) {
+      s_mg = static_cast<float>(lanes_sum(pg) / static_cast<double>(D));
+      s_mgx = static_cast<float>(lanes_sum(pgx) / static_cast<double>(D));
+    }
+    __syncthreads();
+    for (int64_t i = t; i < D; i += kRowLanes)
+      dx[r * D + i] = layer_norm_dx_element(xr[i], g[i], gamma[i], mu, rstd, s_mg, s_mgx);
+    __syncthreads();  // the next row reuses the shared values
   }
 }
 
-// One thread per column, rows in order: no atomics, and a fixed order.
-__global__ void layer_norm_params_kernel(const float* x, const float* dy, const float* mean,
-                                         const float* var, int64_t rows, int64_t D, float eps,
-                                         float* dgamma, float* dbeta) {
-  NMT_GRID_STRIDE(i, D) {
-    layer_norm_param_grads_col(x, dy, mean, var, rows, D, eps, i, dgamma, dbeta);
-  }
+// Column reductions in two launches (row_ops.h's kColumnChunk): a thread
+// per (chunk, column) writes its chunk's partial sums, then a thread per
+// column adds the chunks in order to what the destination held.
+__global__ void layer_norm_params_chunk_kernel(const float* x, const float* dy, const float* mean,
+                                               const float* var, int64_t rows, int64_t D,
+                                               float eps, float* pg, float* pb) {
+  const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x, chunk = blockIdx.y;
+  if (col < D)
+    layer_norm_param_grads_chunk(x, dy, mean, var, rows, D, eps, col, chunk, &pg[chunk * D + col],
+                                 &pb[chunk * D + col]);
+}
+
+__global__ void column_sums_chunk_kernel(const float* src, int64_t rows, int64_t cols,
+                                         float* parts) {
+  const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x, chunk = blockIdx.y;
+  if (col < cols) parts[chunk * cols + col] = column_sum_chunk(src, rows, cols, col, chunk);
+}
+
+// dst[col] += the chunks' sums, for one or two outputs (layer norm's pair).
+__global__ void add_column_chunks_kernel(const float* parts, const float* parts2, int64_t chunks,
+                                         int64_t cols, float* dst, float* dst2) {
+  const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (col >= cols) return;
+  dst[col] += sum_column_chunks(parts, chunks, cols, col);
+  if (dst2) dst2[col] += sum_column_chunks(parts2, chunks, cols, col);
 }
 
 // One thread per column of D: a repeated token's rows are added by the one
@@ -274,9 +338,14 @@ __global__ void xent_kernel(const float* logits, const int32_t* targets, int64_t
   }
 }
 
-// The totals on one thread, in row order: the same sums on every launch.
-__global__ void xent_sum_kernel(const XentRow* rows, int64_t N, XentRow* total) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) *total = xent_sum(rows, N);
+// The totals on one thread, in row order (the same sums on every launch),
+// added to the caller's on the device.
+__global__ void xent_sum_kernel(const XentRow* rows, int64_t N, double* totals) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  const XentRow t = xent_sum(rows, N);
+  totals[0] += t.loss;
+  totals[1] += t.nll;
+  totals[2] += static_cast<double>(t.tokens);
 }
 
 __global__ void sum_squares_kernel(const float* x, int64_t n, int64_t chunks, double* parts) {
@@ -301,6 +370,47 @@ __global__ void attend_kernel(const float* q, const float* k, const float* v, co
   }
 }
 
+// A search step by lanes (topk_log_softmax_row_lanes): each lane's best
+// list in shared memory, merged pairwise in a fixed tree; the log-sum-exp
+// by lanes, or in column order by the first lane (ordered_sum). k is at
+// most kLaneTopk.
+__global__ void topk_lanes_kernel(const float* logits, const double* base, int64_t rows, int64_t V,
+                                  int64_t k, const int32_t* banned, int64_t n_banned,
+                                  const int32_t* cols, int64_t n_cols, bool ordered,
+                                  double* values, int32_t* indices, float* col_lp) {
+  __shared__ float lv[kRowLanes][kLaneTopk];
+  __shared__ int32_t li[kRowLanes][kLaneTopk];
+  __shared__ int64_t filled[kRowLanes];
+  __shared__ float part[kRowLanes];
+  __shared__ float s_mx, s_lse;
+  const int t = threadIdx.x;
+  float tv[kLaneTopk];
+  int32_t ti[kLaneTopk];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* x = logits + r * V;
+    filled[t] = topk_lane(x, V, k, banned, n_banned, t, lv[t], li[t]);
+    part[t] = lane_max(x, V, t);
+    __syncthreads();
+    for (int s = kRowLanes / 2; s > 0; s /= 2) {
+      if (t < s)
+        filled[t] = merge_best(lv[t], li[t], filled[t], lv[t + s], li[t + s], filled[t + s], k,
+                               tv, ti);
+      __syncthreads();
+    }
+    if (t == 0) s_mx = lanes_max(part);
+    __syncthreads();
+    if (!ordered) lane_sums(x, V, s_mx, t, &part[t], nullptr);
+    __syncthreads();
+    if (t == 0) {
+      s_lse = ordered ? log_sum_exp_row(x, V) : static_cast<float>(s_mx + ::log(lanes_sum(part)));
+      topk_finish(x, base ? base[r] : 0.0, k, cols + r * n_cols, n_cols, s_lse, lv[0], li[0],
+                  filled[0], values + r * k, indices + r * k, col_lp + r * n_cols);
+    }
+    __syncthreads();  // the next row reuses the shared values
+  }
+}
+
+// A top k larger than kLaneTopk: one thread per row.
 __global__ void topk_log_softmax_kernel(const float* logits, const double* base, int64_t rows,
                                         int64_t V, int64_t k, const int32_t* banned,
                                         int64_t n_banned, const int32_t* cols, int64_t n_cols,
@@ -399,7 +509,8 @@ class CudaBackend final : public Backend {
   std::string version() const override { return build_info(); }
   void set_num_threads(int) override {}
   int num_threads() const override { return 1; }
-  int64_t primitives_created() const override { return 0; }
+  // cuBLASLt plans built so far: a warm loop builds none.
+  int64_t primitives_created() const override { return lt_plans_.load(); }
 
   // A caching allocator: freed blocks are kept by size and handed out
   // again, so that a warm step loop (whose tensors are freed and resized
@@ -471,10 +582,13 @@ class CudaBackend final : public Backend {
   }
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) override;
+  bool gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr);
   void forget_constants(uint64_t) override {}
   int64_t constant_bytes() const override { return 0; }
-  std::string unsupported(ComputeType t) const override {
-    if (t != ComputeType::INT8) return "";
+  // Everything but int8: products with int8 weights and int8 tables.
+  std::string unsupported(Op op, ComputeType t) const override {
+    const bool int8_kernel = op == Op::Gemm || op == Op::LinearBackward || op == Op::Embedding;
+    if (t != ComputeType::INT8 || !int8_kernel) return "";
     return "int8 is not implemented on CUDA (f32 and bf16 are)";
   }
 
@@ -486,13 +600,13 @@ class CudaBackend final : public Backend {
   void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
                         int64_t cols) override {
     if (rows == 0) return;
-    softmax_backward_kernel<<<blocks_for(rows), kThreads>>>(y, dy, dx, rows, cols);
+    softmax_backward_kernel<<<row_blocks(rows), kRowLanes>>>(y, dy, dx, rows, cols, false);
     check_launch();
   }
   void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
                             int64_t cols) override {
     if (rows == 0) return;
-    log_softmax_backward_kernel<<<blocks_for(rows), kThreads>>>(y, dy, dx, rows, cols);
+    softmax_backward_kernel<<<row_blocks(rows), kRowLanes>>>(y, dy, dx, rows, cols, true);
     check_launch();
   }
   void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
@@ -533,17 +647,23 @@ class CudaBackend final : public Backend {
   void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                   float* var, int64_t rows, int64_t D, float eps) override {
     if (rows == 0) return;
-    layer_norm_kernel<<<blocks_for(rows), kThreads>>>(x, gamma, beta, y, mean, var, rows, D, eps);
+    layer_norm_kernel<<<row_blocks(rows), kRowLanes>>>(x, gamma, beta, y, mean, var, rows, D, eps);
     check_launch();
   }
   void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
                            const float* var, float* dx, float* dgamma, float* dbeta, int64_t rows,
                            int64_t D, float eps) override {
     if (rows == 0 || D == 0) return;
-    layer_norm_dx_kernel<<<blocks_for(rows), kThreads>>>(x, dy, gamma, mean, var, dx, rows, D, eps);
+    layer_norm_dx_kernel<<<row_blocks(rows), kRowLanes>>>(x, dy, gamma, mean, var, dx, rows, D,
+                                                          eps);
     check_launch();
-    layer_norm_params_kernel<<<blocks_for(D), kThreads>>>(x, dy, mean, var, rows, D, eps, dgamma,
-                                                          dbeta);
+    const int64_t chunks = column_chunks(rows);
+    auto* pg = static_cast<float*>(scratch().get(2 * chunks * D * sizeof(float)));
+    float* pb = pg + chunks * D;
+    layer_norm_params_chunk_kernel<<<column_grid(D, chunks), kThreads>>>(x, dy, mean, var, rows,
+                                                                          D, eps, pg, pb);
+    check_launch();
+    add_column_chunks_kernel<<<blocks_for(D), kThreads>>>(pg, pb, chunks, D, dgamma, dbeta);
     check_launch();
   }
   void add(const float* a, const float* b, float* dst, int64_t n) override {
@@ -577,7 +697,13 @@ class CudaBackend final : public Backend {
     check_launch();
   }
   void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) override {
-    column_sums_kernel<<<blocks_for(cols), kThreads>>>(src, dst, rows, cols);
+    if (rows == 0 || cols == 0) return;
+    const int64_t chunks = column_chunks(rows);
+    auto* parts = static_cast<float*>(scratch().get(chunks * cols * sizeof(float)));
+    column_sums_chunk_kernel<<<column_grid(cols, chunks), kThreads>>>(src, rows, cols, parts);
+    check_launch();
+    add_column_chunks_kernel<<<blocks_for(cols), kThreads>>>(parts, nullptr, chunks, cols, dst,
+                                                             nullptr);
     check_launch();
   }
   void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
@@ -597,42 +723,37 @@ class CudaBackend final : public Backend {
                                                            dpositions, T);
     check_launch();
   }
-  XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
-                  int32_t pad, float* dlogits, float grad_scale) override {
-    if (N == 0) return {};
-    auto* rows =
-        static_cast<XentRow*>(scratch().get(aligned(N * sizeof(XentRow)) + sizeof(XentRow)));
-    XentRow* total =
-        reinterpret_cast<XentRow*>(reinterpret_cast<char*>(rows) + aligned(N * sizeof(XentRow)));
+  // Nothing comes back: the rows' totals go to scratch, and their sum is
+  // added to the caller's totals on the device.
+  void xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
+            int32_t pad, float* dlogits, float grad_scale, double* totals) override {
+    if (N == 0) return;
+    auto* rows = static_cast<XentRow*>(scratch().get(N * sizeof(XentRow)));
     xent_kernel<<<row_blocks(N), kRowLanes>>>(logits, targets, N, V, eps, pad, dlogits, grad_scale,
                                               rows);
     check_launch();
-    xent_sum_kernel<<<1, 1>>>(rows, N, total);
+    xent_sum_kernel<<<1, 1>>>(rows, N, totals);
     check_launch();
-    XentRow t;
-    to_host(&t, total, sizeof t);
-    XentTotals out;
-    out.loss = t.loss, out.nll = t.nll, out.tokens = t.tokens;
-    return out;
   }
   void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
-            float step, float inv_sqrt_c2, float eps) override {
-    adam_kernel<<<blocks_for(n), kThreads>>>(p, g, m, v, n, beta1, beta2, step, inv_sqrt_c2, eps);
+            float step, float inv_sqrt_c2, float eps, const double* clip_sumsq,
+            double clip_norm) override {
+    if (n == 0) return;
+    adam_kernel<<<blocks_for(n), kThreads>>>(p, g, m, v, n, beta1, beta2, step, inv_sqrt_c2, eps,
+                                             clip_sumsq, clip_norm);
     check_launch();
   }
-  double sum_squares(const float* x, int64_t n) override {
-    if (n == 0) return 0;
+  void sum_squares(const float* x, int64_t n, double* out) override {
+    if (n == 0) {
+      zero(out, sizeof(double));
+      return;
+    }
     const int64_t chunks = (n + kSumSquaresChunk - 1) / kSumSquaresChunk;
-    auto* parts =
-        static_cast<double*>(scratch().get(aligned(chunks * sizeof(double)) + sizeof(double)));
-    double* total = parts + aligned(chunks * sizeof(double)) / sizeof(double);
+    auto* parts = static_cast<double*>(scratch().get(chunks * sizeof(double)));
     sum_squares_kernel<<<blocks_for(chunks), kThreads>>>(x, n, chunks, parts);
     check_launch();
-    sum_in_order_kernel<<<1, 1>>>(parts, chunks, total);
+    sum_in_order_kernel<<<1, 1>>>(parts, chunks, out);
     check_launch();
-    double s = 0;
-    to_host(&s, total, sizeof s);
-    return s;
   }
   // host_cols in, host_out back: one round trip each way instead of one per row.
   void pick(const float* x, int64_t N, int64_t V, const int32_t* host_cols,
@@ -686,13 +807,12 @@ class CudaBackend final : public Backend {
   // A search step's one round trip: the host's base scores, banned ids and
   // columns go over in one copy through pinned memory, the k best of every
   // row and the columns' log-probabilities come back in one, with one wait
-  // (six synchronous copies before). The exponentials are always summed in
-  // column order (ordered_sum's order): on one thread a row has no vector
-  // lanes to group them.
+  // (six synchronous copies before). A block per row, unless k is larger
+  // than its lists hold.
   void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                         const int32_t* banned, int64_t n_banned, const int32_t* cols,
                         int64_t n_cols, double* values, int32_t* indices, float* col_lp,
-                        bool) override {
+                        bool ordered_sum) override {
     if (rows == 0) return;
     // Inputs, then outputs, laid out alike in scratch and in pinned memory.
     const size_t base_b = aligned(rows * sizeof(double)),
@@ -709,12 +829,20 @@ class CudaBackend final : public Backend {
     if (n_cols) std::memcpy(h + base_b + banned_b, cols, rows * n_cols * sizeof(int32_t));
     CUDA_CHECK(cudaMemcpyAsync(d, h, in_b, cudaMemcpyHostToDevice, cudaStreamPerThread));
     char* o = d + in_b;
-    topk_log_softmax_kernel<<<blocks_for(rows), kThreads>>>(
-        logits, base ? reinterpret_cast<const double*>(d) : nullptr, rows, V, k,
-        reinterpret_cast<const int32_t*>(d + base_b), n_banned,
-        reinterpret_cast<const int32_t*>(d + base_b + banned_b), n_cols,
-        reinterpret_cast<double*>(o), reinterpret_cast<int32_t*>(o + values_b),
-        reinterpret_cast<float*>(o + values_b + indices_b));
+    const auto* d_base = base ? reinterpret_cast<const double*>(d) : nullptr;
+    const auto* d_banned = reinterpret_cast<const int32_t*>(d + base_b);
+    const auto* d_cols = reinterpret_cast<const int32_t*>(d + base_b + banned_b);
+    auto* d_values = reinterpret_cast<double*>(o);
+    auto* d_indices = reinterpret_cast<int32_t*>(o + values_b);
+    auto* d_col_lp = reinterpret_cast<float*>(o + values_b + indices_b);
+    if (k <= kLaneTopk)
+      topk_lanes_kernel<<<row_blocks(rows), kRowLanes>>>(logits, d_base, rows, V, k, d_banned,
+                                                         n_banned, d_cols, n_cols, ordered_sum,
+                                                         d_values, d_indices, d_col_lp);
+    else
+      topk_log_softmax_kernel<<<blocks_for(rows), kThreads>>>(logits, d_base, rows, V, k, d_banned,
+                                                              n_banned, d_cols, n_cols, d_values,
+                                                              d_indices, d_col_lp);
     check_launch();
     char* ho = h + in_b;
     CUDA_CHECK(cudaMemcpyAsync(ho, o, out_b, cudaMemcpyDeviceToHost, cudaStreamPerThread));
@@ -747,6 +875,18 @@ class CudaBackend final : public Backend {
     }
     return t.h;
   }
+  // cuBLASLt beside cuBLAS, per host thread for the same reason.
+  static cublasLtHandle_t lt_handle() {
+    struct Handle {
+      cublasLtHandle_t h = nullptr;
+      ~Handle() {
+        if (h) cublasLtDestroy(h);
+      }
+    };
+    thread_local Handle t;
+    if (!t.h) CUBLAS_CHECK(cublasLtCreate(&t.h));
+    return t.h;
+  }
   // Blocks of 512 bytes below 1 MiB, of 2 MiB above: few enough sizes for
   // the blocks of slowly growing tensors to be reused.
   static size_t block_size(size_t bytes) {
@@ -769,9 +909,93 @@ class CudaBackend final : public Backend {
     std::lock_guard<std::mutex> lock(sizes_mu_);
     sizes_[p] = size;
   }
+  std::atomic<int64_t> lt_plans_{0};
   std::mutex sizes_mu_;
   std::unordered_map<void*, size_t> sizes_;  // blocks handed out, by any thread
 };
+
+// A cuBLASLt plan: the product's descriptors and the algorithm its
+// heuristic chose, built once per shape and kept per host thread (a warm
+// step loop meets a few dozen shapes), or `usable` false where cuBLASLt
+// offered none, which sends that shape to cuBLAS and the epilogue kernel.
+struct LtPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool usable = false;
+  ~LtPlan() {  // at exit the library may be gone: nothing to report
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+// A single product with a bias and/or ReLU and no accumulation, in one
+// cuBLASLt call with its fused epilogue (the bias added, then ReLU, to the
+// product; its bias runs along the rows of the column-major result, which
+// are our columns). Returns false, having done nothing, for what it does
+// not fuse: batches, accumulation, other activations, a shape without an
+// algorithm.
+bool CudaBackend::gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c,
+                          const GemmAttr& attr) {
+  if (a.dims[0] * a.dims[1] != 1 || attr.accumulate || attr.alpha != 1.f) return false;
+  if (attr.act != Activation::None && attr.act != Activation::Relu) return false;
+  if (!attr.bias && attr.act == Activation::None) return false;  // plain: cuBLAS
+  const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
+  const bool ta = a.strides[3] != 1, tb = b.strides[3] != 1;
+  const int64_t lda = ta ? a.strides[3] : a.strides[2], ldb = tb ? b.strides[3] : b.strides[2];
+  const int64_t ldc = c.strides[2];
+  const cublasLtEpilogue_t epi = attr.bias ? (attr.act == Activation::Relu ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                                                          : CUBLASLT_EPILOGUE_BIAS)
+                                           : CUBLASLT_EPILOGUE_RELU;
+  const bool bf16 = attr.compute == ComputeType::BF16;
+  using Key = std::array<int64_t, 10>;
+  thread_local std::map<Key, LtPlan> plans;
+  const Key key = {M, N, K, lda, ldb, ldc, ta, tb, static_cast<int64_t>(epi), bf16};
+  auto [it, fresh] = plans.try_emplace(key);
+  LtPlan& p = it->second;
+  if (fresh) {
+    // Column-major: D (N x M) = op(b^T) (N x K) op(a^T) (K x M).
+    const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasComputeType_t compute = bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, compute, CUDA_R_32F));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    // The stored matrices: b as N x K (or K x N transposed), a as K x M (or M x K).
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, tb ? K : N, tb ? N : K, ldb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, ta ? M : K, ta ? K : M, lda));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d, CUDA_R_32F, N, M, ldc));
+    if (attr.bias) {
+      const void* any_bias = attr.bias;  // the plan's heuristic needs one; each call sets its own
+      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                  &any_bias, sizeof any_bias));
+    }
+    cublasLtMatmulPreference_t pref = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t workspace = 0;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                         sizeof workspace);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_handle(), p.op, p.a, p.b, p.d, p.d,
+                                                             pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    p.usable = st == CUBLAS_STATUS_SUCCESS && found > 0;
+    if (p.usable) p.algo = result.algo;
+    ++lt_plans_;
+  }
+  if (!p.usable) return false;
+  if (attr.bias)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &attr.bias,
+                                                sizeof attr.bias));
+  const float one = 1.f, zero = 0.f;
+  CUBLAS_CHECK(cublasLtMatmul(lt_handle(), p.op, &one, b.ptr, p.a, a.ptr, p.b, &zero, c.ptr, p.d,
+                              const_cast<float*>(c.ptr), p.d, &p.algo, nullptr, 0,
+                              cudaStreamPerThread));
+  return true;
+}
 
 // Row-major C = A B is column-major C^T = B^T A^T: swap the operands
 // instead of transposing anything. Each matrix must have one unit stride
@@ -783,6 +1007,7 @@ void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, con
   if (epilogue && a.dims[0] * a.dims[1] != 1) missing("a batched gemm with a bias or activation");
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
   if (M == 0 || N == 0) return;  // nothing to write
+  if (epilogue && K > 0 && gemm_lt(a, b, c, attr)) return;
   auto layout = [](const MatDesc& x, cublasOperation_t& op, int64_t& ld) {
     if (x.strides[3] == 1) {
       op = CUBLAS_OP_N, ld = x.strides[2];

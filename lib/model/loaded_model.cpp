@@ -12,6 +12,7 @@ LoadedModel load_model(const std::string& path, const std::string& compute, File
   LoadedModel m;
   std::string spm;
   Vocab source;
+  require_compute_type(device, ComputeType::F32);  // an op the device lacks: before reading
   FileContents f = open_model(path, m.config, spm, &m.vocab, sum, &source);
   if (source.size()) m.source_vocab = std::move(source);
   m.metadata = f.metadata;

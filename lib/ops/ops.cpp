@@ -398,15 +398,39 @@ void embedding_backward(const Tensor& tokens, const Tensor& dy, int64_t T, float
                             dtable.data(), dpositions ? dpositions->data() : nullptr, T);
 }
 
-LossTotals label_smoothed_xent(const Tensor& logits, const Tensor& targets, float eps, int32_t pad,
-                               Tensor* dlogits, float grad_scale) {
+namespace {
+void need_f64(const char* op, const Tensor& t, int64_t n, const Tensor& on) {
+  if (t.dtype() != DType::F64 || !t.contiguous() || t.numel() < n)
+    fail(op, "expected a contiguous F64 tensor of at least " + std::to_string(n) + " elements");
+  same_device(op, {&t, &on});
+}
+}  // namespace
+
+void add_label_smoothed_xent(const Tensor& logits, const Tensor& targets, float eps, int32_t pad,
+                             Tensor* dlogits, float grad_scale, Tensor& totals) {
   if (targets.dtype() != DType::I32) fail("xent", "targets must be i32");
   const int64_t N = logits.dim(0), V = logits.dim(1);
   if (targets.numel() != N) fail("xent", "one target per logits row expected");
+  need_f64("xent", totals, 3, logits);
   if (dlogits) dlogits->resize(logits.shape(), logits.device());
-  const XentTotals t = be(logits).xent(logits.data(), targets.data_as<int32_t>(), N, V, eps, pad,
-                                       dlogits ? dlogits->data() : nullptr, grad_scale);
-  return {t.loss, t.nll, t.tokens};
+  be(logits).xent(logits.data(), targets.data_as<int32_t>(), N, V, eps, pad,
+                  dlogits ? dlogits->data() : nullptr, grad_scale, totals.data_as<double>());
+}
+
+LossTotals label_smoothed_xent(const Tensor& logits, const Tensor& targets, float eps, int32_t pad,
+                               Tensor* dlogits, float grad_scale) {
+  Tensor totals(Shape{3}, logits.device(), DType::F64);
+  totals.zero();
+  add_label_smoothed_xent(logits, targets, eps, pad, dlogits, grad_scale, totals);
+  const std::vector<double> t = read_f64(totals);
+  return {t[0], t[1], static_cast<int64_t>(t[2])};
+}
+
+std::vector<double> read_f64(const Tensor& t) {
+  if (t.dtype() != DType::F64 || !t.contiguous()) fail("read_f64", "expected a contiguous F64 tensor");
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  be(t).to_host(v.data(), t.raw(), t.bytes());
+  return v;
 }
 
 void adam_update(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const AdamStep& s) {
@@ -416,12 +440,28 @@ void adam_update(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const AdamSte
   // scalars, so the loop reads each buffer once.
   const double c1 = 1.0 - std::pow(s.beta1, double(s.t));
   const double c2 = 1.0 - std::pow(s.beta2, double(s.t));
+  const double* clip = nullptr;
+  if (s.clip_sumsq) {
+    need_f64("adam", *s.clip_sumsq, s.clip_at + 1, p);
+    clip = s.clip_sumsq->data_as<double>() + s.clip_at;
+  }
   be(p).adam(p.data(), g.data(), m.data(), v.data(), n, static_cast<float>(s.beta1),
              static_cast<float>(s.beta2), static_cast<float>(s.lr / c1),
-             static_cast<float>(1.0 / std::sqrt(c2)), static_cast<float>(s.eps));
+             static_cast<float>(1.0 / std::sqrt(c2)), static_cast<float>(s.eps), clip,
+             s.clip_norm);
 }
 
-double l2_norm(const Tensor& x) { return std::sqrt(be(x).sum_squares(x.data(), x.numel())); }
+void sum_squares(const Tensor& x, Tensor& out, int64_t at) {
+  need_contiguous("sum_squares", {&x});
+  need_f64("sum_squares", out, at + 1, x);
+  be(x).sum_squares(x.data(), x.numel(), out.data_as<double>() + at);
+}
+
+double l2_norm(const Tensor& x) {
+  Tensor s(Shape{1}, x.device(), DType::F64);
+  sum_squares(x, s, 0);
+  return std::sqrt(read_f64(s)[0]);
+}
 
 void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int64_t k,
                       const std::vector<int32_t>& banned, const std::vector<int32_t>& cols,

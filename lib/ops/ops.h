@@ -146,9 +146,16 @@ struct LossTotals {
 };
 // Label-smoothed cross-entropy of logits (N, V) against targets (N, I32);
 // pad rows count for nothing. dlogits, when given, receives
-// d(loss * grad_scale)/dlogits.
+// d(loss * grad_scale)/dlogits. The totals are added to totals[0..2] (an
+// F64 tensor on the logits' device: loss, nll, tokens), where a training
+// step's batches sum without the host waiting for any of them.
+void add_label_smoothed_xent(const Tensor& logits, const Tensor& targets, float eps, int32_t pad,
+                             Tensor* dlogits, float grad_scale, Tensor& totals);
+// The same, returning this call's totals (which waits for them).
 LossTotals label_smoothed_xent(const Tensor& logits, const Tensor& targets, float eps, int32_t pad,
                                Tensor* dlogits, float grad_scale);
+// Small F64 tensors (a step's totals) to and from the host.
+std::vector<double> read_f64(const Tensor& t);
 
 // ---- Optimiser ------------------------------------------------------------
 
@@ -156,9 +163,18 @@ struct AdamStep {
   double beta1 = 0.9, beta2 = 0.98, eps = 1e-9;  // the bias corrections use them in double
   double lr = 0;
   int64_t t = 1;  // this update's number, from 1 (bias correction)
+  // Clipping to norm clip_norm (0: none) by the gradient's sum of squares,
+  // element clip_at of an F64 tensor on the parameters' device (sum_squares
+  // put it there): the host need not read the norm first.
+  const Tensor* clip_sumsq = nullptr;
+  int64_t clip_at = 0;
+  double clip_norm = 0;
 };
 void adam_update(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamStep& s);
-// L2 norm, summed in a fixed order (thread-count independent).
+// out[at] (F64, on x's device) = x's sum of squares, in a fixed order
+// (thread-count independent).
+void sum_squares(const Tensor& x, Tensor& out, int64_t at);
+// L2 norm, the same sum read back.
 double l2_norm(const Tensor& x);
 
 // ---- Decoding ---------------------------------------------------------------

@@ -44,13 +44,17 @@ double schedule_lr(LrShape shape, int64_t step, int64_t d_model, int64_t warmup,
 Adam::Adam(int64_t n, Device device, AdamOptions opts)
     : opts_(opts), m_(Shape{n}, device), v_(Shape{n}, device) {}
 
-void Adam::update(Tensor& params, const Tensor& grads, double lr) {
+void Adam::update(Tensor& params, const Tensor& grads, double lr, const Tensor* clip_sumsq,
+                  int64_t clip_at, double clip_norm) {
   ops::AdamStep s;
   s.beta1 = opts_.beta1;
   s.beta2 = opts_.beta2;
   s.eps = opts_.eps;
   s.lr = lr;
   s.t = ++t_;
+  s.clip_sumsq = clip_sumsq;
+  s.clip_at = clip_at;
+  s.clip_norm = clip_norm;
   ops::adam_update(params, grads, m_, v_, s);
 }
 

@@ -38,7 +38,9 @@ class Adam {
   // One update with bias correction (Kingma & Ba):
   //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  t += 1
   //   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
-  void update(Tensor& params, const Tensor& grads, double lr);
+  // Clipped first, when clip_sumsq is given (see ops::AdamStep).
+  void update(Tensor& params, const Tensor& grads, double lr, const Tensor* clip_sumsq = nullptr,
+              int64_t clip_at = 0, double clip_norm = 0);
   Tensor& m() { return m_; }
   Tensor& v() { return v_; }
   int64_t t() const { return t_; }

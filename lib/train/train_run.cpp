@@ -107,9 +107,11 @@ class TrainRun {
   TrainResult run() {
     validate_options(opts_);
     check_trainable(cfg_);
-    // Before reading any data.
+    // Before reading any data: every op training needs, in f32 and in the
+    // compute type asked for (the recipe tries bf16 itself).
+    require_compute_type(opts_.device, ComputeType::F32, /*training=*/true);
     if (!opts_.recipe || given("compute_type"))
-      require_compute_type(opts_.device, parse_compute_type(opts_.compute_type));
+      require_compute_type(opts_.device, parse_compute_type(opts_.compute_type), /*training=*/true);
     for (size_t k = 0; k < opts_.train_src.size(); ++k)
       if (io::file_id(opts_.train_src[k]) == io::file_id(opts_.train_tgt[k]))
         log("warning: --train-src and --train-tgt are the same file (" + opts_.train_src[k] +
@@ -334,7 +336,7 @@ void TrainRun::choose_data_recipe() {
   }
   std::string why_not;
   try {
-    require_compute_type(opts_.device, ComputeType::BF16);
+    require_compute_type(opts_.device, ComputeType::BF16, /*training=*/true);
   } catch (const Error& e) {
     why_not = e.what();
   }
@@ -440,7 +442,7 @@ void TrainRun::open_previous_run() {
         // An option of an older nmt that this one reads otherwise: the
         // checks below name what differs.
       }
-      require_compute_type(opts_.device, parse_compute_type(opts_.compute_type));
+      require_compute_type(opts_.device, parse_compute_type(opts_.compute_type), /*training=*/true);
       if (!recipe_.empty()) log("resuming with the recipe the run began with");
     }
     check_resume(chosen, ccfg, rs);

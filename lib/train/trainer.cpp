@@ -37,7 +37,8 @@ Trainer::Trainer(Transformer& model, const ParallelCorpus& train, const TrainOpt
       adam_(model.params().size(), model.params().device()),
       grads_(model.params()),
       sync_(comm, grads_),
-      shape_(parse_lr_shape(opts.lr_schedule)) {
+      shape_(parse_lr_shape(opts.lr_schedule)),
+      step_totals_(Shape{4}, model.params().device(), DType::F64) {
   if (!model.params().values().numel()) throw Error("Trainer: the model is not initialised");
 }
 
@@ -63,21 +64,23 @@ StepStats Trainer::step() {
   grads_.zero();
   const float grad_scale = 1.f / static_cast<float>(std::max<int64_t>(s.tgt_tokens, 1));
   const uint64_t step_seed = mix_seed(opts_.seed, static_cast<uint64_t>(step_ + 1));
-  double totals[2] = {0, 0};  // loss, nll over this process's batches
+  // This process's loss and nll over its batches, then the gradient's sum
+  // of squares, summed on the model's device: the host reads them once,
+  // after the update is queued, not between a batch's passes.
+  step_totals_.zero();
   for (size_t j = 0; j < mine.size(); ++j) {
     const auto& [k, b] = mine[j];
     model_.forward(b, acts_, true, mix_seed(step_seed, static_cast<uint64_t>(k)));
-    const ops::LossTotals l =
-        ops::label_smoothed_xent(acts_.logits, acts_.tgt_out_ids, model_.config().label_smoothing,
-                                 kNoToken, &dlogits_, grad_scale);
-    totals[0] += l.loss;
-    totals[1] += l.nll;
+    ops::add_label_smoothed_xent(acts_.logits, acts_.tgt_out_ids, model_.config().label_smoothing,
+                                 kNoToken, &dlogits_, grad_scale, step_totals_);
     if (j + 1 == mine.size()) sync_.arm();  // the last pass: sum layers as they finish
     model_.backward(b, acts_, dlogits_, grads_);
   }
   sync_.finish();
-  comm_.sum(totals, 2);
   apply_update(s);
+  std::vector<double> totals = ops::read_f64(step_totals_);
+  s.grad_norm = std::sqrt(totals[3]);
+  comm_.sum(totals.data(), 2);
   const double tok = static_cast<double>(std::max<int64_t>(s.tgt_tokens, 1));
   s.loss = totals[0] / tok;
   s.nll = totals[1] / tok;
@@ -88,13 +91,12 @@ StepStats Trainer::step() {
 
 void Trainer::apply_update(StepStats& s) {
   Tensor& grads = grads_.buffer();
-  s.grad_norm = ops::l2_norm(grads);
-  if (opts_.clip_norm > 0 && s.grad_norm > opts_.clip_norm)
-    ops::scale_(grads, static_cast<float>(opts_.clip_norm / s.grad_norm));
+  // The norm stays on the device: Adam clips by it there.
+  ops::sum_squares(grads, step_totals_, 3);
   ++step_;
   s.lr = schedule_lr(shape_, step_, model_.config().d_model, opts_.warmup_steps, opts_.lr_scale,
                      schedule_steps_);
-  adam_.update(model_.params().values(), grads, s.lr);
+  adam_.update(model_.params().values(), grads, s.lr, &step_totals_, 3, opts_.clip_norm);
   s.step = step_;
   s.epoch = stream_.epoch();
   s.epoch_progress =

@@ -132,6 +132,9 @@ class Trainer {
   LrShape shape_;
   int64_t schedule_steps_ = 0;
   Tensor dlogits_;
+  // (loss, nll, tokens, the gradient's sum of squares) of a step, on the
+  // model's device.
+  Tensor step_totals_;
 };
 
 // Seconds of one update of `batch_tokens` on this model (forward and
