@@ -387,6 +387,55 @@ void check_linear_backward(ComputeType ct) {
 
 }  // namespace
 
+// bf16 storage: round to nearest even, and back.
+uint16_t to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+TEST_CASE("matmul of bf16 operands into an f32 result (a GPU's bf16 activations)",
+          "[ops][gemm]") {
+  if (!runs({Op::GemmBf16Operands})) {
+    // Refused by name, never misread as f32.
+    Tensor a(Shape{2, 3}, g_device, DType::BF16), b(Shape{3, 4}, g_device, DType::BF16), c;
+    CHECK_THROWS_WITH(ops::matmul(a, false, b, false, c, ops::MatmulOpts()),
+                      Catch::Contains("bf16 operands on " + std::string(device_name(g_device))));
+    return;
+  }
+  for (Mm s : {Mm{1, 1, 1}, Mm{5, 7, 3}, Mm{33, 64, 48}})
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool tb = variant == 1, acc = variant == 2;
+      INFO("M " << s.M << " K " << s.K << " N " << s.N << " variant " << variant);
+      auto A = randv(s.M * s.K, 41), B = randv(s.K * s.N, 42), C0 = randv(s.M * s.N, 43);
+      for (auto& x : A) x = from_bf16(to_bf16(x));  // the values bf16 holds
+      for (auto& x : B) x = from_bf16(to_bf16(x));
+      auto bits = [](const std::vector<float>& v) {
+        std::vector<uint16_t> h(v.size());
+        for (size_t i = 0; i < v.size(); ++i) h[i] = to_bf16(v[i]);
+        return h;
+      };
+      const auto Bs = stored(B, s.K, s.N, tb);
+      Tensor a(Shape{s.M, s.K}, g_device, DType::BF16),
+          b(tb ? Shape{s.N, s.K} : Shape{s.K, s.N}, g_device, DType::BF16);
+      ops::upload(bits(A).data(), a);
+      ops::upload(bits(Bs).data(), b);
+      Tensor c = dev(C0, Shape{s.M, s.N});
+      ops::MatmulOpts o;
+      o.accumulate = acc;
+      ops::matmul(a, false, b, tb, c, o);
+      // Products of bf16 values are exact in f32: only the sums round.
+      expect_close(host(c), gemm_reference(A, B, {}, C0, s, 1.f, false, Activation::None, acc),
+                   tolerance(DType::F32), "bf16 operands");
+    }
+}
+
 TEST_CASE("linear_backward against loops and against separate products, f32", "[ops][gemm]") {
   if (!runs({Op::LinearBackward})) return;
   check_linear_backward(ComputeType::F32);

@@ -414,8 +414,9 @@ TEST_CASE("the capability query: a device lacking an op is refused by name befor
   o.out = dir / "t.nmt";
   o.device = Device::CUDA;
   CHECK_THROWS_WITH(train(tiny_config(24), o), Catch::Contains("no loss kernel (xent, adam)"));
-  // Every op has a name, and training needs every op.
-  CHECK(ops_needed(true).size() == static_cast<size_t>(kNumOps));
+  // Every op has a name, and training needs every op but bf16 operands
+  // (no model holds bf16 activations yet).
+  CHECK(ops_needed(true).size() == static_cast<size_t>(kNumOps) - 1);
   for (int i = 0; i < kNumOps; ++i) CHECK(std::string(op_name(static_cast<Op>(i))).size() > 3);
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/activation.h"
 #include "core/device.h"
+#include "core/dtype.h"
 
 namespace nmt {
 
@@ -26,9 +27,13 @@ namespace nmt {
 // and a head-split activation (B*T, H*d) is dims {B, H, T, d} with strides
 // {T*ld, d, ld, 1}.
 struct MatDesc {
-  const float* ptr = nullptr;
+  const float* ptr = nullptr;  // the elements, of dtype (a bf16 matrix's reinterpreted)
   std::array<int64_t, 4> dims{};
   std::array<int64_t, 4> strides{};
+  // F32, or BF16 operands of a product with an f32 result where the
+  // backend runs Op::GemmBf16Operands (a GPU's bf16 activations); a backend
+  // refuses a dtype it does not take rather than misread the memory.
+  DType dtype = DType::F32;
 };
 
 struct GemmAttr {
@@ -82,8 +87,9 @@ enum class Op : uint8_t {
   Pick,
   SampleTokens,
   TopkLogSoftmax,
+  GemmBf16Operands,  // products of bf16 matrices (MatDesc::dtype), f32 results
 };
-constexpr int kNumOps = static_cast<int>(Op::TopkLogSoftmax) + 1;
+constexpr int kNumOps = static_cast<int>(Op::GemmBf16Operands) + 1;
 const char* op_name(Op op);  // "layer_norm_backward"
 
 class Backend {

@@ -50,7 +50,7 @@ const char* op_name(Op op) {
       "attend",     "masks",           "layer_norm", "layer_norm_backward", "elementwise",
       "dropout",    "activate",        "column_sums", "log_add_exp",       "embedding",
       "embedding_backward", "xent",    "adam",      "sum_squares",        "pick",
-      "sample_tokens", "topk_log_softmax"};
+      "sample_tokens", "topk_log_softmax", "gemm_bf16_operands"};
   return names[static_cast<int>(op)];
 }
 

@@ -16,14 +16,9 @@
 #include <string>
 
 #include "core/device.h"
+#include "core/dtype.h"
 
 namespace nmt {
-
-// f32 is what every op computes in today; the others name the storage that
-// reduced-precision backends will add.
-enum class DType : uint8_t { F32, BF16, F16, S8, I32, I64, F64 };
-size_t dtype_size(DType t);
-const char* dtype_name(DType t);
 
 // Fixed-capacity shape, so that describing a tensor never allocates.
 struct Shape {

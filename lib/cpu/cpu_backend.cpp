@@ -6,14 +6,18 @@
 #include <cstring>
 
 #include "core/backend.h"
-#include "core/row_ops.h"
 #include "core/error.h"
+#include "core/row_ops.h"
 #include "cpu/loops.h"
 #include "cpu/onednn.h"
 
 namespace nmt {
 
 namespace {
+
+const char* const kF32Operands =
+    "the CPU's products take f32 operands (--compute-type bf16 rounds them to bf16 inside "
+    "the product)";
 
 constexpr float kMasked = -1e9f;
 constexpr int64_t kLoopSoftmaxCols = 1024;
@@ -49,6 +53,8 @@ class CpuBackend final : public Backend {
   }
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) override {
+    if (a.dtype != DType::F32 || b.dtype != DType::F32 || dst.dtype != DType::F32)
+      throw Error(kF32Operands);
     if (attr.varying_shape)
       cpu::gemm_runtime(a, b, dst, attr);
     else if ((attr.constant_b && !attr.accumulate) || attr.b_s8)
@@ -69,6 +75,7 @@ class CpuBackend final : public Backend {
   void forget_constants(uint64_t owner) override { cpu::forget_constants(owner); }
   int64_t constant_bytes() const override { return cpu::constant_bytes(); }
   std::string unsupported(Op op, ComputeType t) const override {
+    if (op == Op::GemmBf16Operands) return kF32Operands;
     const bool products = op == Op::Gemm || op == Op::LinearBackward;
     if (products && t == ComputeType::BF16 && !cpu::has_bf16())
       return "bf16 needs a CPU with AVX512-BF16 or AMX; this one has " + cpu::isa_name();

@@ -587,6 +587,7 @@ class CudaBackend final : public Backend {
   int64_t constant_bytes() const override { return 0; }
   // Everything but int8: products with int8 weights and int8 tables.
   std::string unsupported(Op op, ComputeType t) const override {
+    if (op == Op::GemmBf16Operands) return "";
     const bool int8_kernel = op == Op::Gemm || op == Op::LinearBackward || op == Op::Embedding;
     if (t != ComputeType::INT8 || !int8_kernel) return "";
     return "int8 is not implemented on CUDA (f32 and bf16 are)";
@@ -940,6 +941,7 @@ struct LtPlan {
 bool CudaBackend::gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c,
                           const GemmAttr& attr) {
   if (a.dims[0] * a.dims[1] != 1 || attr.accumulate || attr.alpha != 1.f) return false;
+  if (a.dtype != DType::F32 || b.dtype != DType::F32) return false;
   if (attr.act != Activation::None && attr.act != Activation::Relu) return false;
   if (!attr.bias && attr.act == Activation::None) return false;  // plain: cuBLAS
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
@@ -1003,6 +1005,12 @@ bool CudaBackend::gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c,
 void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) {
   if (attr.b_s8) missing("gemm with int8 weights");
   if (c.strides[3] != 1) missing("gemm into a column-major output");
+  // bf16 operands (Op::GemmBf16Operands): both of them, into an f32 result.
+  if (a.dtype != b.dtype || (a.dtype != DType::F32 && a.dtype != DType::BF16))
+    missing("gemm on operands other than two f32 or two bf16 matrices");
+  if (c.dtype != DType::F32) missing("gemm into a result other than f32");
+  const cudaDataType_t operand = a.dtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  const size_t esize = a.dtype == DType::BF16 ? 2 : 4;  // the pointers' element size
   const bool epilogue = attr.bias || attr.act != Activation::None;
   if (epilogue && a.dims[0] * a.dims[1] != 1) missing("a batched gemm with a bias or activation");
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
@@ -1030,13 +1038,17 @@ void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, con
   const float alpha = attr.alpha, beta = attr.accumulate && !to_scratch ? 1.f : 0.f;
   // bf16: tensor cores on bf16-rounded operands with f32 accumulation, from
   // the f32 operands as they are (cuBLAS rounds them), as the CPU's bf16.
+  // bf16 operands take the f32 compute type: their products are exact in it.
   const cublasComputeType_t compute =
-      attr.compute == ComputeType::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+      attr.compute == ComputeType::BF16 && operand == CUDA_R_32F ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                                 : CUBLAS_COMPUTE_32F;
+  const char* a_bytes = reinterpret_cast<const char*>(a.ptr);
+  const char* b_bytes = reinterpret_cast<const char*>(b.ptr);
   for (int64_t bi = 0; bi < a.dims[0]; ++bi)
     CUBLAS_CHECK(cublasGemmStridedBatchedEx(
         handle(), op_b, op_a, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &alpha,
-        b.ptr + bi * b.strides[0], CUDA_R_32F, static_cast<int>(ldb), b.strides[1],
-        a.ptr + bi * a.strides[0], CUDA_R_32F, static_cast<int>(lda), a.strides[1], &beta,
+        b_bytes + bi * b.strides[0] * esize, operand, static_cast<int>(ldb), b.strides[1],
+        a_bytes + bi * a.strides[0] * esize, operand, static_cast<int>(lda), a.strides[1], &beta,
         out + (to_scratch ? 0 : bi * c.strides[0]), CUDA_R_32F, static_cast<int>(ldo),
         to_scratch ? M * N : c.strides[1], static_cast<int>(a.dims[1]), compute,
         CUBLAS_GEMM_DEFAULT));

@@ -41,7 +41,9 @@ Backend& be(const Tensor& t) { return backend(t.device()); }
 MatDesc mat(const Tensor& t, bool trans) {
   const int64_t r = t.dim(0), c = t.dim(1), sr = t.strides()[0], sc = t.strides()[1];
   MatDesc d;
-  d.ptr = t.dtype() == DType::F32 ? t.data() : nullptr;  // int8 weights go as GemmAttr::b_s8
+  // int8 weights go as GemmAttr::b_s8; bf16 operands as their own dtype.
+  if (t.dtype() == DType::F32) d.ptr = t.data();
+  if (t.dtype() == DType::BF16) d.ptr = static_cast<const float*>(t.raw()), d.dtype = DType::BF16;
   if (trans)
     d.dims = {1, 1, c, r}, d.strides = {r * c, r * c, sc, sr};
   else
@@ -76,7 +78,14 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
   if (a.ndim() != 2 || b.ndim() != 2) fail("matmul", "expected 2-D tensors");
   same_device("matmul", {&a, &b, o.accumulate ? &c : nullptr, o.bias, o.b_scales});
   const bool int8_b = b.dtype() == DType::S8;
-  need_f32("matmul", {&a, int8_b ? o.b_scales : &b, o.bias});
+  // bf16 operands, both of them (a GPU's bf16 activations), where the device takes them.
+  const bool bf16 = a.dtype() == DType::BF16 && b.dtype() == DType::BF16;
+  if (bf16) {
+    const std::string why = be(a).unsupported(Op::GemmBf16Operands, o.compute);
+    if (!why.empty()) fail("matmul", "bf16 operands on " + std::string(device_name(a.device())) + ": " + why);
+  }
+  need_f32("matmul", {bf16 ? nullptr : &a, bf16 || int8_b ? o.b_scales : &b, o.bias,
+                      o.accumulate ? &c : nullptr});
   if (int8_b && (!o.b_scales || !o.constant_b || o.compute != ComputeType::INT8 || o.accumulate))
     fail("matmul", "int8 weights need their scales, constant_b and compute int8");
   if (!int8_b && o.b_scales) fail("matmul", "scales given for f32 weights");
