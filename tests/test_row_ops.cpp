@@ -11,6 +11,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -694,5 +695,46 @@ TEST_CASE("column sums by row chunks: the CPU's add_column_sums to rounding", "[
     expect_close(got, ref, 1e-6, "chunked column sums");
     std::vector<double> cpu(want.begin(), want.end());
     expect_close(got, cpu, 1e-6, "chunked column sums against the CPU");
+  }
+}
+
+TEST_CASE("embedding gradient by sorted token runs and by positions: the CPU's sums exactly",
+          "[row_ops]") {
+  // The GPU's grouping: a stable sort of the rows by id, a run per id, a
+  // thread per column of a run; positions each walk their own rows.
+  for (int64_t n : {int64_t{1}, int64_t{12}, int64_t{700}}) {
+    INFO("rows " << n);
+    const int64_t V = 23, D = 37, T = 7, P = 9;
+    const float scale = 2.5f;
+    std::vector<int32_t> tok(n);
+    for (int64_t r = 0; r < n; ++r) tok[r] = r % 11 == 5 ? -1 : static_cast<int32_t>((r * r + 3) % V);
+    auto dY = randv(n * D, 91), dE0 = randv(V * D, 92), dP0 = randv(P * D, 93);
+    // The one-thread-per-column function (the same roundings: only the
+    // grouping differs), and the CPU backend to rounding (whether a multiply
+    // and add fuse is the compiler's choice there).
+    std::vector<float> want_e = dE0, want_p = dP0, cpu_e = dE0, cpu_p = dP0;
+    embedding_backward_cols(tok.data(), n, D, scale, dY.data(), want_e.data(), want_p.data(), T,
+                            0, D);
+    cpu_backend().embedding_backward(tok.data(), n, D, scale, dY.data(), cpu_e.data(),
+                                     cpu_p.data(), T);
+    std::vector<int32_t> rows(n);
+    std::iota(rows.begin(), rows.end(), 0);
+    std::stable_sort(rows.begin(), rows.end(), [&](int32_t a, int32_t b) { return tok[a] < tok[b]; });
+    std::vector<float> e = dE0, p = dP0;
+    for (int64_t k = 0; k < n;) {
+      int64_t end = k;
+      while (end < n && tok[rows[end]] == tok[rows[k]]) ++end;
+      if (tok[rows[k]] >= 0)
+        for (int64_t i = 0; i < D; ++i)
+          embedding_backward_token(rows.data() + k, end - k, dY.data(), D, scale,
+                                   e.data() + static_cast<int64_t>(tok[rows[k]]) * D, i);
+      k = end;
+    }
+    for (int64_t pos = 0; pos < std::min(n, T); ++pos)
+      for (int64_t i = 0; i < D; ++i) embedding_backward_position(dY.data(), n, D, T, pos, p.data(), i);
+    CHECK(e == want_e);
+    CHECK(p == want_p);
+    expect_close(e, std::vector<double>(cpu_e.begin(), cpu_e.end()), 1e-6, "against the CPU");
+    expect_close(p, std::vector<double>(cpu_p.begin(), cpu_p.end()), 1e-6, "against the CPU");
   }
 }

@@ -168,6 +168,27 @@ NMT_HOST_DEVICE inline void embedding_backward_cols(const int32_t* tokens, int64
   }
 }
 
+// The same sums grouped for a GPU, where a thread per column walking every
+// row leaves the device nearly idle: column i of one token's gradient from
+// the rows that hold it (rows[0..count), ascending: a stable sort of the
+// batch's ids), and column i of position p's from rows p, p + T, ... Each
+// adds in row order onto what was there, so each equals
+// embedding_backward_cols's sum for that token or position.
+NMT_HOST_DEVICE inline void embedding_backward_token(const int32_t* rows, int64_t count,
+                                                     const float* dy, int64_t D, float scale,
+                                                     float* de, int64_t i) {
+  float acc = de[i];
+  for (int64_t k = 0; k < count; ++k) acc += dy[static_cast<int64_t>(rows[k]) * D + i] * scale;
+  de[i] = acc;
+}
+NMT_HOST_DEVICE inline void embedding_backward_position(const float* dy, int64_t n, int64_t D,
+                                                        int64_t T, int64_t p, float* dpositions,
+                                                        int64_t i) {
+  float acc = dpositions[p * D + i];
+  for (int64_t r = p; r < n; r += T) acc += dy[r * D + i];
+  dpositions[p * D + i] = acc;
+}
+
 // One row's label-smoothed cross-entropy: loss, negative log-likelihood and
 // whether it counts (a pad row does not, and its gradient is 0).
 struct XentRow {

@@ -8,6 +8,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -286,14 +290,34 @@ __global__ void add_column_chunks_kernel(const float* parts, const float* parts2
   if (dst2) dst2[col] += sum_column_chunks(parts2, chunks, cols, col);
 }
 
-// One thread per column of D: a repeated token's rows are added by the one
-// thread that owns the column, in row order, and a warp's writes coalesce.
-__global__ void embedding_backward_kernel(const int32_t* tokens, int64_t n, int64_t D, float scale,
-                                          const float* dy, float* dtable, float* dpositions,
-                                          int64_t T) {
-  NMT_GRID_STRIDE(i, D) {
-    embedding_backward_cols(tokens, n, D, scale, dy, dtable, dpositions, T, i, i + 1);
+// The embedding's gradient from the rows sorted by id (CUB's stable radix
+// sort) and cut into runs of one id (CUB's run-length encoding): a block per
+// run, a thread per column, the run's rows in order; ids < 0 are skipped.
+// Every token and column is summed by one thread, in row order, as on the
+// CPU, with the whole batch's runs in flight at once.
+__global__ void embedding_token_grads_kernel(const int32_t* sorted_rows, const int32_t* ids,
+                                             const int32_t* counts, const int32_t* offsets,
+                                             const int32_t* runs, const float* dy, int64_t D,
+                                             float scale, float* dtable) {
+  for (int64_t run = blockIdx.x; run < *runs; run += gridDim.x) {
+    if (ids[run] < 0) continue;
+    float* de = dtable + static_cast<int64_t>(ids[run]) * D;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
+      embedding_backward_token(sorted_rows + offsets[run], counts[run], dy, D, scale, de, i);
   }
+}
+
+// A block per position, a thread per column.
+__global__ void embedding_position_grads_kernel(const float* dy, int64_t n, int64_t D, int64_t T,
+                                                float* dpositions) {
+  for (int64_t p = blockIdx.x; p < T && p < n; p += gridDim.x)
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
+      embedding_backward_position(dy, n, D, T, p, dpositions, i);
+}
+
+__global__ void iota_kernel(int32_t* v, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) v[i] = static_cast<int32_t>(i);
 }
 
 // A block of kRowLanes threads per row, as softmax_kernel: xent_row_lanes.
@@ -720,8 +744,47 @@ class CudaBackend final : public Backend {
   void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,
                           float* dtable, float* dpositions, int64_t T) override {
     if (n == 0 || D == 0) return;
-    embedding_backward_kernel<<<blocks_for(D), kThreads>>>(tokens, n, D, scale, dy, dtable,
-                                                           dpositions, T);
+    if (n > INT32_MAX) missing("an embedding gradient over more than 2^31 rows");
+    if (dpositions) {
+      embedding_position_grads_kernel<<<row_blocks(std::min(n, T)), kThreads>>>(dy, n, D, T,
+                                                                                dpositions);
+      check_launch();
+    }
+    // Scratch: the sorted ids and rows, the runs (id, count, first row),
+    // their number, and CUB's temporary storage, each aligned.
+    const int num = static_cast<int>(n);
+    const size_t vec = aligned(n * sizeof(int32_t));
+    size_t sort_b = 0, rle_b = 0, scan_b = 0;
+    const cudaStream_t s = cudaStreamPerThread;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_b, tokens, (int32_t*)nullptr,
+                                               (const int32_t*)nullptr, (int32_t*)nullptr, num, 0,
+                                               32, s));
+    CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, rle_b, (const int32_t*)nullptr,
+                                                  (int32_t*)nullptr, (int32_t*)nullptr,
+                                                  (int32_t*)nullptr, num, s));
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_b, (const int32_t*)nullptr,
+                                             (int32_t*)nullptr, num, s));
+    const size_t temp_b = std::max({sort_b, rle_b, scan_b, size_t{1}});
+    char* p = static_cast<char*>(scratch().get(6 * vec + aligned(sizeof(int32_t)) + temp_b));
+    auto* sorted_ids = reinterpret_cast<int32_t*>(p);
+    auto* rows = reinterpret_cast<int32_t*>(p + vec);
+    auto* sorted_rows = reinterpret_cast<int32_t*>(p + 2 * vec);
+    auto* ids = reinterpret_cast<int32_t*>(p + 3 * vec);
+    auto* counts = reinterpret_cast<int32_t*>(p + 4 * vec);
+    auto* offsets = reinterpret_cast<int32_t*>(p + 5 * vec);
+    auto* runs = reinterpret_cast<int32_t*>(p + 6 * vec);
+    void* temp = p + 6 * vec + aligned(sizeof(int32_t));
+    iota_kernel<<<blocks_for(n), kThreads>>>(rows, n);
+    check_launch();
+    // Radix sort is stable: each id's rows stay in row order.
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, sort_b, tokens, sorted_ids, rows, sorted_rows,
+                                               num, 0, 32, s));
+    // Counts past the last run stay 0, so the scan reads no stale memory.
+    CUDA_CHECK(cudaMemsetAsync(counts, 0, vec, s));
+    CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(temp, rle_b, sorted_ids, ids, counts, runs, num, s));
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, scan_b, counts, offsets, num, s));
+    embedding_token_grads_kernel<<<row_blocks(n), kThreads>>>(sorted_rows, ids, counts, offsets,
+                                                              runs, dy, D, scale, dtable);
     check_launch();
   }
   // Nothing comes back: the rows' totals go to scratch, and their sum is
