@@ -995,18 +995,32 @@ struct LtPlan {
   }
 };
 
+// The largest power of two up to 256 that divides p's address: cuBLASLt's
+// heuristic assumes 256-byte aligned operands unless told less, and a view
+// (a row range, a slice of the parameter buffer) may be aligned to 4 only.
+uint32_t alignment(const void* p) {
+  const auto u = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && u % a != 0) a /= 2;
+  return a;
+}
+
 // A single product with a bias and/or ReLU and no accumulation, in one
 // cuBLASLt call with its fused epilogue (the bias added, then ReLU, to the
 // product; its bias runs along the rows of the column-major result, which
 // are our columns). Returns false, having done nothing, for what it does
-// not fuse: batches, accumulation, other activations, a shape without an
-// algorithm.
+// not fuse: batches, accumulation, other activations, a matrix with no
+// unit stride, a bias not 16-byte aligned (the epilogue reads it in
+// vectors), a shape without an algorithm.
 bool CudaBackend::gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c,
                           const GemmAttr& attr) {
   if (a.dims[0] * a.dims[1] != 1 || attr.accumulate || attr.alpha != 1.f) return false;
   if (a.dtype != DType::F32 || b.dtype != DType::F32) return false;
   if (attr.act != Activation::None && attr.act != Activation::Relu) return false;
   if (!attr.bias && attr.act == Activation::None) return false;  // plain: cuBLAS
+  if (attr.bias && alignment(attr.bias) < 16) return false;
+  for (const MatDesc* m : {&a, &b})
+    if (m->strides[3] != 1 && m->strides[2] != 1) return false;
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
   const bool ta = a.strides[3] != 1, tb = b.strides[3] != 1;
   const int64_t lda = ta ? a.strides[3] : a.strides[2], ldb = tb ? b.strides[3] : b.strides[2];
@@ -1015,9 +1029,11 @@ bool CudaBackend::gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c,
                                                                           : CUBLASLT_EPILOGUE_BIAS)
                                            : CUBLASLT_EPILOGUE_RELU;
   const bool bf16 = attr.compute == ComputeType::BF16;
-  using Key = std::array<int64_t, 10>;
+  const uint32_t align_a = alignment(b.ptr), align_b = alignment(a.ptr), align_d = alignment(c.ptr);
+  using Key = std::array<int64_t, 13>;
   thread_local std::map<Key, LtPlan> plans;
-  const Key key = {M, N, K, lda, ldb, ldc, ta, tb, static_cast<int64_t>(epi), bf16};
+  const Key key = {M,  N,  K,  lda, ldb, ldc, ta, tb, static_cast<int64_t>(epi), bf16,
+                   align_a, align_b, align_d};
   auto [it, fresh] = plans.try_emplace(key);
   LtPlan& p = it->second;
   if (fresh) {
@@ -1042,6 +1058,15 @@ bool CudaBackend::gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c,
     const size_t workspace = 0;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                          sizeof workspace);
+    // Only algorithms that work at this call's alignments (part of the key).
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
+                                         sizeof align_a);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
+                                         sizeof align_b);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d,
+                                         sizeof align_d);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d,
+                                         sizeof align_d);
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_handle(), p.op, p.a, p.b, p.d, p.d,
