@@ -96,6 +96,18 @@ std::vector<double> softmax_reference(const std::vector<float>& x, bool log) {
   return r;
 }
 
+// dx of softmax(x) (or log-softmax) against dy in double: the parity
+// harness's reference, from the exact probabilities.
+std::vector<double> softmax_backward_reference(const std::vector<float>& x,
+                                               const std::vector<float>& dy, bool log) {
+  const auto p = softmax_reference(x, false);
+  double pdy = 0, sum_dy = 0;
+  for (size_t c = 0; c < x.size(); ++c) pdy += p[c] * dy[c], sum_dy += dy[c];
+  std::vector<double> ref(x.size());
+  for (size_t c = 0; c < x.size(); ++c) ref[c] = log ? dy[c] - p[c] * sum_dy : p[c] * (dy[c] - pdy);
+  return ref;
+}
+
 // The rows a softmax meets: random, large magnitudes, a single finite
 // value among -inf (a shortlist's mask), and masked tails (-1e9 added).
 std::vector<std::pair<std::string, std::vector<float>>> softmax_inputs(int64_t cols) {
@@ -178,14 +190,7 @@ TEST_CASE("softmax and log-softmax backward rows: reference formulas and finite 
         log_softmax_backward_row(y.data(), dy.data(), dx.data(), cols);
       else
         softmax_backward_row(y.data(), dy.data(), dx.data(), cols);
-      // The parity harness's reference, from the exact probabilities.
-      const auto p = softmax_reference(x, false);
-      double pdy = 0, sum_dy = 0;
-      for (int64_t c = 0; c < cols; ++c) pdy += p[c] * dy[c], sum_dy += dy[c];
-      std::vector<double> ref(cols);
-      for (int64_t c = 0; c < cols; ++c)
-        ref[c] = log ? dy[c] - p[c] * sum_dy : p[c] * (dy[c] - pdy);
-      expect_close(dx, ref, 1e-5, what);
+      expect_close(dx, softmax_backward_reference(x, dy, log), 1e-5, what);
       // d/dx of L = sum(dy * forward(x)), the forward being softmax_row itself.
       std::vector<float> out(cols);
       auto loss = [&] {
@@ -269,42 +274,86 @@ LnRef layer_norm_reference(const std::vector<float>& X, const std::vector<float>
 
 }  // namespace
 
-TEST_CASE("layer_norm_row and its backward rows against double references", "[row_ops]") {
-  struct Case {
-    int64_t rows, D;
-    float scale, offset;
-  };
-  // D = 1: every x is its own mean, so y = beta and only eps keeps rstd finite.
-  for (Case c : {Case{1, 1, 1.f, 0.f}, Case{3, 4, 2.f, 0.f}, Case{7, 16, 2.f, 0.f},
-                 Case{5, 512, 1.f, 0.f}, Case{4, 64, 0.5f, 1000.f}}) {
-    const std::string what = "layer_norm rows " + std::to_string(c.rows) + " D " +
-                             std::to_string(c.D) + " offset " + std::to_string(c.offset);
-    const int64_t rows = c.rows, D = c.D;
-    const float eps = 1e-6f;
-    auto X = randv(rows * D, 1, c.scale, c.offset), G = randv(D, 2), Bv = randv(D, 3),
-         dY = randv(rows * D, 4), dG0 = randv(D, 5), dB0 = randv(D, 6);
-    const LnRef ref = layer_norm_reference(X, G, Bv, dY, dG0, dB0, rows, D, eps);
-    std::vector<float> y(rows * D), y2(rows * D), mean(rows), var(rows), dx(rows * D, 7.f);
-    for (int64_t r = 0; r < rows; ++r) {
-      layer_norm_row(&X[r * D], G.data(), Bv.data(), &y[r * D], &mean[r], &var[r], D, eps);
-      layer_norm_row(&X[r * D], G.data(), Bv.data(), &y2[r * D], nullptr, nullptr, D, eps);
-    }
-    // The offset costs the float mean a few ulps of 1000 in every x - mean.
-    const double tol = c.offset != 0 ? 2e-3 : 2e-5;
-    expect_close(y, ref.y, tol, what + " y");
-    CHECK(y2 == y);
-    expect_close(mean, ref.mean, 1e-6, what + " mean");
-    expect_close(var, ref.var, c.offset != 0 ? 1e-3 : 1e-5, what + " var");
-    for (int64_t r = 0; r < rows; ++r)
-      layer_norm_backward_row(&X[r * D], &dY[r * D], G.data(), mean[r], var[r], &dx[r * D], D, eps);
-    std::vector<float> dg = dG0, db = dB0;
+namespace {
+
+// A layer norm's rows and parameter gradients computed one way: the
+// one-thread rows and columns (the CPU's order), or the GPU's lanes and
+// row chunks.
+struct LnWay {
+  const char* name;
+  void (*forward)(const float*, const float*, const float*, float*, float*, float*, int64_t, float);
+  void (*backward)(const float*, const float*, const float*, float, float, float*, int64_t, float);
+  // dgamma and dbeta accumulated over (rows, D).
+  void (*params)(const float*, const float*, const float*, const float*, int64_t, int64_t, float,
+                 float*, float*);
+};
+
+void params_by_columns(const float* x, const float* dy, const float* mean, const float* var,
+                       int64_t rows, int64_t D, float eps, float* dg, float* db) {
+  for (int64_t k = 0; k < D; ++k) layer_norm_param_grads_col(x, dy, mean, var, rows, D, eps, k, dg, db);
+}
+
+// As the GPU's two launches: a partial sum per (chunk, column), then the
+// chunks in order, added to what was there.
+void params_by_chunks(const float* x, const float* dy, const float* mean, const float* var,
+                      int64_t rows, int64_t D, float eps, float* dg, float* db) {
+  const int64_t chunks = column_chunks(rows);
+  std::vector<float> pg(chunks * D), pb(chunks * D);
+  for (int64_t ch = 0; ch < chunks; ++ch)
     for (int64_t k = 0; k < D; ++k)
-      layer_norm_param_grads_col(X.data(), dY.data(), mean.data(), var.data(), rows, D, eps, k,
-                                 dg.data(), db.data());
-    expect_close(dx, ref.dx, c.offset != 0 ? 5e-3 : 1e-4, what + " dx");
-    expect_close(dg, ref.dgamma, c.offset != 0 ? 2e-3 : 2e-5, what + " dgamma (accumulated)");
-    expect_close(db, ref.dbeta, 1e-6, what + " dbeta (accumulated)");
+      layer_norm_param_grads_chunk(x, dy, mean, var, rows, D, eps, k, ch, &pg[ch * D + k],
+                                   &pb[ch * D + k]);
+  for (int64_t k = 0; k < D; ++k) {
+    dg[k] += sum_column_chunks(pg.data(), chunks, D, k);
+    db[k] += sum_column_chunks(pb.data(), chunks, D, k);
   }
+}
+
+const LnWay kOneThread = {"layer_norm", layer_norm_row, layer_norm_backward_row, params_by_columns};
+const LnWay kLanes = {"lanes layer_norm", layer_norm_row_lanes, layer_norm_backward_row_lanes,
+                      params_by_chunks};
+
+struct LnCase {
+  int64_t rows, D;
+  float scale, offset;
+};
+
+void check_layer_norm(const LnWay& way, LnCase c, uint32_t seed) {
+  const std::string what = std::string(way.name) + " rows " + std::to_string(c.rows) + " D " +
+                           std::to_string(c.D) + " offset " + std::to_string(c.offset);
+  const int64_t rows = c.rows, D = c.D;
+  const float eps = 1e-6f;
+  auto X = randv(rows * D, seed, c.scale, c.offset), G = randv(D, seed + 1),
+       Bv = randv(D, seed + 2), dY = randv(rows * D, seed + 3), dG0 = randv(D, seed + 4),
+       dB0 = randv(D, seed + 5);
+  const LnRef ref = layer_norm_reference(X, G, Bv, dY, dG0, dB0, rows, D, eps);
+  std::vector<float> y(rows * D), y2(rows * D), mean(rows), var(rows), dx(rows * D, 7.f);
+  for (int64_t r = 0; r < rows; ++r) {
+    way.forward(&X[r * D], G.data(), Bv.data(), &y[r * D], &mean[r], &var[r], D, eps);
+    way.forward(&X[r * D], G.data(), Bv.data(), &y2[r * D], nullptr, nullptr, D, eps);
+  }
+  // The offset costs the float mean a few ulps of 1000 in every x - mean.
+  const double tol = c.offset != 0 ? 2e-3 : 2e-5;
+  expect_close(y, ref.y, tol, what + " y");
+  CHECK(y2 == y);
+  expect_close(mean, ref.mean, 1e-6, what + " mean");
+  expect_close(var, ref.var, c.offset != 0 ? 1e-3 : 1e-5, what + " var");
+  for (int64_t r = 0; r < rows; ++r)
+    way.backward(&X[r * D], &dY[r * D], G.data(), mean[r], var[r], &dx[r * D], D, eps);
+  std::vector<float> dg = dG0, db = dB0;
+  way.params(X.data(), dY.data(), mean.data(), var.data(), rows, D, eps, dg.data(), db.data());
+  expect_close(dx, ref.dx, c.offset != 0 ? 5e-3 : 1e-4, what + " dx");
+  expect_close(dg, ref.dgamma, c.offset != 0 ? 2e-3 : 2e-5, what + " dgamma (accumulated)");
+  expect_close(db, ref.dbeta, 1e-6, what + " dbeta (accumulated)");
+}
+
+}  // namespace
+
+TEST_CASE("layer_norm_row and its backward rows against double references", "[row_ops]") {
+  // D = 1: every x is its own mean, so y = beta and only eps keeps rstd finite.
+  for (LnCase c : {LnCase{1, 1, 1.f, 0.f}, LnCase{3, 4, 2.f, 0.f}, LnCase{7, 16, 2.f, 0.f},
+                   LnCase{5, 512, 1.f, 0.f}, LnCase{4, 64, 0.5f, 1000.f}})
+    check_layer_norm(kOneThread, c, 1);
 }
 
 TEST_CASE("layer norm backward rows match finite differences of layer_norm_row", "[row_ops]") {
@@ -604,50 +653,11 @@ TEST_CASE("xent by lanes (the GPU's wide rows): loss, nll and gradient as xent_r
 
 TEST_CASE("layer norm by lanes and its parameter gradients by row chunks against double references",
           "[row_ops]") {
-  struct Case {
-    int64_t rows, D;
-    float scale, offset;
-  };
   // D from 1 to several columns per lane; rows past one chunk and a ragged last chunk.
-  for (Case c : {Case{1, 1, 1.f, 0.f}, Case{3, 7, 2.f, 0.f}, Case{300, 16, 2.f, 0.f},
-                 Case{5, 512, 1.f, 0.f}, Case{2, 1000, 1.f, 0.f}, Case{513, 64, 0.5f, 1000.f}}) {
-    const std::string what = "lanes layer_norm rows " + std::to_string(c.rows) + " D " +
-                              std::to_string(c.D) + " offset " + std::to_string(c.offset);
-    const int64_t rows = c.rows, D = c.D;
-    const float eps = 1e-6f;
-    auto X = randv(rows * D, 61, c.scale, c.offset), G = randv(D, 62), Bv = randv(D, 63),
-         dY = randv(rows * D, 64), dG0 = randv(D, 65), dB0 = randv(D, 66);
-    const LnRef ref = layer_norm_reference(X, G, Bv, dY, dG0, dB0, rows, D, eps);
-    std::vector<float> y(rows * D), y2(rows * D), mean(rows), var(rows), dx(rows * D, 7.f);
-    for (int64_t r = 0; r < rows; ++r) {
-      layer_norm_row_lanes(&X[r * D], G.data(), Bv.data(), &y[r * D], &mean[r], &var[r], D, eps);
-      layer_norm_row_lanes(&X[r * D], G.data(), Bv.data(), &y2[r * D], nullptr, nullptr, D, eps);
-    }
-    const double tol = c.offset != 0 ? 2e-3 : 2e-5;
-    expect_close(y, ref.y, tol, what + " y");
-    CHECK(y2 == y);
-    expect_close(mean, ref.mean, 1e-6, what + " mean");
-    expect_close(var, ref.var, c.offset != 0 ? 1e-3 : 1e-5, what + " var");
-    for (int64_t r = 0; r < rows; ++r)
-      layer_norm_backward_row_lanes(&X[r * D], &dY[r * D], G.data(), mean[r], var[r], &dx[r * D],
-                                    D, eps);
-    expect_close(dx, ref.dx, c.offset != 0 ? 5e-3 : 1e-4, what + " dx");
-    // The parameter gradients as the GPU's two launches: a partial sum per
-    // (chunk, column), then the chunks in order, added to what was there.
-    const int64_t chunks = column_chunks(rows);
-    std::vector<float> pg(chunks * D), pb(chunks * D);
-    for (int64_t ch = 0; ch < chunks; ++ch)
-      for (int64_t k = 0; k < D; ++k)
-        layer_norm_param_grads_chunk(X.data(), dY.data(), mean.data(), var.data(), rows, D, eps, k,
-                                     ch, &pg[ch * D + k], &pb[ch * D + k]);
-    std::vector<float> dg = dG0, db = dB0;
-    for (int64_t k = 0; k < D; ++k) {
-      dg[k] += sum_column_chunks(pg.data(), chunks, D, k);
-      db[k] += sum_column_chunks(pb.data(), chunks, D, k);
-    }
-    expect_close(dg, ref.dgamma, c.offset != 0 ? 2e-3 : 2e-5, what + " dgamma (accumulated)");
-    expect_close(db, ref.dbeta, 1e-6, what + " dbeta (accumulated)");
-  }
+  for (LnCase c : {LnCase{1, 1, 1.f, 0.f}, LnCase{3, 7, 2.f, 0.f}, LnCase{300, 16, 2.f, 0.f},
+                   LnCase{5, 512, 1.f, 0.f}, LnCase{2, 1000, 1.f, 0.f},
+                   LnCase{513, 64, 0.5f, 1000.f}})
+    check_layer_norm(kLanes, c, 61);
 }
 
 TEST_CASE("softmax backward by lanes against the reference formulas", "[row_ops]") {
@@ -659,13 +669,7 @@ TEST_CASE("softmax backward by lanes against the reference formulas", "[row_ops]
       std::vector<float> y(cols), dx(cols, 99.f);
       softmax_row(x.data(), y.data(), cols, log);
       softmax_backward_row_lanes(y.data(), dy.data(), dx.data(), cols, log);
-      const auto p = softmax_reference(x, false);
-      double pdy = 0, sum_dy = 0;
-      for (int64_t c = 0; c < cols; ++c) pdy += p[c] * dy[c], sum_dy += dy[c];
-      std::vector<double> ref(cols);
-      for (int64_t c = 0; c < cols; ++c)
-        ref[c] = log ? dy[c] - p[c] * sum_dy : p[c] * (dy[c] - pdy);
-      expect_close(dx, ref, 1e-5, what);
+      expect_close(dx, softmax_backward_reference(x, dy, log), 1e-5, what);
       std::vector<float> in_place = dy;  // dx may be dy, as the ops tier calls it
       softmax_backward_row_lanes(y.data(), in_place.data(), in_place.data(), cols, log);
       CHECK(in_place == dx);

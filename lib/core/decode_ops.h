@@ -141,6 +141,13 @@ NMT_HOST_DEVICE inline void topk_log_softmax_row(const float* x, double base, in
   for (int64_t j = filled; j < k; ++j) val[j] = -INFINITY, idx[j] = -1;
 }
 
+// A candidate comes before another: the larger logit, ties the lower id (a
+// strict total order, so every correct sort or merge agrees): the order of
+// a sampling step's candidates and of the search step's merged lists.
+NMT_HOST_DEVICE inline bool sample_before(float a, int32_t ia, float b, int32_t ib) {
+  return a != b ? a > b : ia < ib;
+}
+
 // The search step by lanes (a GPU's block per row): lane t keeps its own
 // best-first list over columns t, t + kRowLanes, ... (ids ascending, so
 // insert_best's ties keep the lower id), and the lanes' lists are merged
@@ -164,10 +171,6 @@ NMT_HOST_DEVICE inline int64_t topk_lane(const float* x, int64_t V, int64_t k,
   return filled;
 }
 
-NMT_HOST_DEVICE inline bool best_before(float a, int32_t ia, float b, int32_t ib) {
-  return a != b ? a > b : ia < ib;
-}
-
 // Merges list b (nb) into list a (na), both best first, keeping at most k:
 // a's new length. tmp holds k entries of each.
 NMT_HOST_DEVICE inline int64_t merge_best(float* av, int32_t* ai, int64_t na, const float* bv,
@@ -175,7 +178,7 @@ NMT_HOST_DEVICE inline int64_t merge_best(float* av, int32_t* ai, int64_t na, co
                                           int32_t* ti) {
   int64_t i = 0, j = 0, n = 0;
   while (n < k && (i < na || j < nb)) {
-    if (j >= nb || (i < na && best_before(av[i], ai[i], bv[j], bi[j]))) {
+    if (j >= nb || (i < na && sample_before(av[i], ai[i], bv[j], bi[j]))) {
       tv[n] = av[i], ti[n] = ai[i], ++i;
     } else {
       tv[n] = bv[j], ti[n] = bi[j], ++j;
@@ -230,11 +233,6 @@ inline void topk_log_softmax_row_lanes(const float* x, double base, int64_t V, i
   topk_finish(x, base, k, cols, n_cols, lse, lv[0], li[0], filled[0], val, idx, col_lp);
 }
 
-// A candidate of a sampling step comes before another: the larger logit,
-// ties the lower id (a strict total order, so every correct sort agrees).
-NMT_HOST_DEVICE inline bool sample_before(float a, int32_t ia, float b, int32_t ib) {
-  return a != b ? a > b : ia < ib;
-}
 
 struct SampleBefore {
   NMT_HOST_DEVICE bool operator()(float a, int32_t ia, float b, int32_t ib) const {

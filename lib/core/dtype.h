@@ -11,7 +11,24 @@ namespace nmt {
 // products (MatDesc::dtype); S8 holds int8 weights, I32 and I64 ids and
 // indices, F64 a training step's totals.
 enum class DType : uint8_t { F32, BF16, F16, S8, I32, I64, F64 };
-size_t dtype_size(DType t);
+
+// Inline: the CUDA module, which links no tensor code, sizes its operands by it.
+constexpr size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::BF16:
+    case DType::F16:
+      return 2;
+    case DType::S8:
+      return 1;
+    case DType::I64:
+    case DType::F64:
+      return 8;
+    case DType::F32:
+    case DType::I32:
+      break;
+  }
+  return 4;
+}
 const char* dtype_name(DType t);
 
 }  // namespace nmt

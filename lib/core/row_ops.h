@@ -468,10 +468,15 @@ NMT_HOST_DEVICE inline int64_t column_chunks(int64_t rows) {
   return (rows + kColumnChunk - 1) / kColumnChunk;
 }
 
+// Where chunk `chunk` of `rows` ends (it starts at chunk * kColumnChunk).
+NMT_HOST_DEVICE inline int64_t chunk_end(int64_t chunk, int64_t rows) {
+  return (chunk + 1) * kColumnChunk < rows ? (chunk + 1) * kColumnChunk : rows;
+}
+
 // Chunk `chunk`'s sum of column `col` of src (rows, cols).
 NMT_HOST_DEVICE inline float column_sum_chunk(const float* src, int64_t rows, int64_t cols,
                                               int64_t col, int64_t chunk) {
-  const int64_t r1 = (chunk + 1) * kColumnChunk < rows ? (chunk + 1) * kColumnChunk : rows;
+  const int64_t r1 = chunk_end(chunk, rows);
   float s = 0.f;
   for (int64_t r = chunk * kColumnChunk; r < r1; ++r) s += src[r * cols + col];
   return s;
@@ -483,7 +488,7 @@ NMT_HOST_DEVICE inline void layer_norm_param_grads_chunk(const float* x, const f
                                                          int64_t rows, int64_t D, float eps,
                                                          int64_t col, int64_t chunk, float* dg,
                                                          float* db) {
-  const int64_t r1 = (chunk + 1) * kColumnChunk < rows ? (chunk + 1) * kColumnChunk : rows;
+  const int64_t r1 = chunk_end(chunk, rows);
   float a = 0.f, b = 0.f;
   for (int64_t r = chunk * kColumnChunk; r < r1; ++r) {
     const float rstd = 1.f / sqrtf(var[r] + eps);

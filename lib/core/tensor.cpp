@@ -7,23 +7,6 @@
 
 namespace nmt {
 
-size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::F32:
-    case DType::I32:
-      return 4;
-    case DType::BF16:
-    case DType::F16:
-      return 2;
-    case DType::S8:
-      return 1;
-    case DType::I64:
-    case DType::F64:
-      return 8;
-  }
-  return 4;
-}
-
 const char* dtype_name(DType t) {
   switch (t) {
     case DType::F32:

@@ -162,7 +162,7 @@ class CpuBackend final : public Backend {
   }
   void xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
             int32_t pad, float* dlogits, float grad_scale, double* totals) override {
-    const cpu::XentTotals t = cpu::xent(logits, targets, N, V, eps, pad, dlogits, grad_scale);
+    const XentRow t = cpu::xent(logits, targets, N, V, eps, pad, dlogits, grad_scale);
     totals[0] += t.loss;
     totals[1] += t.nll;
     totals[2] += static_cast<double>(t.tokens);

@@ -328,7 +328,7 @@ void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale
   }
 }
 
-XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
+XentRow xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
                 int32_t pad, float* dlogits, float grad_scale) {
   std::vector<double> loss(N, 0.0), nll(N, 0.0);
 #pragma omp parallel for
@@ -369,7 +369,7 @@ XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t 
       g[targets[i]] -= (1.f - eps) * grad_scale;
     }
   }
-  XentTotals t;
+  XentRow t;
   for (int64_t i = 0; i < N; ++i) {
     if (targets[i] == pad) continue;
     t.loss += loss[i];

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/backend.h"
+#include "core/row_ops.h"
 
 namespace nmt::cpu {
 
@@ -75,11 +76,7 @@ void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale
                         float* dtable, float* dpositions, int64_t T);
 
 // Label-smoothed cross-entropy totals over the non-pad rows of one call.
-struct XentTotals {
-  double loss = 0, nll = 0;
-  int64_t tokens = 0;
-};
-XentTotals xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
+XentRow xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
                 int32_t pad, float* dlogits, float grad_scale);
 
 // g is taken times g_scale (gradient clipping; 1 leaves it exact).

@@ -159,10 +159,32 @@ __global__ void embedding_kernel(const float* table, const int32_t* tokens, int6
 
 // A block of kRowLanes threads per row (row_ops.h's lanes): reads and
 // writes along the row are coalesced, and the lanes' partial results meet
-// in shared memory, combined in lane order by the first thread.
+// in shared memory, combined in lane order by the first thread, as the host
+// tests' lanes_sum and lanes_max combine them. Every lane gets the result;
+// the closing barrier lets the caller reuse `part` at once.
+__device__ double block_lanes_sum(float mine, float* part) {
+  __shared__ double total;
+  part[threadIdx.x] = mine;
+  __syncthreads();
+  if (threadIdx.x == 0) total = lanes_sum(part);
+  __syncthreads();
+  const double v = total;
+  __syncthreads();
+  return v;
+}
+__device__ float block_lanes_max(float mine, float* part) {
+  __shared__ float total;
+  part[threadIdx.x] = mine;
+  __syncthreads();
+  if (threadIdx.x == 0) total = lanes_max(part);
+  __syncthreads();
+  const float v = total;
+  __syncthreads();
+  return v;
+}
+
 __global__ void softmax_kernel(const float* src, float* dst, int64_t rows, int64_t cols, bool log) {
   __shared__ float part[kRowLanes];
-  __shared__ float s_mx, s_k;
   __shared__ int64_t s_n;
   const int t = threadIdx.x;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -170,18 +192,12 @@ __global__ void softmax_kernel(const float* src, float* dst, int64_t rows, int64
     float* y = dst + r * cols;
     if (t == 0) s_n = log ? cols : unmasked_length(x, cols);
     __syncthreads();
-    const int64_t n = s_n;
-    part[t] = lane_max(x, n, t);
-    __syncthreads();
-    if (t == 0) s_mx = lanes_max(part);
-    __syncthreads();
-    const float mx = s_mx;
-    lane_sums(x, n, mx, t, &part[t], nullptr);
-    __syncthreads();
-    if (t == 0) s_k = softmax_scale(lanes_sum(part), mx, log);
-    __syncthreads();
-    for (int64_t c = t; c < cols; c += kRowLanes) y[c] = softmax_element(x[c], mx, s_k, log, c < n);
-    __syncthreads();  // the next row reuses the shared values
+    const int64_t n = s_n;  // read by every lane before block_lanes_max's barriers
+    const float mx = block_lanes_max(lane_max(x, n, t), part);
+    float z;
+    lane_sums(x, n, mx, t, &z, nullptr);
+    const float k = softmax_scale(block_lanes_sum(z, part), mx, log);
+    for (int64_t c = t; c < cols; c += kRowLanes) y[c] = softmax_element(x[c], mx, k, log, c < n);
   }
 }
 
@@ -190,19 +206,14 @@ __global__ void softmax_kernel(const float* src, float* dst, int64_t rows, int64
 __global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, int64_t rows,
                                         int64_t cols, bool log) {
   __shared__ float part[kRowLanes];
-  __shared__ float s_sum;
   const int t = threadIdx.x;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float *yr = y + r * cols, *g = dy + r * cols;
     float* o = dx + r * cols;
-    part[t] = log ? lane_sum(g, cols, t) : lane_dot(g, yr, cols, t);
-    __syncthreads();
-    if (t == 0) s_sum = static_cast<float>(lanes_sum(part));
-    __syncthreads();
-    const float sum = s_sum;
+    const float sum = static_cast<float>(
+        block_lanes_sum(log ? lane_sum(g, cols, t) : lane_dot(g, yr, cols, t), part));
     for (int64_t c = t; c < cols; c += kRowLanes)
       o[c] = log ? g[c] - expf(yr[c]) * sum : yr[c] * (g[c] - sum);
-    __syncthreads();  // the next row reuses the shared values
   }
 }
 
@@ -215,28 +226,20 @@ __global__ void add_mask_kernel(float* scores, int64_t n, const float* mask, Mas
 __global__ void layer_norm_kernel(const float* x, const float* gamma, const float* beta, float* y,
                                   float* mean, float* var, int64_t rows, int64_t D, float eps) {
   __shared__ float part[kRowLanes];
-  __shared__ float s_mu, s_var;
   const int t = threadIdx.x;
+  const double d = static_cast<double>(D);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * D;
     float* yr = y + r * D;
-    part[t] = lane_sum(xr, D, t);
-    __syncthreads();
-    if (t == 0) s_mu = static_cast<float>(lanes_sum(part) / static_cast<double>(D));
-    __syncthreads();
-    const float mu = s_mu;
-    part[t] = lane_sum_sq(xr, D, mu, t);
-    __syncthreads();
+    const float mu = static_cast<float>(block_lanes_sum(lane_sum(xr, D, t), part) / d);
+    const float v = static_cast<float>(block_lanes_sum(lane_sum_sq(xr, D, mu, t), part) / d);
     if (t == 0) {
-      s_var = static_cast<float>(lanes_sum(part) / static_cast<double>(D));
       if (mean) mean[r] = mu;
-      if (var) var[r] = s_var;
+      if (var) var[r] = v;
     }
-    __syncthreads();
-    const float rstd = 1.f / sqrtf(s_var + eps);
+    const float rstd = 1.f / sqrtf(v + eps);
     for (int64_t i = t; i < D; i += kRowLanes)
       yr[i] = layer_norm_element(xr[i], mu, rstd, gamma[i], beta[i]);
-    __syncthreads();  // the next row reuses the shared values
   }
 }
 
@@ -244,22 +247,18 @@ __global__ void layer_norm_kernel(const float* x, const float* gamma, const floa
 __global__ void layer_norm_dx_kernel(const float* x, const float* dy, const float* gamma,
                                      const float* mean, const float* var, float* dx, int64_t rows,
                                      int64_t D, float eps) {
-  __shared__ float pg[kRowLanes], pgx[kRowLanes];
-  __shared__ float s_mg, s_mgx;
+  __shared__ float part[kRowLanes];
   const int t = threadIdx.x;
+  const double d = static_cast<double>(D);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float *xr = x + r * D, *g = dy + r * D;
     const float mu = mean[r], rstd = 1.f / sqrtf(var[r] + eps);
-    lane_layer_norm_grads(xr, g, gamma, mu, rstd, D, t, &pg[t], &pgx[t]);
-    __syncthreads();
-    if (t == 0) {
-      s_mg = static_cast<float>(lanes_sum(pg) / static_cast<double>(D));
-      s_mgx = static_cast<float>(lanes_sum(pgx) / static_cast<double>(D));
-    }
-    __syncthreads();
+    float sum_g, sum_gx;
+    lane_layer_norm_grads(xr, g, gamma, mu, rstd, D, t, &sum_g, &sum_gx);
+    const float mg = static_cast<float>(block_lanes_sum(sum_g, part) / d);
+    const float mgx = static_cast<float>(block_lanes_sum(sum_gx, part) / d);
     for (int64_t i = t; i < D; i += kRowLanes)
-      dx[r * D + i] = layer_norm_dx_element(xr[i], g[i], gamma[i], mu, rstd, s_mg, s_mgx);
-    __syncthreads();  // the next row reuses the shared values
+      dx[r * D + i] = layer_norm_dx_element(xr[i], g[i], gamma[i], mu, rstd, mg, mgx);
   }
 }
 
@@ -324,41 +323,31 @@ __global__ void iota_kernel(int32_t* v, int64_t n) {
 __global__ void xent_kernel(const float* logits, const int32_t* targets, int64_t N, int64_t V,
                             float eps, int32_t pad, float* dlogits, float grad_scale,
                             XentRow* rows) {
-  __shared__ float part[kRowLanes], part_x[kRowLanes];
-  __shared__ float s_mx;
-  __shared__ double s_z;
+  __shared__ float part[kRowLanes];
   const int t = threadIdx.x;
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     const float* x = logits + r * V;
     float* g = dlogits ? dlogits + r * V : nullptr;
-    const int32_t target = targets[r];  // the same for every thread of the block
+    const int32_t target = targets[r];  // the same for every lane: the branch is uniform
     if (target == pad) {
       if (g)
         for (int64_t c = t; c < V; c += kRowLanes) g[c] = 0.f;
       if (t == 0) rows[r] = XentRow();
       continue;
     }
-    part[t] = lane_max(x, V, t);
-    __syncthreads();
-    if (t == 0) s_mx = lanes_max(part);
-    __syncthreads();
-    const float mx = s_mx;
-    lane_sums(x, V, mx, t, &part[t], &part_x[t]);
-    __syncthreads();
-    if (t == 0) {
-      s_z = lanes_sum(part);
-      rows[r] = xent_totals(x[target], mx, s_z, lanes_sum(part_x), V, eps);
-    }
-    __syncthreads();
+    const float mx = block_lanes_max(lane_max(x, V, t), part);
+    float z, sum_x;
+    lane_sums(x, V, mx, t, &z, &sum_x);
+    const double z_row = block_lanes_sum(z, part), sum_x_row = block_lanes_sum(sum_x, part);
+    if (t == 0) rows[r] = xent_totals(x[target], mx, z_row, sum_x_row, V, eps);
     if (g) {
-      const float inv_z = static_cast<float>(1.0 / s_z);
+      const float inv_z = static_cast<float>(1.0 / z_row);
       for (int64_t c = t; c < V; c += kRowLanes) {
         float v = xent_gradient(x[c], mx, inv_z, V, eps, grad_scale);
         if (c == target) v -= (1.f - eps) * grad_scale;
         g[c] = v;
       }
     }
-    __syncthreads();  // the next row reuses the shared values
   }
 }
 
@@ -406,14 +395,12 @@ __global__ void topk_lanes_kernel(const float* logits, const double* base, int64
   __shared__ int32_t li[kRowLanes][kLaneTopk];
   __shared__ int64_t filled[kRowLanes];
   __shared__ float part[kRowLanes];
-  __shared__ float s_mx, s_lse;
   const int t = threadIdx.x;
   float tv[kLaneTopk];
   int32_t ti[kLaneTopk];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* x = logits + r * V;
     filled[t] = topk_lane(x, V, k, banned, n_banned, t, lv[t], li[t]);
-    part[t] = lane_max(x, V, t);
     __syncthreads();
     for (int s = kRowLanes / 2; s > 0; s /= 2) {
       if (t < s)
@@ -421,16 +408,16 @@ __global__ void topk_lanes_kernel(const float* logits, const double* base, int64
                                tv, ti);
       __syncthreads();
     }
-    if (t == 0) s_mx = lanes_max(part);
-    __syncthreads();
-    if (!ordered) lane_sums(x, V, s_mx, t, &part[t], nullptr);
-    __syncthreads();
+    const float mx = block_lanes_max(lane_max(x, V, t), part);
+    float z = 0.f;
+    if (!ordered) lane_sums(x, V, mx, t, &z, nullptr);
+    const double z_row = block_lanes_sum(z, part);
     if (t == 0) {
-      s_lse = ordered ? log_sum_exp_row(x, V) : static_cast<float>(s_mx + ::log(lanes_sum(part)));
-      topk_finish(x, base ? base[r] : 0.0, k, cols + r * n_cols, n_cols, s_lse, lv[0], li[0],
+      const float lse = ordered ? log_sum_exp_row(x, V) : static_cast<float>(mx + ::log(z_row));
+      topk_finish(x, base ? base[r] : 0.0, k, cols + r * n_cols, n_cols, lse, lv[0], li[0],
                   filled[0], values + r * k, indices + r * k, col_lp + r * n_cols);
     }
-    __syncthreads();  // the next row reuses the shared values
+    __syncthreads();  // the next row rewrites the lists the first lane read
   }
 }
 
@@ -1048,11 +1035,12 @@ bool CudaBackend::gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c,
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, tb ? K : N, tb ? N : K, ldb));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, ta ? M : K, ta ? K : M, lda));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d, CUDA_R_32F, N, M, ldc));
-    if (attr.bias) {
-      const void* any_bias = attr.bias;  // the plan's heuristic needs one; each call sets its own
-      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                  &any_bias, sizeof any_bias));
-    }
+  }
+  // Each call's own bias, set before a new plan's heuristic sees the descriptor.
+  if (attr.bias)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &attr.bias,
+                                                sizeof attr.bias));
+  if (fresh) {
     cublasLtMatmulPreference_t pref = nullptr;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const size_t workspace = 0;
@@ -1077,9 +1065,6 @@ bool CudaBackend::gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c,
     ++lt_plans_;
   }
   if (!p.usable) return false;
-  if (attr.bias)
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &attr.bias,
-                                                sizeof attr.bias));
   const float one = 1.f, zero = 0.f;
   CUBLAS_CHECK(cublasLtMatmul(lt_handle(), p.op, &one, b.ptr, p.a, a.ptr, p.b, &zero, c.ptr, p.d,
                               const_cast<float*>(c.ptr), p.d, &p.algo, nullptr, 0,
@@ -1098,7 +1083,7 @@ void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, con
     missing("gemm on operands other than two f32 or two bf16 matrices");
   if (c.dtype != DType::F32) missing("gemm into a result other than f32");
   const cudaDataType_t operand = a.dtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
-  const size_t esize = a.dtype == DType::BF16 ? 2 : 4;  // the pointers' element size
+  const size_t esize = dtype_size(a.dtype);  // the pointers are float* whatever they hold
   const bool epilogue = attr.bias || attr.act != Activation::None;
   if (epilogue && a.dims[0] * a.dims[1] != 1) missing("a batched gemm with a bias or activation");
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];

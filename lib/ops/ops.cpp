@@ -431,15 +431,14 @@ LossTotals label_smoothed_xent(const Tensor& logits, const Tensor& targets, floa
   Tensor totals(Shape{3}, logits.device(), DType::F64);
   totals.zero();
   add_label_smoothed_xent(logits, targets, eps, pad, dlogits, grad_scale, totals);
-  const std::vector<double> t = read_f64(totals);
+  double t[3];
+  read_f64(totals, t);
   return {t[0], t[1], static_cast<int64_t>(t[2])};
 }
 
-std::vector<double> read_f64(const Tensor& t) {
+void read_f64(const Tensor& t, double* out) {
   if (t.dtype() != DType::F64 || !t.contiguous()) fail("read_f64", "expected a contiguous F64 tensor");
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  be(t).to_host(v.data(), t.raw(), t.bytes());
-  return v;
+  be(t).to_host(out, t.raw(), t.bytes());
 }
 
 void adam_update(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const AdamStep& s) {
@@ -469,7 +468,9 @@ void sum_squares(const Tensor& x, Tensor& out, int64_t at) {
 double l2_norm(const Tensor& x) {
   Tensor s(Shape{1}, x.device(), DType::F64);
   sum_squares(x, s, 0);
-  return std::sqrt(read_f64(s)[0]);
+  double sumsq = 0;
+  read_f64(s, &sumsq);
+  return std::sqrt(sumsq);
 }
 
 void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int64_t k,

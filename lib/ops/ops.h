@@ -154,8 +154,8 @@ void add_label_smoothed_xent(const Tensor& logits, const Tensor& targets, float 
 // The same, returning this call's totals (which waits for them).
 LossTotals label_smoothed_xent(const Tensor& logits, const Tensor& targets, float eps, int32_t pad,
                                Tensor* dlogits, float grad_scale);
-// Small F64 tensors (a step's totals) to and from the host.
-std::vector<double> read_f64(const Tensor& t);
+// A small F64 tensor (a step's totals) into out[0..numel), no allocation.
+void read_f64(const Tensor& t, double* out);
 
 // ---- Optimiser ------------------------------------------------------------
 

@@ -107,11 +107,12 @@ class TrainRun {
   TrainResult run() {
     validate_options(opts_);
     check_trainable(cfg_);
-    // Before reading any data: every op training needs, in f32 and in the
-    // compute type asked for (the recipe tries bf16 itself).
-    require_compute_type(opts_.device, ComputeType::F32, /*training=*/true);
-    if (!opts_.recipe || given("compute_type"))
-      require_compute_type(opts_.device, parse_compute_type(opts_.compute_type), /*training=*/true);
+    // Before reading any data: every op training needs, in the compute type
+    // asked for (f32 where the recipe will choose: it tries bf16 itself).
+    const bool chosen_later = opts_.recipe && !given("compute_type");
+    require_compute_type(opts_.device,
+                         chosen_later ? ComputeType::F32 : parse_compute_type(opts_.compute_type),
+                         /*training=*/true);
     for (size_t k = 0; k < opts_.train_src.size(); ++k)
       if (io::file_id(opts_.train_src[k]) == io::file_id(opts_.train_tgt[k]))
         log("warning: --train-src and --train-tgt are the same file (" + opts_.train_src[k] +

@@ -78,9 +78,10 @@ StepStats Trainer::step() {
   }
   sync_.finish();
   apply_update(s);
-  std::vector<double> totals = ops::read_f64(step_totals_);
+  double totals[4];  // step_totals_'s four
+  ops::read_f64(step_totals_, totals);
   s.grad_norm = std::sqrt(totals[3]);
-  comm_.sum(totals.data(), 2);
+  comm_.sum(totals, 2);
   const double tok = static_cast<double>(std::max<int64_t>(s.tgt_tokens, 1));
   s.loss = totals[0] / tok;
   s.nll = totals[1] / tok;
