@@ -673,11 +673,10 @@ void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
           ->check(CLI::IsMember({"bleu", "chrf", "ter"}))
           ->excludes(cli.metrics_opt));
   add(cmd->add_option("--tokenize", cli.tokenize,
-                      "BLEU tokeniser (-tok): 13a, intl, none, char, zh, ja-mecab, flores101, "
-                      "flores200, spm (= flores101), spBLEU-1K; ko-mecab is refused (mecab-ko is "
-                      "not in Debian). ja-mecab (" +
-                          metrics::tokenizer_signature(metrics::TokenizerKind::kJaMecab) +
-                          ") is MeCab -Owakati with Debian's IPA dictionary (" +
+                      std::string("BLEU tokeniser (-tok): 13a, intl, none, char, zh, ja-mecab, "
+                                  "flores101, flores200, spm (= flores101), spBLEU-1K; ko-mecab is "
+                                  "refused (mecab-ko is not in Debian). ja-mecab is MeCab -Owakati "
+                                  "with Debian's IPA dictionary (") +
                           metrics::kMecabIpadicDir +
                           ", 392,127 entries): sacreBLEU's numbers as it tokenises with that "
                           "dictionary, though sacreBLEU's own size check accepts only pip's "

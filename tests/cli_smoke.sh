@@ -36,6 +36,13 @@ printf 'Hello world.\n' | LD_DEBUG=files "$NMT" translate -m "$WORK/m.nmt" 2>"$W
   fail "translate under LD_DEBUG"
 grep -qE 'file=libcu(blas|blasLt|dart)\.' "$WORK/ld.txt" &&
   fail "a CPU translation loaded CUDA: $(grep -m1 -E 'file=libcu' "$WORK/ld.txt")"
+# Nor what only pictures, Marian's .npz, -tok ja-mecab and several ranks use
+# (opened on first use, lib/core/dynlib.h): cairo with X11 and fonts, libzip
+# with libcrypto, MeCab, Open MPI.
+unused='lib(cairo|zip|mecab|crypto|X11|pixman-1|mpi|open-pal)\.so'
+! grep -E "$unused" "$WORK/ldd.txt" || fail "nmt links libraries that translation does not use"
+grep -qE "file=$unused" "$WORK/ld.txt" &&
+  fail "a translation loaded $(grep -m1 -oE "file=$unused[^ ]*" "$WORK/ld.txt")"
 
 printf 'a\nb\n' | "$NMT" translate -m "$WORK/m.nmt" --beam 2 --n-best 2 >"$WORK/nbest.txt" || fail "n-best"
 [ "$(wc -l <"$WORK/nbest.txt")" -eq 4 ] || fail "n-best: expected 4 lines"

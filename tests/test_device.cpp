@@ -16,6 +16,7 @@
 
 #include "capability.h"
 #include "core/backend.h"
+#include "core/dynlib.h"
 #include "decode/ensemble.h"
 #include "decode/search.h"
 #include "decode/translator.h"
@@ -475,4 +476,17 @@ TEST_CASE("[gpu] greedy and beam translations are the CPU's on the GPU", "[gpu]"
 TEST_CASE("[gpu] nmt train on the GPU: a model that translates on the CPU", "[gpu]") {
   REQUIRE(cuda_available());
   train_run_as_on_the_cpu(Device::CUDA, Compare{1e-4});
+}
+
+// cairo, libzip and MeCab are opened on first use (core/dynlib.h): one that
+// is not installed is named with what needed it, and so is a missing function.
+TEST_CASE("a library opened on first use is named when it or a function is missing", "[device]") {
+  CHECK_THROWS_WITH(DynLib("libnmt-no-such-library.so.7", "testing", "nmt-none"),
+                    Catch::Contains("testing needs libnmt-no-such-library.so.7 (Debian package "
+                                    "nmt-none), which could not be opened: "));
+  const DynLib libc("libc.so.6", "testing", "libc6");
+  using Strlen = size_t (*)(const char*);
+  CHECK(reinterpret_cast<Strlen>(libc.symbol("strlen"))("four") == 4);
+  CHECK_THROWS_WITH(libc.symbol("nmt_no_such_function"),
+                    Catch::Contains("testing: libc.so.6 has no function nmt_no_such_function"));
 }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "convert/formats.h"
+#include "core/dynlib.h"
 #include "core/error.h"
 
 namespace nmt::convert {
@@ -18,6 +19,28 @@ int64_t NpyArray::size() const {
 }
 
 namespace {
+
+// The libzip functions this file calls, from libzip.so.4 on the first .npz
+// (core/dynlib.h: other runs map neither libzip nor the libcrypto it needs).
+#define NMT_ZIP_FUNCTIONS(X)  \
+  X(zip_discard)              \
+  X(zip_error_fini)           \
+  X(zip_error_init_with_code) \
+  X(zip_error_strerror)       \
+  X(zip_fclose)               \
+  X(zip_fopen_index)          \
+  X(zip_fread)                \
+  X(zip_get_num_entries)      \
+  X(zip_open)                 \
+  X(zip_stat_index)           \
+  X(zip_strerror)
+NMT_DYNLIB_TABLE(ZipApi, NMT_ZIP_FUNCTIONS);
+
+const ZipApi& zip_api() {
+  static const DynLib lib(NMT_ZIP_SONAME, "reading Marian's .npz models", "libzip4");
+  static const ZipApi api(lib);
+  return api;
+}
 
 // The value of `key` in the header dict: "{'descr': '<f4', 'fortran_order':
 // False, 'shape': (512, 512), }" (NumPy writes exactly this form).
@@ -111,13 +134,14 @@ std::vector<float> NpyArray::to_f32(const std::string& name) const {
 
 std::map<std::string, NpyArray> read_npz(const std::string& path) {
   int err = 0;
-  std::unique_ptr<zip_t, decltype(&zip_discard)> z(zip_open(path.c_str(), ZIP_RDONLY, &err),
-                                                   &zip_discard);
+  const ZipApi& zx = zip_api();
+  std::unique_ptr<zip_t, decltype(zx.zip_discard)> z(zx.zip_open(path.c_str(), ZIP_RDONLY, &err),
+                                                     zx.zip_discard);
   if (!z) {
     zip_error_t ze;
-    zip_error_init_with_code(&ze, err);
-    const std::string why = zip_error_strerror(&ze);
-    zip_error_fini(&ze);
+    zx.zip_error_init_with_code(&ze, err);
+    const std::string why = zx.zip_error_strerror(&ze);
+    zx.zip_error_fini(&ze);
     throw InputError(path + ": not a readable .npz archive (" + why + ")");
   }
   std::map<std::string, NpyArray> out;
@@ -126,21 +150,21 @@ std::map<std::string, NpyArray> read_npz(const std::string& path) {
   // it is allocated.
   std::error_code ec;
   const uint64_t archive = std::filesystem::file_size(path, ec);
-  const zip_int64_t n = zip_get_num_entries(z.get(), 0);
+  const zip_int64_t n = zx.zip_get_num_entries(z.get(), 0);
   for (zip_int64_t i = 0; i < n; ++i) {
     zip_stat_t st;
-    if (zip_stat_index(z.get(), i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) ||
+    if (zx.zip_stat_index(z.get(), i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) ||
         !(st.valid & ZIP_STAT_NAME))
       throw InputError(path + ": entry " + std::to_string(i) + " of the archive is unreadable");
     std::string name = st.name;
     if (st.size > (uint64_t{1} << 40) || (!ec && st.size > 1032 * archive + 4096))
       throw InputError(path + ": " + name + " claims " + std::to_string(st.size) +
                        " bytes, more than the archive could hold");
-    std::unique_ptr<zip_file_t, decltype(&zip_fclose)> f(zip_fopen_index(z.get(), i, 0),
-                                                         &zip_fclose);
-    if (!f) throw InputError(path + ": cannot read " + name + ": " + zip_strerror(z.get()));
+    std::unique_ptr<zip_file_t, decltype(zx.zip_fclose)> f(zx.zip_fopen_index(z.get(), i, 0),
+                                                           zx.zip_fclose);
+    if (!f) throw InputError(path + ": cannot read " + name + ": " + zx.zip_strerror(z.get()));
     std::string bytes(st.size, '\0');
-    const zip_int64_t got = zip_fread(f.get(), bytes.data(), st.size);
+    const zip_int64_t got = zx.zip_fread(f.get(), bytes.data(), st.size);
     if (got < 0 || static_cast<zip_uint64_t>(got) != st.size)
       throw InputError(path + ": " + name + " is truncated or damaged");
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)

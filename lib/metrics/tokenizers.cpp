@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 
+#include "core/dynlib.h"
 #include "core/error.h"
 
 namespace nmt::metrics {
@@ -443,6 +444,23 @@ namespace {
 // 392,126 entries, Debian's mecab-ipadic-utf8 392,127 (one more word).
 constexpr unsigned kIpadicSizes[] = {392126, 392127};
 
+// MeCab's C API, from libmecab.so.2 when -tok ja-mecab is first used
+// (core/dynlib.h).
+#define NMT_MECAB_FUNCTIONS(X) \
+  X(mecab_new2)                \
+  X(mecab_destroy)             \
+  X(mecab_sparse_tostr)        \
+  X(mecab_strerror)            \
+  X(mecab_dictionary_info)     \
+  X(mecab_version)
+NMT_DYNLIB_TABLE(MecabApi, NMT_MECAB_FUNCTIONS);
+
+const MecabApi& mecab_api() {
+  static const DynLib lib(NMT_MECAB_SONAME, "-tok ja-mecab", "libmecab2");
+  static const MecabApi api(lib);
+  return api;
+}
+
 class Mecab {
  public:
   static Mecab& get() {
@@ -454,9 +472,10 @@ class Mecab {
     // a NUL byte is not seen.
     const std::string text(line.substr(0, line.find('\0')));
     std::lock_guard<std::mutex> lock(mu_);  // a Tagger keeps one lattice
-    const char* out = tagger_->parse(text.c_str());
+    const char* out = api_.mecab_sparse_tostr(tagger_.get(), text.c_str());
     if (out == nullptr)
-      throw Error(std::string("MeCab could not parse a line: ") + tagger_->what());
+      throw Error(std::string("MeCab could not parse a line: ") +
+                  api_.mecab_strerror(tagger_.get()));
     return std::string(out);
   }
 
@@ -470,11 +489,11 @@ class Mecab {
     // An empty resource file: nothing from a user's mecabrc (such as a user
     // dictionary, which sacreBLEU refuses) changes the result.
     const std::string args = std::string("-r /dev/null -d ") + kMecabIpadicDir + " -Owakati";
-    tagger_.reset(MeCab::createTagger(args.c_str()));
+    tagger_ = {api_.mecab_new2(args.c_str()), api_.mecab_destroy};
     if (!tagger_)
       throw Error(std::string("-tok ja-mecab: MeCab could not load ") + kMecabIpadicDir + ": " +
-                  MeCab::getTaggerError());
-    const MeCab::DictionaryInfo* d = tagger_->dictionary_info();
+                  api_.mecab_strerror(nullptr));
+    const mecab_dictionary_info_t* d = api_.mecab_dictionary_info(tagger_.get());
     bool ipa = false;
     for (unsigned n : kIpadicSizes) ipa |= d != nullptr && d->size == n;
     if (!ipa || d->next != nullptr)
@@ -483,7 +502,8 @@ class Mecab {
                   (d ? std::to_string(d->size) : std::string("no")) +
                   " entries; sacreBLEU expects 392,126 or Debian's 392,127)");
   }
-  std::unique_ptr<MeCab::Tagger> tagger_;
+  const MecabApi& api_ = mecab_api();
+  std::unique_ptr<mecab_t, decltype(&::mecab_destroy)> tagger_{nullptr, nullptr};
   std::mutex mu_;
 };
 
@@ -546,7 +566,8 @@ void load_tokenizer(TokenizerKind kind, const std::string& spm_model) {
 
 std::string tokenizer_signature(TokenizerKind kind) {
   // sacreBLEU: tagger.version() + "-IPA", the library's version.
-  if (kind == TokenizerKind::kJaMecab) return std::string("ja-mecab-") + mecab_version() + "-IPA";
+  if (kind == TokenizerKind::kJaMecab)
+    return std::string("ja-mecab-") + mecab_api().mecab_version() + "-IPA";
   if (kind == TokenizerKind::kSpm) return "flores101";  // sacreBLEU's SPM_MODELS["spm"]
   return tokenizer_name(kind);
 }

@@ -1,5 +1,9 @@
 // The MPI communicator behind core/comm.h: non-blocking sums for the
-// gradient buckets, small blocking collectives for the run's control.
+// gradient buckets, small blocking collectives for the run's control. Built
+// as a module of its own, libnmt_mpi.so, which lib/mpi/mpi_loader.cpp opens
+// when a run is started as one of several ranks (or --version asks): linked
+// into nmt, Open MPI and its runtime (open-rte, open-pal, hwloc, libevent,
+// udev) were mapped by every run, a single translation included.
 #include <mpi.h>
 
 #include <chrono>
@@ -46,6 +50,16 @@ void wait_politely(MPI_Request& r, const char* what) {
   }
 }
 
+// "Open MPI v4.1.4": the first line of MPI's own description, to its first comma.
+std::string library_version() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  std::string s(v, len);
+  const auto cut = s.find_first_of(",\n");
+  return cut == std::string::npos ? s : s.substr(0, cut);
+}
+
 class MpiComm final : public Comm {
  public:
   MpiComm() {
@@ -64,7 +78,7 @@ class MpiComm final : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string describe() const override {
-    return "MPI (" + mpi_build_info() + "), " + std::to_string(size_) + " ranks";
+    return "MPI (" + library_version() + "), " + std::to_string(size_) + " ranks";
   }
 
   int start_sum(float* data, int64_t n) override {
@@ -160,21 +174,17 @@ class MpiComm final : public Comm {
 
 }  // namespace
 
-Comm* make_mpi_comm() {
+}  // namespace nmt
+
+// The module's entry points (lib/mpi/mpi_loader.cpp opens it and finds them).
+extern "C" __attribute__((visibility("default"))) const char* nmt_mpi_abi() { return NMT_COMM_ABI; }
+
+extern "C" __attribute__((visibility("default"))) nmt::Comm* nmt_mpi_comm() {
   // Destroyed at exit, which finalises MPI.
-  static MpiComm comm;
+  static nmt::MpiComm comm;
   return &comm;
 }
 
-bool mpi_built() { return true; }
-
-std::string mpi_build_info() {
-  char v[MPI_MAX_LIBRARY_VERSION_STRING];
-  int len = 0;
-  MPI_Get_library_version(v, &len);
-  std::string s(v, len);
-  const auto cut = s.find_first_of(",\n");
-  return cut == std::string::npos ? s : s.substr(0, cut);
+extern "C" __attribute__((visibility("default"))) void nmt_mpi_build_info(std::string* out) {
+  *out = nmt::library_version();
 }
-
-}  // namespace nmt

@@ -11,12 +11,53 @@
 #include <functional>
 #include <memory>
 
+#include "core/dynlib.h"
 #include "core/error.h"
 #include "io/output_file.h"
 
 namespace nmt::plot {
 
 namespace {
+
+// The cairo functions this file calls, from libcairo.so.2 on the first picture
+// (core/dynlib.h: a run that draws nothing maps none of cairo's libraries).
+#define NMT_CAIRO_FUNCTIONS(X)           \
+  X(cairo_arc)                           \
+  X(cairo_clip)                          \
+  X(cairo_create)                        \
+  X(cairo_destroy)                       \
+  X(cairo_fill)                          \
+  X(cairo_image_surface_create)          \
+  X(cairo_line_to)                       \
+  X(cairo_move_to)                       \
+  X(cairo_paint)                         \
+  X(cairo_pdf_surface_create_for_stream) \
+  X(cairo_rectangle)                     \
+  X(cairo_restore)                       \
+  X(cairo_rotate)                        \
+  X(cairo_save)                          \
+  X(cairo_select_font_face)              \
+  X(cairo_set_font_size)                 \
+  X(cairo_set_line_width)                \
+  X(cairo_set_source_rgb)                \
+  X(cairo_show_text)                     \
+  X(cairo_status)                        \
+  X(cairo_status_to_string)              \
+  X(cairo_stroke)                        \
+  X(cairo_surface_destroy)               \
+  X(cairo_surface_finish)                \
+  X(cairo_surface_status)                \
+  X(cairo_surface_write_to_png_stream)   \
+  X(cairo_svg_surface_create_for_stream) \
+  X(cairo_text_extents)                  \
+  X(cairo_translate)
+NMT_DYNLIB_TABLE(CairoApi, NMT_CAIRO_FUNCTIONS);
+
+const CairoApi& cx() {
+  static const DynLib lib(NMT_CAIRO_SONAME, "pictures (PNG, SVG, PDF)", "libcairo2");
+  static const CairoApi api(lib);
+  return api;
+}
 
 constexpr const char* kFont = "sans-serif";
 
@@ -32,42 +73,43 @@ std::string draw_to(Format format, double w, double h, const std::function<void(
   cairo_surface_t* s = nullptr;
   switch (format) {
     case Format::PNG:
-      s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(std::ceil(w)),
-                                     static_cast<int>(std::ceil(h)));
+      s = cx().cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(std::ceil(w)),
+                                          static_cast<int>(std::ceil(h)));
       break;
     case Format::SVG:
-      s = cairo_svg_surface_create_for_stream(append, &out, w, h);
+      s = cx().cairo_svg_surface_create_for_stream(append, &out, w, h);
       break;
     case Format::PDF:
-      s = cairo_pdf_surface_create_for_stream(append, &out, w, h);
+      s = cx().cairo_pdf_surface_create_for_stream(append, &out, w, h);
       break;
   }
-  std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface(s,
-                                                                             cairo_surface_destroy);
-  if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS)
-    throw Error(std::string("cairo: ") + cairo_status_to_string(cairo_surface_status(s)));
-  cairo_t* cr = cairo_create(s);
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
-  cairo_select_font_face(cr, kFont, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  std::unique_ptr<cairo_surface_t, decltype(cx().cairo_surface_destroy)> surface(
+      s, cx().cairo_surface_destroy);
+  if (cx().cairo_surface_status(s) != CAIRO_STATUS_SUCCESS)
+    throw Error(std::string("cairo: ") + cx().cairo_status_to_string(cx().cairo_surface_status(s)));
+  cairo_t* cr = cx().cairo_create(s);
+  cx().cairo_set_source_rgb(cr, 1, 1, 1);
+  cx().cairo_paint(cr);
+  cx().cairo_select_font_face(cr, kFont, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   draw(cr);
-  const cairo_status_t st = cairo_status(cr);
-  cairo_destroy(cr);
-  if (st != CAIRO_STATUS_SUCCESS) throw Error(std::string("cairo: ") + cairo_status_to_string(st));
+  const cairo_status_t st = cx().cairo_status(cr);
+  cx().cairo_destroy(cr);
+  if (st != CAIRO_STATUS_SUCCESS)
+    throw Error(std::string("cairo: ") + cx().cairo_status_to_string(st));
   if (format == Format::PNG) {
-    if (cairo_surface_write_to_png_stream(s, append, &out) != CAIRO_STATUS_SUCCESS)
+    if (cx().cairo_surface_write_to_png_stream(s, append, &out) != CAIRO_STATUS_SUCCESS)
       throw Error("cairo: cannot encode the PNG");
   } else {
-    cairo_surface_finish(s);  // flushes the vector file into `out`
+    cx().cairo_surface_finish(s);  // flushes the vector file into `out`
   }
   return out;
 }
 
-void color(cairo_t* cr, const Color& c) { cairo_set_source_rgb(cr, c.r, c.g, c.b); }
+void color(cairo_t* cr, const Color& c) { cx().cairo_set_source_rgb(cr, c.r, c.g, c.b); }
 
 double text_width(cairo_t* cr, const std::string& s) {
   cairo_text_extents_t e;
-  cairo_text_extents(cr, s.c_str(), &e);
+  cx().cairo_text_extents(cr, s.c_str(), &e);
   return e.x_advance;
 }
 
@@ -75,26 +117,26 @@ enum class Align { Left, Center, Right };
 
 // Text with its baseline at y, rotated by `angle` radians about (x, y).
 void text(cairo_t* cr, const std::string& s, double x, double y, Align align, double angle = 0) {
-  cairo_save(cr);
-  cairo_translate(cr, x, y);
-  cairo_rotate(cr, angle);
+  cx().cairo_save(cr);
+  cx().cairo_translate(cr, x, y);
+  cx().cairo_rotate(cr, angle);
   const double w = text_width(cr, s);
-  cairo_move_to(cr, align == Align::Left ? 0 : align == Align::Center ? -w / 2 : -w, 0);
-  cairo_show_text(cr, s.c_str());
-  cairo_restore(cr);
+  cx().cairo_move_to(cr, align == Align::Left ? 0 : align == Align::Center ? -w / 2 : -w, 0);
+  cx().cairo_show_text(cr, s.c_str());
+  cx().cairo_restore(cr);
 }
 
 // A throwaway context for measuring text before the picture's size is known.
 struct Measure {
-  cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
-  cairo_t* cr = cairo_create(s);
+  cairo_surface_t* s = cx().cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+  cairo_t* cr = cx().cairo_create(s);
   explicit Measure(double size) {
-    cairo_select_font_face(cr, kFont, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_font_size(cr, size);
+    cx().cairo_select_font_face(cr, kFont, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cx().cairo_set_font_size(cr, size);
   }
   ~Measure() {
-    cairo_destroy(cr);
-    cairo_surface_destroy(s);
+    cx().cairo_destroy(cr);
+    cx().cairo_surface_destroy(s);
   }
   double widest(const std::vector<std::string>& labels) const {
     double w = 0;
@@ -173,13 +215,13 @@ std::string render(const LineChart& c, Format format) {
   for (const Series& s : c.series)
     if (s.right_axis) right_color = s.color;
   return draw_to(format, W, H, [&](cairo_t* cr) {
-    cairo_set_line_width(cr, 1);
+    cx().cairo_set_line_width(cr, 1);
     for (size_t i = 0; i < lt.values.size(); ++i) {
       const double y = py(lt, lt.values[i]);
       color(cr, light);
-      cairo_move_to(cr, left, y), cairo_line_to(cr, left + pw, y), cairo_stroke(cr);
+      cx().cairo_move_to(cr, left, y), cx().cairo_line_to(cr, left + pw, y), cx().cairo_stroke(cr);
       color(cr, left_color);
-      cairo_set_font_size(cr, 12);
+      cx().cairo_set_font_size(cr, 12);
       text(cr, lt.labels[i], left - 6, y + 4, Align::Right);
     }
     if (has_right)
@@ -191,7 +233,7 @@ std::string render(const LineChart& c, Format format) {
     for (size_t i = 0; i < xt.values.size(); ++i)
       text(cr, xt.labels[i], px(xt.values[i]), top + ph + 18, Align::Center);
     color(cr, grey);
-    cairo_rectangle(cr, left, top, pw, ph), cairo_stroke(cr);
+    cx().cairo_rectangle(cr, left, top, pw, ph), cx().cairo_stroke(cr);
     color(cr, black);
     text(cr, c.x_label, left + pw / 2, H - 10, Align::Center);
     color(cr, left_color);
@@ -201,37 +243,39 @@ std::string render(const LineChart& c, Format format) {
       text(cr, c.right_label, W - 16, top + ph / 2, Align::Center, M_PI / 2);
     }
     color(cr, black);
-    cairo_set_font_size(cr, 15);
+    cx().cairo_set_font_size(cr, 15);
     text(cr, c.title, W / 2, 22, Align::Center);
-    cairo_set_font_size(cr, 12);
-    cairo_rectangle(cr, left, top, pw, ph);
-    cairo_save(cr);
-    cairo_clip(cr);
+    cx().cairo_set_font_size(cr, 12);
+    cx().cairo_rectangle(cr, left, top, pw, ph);
+    cx().cairo_save(cr);
+    cx().cairo_clip(cr);
     for (const Series& s : c.series) {
       const Ticks& yt = s.right_axis ? rt : lt;
       color(cr, s.color);
-      cairo_set_line_width(cr, s.width);
+      cx().cairo_set_line_width(cr, s.width);
       bool started = false;
       for (const auto& [x, y] : s.points) {
         if (!std::isfinite(y)) continue;
         if (started)
-          cairo_line_to(cr, px(x), py(yt, y));
+          cx().cairo_line_to(cr, px(x), py(yt, y));
         else
-          cairo_move_to(cr, px(x), py(yt, y));
+          cx().cairo_move_to(cr, px(x), py(yt, y));
         started = true;
       }
-      cairo_stroke(cr);
+      cx().cairo_stroke(cr);
       if (s.dots)
         for (const auto& [x, y] : s.points)
-          if (std::isfinite(y)) cairo_arc(cr, px(x), py(yt, y), 3, 0, 2 * M_PI), cairo_fill(cr);
+          if (std::isfinite(y))
+            cx().cairo_arc(cr, px(x), py(yt, y), 3, 0, 2 * M_PI), cx().cairo_fill(cr);
     }
-    cairo_restore(cr);
+    cx().cairo_restore(cr);
     // Legend.
     for (size_t i = 0; i < c.series.size(); ++i) {
       const double y = top + 14 + 16 * static_cast<double>(i);
       color(cr, c.series[i].color);
-      cairo_set_line_width(cr, 2);
-      cairo_move_to(cr, left + 10, y - 4), cairo_line_to(cr, left + 30, y - 4), cairo_stroke(cr);
+      cx().cairo_set_line_width(cr, 2);
+      cx().cairo_move_to(cr, left + 10, y - 4), cx().cairo_line_to(cr, left + 30, y - 4),
+          cx().cairo_stroke(cr);
       color(cr, black);
       text(cr, c.series[i].name, left + 36, y, Align::Left);
     }
@@ -257,18 +301,18 @@ std::string render(const HeatMap& m, Format format) {
     return Color{1 - v * (1 - 0.03), 1 - v * (1 - 0.19), 1 - v * (1 - 0.42)};
   };
   return draw_to(format, W, H, [&](cairo_t* cr) {
-    cairo_set_font_size(cr, font);
+    cx().cairo_set_font_size(cr, font);
     for (size_t r = 0; r < R; ++r)
       for (size_t c = 0; c < C; ++c) {
         const float w = m.weights[r * C + c];
         color(cr, shade(std::isfinite(w) ? w / mx : 0));
-        cairo_rectangle(cr, left + cell * c, top + cell * r, cell, cell);
-        cairo_fill(cr);
+        cx().cairo_rectangle(cr, left + cell * c, top + cell * r, cell, cell);
+        cx().cairo_fill(cr);
       }
     color(cr, Color{0.6, 0.6, 0.6});
-    cairo_set_line_width(cr, 0.5);
-    cairo_rectangle(cr, left, top, cell * C, cell * R);
-    cairo_stroke(cr);
+    cx().cairo_set_line_width(cr, 0.5);
+    cx().cairo_rectangle(cr, left, top, cell * C, cell * R);
+    cx().cairo_stroke(cr);
     color(cr, Color{});
     for (size_t r = 0; r < R; ++r)
       text(cr, m.row_labels[r], left - 6, top + cell * (r + 0.5) + font / 3, Align::Right);
@@ -278,16 +322,16 @@ std::string render(const HeatMap& m, Format format) {
     text(cr, m.row_axis, pad + font, top + cell * R / 2, Align::Center, -M_PI / 2);
     text(cr, m.col_axis, left + cell * C / 2, title_h + pad + font, Align::Center);
     if (!m.title.empty()) {
-      cairo_set_font_size(cr, 15);
+      cx().cairo_set_font_size(cr, 15);
       text(cr, m.title, W / 2, pad + 12, Align::Center);
-      cairo_set_font_size(cr, font);
+      cx().cairo_set_font_size(cr, font);
     }
     // Colour bar: 0 at the bottom, the largest weight at the top.
     const double bx = left + cell * C + pad, bh = std::max(cell * R, 60.0), by = top;
     for (int i = 0; i < 64; ++i) {
       color(cr, shade(1 - i / 63.0));
-      cairo_rectangle(cr, bx, by + bh * i / 64, 12, bh / 64 + 0.5);
-      cairo_fill(cr);
+      cx().cairo_rectangle(cr, bx, by + bh * i / 64, 12, bh / 64 + 0.5);
+      cx().cairo_fill(cr);
     }
     color(cr, Color{});
     char buf[32];
