@@ -225,6 +225,12 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   // capacity per batch would build new primitives for every batch: round it
   // up to a multiple of 32 (a few values instead of one per length).
   max_len = std::min<int64_t>((max_len + 31) / 32 * 32, cfg_.max_positions);
+  // Nor does the capacity shrink from one batch to the next: a row's history
+  // then stays at the start of the same pages of the buffers, which a batch
+  // touches only as far as its outputs reach. With a capacity per batch, each
+  // batch's rows began elsewhere in the buffers, and over a file every page
+  // of them became resident.
+  if (!st.self.empty()) max_len = std::max(max_len, st.self[0].capacity);
   const int64_t cap = std::max(B, max_sentences);
   st.B = B;
   st.beam = 1;  // beams fan out after the first step
