@@ -37,9 +37,7 @@ namespace {
 NMT_DYNLIB_TABLE(ZipApi, NMT_ZIP_FUNCTIONS);
 
 const ZipApi& zip_api() {
-  static const DynLib lib(NMT_ZIP_SONAME, "reading Marian's .npz models", "libzip4");
-  static const ZipApi api(lib);
-  return api;
+  return open_library<ZipApi>(NMT_ZIP_SONAME, "reading Marian's .npz models", "libzip4");
 }
 
 // The value of `key` in the header dict: "{'descr': '<f4', 'fortran_order':

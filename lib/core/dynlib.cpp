@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include "core/error.h"
 
@@ -11,8 +12,16 @@ namespace nmt {
 
 void* Module::symbol(const char* name) const { return handle ? dlsym(handle, name) : nullptr; }
 
+std::string Module::describe(const char* build_info) const {
+  if (!handle) return "built, not loadable (" + error + ")";
+  std::string info;
+  entry<void (*)(std::string*)>(build_info)(&info);
+  return info;
+}
+
 Module open_module(const char* env_var, const std::string& file_name, const std::string& built_path,
-                   const char* abi_symbol, const std::string& abi, bool global) {
+                   const char* abi_symbol, const std::string& abi, bool global,
+                   std::initializer_list<const char*> entries) {
   namespace fs = std::filesystem;
   std::vector<fs::path> paths;
   std::error_code ec;
@@ -53,6 +62,11 @@ Module open_module(const char* env_var, const std::string& file_name, const std:
     m.error = found->string() + ": built from another version of nmt (rebuild it with this one)";
     return m;
   }
+  for (const char* name : entries)
+    if (!dlsym(h, name)) {
+      m.error = found->string() + ": lacks nmt's entry point " + name;
+      return m;
+    }
   m.handle = h;
   return m;
 }

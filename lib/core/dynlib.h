@@ -11,8 +11,8 @@
 // translate` included.
 #pragma once
 
+#include <initializer_list>
 #include <string>
-#include <vector>
 
 namespace nmt {
 
@@ -21,8 +21,18 @@ namespace nmt {
 // not be.
 struct Module {
   void* handle = nullptr;
-  std::string error;                     // empty when handle is set
-  void* symbol(const char* name) const;  // null if the module lacks it
+  std::string error;  // empty when handle is set
+  // An entry point that open_module checked is there.
+  template <typename F>
+  F entry(const char* name) const {
+    return reinterpret_cast<F>(symbol(name));
+  }
+  // For --version: what the entry point build_info (void(std::string*))
+  // writes, or "built, not loadable (why)".
+  std::string describe(const char* build_info) const;
+
+ private:
+  void* symbol(const char* name) const;
 };
 // Looks for file_name in the file $env_var names, alone, when it is set (a
 // wrong one is reported, not passed over); else beside the running binary,
@@ -31,9 +41,11 @@ struct Module {
 // a function returning a C string, must return abi: a module built from
 // another version of nmt would call the wrong virtual functions. global:
 // RTLD_GLOBAL, for libraries whose own plugins look up their symbols
-// globally (Open MPI's).
+// globally (Open MPI's). entries: the functions the caller will take; a
+// module without one of them is refused, naming it.
 Module open_module(const char* env_var, const std::string& file_name, const std::string& built_path,
-                   const char* abi_symbol, const std::string& abi, bool global);
+                   const char* abi_symbol, const std::string& abi, bool global,
+                   std::initializer_list<const char*> entries);
 
 class DynLib {
  public:
@@ -53,6 +65,15 @@ class DynLib {
   void* handle_;
   std::string soname_, purpose_;
 };
+
+// The table Api (NMT_DYNLIB_TABLE) of the library soname, opened and bound
+// on the first call, once for the process.
+template <typename Api>
+const Api& open_library(const char* soname, const char* purpose, const char* package) {
+  static const DynLib lib(soname, purpose, package);
+  static const Api api(lib);
+  return api;
+}
 
 }  // namespace nmt
 

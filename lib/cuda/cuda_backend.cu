@@ -162,25 +162,22 @@ __global__ void embedding_kernel(const float* table, const int32_t* tokens, int6
 // in shared memory, combined in lane order by the first thread, as the host
 // tests' lanes_sum and lanes_max combine them. Every lane gets the result;
 // the closing barrier lets the caller reuse `part` at once.
-__device__ double block_lanes_sum(float mine, float* part) {
-  __shared__ double total;
+template <typename T, T (*combine)(const float*)>
+__device__ T block_lanes(float mine, float* part) {
+  __shared__ T total;
   part[threadIdx.x] = mine;
   __syncthreads();
-  if (threadIdx.x == 0) total = lanes_sum(part);
+  if (threadIdx.x == 0) total = combine(part);
   __syncthreads();
-  const double v = total;
+  const T v = total;
   __syncthreads();
   return v;
 }
+__device__ double block_lanes_sum(float mine, float* part) {
+  return block_lanes<double, lanes_sum>(mine, part);
+}
 __device__ float block_lanes_max(float mine, float* part) {
-  __shared__ float total;
-  part[threadIdx.x] = mine;
-  __syncthreads();
-  if (threadIdx.x == 0) total = lanes_max(part);
-  __syncthreads();
-  const float v = total;
-  __syncthreads();
-  return v;
+  return block_lanes<float, lanes_max>(mine, part);
 }
 
 __global__ void softmax_kernel(const float* src, float* dst, int64_t rows, int64_t cols, bool log) {

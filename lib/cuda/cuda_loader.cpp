@@ -16,55 +16,41 @@ namespace nmt {
 
 namespace {
 
+// The entry points taken once: backend() runs for every op on the GPU.
 struct CudaModule {
-  std::string error;  // why it could not be used
+  Module module;
   bool (*available)() = nullptr;
   Backend* (*backend)() = nullptr;
-  void (*build_info)(std::string*) = nullptr;
 };
 
-CudaModule open_cuda() {
-  CudaModule m;
-  const Module mod = open_module("NMT_CUDA_LIBRARY", NMT_CUDA_LIBRARY_NAME, NMT_CUDA_LIBRARY_BUILT,
-                                 "nmt_cuda_abi", NMT_BACKEND_ABI, /*global=*/false);
-  if (!mod.handle) {
-    m.error = mod.error;
-    return m;
-  }
-  m.available = reinterpret_cast<bool (*)()>(mod.symbol("nmt_cuda_available"));
-  m.backend = reinterpret_cast<Backend* (*)()>(mod.symbol("nmt_cuda_backend"));
-  m.build_info = reinterpret_cast<void (*)(std::string*)>(mod.symbol("nmt_cuda_build_info"));
-  if (!m.available || !m.backend || !m.build_info) {
-    m.error = std::string(NMT_CUDA_LIBRARY_NAME) + " lacks nmt's CUDA entry points";
-    m.available = nullptr;
-  }
-  return m;
-}
-
-const CudaModule& module() {
-  static const CudaModule m = open_cuda();
+const CudaModule& cuda_module() {
+  static const CudaModule m = [] {
+    CudaModule c;
+    c.module = open_module("NMT_CUDA_LIBRARY", NMT_CUDA_LIBRARY_NAME, NMT_CUDA_LIBRARY_BUILT,
+                           "nmt_cuda_abi", NMT_BACKEND_ABI, /*global=*/false,
+                           {"nmt_cuda_available", "nmt_cuda_backend", "nmt_cuda_build_info"});
+    if (c.module.handle) {
+      c.available = c.module.entry<bool (*)()>("nmt_cuda_available");
+      c.backend = c.module.entry<Backend* (*)()>("nmt_cuda_backend");
+    }
+    return c;
+  }();
   return m;
 }
 
 }  // namespace
 
 Backend& cuda_backend() {
-  const CudaModule& m = module();
-  if (!m.available) throw Error("the CUDA backend could not be loaded: " + m.error);
+  const CudaModule& m = cuda_module();
+  if (!m.backend) throw Error("the CUDA backend could not be loaded: " + m.module.error);
   return *m.backend();
 }
 
 bool cuda_available() {
-  const CudaModule& m = module();
+  const CudaModule& m = cuda_module();
   return m.available && m.available();
 }
 
-std::string cuda_build_info() {
-  const CudaModule& m = module();
-  if (!m.available) return "built, not loadable (" + m.error + ")";
-  std::string info;
-  m.build_info(&info);
-  return info;
-}
+std::string cuda_build_info() { return cuda_module().module.describe("nmt_cuda_build_info"); }
 
 }  // namespace nmt

@@ -456,9 +456,7 @@ constexpr unsigned kIpadicSizes[] = {392126, 392127};
 NMT_DYNLIB_TABLE(MecabApi, NMT_MECAB_FUNCTIONS);
 
 const MecabApi& mecab_api() {
-  static const DynLib lib(NMT_MECAB_SONAME, "-tok ja-mecab", "libmecab2");
-  static const MecabApi api(lib);
-  return api;
+  return open_library<MecabApi>(NMT_MECAB_SONAME, "-tok ja-mecab", "libmecab2");
 }
 
 class Mecab {

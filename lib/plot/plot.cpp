@@ -54,9 +54,7 @@ namespace {
 NMT_DYNLIB_TABLE(CairoApi, NMT_CAIRO_FUNCTIONS);
 
 const CairoApi& cx() {
-  static const DynLib lib(NMT_CAIRO_SONAME, "pictures (PNG, SVG, PDF)", "libcairo2");
-  static const CairoApi api(lib);
-  return api;
+  return open_library<CairoApi>(NMT_CAIRO_SONAME, "pictures (PNG, SVG, PDF)", "libcairo2");
 }
 
 constexpr const char* kFont = "sans-serif";
