@@ -466,7 +466,15 @@ void run(Opts& o) {
   std::vector<LoadedModel> loaded;
   loaded.reserve(o.models.size());
   const Device device = open_device(o.device);
-  for (const auto& m : o.models) loaded.push_back(load_model(m, o.compute, nullptr, device));
+  // Only the first model's shortlist can serve (see below), and only if this
+  // run will use it.
+  const ShortlistLoad first_shortlist = !o.sampling.empty() || o.shortlist == "off"
+                                            ? ShortlistLoad::Skip
+                                        : o.shortlist == "on" ? ShortlistLoad::Read
+                                                              : ShortlistLoad::IfOnByDefault;
+  for (const auto& m : o.models)
+    loaded.push_back(load_model(m, o.compute, nullptr, device,
+                                loaded.empty() ? first_shortlist : ShortlistLoad::Skip));
   LoadedModel& model = loaded[0];
   std::optional<Ensemble> ensemble;
   if (loaded.size() > 1) {
@@ -483,9 +491,7 @@ void run(Opts& o) {
       throw InputError(o.models[0] +
                        " has no vocabulary shortlist; nmt shortlist makes one from parallel text");
   }
-  if (model.shortlist && o.sampling.empty() &&
-      (o.shortlist == "on" || (o.shortlist == "auto" && shortlist_on_by_default(model.metadata))))
-    o.search.shortlist = &*model.shortlist;
+  if (model.shortlist) o.search.shortlist = &*model.shortlist;  // read only if this run uses it
   Translator tr(model, o.search, o.batch_tokens, io::warn_on_stderr, o.workers, o.threads,
                 AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1},
                 ensemble ? &*ensemble : nullptr);

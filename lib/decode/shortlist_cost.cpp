@@ -85,15 +85,4 @@ std::string shortlist_metadata(const Shortlist& sl, const std::string& built_fro
   return j.dump();
 }
 
-bool shortlist_on_by_default(const std::map<std::string, std::string>& metadata) {
-  const auto it = metadata.find("shortlist");
-  if (it == metadata.end()) return false;
-  try {
-    const auto j = io::parse_json(it->second, "the shortlist metadata");
-    return j.is_object() && j.value("default", false);
-  } catch (const std::exception&) {
-    return false;  // unreadable: the shortlist is only used when asked for
-  }
-}
-
 }  // namespace nmt

@@ -45,7 +45,7 @@ ShortlistCost measure_shortlist(const LoadedModel& model, const Shortlist& short
 // saying whether translation uses it when not told.
 std::string shortlist_metadata(const Shortlist& shortlist, const std::string& built_from,
                                const ShortlistCost* cost);
-// Whether that metadata says to use the shortlist by default.
-bool shortlist_on_by_default(const std::map<std::string, std::string>& metadata);
+// Whether that metadata says to use it by default: shortlist_on_by_default
+// (model/shortlist.h), which loading reads.
 
 }  // namespace nmt

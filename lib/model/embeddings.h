@@ -5,6 +5,8 @@
 // nothing but its position.
 #pragma once
 
+#include <memory>
+
 #include <cstdint>
 #include <string>
 
@@ -29,8 +31,10 @@ class Embeddings {
   // and with the pre-softmax projection.
   Embeddings(ParamStore& store, const std::string& name, const Param* table,
              const ModelConfig& cfg);
-  // Computes the sinusoid table; done with the parameters' allocation, so
-  // that a model file is checked before its sizes cost any memory.
+  // Computes the sinusoid table, or takes the one that another Embeddings of
+  // the same shape computed (a model's encoder and decoder, an ensemble's
+  // models); done with the parameters' allocation, so that a model file is
+  // checked before its sizes cost any memory.
   void init_tables(Device device);
 
   // tokens (B*T) ids, I32; the position of column t is pos0 + t. Dropout
@@ -47,7 +51,7 @@ class Embeddings {
  private:
   const Param* table_ = nullptr;
   const Param* learned_pos_ = nullptr;
-  Tensor sinusoids_;  // (max_positions, D)
+  std::shared_ptr<const Tensor> sinusoids_;  // (max_positions, D), shared
   int64_t D_ = 0, max_pos_ = 0;
   bool concat_ = false;  // positional "sinusoidal-concat"
   float scale_ = 1.f;

@@ -1,5 +1,9 @@
 #include "model/loaded_model.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "core/backend.h"
 #include "core/error.h"
 #include "model/model_file.h"
@@ -8,7 +12,7 @@
 namespace nmt {
 
 LoadedModel load_model(const std::string& path, const std::string& compute, FileChecksum* sum,
-                       Device device) {
+                       Device device, ShortlistLoad shortlist) {
   LoadedModel m;
   std::string spm;
   Vocab source;
@@ -20,7 +24,9 @@ LoadedModel load_model(const std::string& path, const std::string& compute, File
   const bool int8_file = q != f.metadata.end() && q->second == "int8";
   m.compute = compute.empty() ? (int8_file ? ComputeType::INT8 : ComputeType::F32)
                               : parse_compute_type(compute);
-  if (f.has(kShortlistTensor))
+  if (f.has(kShortlistTensor) &&
+      (shortlist == ShortlistLoad::Read ||
+       (shortlist == ShortlistLoad::IfOnByDefault && shortlist_on_by_default(m.metadata))))
     m.shortlist = Shortlist::parse(f.read_bytes(kShortlistTensor), m.config.source_vocab(),
                                    m.config.vocab_size, path);
   require_compute_type(device, m.compute);  // before any work
@@ -31,6 +37,12 @@ LoadedModel load_model(const std::string& path, const std::string& compute, File
   load_weights(f, *m.net);
   // Translation and scoring never change it.
   freeze_for_inference(m.net->params(), m.compute);
+#ifdef __GLIBC__
+  // Reading the file freed buffers inside the heap (its header, the
+  // vocabulary's bytes, the file's copy of the shortlist), whose pages glibc
+  // keeps resident; hand them back before the model waits for its input.
+  malloc_trim(0);
+#endif
   return m;
 }
 

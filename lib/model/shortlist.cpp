@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "io/json.h"
 
 namespace nmt {
 
@@ -237,6 +238,17 @@ Shortlist Shortlist::parse(const std::string& bytes, int32_t src_vocab, int32_t 
     if (t < 0 || t >= tgt_vocab || seen[t]++) throw bad("the frequency order is not a permutation");
   }
   return sl;
+}
+
+bool shortlist_on_by_default(const std::map<std::string, std::string>& metadata) {
+  const auto it = metadata.find("shortlist");
+  if (it == metadata.end()) return false;
+  try {
+    const auto j = io::parse_json(it->second, "the shortlist metadata");
+    return j.is_object() && j.value("default", false);
+  } catch (const std::exception&) {
+    return false;  // unreadable: the shortlist is only used when asked for
+  }
 }
 
 }  // namespace nmt

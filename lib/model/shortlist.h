@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -88,5 +89,9 @@ class Shortlist {
 
 // The model file's byte tensor that holds a shortlist.
 inline constexpr const char* kShortlistTensor = "shortlist";
+
+// Whether a model file's "shortlist" metadata (decode/shortlist_cost.h
+// writes it) says that translation uses the shortlist when not told.
+bool shortlist_on_by_default(const std::map<std::string, std::string>& metadata);
 
 }  // namespace nmt

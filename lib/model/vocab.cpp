@@ -28,13 +28,14 @@ Vocab Vocab::from_bytes(const std::string& model_bytes) {
   v.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = v.sp_->LoadFromSerializedProto(model_bytes);
   if (!status.ok()) throw InputError("invalid SentencePiece model: " + status.ToString());
-  v.bytes_ = model_bytes;
   if (v.sp_->pad_id() != 0 || v.sp_->unk_id() != 1 || v.sp_->bos_id() != 2 || v.sp_->eos_id() != 3)
     throw InputError(
         "SentencePiece model must use ids pad=0 unk=1 bos=2 eos=3 (train it with "
         "--pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3)");
   return v;
 }
+
+std::string Vocab::bytes() const { return sp_ ? sp_->serialized_model_proto() : std::string(); }
 
 Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& spm_bytes,
                          int32_t unk_id) {
@@ -44,7 +45,6 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& spm
     v.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
     const auto status = v.sp_->LoadFromSerializedProto(spm_bytes);
     if (!status.ok()) throw InputError("invalid SentencePiece model: " + status.ToString());
-    v.bytes_ = spm_bytes;
   }
   v.ids_.reserve(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i)

@@ -54,15 +54,16 @@ class Vocab {
   std::string decode(const std::vector<int32_t>& ids) const;
   std::vector<std::string> pieces(const std::vector<int32_t>& ids) const;
   int size() const;
-  // The SentencePiece model's bytes (empty: a token list without one).
-  const std::string& bytes() const { return bytes_; }
+  // The SentencePiece model's bytes (empty: a token list without one),
+  // serialised again when asked: only saving a model asks, and a loaded
+  // vocabulary holds the model once, not twice.
+  std::string bytes() const;
   // An imported vocabulary's tokens in id order; empty for nmt's own.
   const std::vector<std::string>& tokens() const { return tokens_; }
   bool imported() const { return !tokens_.empty(); }
 
  private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
-  std::string bytes_;
   std::vector<std::string> tokens_;
   std::unordered_map<std::string, int32_t> ids_;
   int32_t unk_ = -1;
