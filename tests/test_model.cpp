@@ -136,6 +136,23 @@ TEST_CASE("sinusoidal positional encodings follow the formula", "[model]") {
     }
 }
 
+TEST_CASE("embeddings of one shape share one sinusoid table", "[model]") {
+  ModelConfig cfg = tiny_config(40);
+  ParamStore store;
+  const Param* table = store.add("emb", Shape{40, cfg.d_model}, Init::Normal, 1.f, true);
+  Embeddings a(store, "a", table, cfg), b(store, "b", table, cfg);
+  ModelConfig concat = cfg;
+  concat.positional = "sinusoidal-concat";
+  Embeddings c(store, "c", table, concat);
+  for (Embeddings* e : {&a, &b, &c}) e->init_tables(Device::CPU);
+  REQUIRE(a.sinusoids());
+  CHECK(a.sinusoids() == b.sinusoids());  // an encoder's and a decoder's: one copy
+  CHECK(c.sinusoids() != a.sinusoids());  // another layout: a table of its own
+  Tensor pe;
+  sinusoidal_positions(cfg.max_positions, cfg.d_model, pe);
+  CHECK(std::memcmp(a.sinusoids()->data(), pe.data(), pe.bytes()) == 0);
+}
+
 TEST_CASE("Marian's sinusoid layout: sines, then cosines, over n-1 timescale steps", "[model]") {
   Tensor pe;
   const int64_t D = 512, n = D / 2;

@@ -47,6 +47,8 @@ class Embeddings {
                 uint64_t seed) const;
 
   const Param* table() const { return table_; }
+  // The sinusoid table (null with learned positions, or before init_tables).
+  const Tensor* sinusoids() const { return sinusoids_.get(); }
 
  private:
   const Param* table_ = nullptr;
