@@ -466,12 +466,11 @@ void run(Opts& o) {
   std::vector<LoadedModel> loaded;
   loaded.reserve(o.models.size());
   const Device device = open_device(o.device);
-  // Only the first model's shortlist can serve (see below), and only if this
-  // run will use it.
-  const ShortlistLoad first_shortlist = !o.sampling.empty() || o.shortlist == "off"
-                                            ? ShortlistLoad::Skip
-                                        : o.shortlist == "on" ? ShortlistLoad::Read
-                                                              : ShortlistLoad::IfOnByDefault;
+  // Only the first model's shortlist can serve (see below), and sampling
+  // never uses one.
+  ShortlistLoad first_shortlist = ShortlistLoad::Skip;
+  if (o.sampling.empty() && o.shortlist != "off")
+    first_shortlist = o.shortlist == "on" ? ShortlistLoad::Read : ShortlistLoad::IfOnByDefault;
   for (const auto& m : o.models)
     loaded.push_back(load_model(m, o.compute, nullptr, device,
                                 loaded.empty() ? first_shortlist : ShortlistLoad::Skip));

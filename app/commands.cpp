@@ -166,7 +166,8 @@ nlohmann::json sample_pieces(const Vocab& v, int n) {
 nlohmann::ordered_json model_info(const std::string& path) {
   io::check_input_path(path, "model");
   FileChecksum sum;
-  LoadedModel m = load_model(path, "", &sum);  // every check a translation would make
+  LoadedModel m = load_model(path, "", &sum, Device::CPU,
+                             ShortlistLoad::Read);  // every check a translation would make
   nlohmann::ordered_json j;
   j["file"] = path;
   j["bytes"] = sum.bytes;

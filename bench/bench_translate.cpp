@@ -74,10 +74,10 @@ int real_text(int argc, char** argv) {
   bench::print_peak(cores, &nominal, &measured);
   const Device device = parse_device(arg_value(argc, argv, "--device", "cpu"));
   require_device(device);
-  LoadedModel model =
-      load_model(model_path, arg_value(argc, argv, "--compute-type", ""), nullptr, device);
   // --shortlist on: the model's vocabulary shortlist restricts the output.
   const bool shortlist = arg_value(argc, argv, "--shortlist", "off") == "on";
+  LoadedModel model = load_model(model_path, arg_value(argc, argv, "--compute-type", ""), nullptr,
+                                 device, shortlist ? ShortlistLoad::Read : ShortlistLoad::Skip);
   if (shortlist) {
     if (!model.shortlist) {
       std::fprintf(stderr, "bench_translate: %s has no shortlist (nmt shortlist adds one)\n",

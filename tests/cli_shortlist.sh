@@ -104,4 +104,8 @@ expect 1 "^nmt: error: bad.nmt: the shortlist is malformed (not a shortlist)" "$
 "$NMT" translate -m bad.nmt -i in.en --shortlist off >bad.out 2>/dev/null || fail "--shortlist off read the shortlist"
 cmp -s bad.out out.off || fail "--shortlist off on the damaged copy translates differently"
 expect 1 "^nmt: error: bad.nmt: the shortlist is malformed" "$NMT" info bad.nmt
+# nmt shortlist replaces the damaged table without reading it.
+"$NMT" shortlist -m bad.nmt --src "$toy/train.en" --tgt "$toy/train.de" -o mended.nmt 2>/dev/null ||
+  fail "nmt shortlist could not replace a damaged shortlist"
+"$NMT" info mended.nmt >/dev/null 2>&1 || fail "info of the mended model"
 echo "cli_shortlist: ok"

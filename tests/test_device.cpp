@@ -329,7 +329,10 @@ void train_run_as_on_the_cpu(Device d, Compare same) {
   REQUIRE(a.losses.size() == b.losses.size());
   for (size_t i = 0; i < a.losses.size(); ++i) same(a.losses[i], b.losses[i]);
   for (const char* suffix : {"", ".best"}) {
-    const LoadedModel ma = load_model(on_cpu.out + suffix), mb = load_model(on_device.out + suffix);
+    const LoadedModel ma = load_model(on_cpu.out + suffix, "", nullptr, Device::CPU,
+                                      ShortlistLoad::Read),
+                      mb = load_model(on_device.out + suffix, "", nullptr, Device::CPU,
+                                      ShortlistLoad::Read);
     if (same.tol == 0) CHECK(host_values(ma.net->params()) == host_values(mb.net->params()));
     CHECK(ma.shortlist.has_value() == mb.shortlist.has_value());
   }

@@ -42,10 +42,9 @@ ShortlistCost measure_shortlist(const LoadedModel& model, const Shortlist& short
 // The "shortlist" metadata of a model file: the table's options and size,
 // what it was built from, and the measurement (if any; its BLEU, not its
 // timings, so that a run repeated gives the same file), with "default"
-// saying whether translation uses it when not told.
+// saying whether translation uses it when not told (shortlist_on_by_default
+// in model/shortlist.h reads that).
 std::string shortlist_metadata(const Shortlist& shortlist, const std::string& built_from,
                                const ShortlistCost* cost);
-// Whether that metadata says to use it by default: shortlist_on_by_default
-// (model/shortlist.h), which loading reads.
 
 }  // namespace nmt

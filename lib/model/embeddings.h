@@ -5,9 +5,8 @@
 // nothing but its position.
 #pragma once
 
-#include <memory>
-
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/tensor.h"

@@ -39,16 +39,17 @@ struct LoadedModel {
 // when given, gets the size and CRC-32 of its bytes.
 // device: where the weights go (read on the host, then placed there once);
 // everything the model lays out to translate or score follows them.
-// shortlist: whether to read the file's vocabulary shortlist. A command
-// that will not use it leaves it unread (and unchecked): its table is
-// about a megabyte of a loaded int8 transformer-base's 70.
+// shortlist: whether to read the file's vocabulary shortlist into
+// LoadedModel::shortlist. Only a caller that uses it asks; the others leave
+// it unread (and unchecked): its table is about a megabyte of a loaded int8
+// transformer-base's 70.
 enum class ShortlistLoad {
-  Read,         // when the file has one (nmt info checks it, nmt shortlist replaces it)
-  IfOnByDefault,  // only when its metadata turns it on by default (translate --shortlist auto)
   Skip,
+  Read,           // when the file has one (nmt info, translate --shortlist on)
+  IfOnByDefault,  // only when its metadata turns it on by default (translate --shortlist auto)
 };
 LoadedModel load_model(const std::string& path, const std::string& compute = "",
                        FileChecksum* sum = nullptr, Device device = Device::CPU,
-                       ShortlistLoad shortlist = ShortlistLoad::Read);
+                       ShortlistLoad shortlist = ShortlistLoad::Skip);
 
 }  // namespace nmt

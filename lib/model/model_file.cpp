@@ -394,7 +394,7 @@ std::string FileContents::read_bytes(const std::string& name) const {
 VocabTensors vocab_tensors(const Vocab& vocab, const Vocab* source) {
   VocabTensors t;
   auto add = [&](const Vocab& v, const std::string& prefix) {
-    if (!v.bytes().empty()) t[prefix + "sentencepiece"] = v.bytes();
+    if (std::string spm = v.bytes(); !spm.empty()) t[prefix + "sentencepiece"] = std::move(spm);
     if (v.imported()) t[prefix + "tokens"] = json(v.tokens()).dump();
   };
   add(vocab, "vocab/");
