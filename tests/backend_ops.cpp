@@ -269,8 +269,8 @@ TEST_CASE("int8 products of a row do not depend on the other rows of the batch",
   require_compute(g_device, ComputeType::INT8);
   // Each row gets its own activation scale: a row a hundred times larger
   // joining the batch changes nothing in the others (s32 sums are exact).
-  // Above 16 rows, AMX runs the product on row counts rounded up to 16, so
-  // the batches of 17 and 33 rows run on other shapes with the extra rows.
+  // On AMX, rows are cut at multiples of 16, so the batches of 17 and 33
+  // rows are cut elsewhere with the extra rows.
   const int64_t K = 64, N = 48, more = 7;
   auto W = randv(N * K, 7), bv = randv(N, 8);
   Tensor w = dev(W, Shape{N, K}), bt = dev(bv, Shape{N});
@@ -291,6 +291,33 @@ TEST_CASE("int8 products of a row do not depend on the other rows of the batch",
     for (int64_t i = 0; i < n * N; ++i) REQUIRE(h[i] == hw[i]);
   }
   backend(g_device).forget_constants(6262);
+}
+
+TEST_CASE("int8 products against weights are the same on one thread and on several",
+          "[ops][gemm][int8]") {
+  require_compute(g_device, ComputeType::INT8);
+  // Small products run on the calling thread alone, large ones on all of
+  // them (weights_gemm.cpp): either way each sum is exact. 4 x 512 x 512
+  // is below the cut, 64 x 512 x 1024 above it.
+  const int before = ops::num_threads();
+  for (auto [M, K, N] : {std::array<int64_t, 3>{4, 512, 512}, {64, 512, 1024}}) {
+    auto W = randv(N * K, 21), A = randv(M * K, 22), bv = randv(N, 23);
+    Tensor w = dev(W, Shape{N, K}), a = dev(A, Shape{M, K}), bt = dev(bv, Shape{N});
+    ops::MatmulOpts o;
+    o.bias = &bt;
+    o.constant_b = 7373;
+    o.compute = ComputeType::INT8;
+    std::vector<std::vector<float>> out;
+    for (int threads : {1, 2}) {
+      ops::set_num_threads(threads);
+      Tensor c(Shape{M, N}, g_device);
+      ops::matmul(a, false, w, true, c, o);
+      out.push_back(host(c));
+    }
+    ops::set_num_threads(before);
+    backend(g_device).forget_constants(7373);
+    REQUIRE(out[0] == out[1]);
+  }
 }
 
 TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[ops][gemm][bf16]") {

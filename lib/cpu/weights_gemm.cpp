@@ -12,6 +12,8 @@
 //   with its own dynamic scale (so no row depends on its batch), multiplies
 //   by the weights' channel scales in a post-op, and applies the row scales,
 //   bias and activation in one pass over the result.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -304,9 +306,20 @@ void quantise_rows_s8(const MatDesc& a, int8_t* out, float* row_scale) {
 #pragma omp parallel for if (M * K > 65536)
   for (int64_t m = 0; m < M; ++m) {
     const float* x = a.ptr + m * ld;
+    // The maximum over 32 lanes, so that the vector maxima form several
+    // independent chains: one reduction variable made one chain, whose
+    // latency held this loop to a fraction of its loads (perf).
+    float lane[32] = {};
+    int64_t k0 = 0;
+    for (; k0 + 32 <= K; k0 += 32)
+#pragma omp simd
+      for (int l = 0; l < 32; ++l) {
+        const float v = x[k0 + l] < 0 ? -x[k0 + l] : x[k0 + l];
+        lane[l] = v > lane[l] ? v : lane[l];
+      }
     float amax = 0.f;
-#pragma omp simd reduction(max : amax)
-    for (int64_t k = 0; k < K; ++k) {
+    for (int l = 0; l < 32; ++l) amax = lane[l] > amax ? lane[l] : amax;
+    for (int64_t k = k0; k < K; ++k) {
       const float v = x[k] < 0 ? -x[k] : x[k];
       amax = v > amax ? v : amax;
     }
@@ -324,45 +337,42 @@ void quantise_rows_s8(const MatDesc& a, int8_t* out, float* row_scale) {
 // vectorise: with the activation chosen inside the loop the compiler kept
 // it scalar, and this pass took a fifth of an int8 translation (perf, over
 // the vocabulary projection's 8000 columns).
-// (x may be y: in place.)
 template <typename Act>
-void scale_rows_with(const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t N,
-                     const float* rs, const float* bias, Act act) {
+void scale_rows_with(float* c, int64_t ldc, int64_t rows, int64_t N, const float* rs,
+                     const float* bias, Act act) {
 #pragma omp parallel for if (rows * N > 65536)
   for (int64_t i = 0; i < rows; ++i) {
-    const float* xi = x + i * ldx;
-    float* yi = y + i * ldy;
+    float* y = c + i * ldc;
     const float r = rs[i];
     if (bias) {
 #pragma omp simd
-      for (int64_t n = 0; n < N; ++n) yi[n] = act(r * xi[n] + bias[n]);
+      for (int64_t n = 0; n < N; ++n) y[n] = act(r * y[n] + bias[n]);
     } else {
 #pragma omp simd
-      for (int64_t n = 0; n < N; ++n) yi[n] = act(r * xi[n]);
+      for (int64_t n = 0; n < N; ++n) y[n] = act(r * y[n]);
     }
   }
 }
 
-void scale_rows(const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t N,
-                const float* rs, const float* bias, Activation a) {
+void scale_rows(float* c, int64_t ldc, int64_t rows, int64_t N, const float* rs, const float* bias,
+                Activation a) {
   switch (a) {
     case Activation::None:
-      return scale_rows_with(x, ldx, y, ldy, rows, N, rs, bias, [](float v) { return v; });
+      return scale_rows_with(c, ldc, rows, N, rs, bias, [](float v) { return v; });
     case Activation::Relu:
-      return scale_rows_with(x, ldx, y, ldy, rows, N, rs, bias,
-                             [](float v) { return v > 0.f ? v : 0.f; });
+      return scale_rows_with(c, ldc, rows, N, rs, bias, [](float v) { return v > 0.f ? v : 0.f; });
     default:
-      return scale_rows_with(x, ldx, y, ldy, rows, N, rs, bias,
-                             [a](float v) { return activate(a, v); });
+      return scale_rows_with(c, ldc, rows, N, rs, bias, [a](float v) { return activate(a, v); });
   }
 }
 
-// AMX multiplies tiles of 16 rows, so int8 products there run on row
-// counts rounded up to 16 at no cost in arithmetic, and real text then
-// meets 15 shapes above 16 rows instead of 55: each new shape is a
-// primitive whose creation (its kernels generated) took about 1 ms, a
-// tenth of an int8 translation of test_2016_flickr (ONEDNN_VERBOSE).
-// Other machines multiply in smaller blocks and keep exact row counts.
+// AMX multiplies tiles of 16 rows, so int8 pieces there are cut at
+// multiples of 16 and a tail of fewer (which a tile's pass costs anyway):
+// real text then meets at most 31 row counts, not 63 (for_each_piece's),
+// and each new one is a primitive whose creation (its kernels generated)
+// took about 1 ms, a tenth of an int8 translation of test_2016_flickr
+// (ONEDNN_VERBOSE: 318 primitives, 318 ms, before; 148, 104 ms, after).
+// Other machines multiply in smaller blocks and keep for_each_piece.
 bool has_amx() {
   static const bool amx = [] {
     const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
@@ -370,8 +380,18 @@ bool has_amx() {
   }();
   return amx;
 }
-int64_t padded_rows(int64_t rows) {
-  return rows <= 16 || !has_amx() ? rows : (rows + 15) / 16 * 16;
+
+template <typename Fn>
+void for_each_amx_piece(int64_t M, Fn&& fn) {
+  for (int64_t row = 0; row < M; row += 256) {
+    const int64_t rows = std::min<int64_t>(256, M - row), tiles = rows / 16 * 16;
+    if (rows > 16 && tiles < rows) {
+      fn(row, tiles);
+      fn(row + tiles, rows - tiles);
+    } else {
+      fn(row, rows);
+    }
+  }
 }
 
 }  // namespace
@@ -418,12 +438,8 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     convert_to_bf16(a, scratch(a_bf16, M * K));  // row-major: strides (K, 1)
     src = a_bf16.data(), lda = K, elem = 2;
   } else if (ct == ComputeType::INT8) {
-    // Room for the last piece's padding rows (see padded_rows), zeroed.
-    const int64_t pad = has_amx() ? 15 : 0;
-    int8_t* q = scratch(a_s8, (M + pad) * K);
-    quantise_rows_s8(a, q, scratch(row_scales, M));
-    std::memset(q + M * K, 0, static_cast<size_t>(pad * K));
-    src = q, lda = K, elem = 1;
+    quantise_rows_s8(a, scratch(a_s8, M * K), scratch(row_scales, M));
+    src = a_s8.data(), lda = K, elem = 1;
   }
   // int8 runs the bare product times the weights' column scales; the row
   // scales, the bias and the activation follow in one pass over the result (a per-row
@@ -432,18 +448,12 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
   GemmAttr fused = attr;
   if (ct == ComputeType::INT8) fused.bias = nullptr, fused.act = Activation::None;
   const float* col_scales = nullptr;  // int8: the weights' channel scales times alpha
-  thread_local std::vector<float> c_padded;
   auto piece = [&](int64_t row, int64_t rows) {
-    // int8 on AMX: the product over `run` rows (rows rounded up) into a
-    // scratch result when that differs, which the pass over the result
-    // then reads, so the rounding costs no pass of its own.
-    const int64_t run = ct == ComputeType::INT8 ? padded_rows(rows) : rows;
     float* c_rows = const_cast<float*>(dst.ptr) + row * dst.strides[2];
-    float* c_run = run == rows ? c_rows : scratch(c_padded, run * N);
-    const Shape2 s{run, K, N, lda, run == rows ? dst.strides[2] : N};
+    const Shape2 s{rows, K, N, lda, dst.strides[2]};
     Key key;
     key.add(8);
-    key.add(std::array<int64_t, 7>{run, K, N, lda, s.ldc, b.strides[2], b.strides[3]});
+    key.add(std::array<int64_t, 7>{rows, K, N, lda, s.ldc, b.strides[2], b.strides[3]});
     key.add(bits(fused.alpha));
     key.add((fused.bias != nullptr) + static_cast<int>(fused.act) * 2 + static_cast<int>(ct) * 16);
     const auto* a_rows = static_cast<const char*>(src) + row * lda * elem;
@@ -468,19 +478,30 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     }
     e.set(DNNL_ARG_SRC, a_rows);
     e.set(DNNL_ARG_WEIGHTS, w ? w->data.get() : static_cast<const void*>(b.ptr));
-    e.set(DNNL_ARG_DST, c_run);
+    e.set(DNNL_ARG_DST, c_rows);
     if (fused.bias) e.set(DNNL_ARG_BIAS, fused.bias);
     if (ct == ComputeType::INT8) e.set(kScalesArg, col_scales);
     e.run();
     if (ct != ComputeType::INT8) return;
-    scale_rows(c_run, s.ldc, c_rows, dst.strides[2], rows, N, row_scales.data() + row, attr.bias,
-               attr.act);
+    scale_rows(c_rows, s.ldc, rows, N, row_scales.data() + row, attr.bias, attr.act);
   };
-  if (ct == ComputeType::INT8 && has_amx()) {
-    for (int64_t row = 0; row < M; row += 256) piece(row, std::min<int64_t>(256, M - row));
-  } else {
+  // A small product runs on the calling thread alone: a second thread cost
+  // more than it saved, on AMX about 0.08 ms per int8 call, 7x the whole
+  // product at 4 rows of 512 x 512 (transformer-base, batch 1, beam 4: its
+  // latency was 60 ms on 2 threads, 26 ms on 1), and 0.04 ms, half of it,
+  // for f32 (ONEDNN_VERBOSE). Above about 16M multiply-adds in int8 (the
+  // 21k-piece vocabulary projection) and 2M in f32, two threads win. int8
+  // sums are exact, so there the thread count changes no result; in f32,
+  // translations of test_2016_flickr on 1 and 2 threads were identical.
+  const int threads = omp_get_max_threads();
+  const int64_t serial_below = ct == ComputeType::INT8 ? int64_t{1} << 24 : int64_t{1} << 21;
+  const bool alone = threads > 1 && std::min<int64_t>(M, 256) * K * N < serial_below;
+  if (alone) omp_set_num_threads(1);
+  if (ct == ComputeType::INT8 && has_amx())
+    for_each_amx_piece(M, piece);
+  else
     for_each_piece(M, piece);
-  }
+  if (alone) omp_set_num_threads(threads);
 }
 
 }  // namespace nmt::cpu
