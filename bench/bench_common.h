@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <thread>
 
@@ -140,6 +142,39 @@ inline void print_peak(int threads, double* nominal, double* measured) {
       "AVX2"
 #endif
   );
+}
+
+// The command line against what a benchmark takes: -h or --help prints
+// `usage` (the file's header) and exits 0; an option not in `options` (each
+// takes a value), an option without its value, or a positional argument
+// that is not a positive integer (`positional` of them at most) is a
+// one-line error, exit 2, before any measurement runs.
+inline void check_args(int argc, char** argv, const char* usage,
+                       std::initializer_list<const char*> options, int positional) {
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "%s: %s (--help lists the arguments)\n", argv[0], why.c_str());
+    std::exit(2);
+  };
+  int seen = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    }
+    if (a.size() > 1 && a[0] == '-') {
+      bool known = false;
+      for (const char* o : options) known = known || a == o;
+      if (!known) fail("unknown option " + a);
+      if (i + 1 >= argc) fail(a + " needs a value");
+      ++i;
+      continue;
+    }
+    char* end = nullptr;
+    const long v = std::strtol(a.c_str(), &end, 10);
+    if (++seen > positional) fail("unexpected argument " + a);
+    if (*end != '\0' || v <= 0) fail("expected a positive integer, got " + a);
+  }
 }
 
 }  // namespace nmt::bench

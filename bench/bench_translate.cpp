@@ -15,10 +15,13 @@
 //                               [--workers W] [--beam K] [--batch-tokens N] [--repeat R]
 //                               [--warmup-lines N] [--compute-type f32|bf16|int8]
 //                               [--shortlist on|off] [--alpha A] [--max-length-a A]
-//                               [--max-length-b B] [--device cpu|cuda]
+//                               [--max-length-b B] [--device cpu|cuda] [--latency N]
 // (threads: per worker; 0 and 0, the defaults, are nmt translate's: min(cores, 4)
 // workers sharing the cores). Primitives counts the primitives built during a
-// timed pass: 0 once the shapes of real text have been seen.
+// timed pass: 0 once the shapes of real text have been seen. --latency N
+// then translates the first N sentences one call each (interactive use,
+// batch 1), after 10 such calls on the first of them, and prints the
+// latency's p50 and p90.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -131,6 +134,21 @@ int real_text(int argc, char** argv) {
     std::printf("%8d %10.2f %12.1f %12lld %8.2f\n", r + 1, src.size() / sec, tokens / sec,
                 static_cast<long long>(ops::primitives_created() - prims), bleu);
   }
+  const size_t latency = std::stoul(arg_value(argc, argv, "--latency", "0"));
+  if (latency > 0) {
+    // Warm-up as bench/ct2.py's CTranslate2 side: 10 calls of one sentence,
+    // which build the shapes of a batch of one.
+    for (size_t i = 0; i < std::min<size_t>(10, src.size()); ++i) tr.translate({src[i]});
+    std::vector<double> ms;
+    for (size_t i = 0; i < std::min(latency, src.size()); ++i) {
+      const double t0 = bench::now();
+      tr.translate({src[i]});
+      ms.push_back((bench::now() - t0) * 1e3);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("latency, batch 1: p50 %.2f ms, p90 %.2f ms over %zu sentences\n",
+                ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.size());
+  }
   std::printf("peak memory %.0f MiB\n", bench::peak_rss_mib());
   return 0;
 }
@@ -138,7 +156,26 @@ int real_text(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "--real") return real_text(argc, argv);
+  const char* usage =
+      "Translation speed: the fixed protocol, or a trained model on real text.\n"
+      "  bench_translate [threads] [sentences] [--compute-type f32|bf16|int8]\n"
+      "  bench_translate --real MODEL [--src F] [--ref F] [--threads N] [--workers W]\n"
+      "                  [--beam K] [--batch-tokens N] [--batching static|continuous]\n"
+      "                  [--repeat R] [--warmup-lines N] [--latency N]\n"
+      "                  [--compute-type f32|bf16|int8] [--shortlist on|off] [--alpha A]\n"
+      "                  [--max-length-a A] [--max-length-b B] [--device cpu|cuda]\n";
+  const bool real =
+      std::any_of(argv + 1, argv + argc, [](const char* a) { return std::string(a) == "--real"; });
+  if (real)
+    bench::check_args(
+        argc, argv, usage,
+        {"--real", "--src", "--ref", "--threads", "--workers", "--beam", "--batch-tokens",
+         "--batching", "--repeat", "--warmup-lines", "--latency", "--compute-type", "--shortlist",
+         "--alpha", "--max-length-a", "--max-length-b", "--device"},
+        0);
+  else
+    bench::check_args(argc, argv, usage, {"--compute-type"}, 2);
+  if (real) return real_text(argc, argv);
   const int threads = argc > 1 && argv[1][0] != '-' ? std::atoi(argv[1]) : 2;
   const int n = argc > 2 && argv[2][0] != '-' ? std::atoi(argv[2]) : 64;
   const ComputeType compute = parse_compute_type(arg_value(argc, argv, "--compute-type", "f32"));

@@ -6,6 +6,7 @@ best kept, and both are printed beside each other with BLEU, f32 and int8,
 engine only and whole process.
 
   bench/ct2.py MODEL.nmt [--src F] [--ref F] [--tokenize 13a] [--rounds 2]
+                         [--latency N]
 
 - nmt engine: bench_translate --real (the translate pipeline in-process:
   SentencePiece in and out, its batching and workers), sentences/s of the
@@ -21,6 +22,12 @@ engine only and whole process.
 - The same search on both sides: beam 4, no length normalisation (nmt
   --alpha 0, CTranslate2 length_penalty 0, which lets it stop early), at most
   255 target pieces.
+- --latency N: interactive use instead, batch 1 and beam 4: both translate
+  N sentences of the source (from its 11th) one call each, after a warm-up
+  of 10 such calls on the first of them, and the table gives the latency's p50 and p90 per compute type:
+  nmt's engine (bench_translate --latency, its defaults: the one busy worker
+  gets every core) against CTranslate2's engine at its best p50 of 1 and of
+  all cores (intra_threads).
 Without an importable CTranslate2 with its compiled extension (PYTHONPATH:
 CTranslate2's python/ directory after its build, with libctranslate2.so on
 LD_LIBRARY_PATH), it says so and prints nmt's rows alone. CTranslate2 is
@@ -76,6 +83,66 @@ def ct2_engine(model_dir, pieces_file, inter, intra, batch, batch_type, rounds, 
                       "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
+def ct2_latency(model_dir, pieces_file, intra, n):
+    """Worker: batch-1 latencies (ms) of the first n sentences, one call
+    each, after 10 warm-up calls: p50 and p90."""
+    import ctranslate2
+    tr = ctranslate2.Translator(model_dir, device="cpu", inter_threads=1, intra_threads=intra)
+    src = [l.split() for l in open(pieces_file, encoding="utf-8").read().splitlines()]
+    kw = dict(beam_size=BEAM, length_penalty=0, max_decoding_length=MAX_LEN + 1)
+    for x in src[:10]:
+        tr.translate_batch([x], **kw)
+    ms = []
+    for x in src[:n]:
+        t0 = time.perf_counter()
+        tr.translate_batch([x], **kw)
+        ms.append((time.perf_counter() - t0) * 1e3)
+    ms.sort()
+    print(json.dumps({"p50": ms[len(ms) // 2], "p90": ms[len(ms) * 9 // 10]}))
+
+
+def latency(a, nmt, bench, tmp, spm, src):
+    """The --latency table: batch 1, beam 4, per compute type."""
+    rows = []  # (run, p50, p90, setting)
+    for t in a.types.split(","):
+        e = check([bench, "--real", a.model, "--src", a.src, "--ref", a.ref, "--compute-type", t,
+                   "--warmup-lines", "10", "--repeat", "0", "--latency", str(a.latency),
+                   "--beam", str(BEAM), "--alpha", "0", "--max-length-a", "0",
+                   "--max-length-b", str(MAX_LEN)])
+        line = next(l for l in e.splitlines() if l.startswith("latency"))
+        p50, p90 = (float(x) for x in line.replace(",", " ").split()[4:9:3])
+        rows.append((f"nmt {t}", p50, p90, "defaults"))
+    why = ct2_status()
+    if not why:
+        import ctranslate2
+        pieces = os.path.join(tmp, "src.pieces")
+        # The same sentences as nmt's timed ones (it warms up on the first 10).
+        check(["bash", "-c", f"tail -n +11 {src} | spm_encode --model {spm} >{pieces}"])
+        for q in [t for t in a.types.split(",") if t in ("f32", "int8")]:
+            d = os.path.join(tmp, f"ct2-{q}")
+            check([sys.executable, os.path.join(root, "bench", "nmt2ct2.py"), a.model, d] +
+                  (["--quantization", "int8"] if q == "int8" else []))
+            best = None
+            for intra in sorted({1, a.threads}):
+                r = json.loads(check([sys.executable, __file__, "--latency-worker", d, pieces, str(intra),
+                                      str(a.latency)]).splitlines()[-1])
+                if best is None or r["p50"] < best[0]:
+                    best = (r["p50"], r["p90"], intra)
+            rows.append((f"ct2 {q}", best[0], best[1], f"best p50 of intra_threads 1 and "
+                         f"{a.threads}: {best[2]} thread(s)"))
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"latency: the first {a.latency} sentences after 10 of {a.src}, one call each (batch 1), "
+          f"beam {BEAM}, {a.threads} cores ({cpu}); "
+          + (f"CTranslate2 not measured: {why}" if why else f"CTranslate2 {ctranslate2.__version__}"))
+    print(f"{'run':<10} {'p50 ms':>8} {'p90 ms':>8}  setting")
+    for r, p50, p90, setting in rows:
+        print(f"{r:<10} {p50:>8.2f} {p90:>8.2f}  {setting}")
+    by = {r[0]: r for r in rows}
+    for q in ("f32", "int8"):
+        if f"nmt {q}" in by and f"ct2 {q}" in by:
+            print(f"{q}: ct2 p50 / nmt p50 {by[f'ct2 {q}'][1] / by[f'nmt {q}'][1]:.2f}x")
+
+
 def ct2_status():
     """'' when CTranslate2 can translate here, else why not."""
     try:
@@ -98,6 +165,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--types", default="f32,int8,bf16")
+    ap.add_argument("--latency", type=int, default=0,
+                    help="batch-1 latency over N sentences instead of throughput")
     a = ap.parse_args()
     nmt = os.environ.get("NMT", os.path.join(root, "build", "nmt"))
     bench = os.environ.get("BENCH", os.path.join(root, "build", "bench", "bench_translate"))
@@ -152,6 +221,8 @@ def run(a, nmt, bench, tmp):
         sys.exit("ct2.py: give a model that nmt trained (one SentencePiece model, its own ids)")
     spm = os.path.join(tmp, "vocab.spm")
     open(spm, "wb").write(model.blob("vocab/sentencepiece"))
+    if a.latency > 0:
+        return latency(a, nmt, bench, tmp, spm, src)
 
     def bleu(hyp):
         return float(check([nmt, "score", "-r", ref, "-i", hyp, "--tokenize", a.tokenize,
@@ -249,6 +320,9 @@ if __name__ == "__main__":
         d, pieces, inter, intra, b, bt, rounds, out = sys.argv[2:10]
         ct2_engine(d, pieces, int(inter), int(intra), int(b), bt, int(rounds), out,
                    vmap=sys.argv[10:11] == ["vmap"])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--latency-worker":
+        d, pieces, intra, n = sys.argv[2:6]
+        ct2_latency(d, pieces, int(intra), int(n))
     elif len(sys.argv) > 1 and sys.argv[1] == "--translate":
         d, inter, intra, b, bt = sys.argv[2:7]
         ct2_translate_stdin(d, int(inter), int(intra), int(b), bt, vmap=sys.argv[7:8] == ["vmap"])

@@ -22,12 +22,15 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$HERE/cli_common.sh"
 export PYTHONPATH=${CT2_PYTHON:-}${PYTHONPATH:+:$PYTHONPATH}
 # The first Python that has both (Debian's python3-numpy is /usr/bin's).
-PY=
+PY= why=
 for p in ${PYTHON:-} python3 /usr/bin/python3; do
-  if "$p" -c "import numpy, ctranslate2.specs" 2>/dev/null; then PY=$p; break; fi
+  if err=$("$p" -c "import numpy, ctranslate2.specs" 2>&1); then PY=$p; break; fi
+  why="$p: $(printf '%s\n' "$err" | tail -n 1)"
 done
 if [ -z "$PY" ]; then
-  echo "ct2_export: skipped (needs numpy and CTranslate2's Python package: CT2_PYTHON=.../python)"
+  # A compiled extension in CT2_PYTHON also needs libctranslate2.so on
+  # LD_LIBRARY_PATH; the last Python's error says which import failed.
+  echo "ct2_export: skipped (needs numpy and CTranslate2's Python package: CT2_PYTHON=.../python; $why)"
   exit 77
 fi
 
