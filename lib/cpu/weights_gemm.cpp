@@ -500,12 +500,18 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
   const int threads = omp_get_max_threads();
   const int64_t serial_below = ct == ComputeType::INT8 ? int64_t{1} << 24 : int64_t{1} << 21;
   const bool alone = threads > 1 && std::min<int64_t>(M, 256) * K * N < serial_below;
+  // Restored however the call ends (a primitive that fails to build throws).
+  struct Restore {
+    int threads;
+    ~Restore() {
+      if (threads > 0) omp_set_num_threads(threads);
+    }
+  } restore{alone ? threads : 0};
   if (alone) omp_set_num_threads(1);
   if (ct == ComputeType::INT8 && has_amx())
     for_each_amx_piece(M, piece);
   else
     for_each_piece(M, piece);
-  if (alone) omp_set_num_threads(threads);
 }
 
 }  // namespace nmt::cpu
