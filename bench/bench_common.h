@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace nmt::bench {
 
@@ -146,16 +147,18 @@ inline void print_peak(int threads, double* nominal, double* measured) {
 
 // The command line against what a benchmark takes: -h or --help prints
 // `usage` (the file's header) and exits 0; an option not in `options` (each
-// takes a value), an option without its value, or a positional argument
-// that is not a positive integer (`positional` of them at most) is a
-// one-line error, exit 2, before any measurement runs.
-inline void check_args(int argc, char** argv, const char* usage,
-                       std::initializer_list<const char*> options, int positional) {
+// takes a value), an option without its value, a value of one of `numbers`
+// that is not a number, or a positional argument that is not a positive
+// integer (`positional` of them at most) is a one-line error, exit 2, before
+// any measurement runs. Returns the positional arguments' values.
+inline std::vector<long> check_args(int argc, char** argv, const char* usage,
+                                    std::initializer_list<const char*> options,
+                                    std::initializer_list<const char*> numbers, int positional) {
   auto fail = [&](const std::string& why) {
     std::fprintf(stderr, "%s: %s (--help lists the arguments)\n", argv[0], why.c_str());
     std::exit(2);
   };
-  int seen = 0;
+  std::vector<long> pos;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -163,18 +166,25 @@ inline void check_args(int argc, char** argv, const char* usage,
       std::exit(0);
     }
     if (a.size() > 1 && a[0] == '-') {
-      bool known = false;
+      bool known = false, number = false;
       for (const char* o : options) known = known || a == o;
+      for (const char* o : numbers) number = number || a == o;
       if (!known) fail("unknown option " + a);
       if (i + 1 >= argc) fail(a + " needs a value");
+      char* end = nullptr;
+      std::strtod(argv[i + 1], &end);
+      if (number && (*argv[i + 1] == '\0' || *end != '\0'))
+        fail(a + ": expected a number, got \"" + argv[i + 1] + "\"");
       ++i;
       continue;
     }
     char* end = nullptr;
     const long v = std::strtol(a.c_str(), &end, 10);
-    if (++seen > positional) fail("unexpected argument " + a);
+    if (static_cast<int>(pos.size()) >= positional) fail("unexpected argument " + a);
     if (*end != '\0' || v <= 0) fail("expected a positive integer, got " + a);
+    pos.push_back(v);
   }
+  return pos;
 }
 
 }  // namespace nmt::bench

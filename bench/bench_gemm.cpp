@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
                     "GEMM and attention throughput at transformer-small's and "
                     "transformer-base's shapes, and a linear layer's backward in f32 and bf16.\n"
                     "  bench_gemm [threads]   (default 2)\n",
-                    {}, 1);
+                    {}, {}, 1);
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   ops::set_num_threads(threads);
   double nominal, measured;

@@ -20,7 +20,7 @@
 // workers sharing the cores). Primitives counts the primitives built during a
 // timed pass: 0 once the shapes of real text have been seen. --latency N
 // then translates the first N sentences one call each (interactive use,
-// batch 1), after 10 such calls on the first of them, and prints the
+// batch 1), after one untimed call on each of the first 10, and prints the
 // latency's p50 and p90.
 #include <algorithm>
 #include <cstdio>
@@ -136,14 +136,19 @@ int real_text(int argc, char** argv) {
   }
   const size_t latency = std::stoul(arg_value(argc, argv, "--latency", "0"));
   if (latency > 0) {
-    // Warm-up as bench/ct2.py's CTranslate2 side: 10 calls of one sentence,
-    // which build the shapes of a batch of one.
+    // Warm-up as bench/ct2.py's CTranslate2 side: one call on each of the
+    // first 10 sentences (timed again below), which builds the shapes of a
+    // batch of one.
     for (size_t i = 0; i < std::min<size_t>(10, src.size()); ++i) tr.translate({src[i]});
     std::vector<double> ms;
     for (size_t i = 0; i < std::min(latency, src.size()); ++i) {
       const double t0 = bench::now();
       tr.translate({src[i]});
       ms.push_back((bench::now() - t0) * 1e3);
+    }
+    if (ms.empty()) {
+      std::fprintf(stderr, "bench_translate: --latency: %s has no sentences\n", src_path.c_str());
+      return 1;
     }
     std::sort(ms.begin(), ms.end());
     std::printf("latency, batch 1: p50 %.2f ms, p90 %.2f ms over %zu sentences\n",
@@ -166,18 +171,33 @@ int main(int argc, char** argv) {
       "                  [--max-length-a A] [--max-length-b B] [--device cpu|cuda]\n";
   const bool real =
       std::any_of(argv + 1, argv + argc, [](const char* a) { return std::string(a) == "--real"; });
-  if (real)
+  if (real) {
     bench::check_args(
         argc, argv, usage,
         {"--real", "--src", "--ref", "--threads", "--workers", "--beam", "--batch-tokens",
          "--batching", "--repeat", "--warmup-lines", "--latency", "--compute-type", "--shortlist",
          "--alpha", "--max-length-a", "--max-length-b", "--device"},
+        {"--threads", "--workers", "--beam", "--batch-tokens", "--repeat", "--warmup-lines",
+         "--latency", "--alpha", "--max-length-a", "--max-length-b"},
         0);
-  else
-    bench::check_args(argc, argv, usage, {"--compute-type"}, 2);
-  if (real) return real_text(argc, argv);
-  const int threads = argc > 1 && argv[1][0] != '-' ? std::atoi(argv[1]) : 2;
-  const int n = argc > 2 && argv[2][0] != '-' ? std::atoi(argv[2]) : 64;
+    // Bad values (a search option out of range, an unreadable model) are
+    // one line and exit 2, not an uncaught exception.
+    try {
+      return real_text(argc, argv);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+      return 2;
+    }
+  }
+  const std::vector<long> pos = bench::check_args(argc, argv, usage, {"--compute-type"}, {}, 2);
+  const int threads = pos.size() > 0 ? static_cast<int>(pos[0]) : 2;
+  // Batches of 32 sentences are timed, so at least 32.
+  const int n = pos.size() > 1 ? static_cast<int>(pos[1]) : 64;
+  if (n < 32) {
+    std::fprintf(stderr, "%s: sentences: at least 32 (batches of 32 are timed), got %d\n", argv[0],
+                 n);
+    return 2;
+  }
   const ComputeType compute = parse_compute_type(arg_value(argc, argv, "--compute-type", "f32"));
   ops::set_num_threads(threads);
   double nominal, measured;

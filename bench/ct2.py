@@ -23,8 +23,8 @@ engine only and whole process.
   --alpha 0, CTranslate2 length_penalty 0, which lets it stop early), at most
   255 target pieces.
 - --latency N: interactive use instead, batch 1 and beam 4: both translate
-  N sentences of the source (from its 11th) one call each, after a warm-up
-  of 10 such calls on the first of them, and the table gives the latency's p50 and p90 per compute type:
+  N sentences of the source (from its 11th) one call each, after one
+  untimed call on each of the first 10 of them, and the table gives the latency's p50 and p90 per compute type:
   nmt's engine (bench_translate --latency, its defaults: the one busy worker
   gets every core) against CTranslate2's engine at its best p50 of 1 and of
   all cores (intra_threads).
@@ -105,6 +105,11 @@ def latency(a, nmt, bench, tmp, spm, src):
     """The --latency table: batch 1, beam 4, per compute type."""
     rows = []  # (run, p50, p90, setting)
     for t in a.types.split(","):
+        probe = subprocess.run([nmt, "translate", "-m", a.model, "--compute-type", t], input="a\n",
+                               capture_output=True, text=True)
+        if probe.returncode != 0:
+            print(f"nmt {t}: skipped: {probe.stderr.strip().splitlines()[0]}", file=sys.stderr)
+            continue
         e = check([bench, "--real", a.model, "--src", a.src, "--ref", a.ref, "--compute-type", t,
                    "--warmup-lines", "10", "--repeat", "0", "--latency", str(a.latency),
                    "--beam", str(BEAM), "--alpha", "0", "--max-length-a", "0",

@@ -297,8 +297,9 @@ TEST_CASE("int8 products against weights are the same on one thread and on sever
           "[ops][gemm][int8]") {
   require_compute(g_device, ComputeType::INT8);
   // Small products run on the calling thread alone, large ones on all of
-  // them (weights_gemm.cpp): either way each sum is exact. 4 x 512 x 512
-  // is below the cut, 64 x 512 x 1024 above it.
+  // them (weights_gemm.cpp): either way each sum is exact, and the caller's
+  // thread count is as it was after the call. 4 x 512 x 512 is below the
+  // cut (on 2 threads it runs alone, as on 1), 64 x 512 x 1024 above it.
   const int before = ops::num_threads();
   for (auto [M, K, N] : {std::array<int64_t, 3>{4, 512, 512}, {64, 512, 1024}}) {
     auto W = randv(N * K, 21), A = randv(M * K, 22), bv = randv(N, 23);
@@ -312,6 +313,7 @@ TEST_CASE("int8 products against weights are the same on one thread and on sever
       ops::set_num_threads(threads);
       Tensor c(Shape{M, N}, g_device);
       ops::matmul(a, false, w, true, c, o);
+      CHECK(ops::num_threads() == threads);
       out.push_back(host(c));
     }
     ops::set_num_threads(before);
