@@ -24,10 +24,11 @@ engine only and whole process.
   255 target pieces.
 - --latency N: interactive use instead, batch 1 and beam 4: both translate
   N sentences of the source (from its 11th) one call each, after one
-  untimed call on each of the first 10 of them, and the table gives the latency's p50 and p90 per compute type:
-  nmt's engine (bench_translate --latency, its defaults: the one busy worker
-  gets every core) against CTranslate2's engine at its best p50 of 1 and of
-  all cores (intra_threads).
+  untimed call on each of the first 10 of them, and the table gives the
+  latency's p50 and p90 per compute type: nmt's engine (bench_translate
+  --latency, its defaults: the one busy worker gets every core) against
+  CTranslate2's engine at its best p50 of 1 and of all cores
+  (intra_threads).
 Without an importable CTranslate2 with its compiled extension (PYTHONPATH:
 CTranslate2's python/ directory after its build, with libctranslate2.so on
 LD_LIBRARY_PATH), it says so and prints nmt's rows alone. CTranslate2 is
@@ -39,6 +40,7 @@ import gzip
 import itertools
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -83,6 +85,19 @@ def ct2_engine(model_dir, pieces_file, inter, intra, batch, batch_type, rounds, 
                       "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
+def nmt_cannot(nmt, model, t):
+    """Why nmt cannot translate with compute type t here ('' when it can)."""
+    p = subprocess.run([nmt, "translate", "-m", model, "--compute-type", t], input="a\n",
+                       capture_output=True, text=True)
+    return p.stderr.strip().splitlines()[0] if p.returncode != 0 else ""
+
+
+def to_ct2(model, d, q, vmap=False):
+    """The nmt model written as CTranslate2's model directory d, in f32 or int8."""
+    check([sys.executable, os.path.join(root, "bench", "nmt2ct2.py"), model, d] +
+          (["--quantization", "int8"] if q == "int8" else []) + (["--vmap"] if vmap else []))
+
+
 def ct2_latency(model_dir, pieces_file, intra, n):
     """Worker: batch-1 latencies (ms) of the first n sentences, one call
     each, after 10 warm-up calls: p50 and p90."""
@@ -105,17 +120,15 @@ def latency(a, nmt, bench, tmp, spm, src):
     """The --latency table: batch 1, beam 4, per compute type."""
     rows = []  # (run, p50, p90, setting)
     for t in a.types.split(","):
-        probe = subprocess.run([nmt, "translate", "-m", a.model, "--compute-type", t], input="a\n",
-                               capture_output=True, text=True)
-        if probe.returncode != 0:
-            print(f"nmt {t}: skipped: {probe.stderr.strip().splitlines()[0]}", file=sys.stderr)
+        why = nmt_cannot(nmt, a.model, t)
+        if why:
+            print(f"nmt {t}: skipped: {why}", file=sys.stderr)
             continue
         e = check([bench, "--real", a.model, "--src", a.src, "--ref", a.ref, "--compute-type", t,
                    "--warmup-lines", "10", "--repeat", "0", "--latency", str(a.latency),
                    "--beam", str(BEAM), "--alpha", "0", "--max-length-a", "0",
                    "--max-length-b", str(MAX_LEN)])
-        line = next(l for l in e.splitlines() if l.startswith("latency"))
-        p50, p90 = (float(x) for x in line.replace(",", " ").split()[4:9:3])
+        p50, p90 = map(float, re.search(r"p50 ([\d.]+) ms, p90 ([\d.]+) ms", e).groups())
         rows.append((f"nmt {t}", p50, p90, "defaults"))
     why = ct2_status()
     if not why:
@@ -125,8 +138,7 @@ def latency(a, nmt, bench, tmp, spm, src):
         check(["bash", "-c", f"tail -n +11 {src} | spm_encode --model {spm} >{pieces}"])
         for q in [t for t in a.types.split(",") if t in ("f32", "int8")]:
             d = os.path.join(tmp, f"ct2-{q}")
-            check([sys.executable, os.path.join(root, "bench", "nmt2ct2.py"), a.model, d] +
-                  (["--quantization", "int8"] if q == "int8" else []))
+            to_ct2(a.model, d, q)
             best = None
             for intra in sorted({1, a.threads}):
                 r = json.loads(check([sys.executable, __file__, "--latency-worker", d, pieces, str(intra),
@@ -239,10 +251,9 @@ def run(a, nmt, bench, tmp):
     has_sl = "shortlist" in header
     rows = []  # (run, setting, engine sent/s, process sent/s, BLEU, peak MiB)
     for t, sl in itertools.product(a.types.split(","), ("off", "on") if has_sl else ("off",)):
-        probe = subprocess.run([nmt, "translate", "-m", a.model, "--compute-type", t], input="a\n",
-                               capture_output=True, text=True)
-        if probe.returncode != 0:
-            rows.append((f"nmt {t}", "skipped: " + probe.stderr.strip().splitlines()[0], None, None, None, None))
+        why = nmt_cannot(nmt, a.model, t)
+        if why:
+            rows.append((f"nmt {t}", "skipped: " + why, None, None, None, None))
             continue
         e = check([bench, "--real", a.model, "--src", a.src, "--ref", a.ref, "--compute-type", t,
                    "--repeat", "3", "--shortlist", sl] + search)
@@ -268,8 +279,7 @@ def run(a, nmt, bench, tmp):
                (1024, "tokens"), (2048, "tokens")]
     for q in ("f32", "int8"):
         d = os.path.join(tmp, f"ct2-{q}")
-        check([sys.executable, os.path.join(root, "bench", "nmt2ct2.py"), a.model, d] +
-              (["--quantization", "int8"] if q == "int8" else []) + (["--vmap"] if has_sl else []))
+        to_ct2(a.model, d, q, vmap=has_sl)
         sweep = []
         for (inter, intra), (b, bt) in itertools.product(threads, batches):
             out = os.path.join(tmp, f"ct2-{q}-{inter}x{intra}-{b}{bt[0]}.pieces")

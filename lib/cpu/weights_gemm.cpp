@@ -75,14 +75,23 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
   return buf;
 }
 
+// Whether the instruction set oneDNN runs here includes `want` (its ISA
+// values are sets of bits, each including those below it). Read once: it
+// is fixed for the process.
+bool isa_has(dnnl_cpu_isa_t want) {
+  static const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (isa & want) == static_cast<unsigned>(want);
+}
+
 // Without VNNI, oneDNN multiplies u8 by s8 with vpmaddubsw, whose pairwise
 // sums saturate at 16 bits; weights of 7 bits keep every pair in range
 // (oneDNN's "int8 computation" guide gives the same advice).
 bool has_vnni() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  return (isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni ||
-         (isa & dnnl_cpu_isa_avx2_vnni) == dnnl_cpu_isa_avx2_vnni;
+  return isa_has(dnnl_cpu_isa_avx512_core_vnni) || isa_has(dnnl_cpu_isa_avx2_vnni);
 }
+
+// AMX multiplies tiles of 16 rows (see for_each_piece).
+bool has_amx() { return isa_has(dnnl_cpu_isa_avx512_core_amx); }
 
 // The weights' address, whichever form they come in.
 const void* weights_of(const MatDesc& b, const GemmAttr& attr) {
@@ -271,21 +280,34 @@ void choose_f32_layout(Entry& e, const Key& key, const Shape2& s, const float* a
 int64_t row_class(int64_t rows) { return rows <= 8 ? 0 : rows <= 32 ? 1 : rows <= 128 ? 2 : 3; }
 
 // Calls fn(row, rows) over pieces covering [0, M): 256 rows at a time, then
-// what is left exactly if it is at most 32 rows, else its multiple of 4
-// and the rest. Every piece has one of at most 88 row counts, whatever M
-// is. Multiples of 4 because beam search's rows come in multiples of the
-// beam: with multiples of 16, most decoding steps at beam 4 made a second
-// call for 4-12 rows, which reads all the weights again for a few rows (the
-// vocabulary projection ran at 57 GFLOP/s on 4-8 rows against 155 on
-// 65-128); real text ran 4% faster (test_2016_flickr, f32, beam 4).
+// what is left exactly if it is at most `exact` rows, else its multiple of
+// `step` and the rest, so that pieces come in a bounded set of row counts
+// whatever M is (each new count is a primitive to build).
+// - Cut (32, 4) by default: at most 88 counts. Multiples of 4 because beam
+//   search's rows come in multiples of the beam: with multiples of 16, most
+//   decoding steps at beam 4 made a second call for 4-12 rows, which reads
+//   all the weights again for a few rows (the vocabulary projection ran at
+//   57 GFLOP/s on 4-8 rows against 155 on 65-128); real text ran 4% faster
+//   (test_2016_flickr, f32, beam 4).
+// - Cut (16, 16) for int8 on AMX, which multiplies tiles of 16 rows, so a
+//   tail costs a tile's pass anyway: at most 31 counts (63 met on
+//   test_2016_flickr with the default cut), and each int8 primitive's
+//   creation (its kernels generated) took about 1 ms, a tenth of an int8
+//   translation of test_2016_flickr (ONEDNN_VERBOSE: 318 primitives,
+//   318 ms, before; 148, 104 ms, after).
+struct Cut {
+  int64_t exact, step;
+};
+constexpr Cut kDefaultCut{32, 4}, kAmxCut{16, 16};
+
 template <typename Fn>
-void for_each_piece(int64_t M, Fn&& fn) {
-  constexpr int64_t kChunk = 256, kExact = 32, kStep = 4;
+void for_each_piece(int64_t M, Cut cut, Fn&& fn) {
+  constexpr int64_t kChunk = 256;
   int64_t row = 0;
   for (; M - row >= kChunk; row += kChunk) fn(row, kChunk);
   int64_t left = M - row;
-  if (left > kExact) {
-    const int64_t part = left / kStep * kStep;
+  if (left > cut.exact) {
+    const int64_t part = left / cut.step * cut.step;
     fn(row, part);
     row += part;
     left -= part;
@@ -370,35 +392,6 @@ void scale_rows(float* c, int64_t ldc, int64_t rows, int64_t N, const float* rs,
   }
 }
 
-// AMX multiplies tiles of 16 rows, so int8 pieces there are cut at
-// multiples of 16 and a tail of fewer (which a tile's pass costs anyway):
-// at most 31 row counts, where for_each_piece allows 88 (63 seen on
-// test_2016_flickr),
-// and each new one is a primitive whose creation (its kernels generated)
-// took about 1 ms, a tenth of an int8 translation of test_2016_flickr
-// (ONEDNN_VERBOSE: 318 primitives, 318 ms, before; 148, 104 ms, after).
-// Other machines multiply in smaller blocks and keep for_each_piece.
-bool has_amx() {
-  static const bool amx = [] {
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    return (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
-  }();
-  return amx;
-}
-
-template <typename Fn>
-void for_each_amx_piece(int64_t M, Fn&& fn) {
-  for (int64_t row = 0; row < M; row += 256) {
-    const int64_t rows = std::min<int64_t>(256, M - row), tiles = rows / 16 * 16;
-    if (rows > 16 && tiles < rows) {
-      fn(row, tiles);
-      fn(row + tiles, rows - tiles);
-    } else {
-      fn(row, rows);
-    }
-  }
-}
-
 }  // namespace
 
 void forget_constants(uint64_t owner) {
@@ -417,10 +410,7 @@ int64_t constant_bytes() {
   return n;
 }
 
-bool has_bf16() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
-}
+bool has_bf16() { return isa_has(dnnl_cpu_isa_avx512_core_bf16); }
 
 void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
   const ComputeType ct = attr.compute;
@@ -509,10 +499,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     }
   } restore{alone ? threads : 0};
   if (alone) omp_set_num_threads(1);
-  if (ct == ComputeType::INT8 && has_amx())
-    for_each_amx_piece(M, piece);
-  else
-    for_each_piece(M, piece);
+  for_each_piece(M, ct == ComputeType::INT8 && has_amx() ? kAmxCut : kDefaultCut, piece);
 }
 
 }  // namespace nmt::cpu
