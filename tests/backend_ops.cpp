@@ -22,6 +22,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -324,7 +325,9 @@ TEST_CASE("int8 products against weights are the same on one thread and on sever
 
 TEST_CASE("matmul in bf16 on changing operands (mixed-precision training)", "[ops][gemm][bf16]") {
   require_compute(g_device, ComputeType::BF16);
-  for (Mm s : {Mm{1, 7, 3}, Mm{33, 64, 17}, Mm{128, 96, 200}, Mm{300, 40, 1}})
+  // 1100 rows: pieces of 1024 and 76 (64 + 12) rows; a sum over 1100 rows
+  // padded to 1152.
+  for (Mm s : {Mm{1, 7, 3}, Mm{33, 64, 17}, Mm{128, 96, 200}, Mm{300, 40, 1}, Mm{1100, 1100, 24}})
     for (int variant = 0; variant < 6; ++variant) {
       // 0 plain, 1 a transposed (dY^T X), 2 b transposed (x W^T), 3 bias and
       // ReLU, 4 accumulate with alpha, 5 both transposed.
@@ -363,7 +366,7 @@ void check_linear_backward(ComputeType ct) {
   struct Lb {
     int64_t rows, in, out;
   };
-  for (Lb s : {Lb{1, 5, 3}, Lb{7, 16, 70}, Lb{300, 96, 200}, Lb{520, 64, 130}})
+  for (Lb s : {Lb{1, 5, 3}, Lb{7, 16, 70}, Lb{300, 96, 200}, Lb{520, 64, 130}, Lb{1100, 24, 40}})
     for (int variant = 0; variant < 4; ++variant) {
       // 0 dx and bias, 1 dx accumulated, no bias, 2 no dx, bias, 3 3-D x/dy.
       const bool with_dx = variant != 2, acc_dx = variant == 1, bias = variant != 1;
@@ -468,6 +471,41 @@ TEST_CASE("matmul of bf16 operands into an f32 result (a GPU's bf16 activations)
       // Products of bf16 values are exact in f32: only the sums round.
       expect_close(host(c), gemm_reference(A, B, {}, C0, s, 1.f, false, Activation::None, acc),
                    tolerance(DType::F32), "bf16 operands");
+    }
+}
+
+TEST_CASE("matmul in bf16 rounds f32 operands to nearest even, subnormals and NaN included",
+          "[ops][gemm][bf16]") {
+  require_compute(g_device, ComputeType::BF16);
+  // K = 1: every result is one product of two bf16 values, exact in f32, so
+  // it shows how each element of b (a row of 70: two blocks of 32 and a
+  // tail) was rounded: ties to even, a NaN stays a NaN. Subnormals are left
+  // out: x86's bf16 products (AMX tiles, vdpbf16ps) take them as zero.
+  const int64_t N = 70;
+  std::vector<float> B(N);
+  for (int64_t j = 0; j < N; ++j) {
+    const float tie = 1.f + std::ldexp(1.f, -8) * static_cast<float>(j % 4);   // 1, 1+2^-8, ..
+    B[j] = j % 5 == 0 ? std::ldexp(1.f + static_cast<float>(j) / 256.f, -134)  // subnormal
+           : j % 2    ? -tie + std::ldexp(1.f, -20)                            // not a tie
+                      : tie;
+  }
+  B[41] = std::numeric_limits<float>::quiet_NaN();
+  B[69] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> A = {1.f, std::ldexp(1.f, 100)};
+  Tensor a = dev(A, Shape{2, 1}), b = dev(B, Shape{1, N}), c(Shape{2, N}, g_device);
+  ops::MatmulOpts o;
+  o.compute = ComputeType::BF16;
+  ops::matmul(a, false, b, false, c, o);
+  const auto got = host(c);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      INFO("row " << i << " element " << j << " of b: " << B[j]);
+      if (std::isnan(B[j])) {
+        CHECK(std::isnan(got[i * N + j]));
+        continue;
+      }
+      if (std::fpclassify(B[j]) == FP_SUBNORMAL) continue;
+      CHECK(got[i * N + j] == A[i] * from_bf16(to_bf16(B[j])));
     }
 }
 

@@ -84,6 +84,31 @@ T* scratch(std::vector<T>& v, int64_t n) {
   return v.data();
 }
 
+// Calls fn(row, rows) over pieces covering [0, M): `chunk` rows at a time,
+// then what is left exactly if it is at most `exact` rows, else its multiple
+// of `step` and the rest, so that pieces come in a bounded set of row counts
+// whatever M is: each new count is a primitive to build (1-2 ms with AMX
+// kernels), and real batches change their row count with every batch and
+// decoding step. The cuts in use, with their reasons: weights_gemm.cpp
+// (translation) and bf16_gemm.cpp (training).
+struct Cut {
+  int64_t chunk, exact, step;
+};
+
+template <typename Fn>
+void for_each_piece(int64_t M, Cut cut, Fn&& fn) {
+  int64_t row = 0;
+  for (; M - row >= cut.chunk; row += cut.chunk) fn(row, cut.chunk);
+  int64_t left = M - row;
+  if (left > cut.exact) {
+    const int64_t part = left / cut.step * cut.step;
+    fn(row, part);
+    row += part;
+    left -= part;
+  }
+  if (left > 0) fn(row, left);
+}
+
 inline int64_t bits(float f) {
   int32_t i;
   std::memcpy(&i, &f, 4);

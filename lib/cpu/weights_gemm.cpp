@@ -279,41 +279,20 @@ void choose_f32_layout(Entry& e, const Key& key, const Shape2& s, const float* a
 // with the row count in steps, not from one count to the next.
 int64_t row_class(int64_t rows) { return rows <= 8 ? 0 : rows <= 32 ? 1 : rows <= 128 ? 2 : 3; }
 
-// Calls fn(row, rows) over pieces covering [0, M): 256 rows at a time, then
-// what is left exactly if it is at most `exact` rows, else its multiple of
-// `step` and the rest, so that pieces come in a bounded set of row counts
-// whatever M is (each new count is a primitive to build).
-// - Cut (32, 4) by default: at most 88 counts. Multiples of 4 because beam
+// Row pieces (for_each_piece), 256 rows at a time, then:
+// - (32, 4) by default: at most 88 counts. Multiples of 4 because beam
 //   search's rows come in multiples of the beam: with multiples of 16, most
 //   decoding steps at beam 4 made a second call for 4-12 rows, which reads
 //   all the weights again for a few rows (the vocabulary projection ran at
 //   57 GFLOP/s on 4-8 rows against 155 on 65-128); real text ran 4% faster
 //   (test_2016_flickr, f32, beam 4).
-// - Cut (16, 16) for int8 on AMX, which multiplies tiles of 16 rows, so a
+// - (16, 16) for int8 on AMX, which multiplies tiles of 16 rows, so a
 //   tail costs a tile's pass anyway: at most 31 counts (63 met on
 //   test_2016_flickr with the default cut), and each int8 primitive's
 //   creation (its kernels generated) took about 1 ms, a tenth of an int8
 //   translation of test_2016_flickr (ONEDNN_VERBOSE: 318 primitives,
 //   318 ms, before; 148, 104 ms, after).
-struct Cut {
-  int64_t exact, step;
-};
-constexpr Cut kDefaultCut{32, 4}, kAmxCut{16, 16};
-
-template <typename Fn>
-void for_each_piece(int64_t M, Cut cut, Fn&& fn) {
-  constexpr int64_t kChunk = 256;
-  int64_t row = 0;
-  for (; M - row >= kChunk; row += kChunk) fn(row, kChunk);
-  int64_t left = M - row;
-  if (left > cut.exact) {
-    const int64_t part = left / cut.step * cut.step;
-    fn(row, part);
-    row += part;
-    left -= part;
-  }
-  if (left > 0) fn(row, left);
-}
+constexpr Cut kDefaultCut{256, 32, 4}, kAmxCut{256, 16, 16};
 
 // ---- Activation conversion -------------------------------------------------
 
