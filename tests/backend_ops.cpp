@@ -782,21 +782,25 @@ TEST_CASE("element-wise: add, add_, scale_, copy, copy_rows, activations, column
 TEST_CASE("dropout is the counter hash, the same on every device and thread count",
           "[ops][elementwise]") {
   if (!runs({Op::Dropout})) return;
-  for (float p : {0.f, 0.1f, 0.5f}) {
-    const int64_t n = 100000;
-    auto X = randv(n, 1);
-    Tensor x = dev(X, Shape{n});
-    ops::dropout_(x, p, 1234);
-    std::vector<double> ref(n);
-    int64_t dropped = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      ref[i] =
-          p > 0 ? dropout_value(X[i], 1234, i, uint32_t(p * 4294967296.0), 1.f / (1.f - p)) : X[i];
-      dropped += ref[i] == 0;
+  for (float p : {0.f, 0.1f, 0.5f})
+    for (int64_t n : {100000, 100001}) {  // an odd count ends with half a pair
+      auto X = randv(n, 1);
+      Tensor x = dev(X, Shape{n});
+      ops::dropout_(x, p, 1234);
+      std::vector<double> ref(n);
+      int64_t dropped = 0, both = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        ref[i] = p > 0 ? dropout_value(X[i], 1234, i, uint32_t(p * 4294967296.0), 1.f / (1.f - p))
+                       : X[i];
+        dropped += ref[i] == 0;
+        if (i % 2 && ref[i] == 0 && ref[i - 1] == 0) ++both;
+      }
+      expect_close(host(x), ref, 0, "dropout");
+      CHECK(std::abs(double(dropped) / n - p) < 0.01);
+      // A pair's two elements share a hash, one half each: they must still
+      // drop independently.
+      CHECK(std::abs(double(both) / (n / 2) - double(p) * p) < 0.01);
     }
-    expect_close(host(x), ref, 0, "dropout");
-    CHECK(std::abs(double(dropped) / n - p) < 0.01);
-  }
 }
 
 TEST_CASE("embedding lookup and its scatter-add gradient", "[ops][embedding]") {

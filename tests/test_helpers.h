@@ -96,7 +96,7 @@ inline void check_gradients(const std::function<double()>& loss,
       };
       // A ReLU kink inside [-h, h] spoils a central difference; a retry
       // at smaller steps tells a kink from a wrong gradient.
-      for (double hh : {h / 4, h / 16})
+      for (double hh : {h / 4, h / 16, h / 64})
         if (std::abs(analytic - numeric) > atol + rtol * std::abs(analytic)) numeric = fd(hh);
       INFO(t.name << "[" << i << "]: analytic " << analytic << " numeric " << numeric);
       CHECK(std::abs(analytic - numeric) <=

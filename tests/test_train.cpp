@@ -309,12 +309,13 @@ TEST_CASE("loss curve regression record of a tiny model", "[train]") {
   const std::vector<double> losses = run_steps(t, 30);
   // Recorded from this implementation (2 threads) after checking that it
   // learns: reversal with label smoothing, dropout 0.1, two batches per
-  // update.
+  // update. Recorded again when dropout's masks took one hash per pair of
+  // elements (the curve before ended at 2.776159, this one at 2.758357).
   const std::vector<double> golden = {
-      3.938513, 3.909527, 3.773604, 3.814978, 3.638146, 3.547294, 3.439162, 3.351776,
-      3.179112, 3.129389, 3.285993, 3.052588, 3.094927, 3.026764, 3.067703, 2.936984,
-      2.933347, 2.987910, 3.030462, 2.935881, 2.912287, 2.859316, 2.747571, 2.909476,
-      2.876442, 2.852544, 2.689698, 2.771564, 2.779996, 2.776159,
+      3.941127, 3.900818, 3.730374, 3.800779, 3.612705, 3.560350, 3.428800, 3.373188,
+      3.228568, 3.105393, 3.274377, 3.037633, 3.116486, 3.006518, 3.067843, 2.935313,
+      2.932021, 2.964991, 3.039321, 2.936546, 2.904190, 2.833807, 2.771625, 2.915413,
+      2.838234, 2.832840, 2.681839, 2.774001, 2.773577, 2.758357,
   };
   std::string got;
   for (double l : losses) got += std::to_string(l) + ", ";

@@ -19,11 +19,18 @@ NMT_HOST_DEVICE inline uint64_t mix_seed(uint64_t a, uint64_t b) {
   return z ^ (z >> 31);
 }
 
+// The 32 random bits of dropout's element i: elements 2j and 2j+1 take the
+// high and low halves of one hash, so a loop over pairs hashes once for two
+// elements (the hash's 64-bit multiplies were most of dropout's time on the
+// CPU).
+NMT_HOST_DEVICE inline uint32_t dropout_bits(uint64_t pair_hash, uint64_t i) {
+  return static_cast<uint32_t>(i & 1 ? pair_hash : pair_hash >> 32);
+}
+
 // Dropout of element i: 0 with probability p, else x / (1 - p).
 NMT_HOST_DEVICE inline float dropout_value(float x, uint64_t seed, uint64_t i, uint32_t threshold,
                                            float keep) {
-  const uint32_t r = static_cast<uint32_t>(mix_seed(seed, i) >> 32);
-  return r < threshold ? 0.f : x * keep;
+  return dropout_bits(mix_seed(seed, i >> 1), i) < threshold ? 0.f : x * keep;
 }
 
 }  // namespace nmt

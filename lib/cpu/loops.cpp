@@ -179,9 +179,16 @@ void dropout(float* x, int64_t n, float p, uint64_t seed) {
   if (p <= 0.f) return;
   const float keep = 1.f / (1.f - p);
   const uint32_t threshold = static_cast<uint32_t>(p * 4294967296.0);
+  // dropout_value's masks, one hash per pair of elements.
+  const int64_t pairs = n / 2;
 #pragma omp parallel for if (n > 32768)
-  for (int64_t i = 0; i < n; ++i)
-    x[i] = dropout_value(x[i], seed, static_cast<uint64_t>(i), threshold, keep);
+  for (int64_t j = 0; j < pairs; ++j) {
+    const uint64_t h = mix_seed(seed, static_cast<uint64_t>(j));
+    x[2 * j] = dropout_bits(h, 0) < threshold ? 0.f : x[2 * j] * keep;
+    x[2 * j + 1] = dropout_bits(h, 1) < threshold ? 0.f : x[2 * j + 1] * keep;
+  }
+  if (n % 2)
+    x[n - 1] = dropout_value(x[n - 1], seed, static_cast<uint64_t>(n - 1), threshold, keep);
 }
 
 void activate(const float* x, float* y, int64_t n, Activation act) {
