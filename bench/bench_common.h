@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -145,46 +147,62 @@ inline void print_peak(int threads, double* nominal, double* measured) {
   );
 }
 
+// A benchmark's command line, read once (CLI11, as nmt's own).
+struct Args {
+  std::vector<long> positional;
+  std::map<std::string, std::string> values;  // the options given
+  std::string value(const std::string& name, const std::string& fallback) const {
+    const auto it = values.find(name);
+    return it == values.end() ? fallback : it->second;
+  }
+};
+
 // The command line against what a benchmark takes: -h or --help prints
 // `usage` (the file's header) and exits 0; an option not in `options` (each
 // takes a value), an option without its value, a value of one of `numbers`
 // that is not a number, or a positional argument that is not a positive
 // integer (`positional` of them at most) is a one-line error, exit 2, before
-// any measurement runs. Returns the positional arguments' values.
-inline std::vector<long> check_args(int argc, char** argv, const char* usage,
-                                    std::initializer_list<const char*> options,
-                                    std::initializer_list<const char*> numbers, int positional) {
-  auto fail = [&](const std::string& why) {
-    std::fprintf(stderr, "%s: %s (--help lists the arguments)\n", argv[0], why.c_str());
-    std::exit(2);
-  };
-  std::vector<long> pos;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      std::fputs(usage, stdout);
-      std::exit(0);
-    }
-    if (a.size() > 1 && a[0] == '-') {
-      bool known = false, number = false;
-      for (const char* o : options) known = known || a == o;
-      for (const char* o : numbers) number = number || a == o;
-      if (!known) fail("unknown option " + a);
-      if (i + 1 >= argc) fail(a + " needs a value");
-      char* end = nullptr;
-      std::strtod(argv[i + 1], &end);
-      if (number && (*argv[i + 1] == '\0' || *end != '\0'))
-        fail(a + ": expected a number, got \"" + argv[i + 1] + "\"");
-      ++i;
-      continue;
-    }
-    char* end = nullptr;
-    const long v = std::strtol(a.c_str(), &end, 10);
-    if (static_cast<int>(pos.size()) >= positional) fail("unexpected argument " + a);
-    if (*end != '\0' || v <= 0) fail("expected a positive integer, got " + a);
-    pos.push_back(v);
+// any measurement runs.
+inline Args check_args(int argc, char** argv, const char* usage,
+                       std::initializer_list<const char*> options,
+                       std::initializer_list<const char*> numbers, int positional) {
+  CLI::App app;
+  app.set_help_flag();  // the benchmark's own usage instead of CLI11's
+  bool help = false;
+  app.add_flag("-h,--help", help);
+  std::vector<std::string> given(options.size());
+  std::vector<CLI::Option*> opts;
+  for (const char* o : options) {
+    CLI::Option* opt = app.add_option(o, given[opts.size()]);
+    for (const char* n : numbers)
+      if (std::string(n) == o) opt->check(CLI::Number);
+    opts.push_back(opt);
   }
-  return pos;
+  Args args;
+  if (positional > 0)
+    app.add_option("positional", args.positional)
+        ->expected(0, positional)
+        ->check(CLI::Validator(
+            [](std::string& v) {
+              char* end = nullptr;
+              const long n = std::strtol(v.c_str(), &end, 10);
+              return *end == '\0' && n > 0 ? std::string()
+                                           : "expected a positive integer, got " + v;
+            },
+            "POSITIVE INTEGER"));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s (--help lists the arguments)\n", argv[0], e.what());
+    std::exit(2);
+  }
+  if (help) {
+    std::fputs(usage, stdout);
+    std::exit(0);
+  }
+  for (size_t i = 0; i < opts.size(); ++i)
+    if (opts[i]->count() > 0) args.values[opts[i]->get_name()] = given[i];
+  return args;
 }
 
 }  // namespace nmt::bench

@@ -42,12 +42,13 @@ void fill(Tensor& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::check_args(argc, argv,
-                    "GEMM and attention throughput at transformer-small's and "
-                    "transformer-base's shapes, and a linear layer's backward in f32 and bf16.\n"
-                    "  bench_gemm [threads]   (default 2)\n",
-                    {}, {}, 1);
-  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const bench::Args args = bench::check_args(
+      argc, argv,
+      "GEMM and attention throughput at transformer-small's and "
+      "transformer-base's shapes, and a linear layer's backward in f32 and bf16.\n"
+      "  bench_gemm [threads]   (default 2)\n",
+      {}, {}, 1);
+  const int threads = args.positional.empty() ? 2 : static_cast<int>(args.positional[0]);
   ops::set_num_threads(threads);
   double nominal, measured;
   bench::print_peak(threads, &nominal, &measured);

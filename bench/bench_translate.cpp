@@ -47,40 +47,34 @@ namespace {
 
 using Ids = std::vector<std::vector<int32_t>>;
 
-std::string arg_value(int argc, char** argv, const std::string& name, const std::string& def) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (name == argv[i]) return argv[i + 1];
-  return def;
-}
-
-int real_text(int argc, char** argv) {
+int real_text(const bench::Args& args) {
   const std::string data = std::string(NMT_SOURCE_DIR) + "/../shared/data/multi30k/";
-  const std::string model_path = arg_value(argc, argv, "--real", "");
-  const std::string src_path = arg_value(argc, argv, "--src", data + "test_2016_flickr.en.gz");
-  const std::string ref_path = arg_value(argc, argv, "--ref", data + "test_2016_flickr.de.gz");
+  const std::string model_path = args.value("--real", "");
+  const std::string src_path = args.value("--src", data + "test_2016_flickr.en.gz");
+  const std::string ref_path = args.value("--ref", data + "test_2016_flickr.de.gz");
   // 0, 0: nmt translate's defaults (workers and threads chosen for the machine).
-  const int threads = std::stoi(arg_value(argc, argv, "--threads", "0"));
-  const int workers = std::stoi(arg_value(argc, argv, "--workers", "0"));
-  const int repeat = std::stoi(arg_value(argc, argv, "--repeat", "3"));
+  const int threads = std::stoi(args.value("--threads", "0"));
+  const int workers = std::stoi(args.value("--workers", "0"));
+  const int repeat = std::stoi(args.value("--repeat", "3"));
   SearchOptions opts;
-  opts.beam = std::stoi(arg_value(argc, argv, "--beam", "4"));
+  opts.beam = std::stoi(args.value("--beam", "4"));
   // The search of another engine's settings (bench/ct2.py: no length
   // normalisation, a fixed length limit); nmt translate's defaults otherwise.
-  opts.alpha = std::stof(arg_value(argc, argv, "--alpha", std::to_string(opts.alpha)));
-  opts.max_len_a = std::stof(arg_value(argc, argv, "--max-length-a", std::to_string(opts.max_len_a)));
-  opts.max_len_b = std::stoi(arg_value(argc, argv, "--max-length-b", std::to_string(opts.max_len_b)));
+  opts.alpha = std::stof(args.value("--alpha", std::to_string(opts.alpha)));
+  opts.max_len_a = std::stof(args.value("--max-length-a", std::to_string(opts.max_len_a)));
+  opts.max_len_b = std::stoi(args.value("--max-length-b", std::to_string(opts.max_len_b)));
   validate(opts);
-  const int64_t batch_tokens = std::stoll(arg_value(argc, argv, "--batch-tokens", "0"));
+  const int64_t batch_tokens = std::stoll(args.value("--batch-tokens", "0"));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ops::set_num_threads(cores);
   double nominal, measured;
   bench::print_peak(cores, &nominal, &measured);
-  const Device device = parse_device(arg_value(argc, argv, "--device", "cpu"));
+  const Device device = parse_device(args.value("--device", "cpu"));
   require_device(device);
   // --shortlist on: the model's vocabulary shortlist restricts the output.
-  const bool shortlist = arg_value(argc, argv, "--shortlist", "off") == "on";
-  LoadedModel model = load_model(model_path, arg_value(argc, argv, "--compute-type", ""), nullptr,
-                                 device, shortlist ? ShortlistLoad::Read : ShortlistLoad::Skip);
+  const bool shortlist = args.value("--shortlist", "off") == "on";
+  LoadedModel model = load_model(model_path, args.value("--compute-type", ""), nullptr, device,
+                                 shortlist ? ShortlistLoad::Read : ShortlistLoad::Skip);
   if (shortlist) {
     if (!model.shortlist) {
       std::fprintf(stderr, "bench_translate: %s has no shortlist (nmt shortlist adds one)\n",
@@ -95,11 +89,11 @@ int real_text(int argc, char** argv) {
                 [](const std::string& m) { std::fprintf(stderr, "bench_translate: %s\n", m.c_str()); },
                 workers, threads);
   // --batching continuous: sentences join running batches as others finish.
-  tr.set_continuous(arg_value(argc, argv, "--batching", "static") == "continuous");
+  tr.set_continuous(args.value("--batching", "static") == "continuous");
   // Warm-up: by default a pass over the same text (every shape it needs is
   // then built); --warmup-lines N warms up on the first N lines only and
   // times the rest, whose shapes are new.
-  const size_t warm = std::stoul(arg_value(argc, argv, "--warmup-lines", "0"));
+  const size_t warm = std::stoul(args.value("--warmup-lines", "0"));
   if (warm > 0 && warm < src.size()) {
     tr.translate(
         std::vector<std::string>(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(warm)));
@@ -134,7 +128,7 @@ int real_text(int argc, char** argv) {
     std::printf("%8d %10.2f %12.1f %12lld %8.2f\n", r + 1, src.size() / sec, tokens / sec,
                 static_cast<long long>(ops::primitives_created() - prims), bleu);
   }
-  const size_t latency = std::stoul(arg_value(argc, argv, "--latency", "0"));
+  const size_t latency = std::stoul(args.value("--latency", "0"));
   if (latency > 0) {
     // Warm-up as bench/ct2.py's CTranslate2 side: one call on each of the
     // first 10 sentences (timed again below), which builds the shapes of a
@@ -172,7 +166,7 @@ int main(int argc, char** argv) {
   const bool real =
       std::any_of(argv + 1, argv + argc, [](const char* a) { return std::string(a) == "--real"; });
   if (real) {
-    bench::check_args(
+    const bench::Args args = bench::check_args(
         argc, argv, usage,
         {"--real", "--src", "--ref", "--threads", "--workers", "--beam", "--batch-tokens",
          "--batching", "--repeat", "--warmup-lines", "--latency", "--compute-type", "--shortlist",
@@ -183,13 +177,14 @@ int main(int argc, char** argv) {
     // Bad values (a search option out of range, an unreadable model) are
     // one line and exit 2, not an uncaught exception.
     try {
-      return real_text(argc, argv);
+      return real_text(args);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
       return 2;
     }
   }
-  const std::vector<long> pos = bench::check_args(argc, argv, usage, {"--compute-type"}, {}, 2);
+  const bench::Args args = bench::check_args(argc, argv, usage, {"--compute-type"}, {}, 2);
+  const std::vector<long>& pos = args.positional;
   const int threads = pos.size() > 0 ? static_cast<int>(pos[0]) : 2;
   // Batches of 32 sentences are timed, so at least 32.
   const int n = pos.size() > 1 ? static_cast<int>(pos[1]) : 64;
@@ -198,7 +193,7 @@ int main(int argc, char** argv) {
                  n);
     return 2;
   }
-  const ComputeType compute = parse_compute_type(arg_value(argc, argv, "--compute-type", "f32"));
+  const ComputeType compute = parse_compute_type(args.value("--compute-type", "f32"));
   ops::set_num_threads(threads);
   double nominal, measured;
   bench::print_peak(threads, &nominal, &measured);

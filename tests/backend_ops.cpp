@@ -474,7 +474,7 @@ TEST_CASE("matmul of bf16 operands into an f32 result (a GPU's bf16 activations)
     }
 }
 
-TEST_CASE("matmul in bf16 rounds f32 operands to nearest even, subnormals and NaN included",
+TEST_CASE("matmul in bf16 rounds f32 operands to nearest even, and a NaN stays a NaN",
           "[ops][gemm][bf16]") {
   require_compute(g_device, ComputeType::BF16);
   // K = 1: every result is one product of two bf16 values, exact in f32, so

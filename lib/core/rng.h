@@ -27,10 +27,17 @@ NMT_HOST_DEVICE inline uint32_t dropout_bits(uint64_t pair_hash, uint64_t i) {
   return static_cast<uint32_t>(i & 1 ? pair_hash : pair_hash >> 32);
 }
 
+// Dropout of element i, given its pair's hash: 0 with probability p (bits
+// below threshold = p 2^32), else x / (1 - p) (keep).
+NMT_HOST_DEVICE inline float dropout_of(float x, uint64_t pair_hash, uint64_t i, uint32_t threshold,
+                                        float keep) {
+  return dropout_bits(pair_hash, i) < threshold ? 0.f : x * keep;
+}
+
 // Dropout of element i: 0 with probability p, else x / (1 - p).
 NMT_HOST_DEVICE inline float dropout_value(float x, uint64_t seed, uint64_t i, uint32_t threshold,
                                            float keep) {
-  return dropout_bits(mix_seed(seed, i >> 1), i) < threshold ? 0.f : x * keep;
+  return dropout_of(x, mix_seed(seed, i >> 1), i, threshold, keep);
 }
 
 }  // namespace nmt

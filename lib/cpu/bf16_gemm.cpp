@@ -70,11 +70,23 @@ std::array<int64_t, 2> convert_to_bf16(const MatDesc& m, uint16_t* out) {
 
 namespace {
 
+// Training's row counts change with every batch (batches of 4096 tokens
+// had 45 different counts in their first 60 updates), and each new count
+// built a primitive for every product it met: 584 with AMX kernels in those
+// 60 updates, 1.6 ms each, 3% of the time. Rows are cut into pieces of a
+// bounded set of counts (1024 at a time, then multiples of AMX's 16-row
+// tiles, then under 16: at most 79 counts), and a product that sums over the
+// rows (dW = dy^T x) gets zero rows up to a multiple of kRowsPad instead,
+// which changes no sum: 64 counts up to 4096 rows.
+constexpr Cut kTrainCut{1024, 16, 16};
+constexpr int64_t kRowsPad = 64;
+int64_t padded_rows(int64_t rows) { return (rows + kRowsPad - 1) / kRowsPad * kRowsPad; }
+
 // dst = act(alpha * a @ b (+ bias)) (+ dst) for operands already in bf16,
-// each given with its (row, column) strides.
-void run_bf16(int64_t M, int64_t K, int64_t N, const uint16_t* a16, std::array<int64_t, 2> sa,
-              const uint16_t* b16, std::array<int64_t, 2> sb, const MatDesc& dst,
-              const GemmAttr& attr) {
+// each given with its (row, column) strides: one primitive.
+void product_bf16(int64_t M, int64_t K, int64_t N, const uint16_t* a16, std::array<int64_t, 2> sa,
+                  const uint16_t* b16, std::array<int64_t, 2> sb, const MatDesc& dst,
+                  const GemmAttr& attr) {
   Key key;
   key.add(9);
   key.add(M), key.add(K), key.add(N);
@@ -103,17 +115,30 @@ void run_bf16(int64_t M, int64_t K, int64_t N, const uint16_t* a16, std::array<i
   e.run();
 }
 
-// Training's row counts change with every batch (batches of 4096 tokens
-// had 45 different counts in their first 60 updates), and each new count
-// built a primitive for every product it met: 584 with AMX kernels in those
-// 60 updates, 1.6 ms each, 3% of the time. Rows are cut into pieces of a
-// bounded set of counts (1024 at a time, then multiples of AMX's 16-row
-// tiles, then under 16: at most 79 counts), and a product that sums over the
-// rows (dW = dy^T x) gets zero rows up to a multiple of kRowsPad instead,
-// which changes no sum: 64 counts up to 4096 rows.
-constexpr Cut kTrainCut{1024, 16, 16};
-constexpr int64_t kRowsPad = 64;
-int64_t padded_rows(int64_t rows) { return (rows + kRowsPad - 1) / kRowsPad * kRowsPad; }
+// The same, a row-major a cut into row pieces of kTrainCut (a column-major
+// one would keep M in its strides: one primitive).
+void run_bf16(int64_t M, int64_t K, int64_t N, const uint16_t* a16, std::array<int64_t, 2> sa,
+              const uint16_t* b16, std::array<int64_t, 2> sb, const MatDesc& dst,
+              const GemmAttr& attr) {
+  if (sa[1] != 1) return product_bf16(M, K, N, a16, sa, b16, sb, dst, attr);
+  for_each_piece(M, kTrainCut, [&](int64_t row, int64_t rows) {
+    MatDesc d = dst;
+    d.ptr += row * dst.strides[2];
+    d.dims[2] = rows;
+    product_bf16(rows, K, N, a16 + row * sa[0], sa, b16, sb, d, attr);
+  });
+}
+
+// The product that sums over the K rows of two dense copies, a's read
+// column-major (dW = dy^T x): both get zero rows up to padded_rows(K), which
+// their buffers must have room for.
+void run_bf16_over_rows(int64_t M, int64_t K, int64_t N, uint16_t* a16, uint16_t* b16,
+                        const MatDesc& dst, const GemmAttr& attr) {
+  const int64_t Kp = padded_rows(K);
+  std::fill(a16 + K * M, a16 + Kp * M, uint16_t{0});
+  std::fill(b16 + K * N, b16 + Kp * N, uint16_t{0});
+  product_bf16(M, Kp, N, a16, {1, M}, b16, {N, 1}, dst, attr);
+}
 
 bool unbatched(const MatDesc& m) { return m.dims[0] * m.dims[1] == 1; }
 bool row_major(const MatDesc& m) { return unbatched(m) && (m.strides[3] == 1 || m.dims[3] == 1); }
@@ -130,24 +155,8 @@ void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const Gem
   uint16_t* a16 = scratch(a_bf16, M * Kp);
   uint16_t* b16 = scratch(b_bf16, Kp * N);
   const auto sa = convert_to_bf16(a, a16), sb = convert_to_bf16(b, b16);
-  if (sa[1] != 1) {
-    // a read column-major: the product sums over rows of both copies
-    // (dW = dy^T x), given zero rows up to Kp where b is row-major too.
-    if (sb[1] != 1) {
-      run_bf16(M, K, N, a16, sa, b16, sb, dst, attr);
-      return;
-    }
-    std::fill(a16 + K * M, a16 + Kp * M, uint16_t{0});
-    std::fill(b16 + K * N, b16 + Kp * N, uint16_t{0});
-    run_bf16(M, Kp, N, a16, sa, b16, sb, dst, attr);
-    return;
-  }
-  for_each_piece(M, kTrainCut, [&](int64_t row, int64_t rows) {
-    MatDesc d = dst;
-    d.ptr += row * dst.strides[2];
-    d.dims[2] = rows;
-    run_bf16(rows, K, N, a16 + row * K, sa, b16, sb, d, attr);
-  });
+  if (sa[1] != 1 && sb[1] == 1) return run_bf16_over_rows(M, K, N, a16, b16, dst, attr);
+  run_bf16(M, K, N, a16, sa, b16, sb, dst, attr);
 }
 
 void linear_backward_bf16(const MatDesc& dy, const MatDesc& w, const MatDesc& x, const MatDesc* dx,
@@ -161,7 +170,7 @@ void linear_backward_bf16(const MatDesc& dy, const MatDesc& w, const MatDesc& x,
     throw Error("linear_backward: bf16 products need row-major operands of matching shapes");
   if (!has_bf16()) throw Error("bf16 needs a CPU with AVX512-BF16 or AMX");
   // dy in bf16 once, for both products: row-major (out apart) as dx's left
-  // operand, and read column-major as dw's, with zero rows up to Mp.
+  // operand, and read column-major as dw's, with room for zero rows to Mp.
   const int64_t Mp = padded_rows(M);
   uint16_t* dy16 = scratch(dy_bf16, Mp * out);
   if (db)
@@ -169,28 +178,19 @@ void linear_backward_bf16(const MatDesc& dy, const MatDesc& w, const MatDesc& x,
                          [&](int64_t i, const float* row) { to_bf16_row(row, dy16 + i * out, out); });
   else
     convert_to_bf16(dy, dy16);
-  std::fill(dy16 + M * out, dy16 + Mp * out, uint16_t{0});
   GemmAttr attr;
   if (dx) {
     attr.accumulate = accumulate_dx;
     uint16_t* w16 = scratch(b_bf16, out * in);
-    const auto sw = convert_to_bf16(w, w16);
-    for_each_piece(M, kTrainCut, [&](int64_t row, int64_t rows) {
-      MatDesc d = *dx;
-      d.ptr += row * dx->strides[2];
-      d.dims[2] = rows;
-      run_bf16(rows, out, in, dy16 + row * out, {out, 1}, w16, sw, d, attr);
-    });
+    run_bf16(M, out, in, dy16, {out, 1}, w16, convert_to_bf16(w, w16), *dx, attr);
   }
   attr.accumulate = true;
   uint16_t* x16 = scratch(b_bf16, Mp * in);
   const auto sx = convert_to_bf16(x, x16);
-  if (sx[1] != 1) {  // x read column-major: its copy has no room for more rows
+  if (sx[1] == 1)
+    run_bf16_over_rows(out, M, in, dy16, x16, dw, attr);
+  else
     run_bf16(out, M, in, dy16, {1, out}, x16, sx, dw, attr);
-    return;
-  }
-  std::fill(x16 + M * in, x16 + Mp * in, uint16_t{0});
-  run_bf16(out, Mp, in, dy16, {1, out}, x16, sx, dw, attr);
 }
 
 }  // namespace nmt::cpu

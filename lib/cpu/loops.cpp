@@ -184,8 +184,8 @@ void dropout(float* x, int64_t n, float p, uint64_t seed) {
 #pragma omp parallel for if (n > 32768)
   for (int64_t j = 0; j < pairs; ++j) {
     const uint64_t h = mix_seed(seed, static_cast<uint64_t>(j));
-    x[2 * j] = dropout_bits(h, 0) < threshold ? 0.f : x[2 * j] * keep;
-    x[2 * j + 1] = dropout_bits(h, 1) < threshold ? 0.f : x[2 * j + 1] * keep;
+    x[2 * j] = dropout_of(x[2 * j], h, 0, threshold, keep);
+    x[2 * j + 1] = dropout_of(x[2 * j + 1], h, 1, threshold, keep);
   }
   if (n % 2)
     x[n - 1] = dropout_value(x[n - 1], seed, static_cast<uint64_t>(n - 1), threshold, keep);
