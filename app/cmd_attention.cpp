@@ -45,7 +45,8 @@ void run(Opts& o) {
     throw UsageError("the sentence is empty");
   if (o.target_given && o.target.find_first_not_of(" \t\r") == std::string::npos)
     throw UsageError("--target is empty: give the translation to draw, or leave --target out");
-  LoadedModel model = load_model(o.model, o.compute, nullptr, open_device(o.device));
+  LoadedModel model = load_model(o.model, o.compute, nullptr, open_device(o.device),
+                                 ShortlistLoad::Skip, WeightsUse::ProductsOnly);
   const ModelConfig& cfg = model.config;
   const AttentionKind kind = o.kind == "self"           ? AttentionKind::EncoderSelf
                              : o.kind == "decoder-self" ? AttentionKind::DecoderSelf

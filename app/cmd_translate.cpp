@@ -473,7 +473,8 @@ void run(Opts& o) {
     first_shortlist = o.shortlist == "on" ? ShortlistLoad::Read : ShortlistLoad::IfOnByDefault;
   for (const auto& m : o.models)
     loaded.push_back(load_model(m, o.compute, nullptr, device,
-                                loaded.empty() ? first_shortlist : ShortlistLoad::Skip));
+                                loaded.empty() ? first_shortlist : ShortlistLoad::Skip,
+                                WeightsUse::ProductsOnly));
   LoadedModel& model = loaded[0];
   std::optional<Ensemble> ensemble;
   if (loaded.size() > 1) {

@@ -29,7 +29,8 @@ int run_model_score(const ModelScoreArgs& args) {
   loaded.reserve(args.models.size());
   const Device device = open_device(args.device);
   for (const auto& path : args.models)
-    loaded.push_back(load_model(path, args.compute, nullptr, device));
+    loaded.push_back(load_model(path, args.compute, nullptr, device, ShortlistLoad::Skip,
+                                WeightsUse::ProductsOnly));
   const LoadedModel& m = loaded[0];
   if (const std::string why = ensemble_mismatch(loaded, args.models); !why.empty())
     throw InputError("-m " + why);

@@ -73,8 +73,9 @@ int real_text(const bench::Args& args) {
   require_device(device);
   // --shortlist on: the model's vocabulary shortlist restricts the output.
   const bool shortlist = args.value("--shortlist", "off") == "on";
-  LoadedModel model = load_model(model_path, args.value("--compute-type", ""), nullptr, device,
-                                 shortlist ? ShortlistLoad::Read : ShortlistLoad::Skip);
+  LoadedModel model =
+      load_model(model_path, args.value("--compute-type", ""), nullptr, device,
+                 shortlist ? ShortlistLoad::Read : ShortlistLoad::Skip, WeightsUse::ProductsOnly);
   if (shortlist) {
     if (!model.shortlist) {
       std::fprintf(stderr, "bench_translate: %s has no shortlist (nmt shortlist adds one)\n",
@@ -213,7 +214,7 @@ int main(int argc, char** argv) {
     cfg.vocab_size = 8000;
     Transformer model(cfg);
     model.init(1);
-    freeze_for_inference(model.params(), compute);  // as a loaded model is
+    freeze_for_inference(model.params(), compute, /*products_only=*/true);  // as a loaded model is
     const double flops_per_tok = model.flops_per_token(25, out_len);
     for (int beam : {1, 4}) {
       for (int batch : {1, 32}) {

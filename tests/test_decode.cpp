@@ -1,13 +1,18 @@
 // Decoding: incremental search against a naive argmax loop over full
 // recomputation, beam against greedy, n-best scores against forced decoding,
 // and a model trained here on a copy task translating its inputs exactly.
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include "capability.h"
 #include "core/backend.h"
+#include "core/memory.h"
 #include "decode/ensemble.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
+#include "model/model_file.h"
 #include "model/quantise.h"
 #include "ops/ops.h"
 #include "test_helpers.h"
@@ -672,4 +677,92 @@ TEST_CASE("an int8 model holds no float copy of its matrices", "[decode][int8]")
   // float copy of the weights would be 1x on its own.
   CHECK(int8.packed <= 0.5 * f32.params);
   CHECK(backend(Device::CPU).constant_bytes() == kept_before);  // dropped with the models
+}
+
+namespace {
+
+// The bytes of a Linear layer's weight that lie in whole pages (what the
+// backend can hand back) and how many of those are resident.
+struct WeightPages {
+  int64_t whole = 0, resident = 0;
+};
+
+WeightPages linear_weight_pages(const Transformer& model) {
+  const auto page = static_cast<uintptr_t>(4096);
+  WeightPages w;
+  for (const Param& p : model.params().params()) {
+    // A Linear's weight: a matrix that is neither an embedding nor the
+    // sinusoidal table (ParamStore::add marks every matrix quantisable).
+    if (!p.quantisable || p.name.find("embed") != std::string::npos) continue;
+    const auto at = reinterpret_cast<uintptr_t>(p.value.raw());
+    const uintptr_t begin = (at + page - 1) / page * page,
+                    end = (at + p.value.bytes()) / page * page;
+    if (end <= begin) continue;
+    w.whole += static_cast<int64_t>(end - begin);
+    const int64_t r = resident_bytes(reinterpret_cast<const void*>(begin), end - begin);
+    if (r < 0) return {};  // mincore failed
+    w.resident += r;
+  }
+  return w;
+}
+
+// Searches over row counts from large to small, so that on AMX machines a
+// weight first packed for large counts needs another layout for small ones.
+std::vector<std::vector<Hypothesis>> search_row_counts(const Transformer& model) {
+  SearchOptions opts;
+  opts.beam = 2;
+  opts.max_len_b = 6;
+  opts.n_best = 2;
+  DecodeState st;
+  std::vector<std::vector<Hypothesis>> out;
+  for (int n : {40, 8, 3, 1})
+    for (auto& h :
+         search(model, random_sequences(n, 2, 12, model.config().vocab_size, 70 + n), opts, st))
+      out.push_back(std::move(h));
+  return out;
+}
+
+void check_held_once(ComputeType ct) {
+  require_compute(Device::CPU, ct);
+  ModelConfig cfg = tiny_config(2000);
+  cfg.d_model = 128, cfg.d_ff = 512, cfg.d_k = cfg.d_v = 32, cfg.max_positions = 128;
+  Transformer kept(cfg), once(cfg);
+  kept.init(13), once.init(13);
+  freeze_for_inference(kept.params(), ct);
+  freeze_for_inference(once.params(), ct, /*products_only=*/true);
+  const auto a = search_row_counts(kept), b = search_row_counts(once);
+  // The same translations, to the last bit of every score: the packed copies
+  // hold the same values whichever way they were made.
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].size() == b[i].size());
+    for (size_t k = 0; k < a[i].size(); ++k) {
+      CHECK(a[i][k].tokens == b[i][k].tokens);
+      CHECK(a[i][k].logprob == b[i][k].logprob);
+    }
+  }
+  const WeightPages k = linear_weight_pages(kept), o = linear_weight_pages(once);
+  REQUIRE(k.whole > 0);  // zero: mincore failed (Linux always has it)
+  INFO("Linear weights in whole pages: " << k.whole << " B; resident: " << k.resident << " B kept, "
+                                         << o.resident << " B products only");
+  CHECK(k.resident == k.whole);  // a model that may be written again keeps them
+  CHECK(o.resident == 0);        // held in the packed copies alone
+  // Nor can such a model be written again by mistake (its matrices would
+  // be zeros).
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     ("nmt_test_held_once_" + std::to_string(::getpid()) + ".nmt");
+  CHECK_THROWS_WITH(save_model(file.string(), once, "", {}, ct == ComputeType::INT8),
+                    Catch::Matchers::Contains("loaded for its products only"));
+  CHECK_FALSE(std::filesystem::exists(file));
+  std::filesystem::remove(file);
+}
+
+}  // namespace
+
+TEST_CASE("an int8 model loaded to translate holds each matrix once", "[decode][int8]") {
+  check_held_once(ComputeType::INT8);
+}
+
+TEST_CASE("a bf16 model loaded to translate holds no f32 copy of its matrices", "[decode][bf16]") {
+  check_held_once(ComputeType::BF16);
 }

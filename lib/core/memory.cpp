@@ -1,9 +1,12 @@
 #include "core/memory.h"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 namespace nmt {
 
@@ -16,6 +19,25 @@ uint64_t peak_resident_bytes() {
   struct rusage u {};
   if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;
   return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // kilobytes on Linux
+}
+
+int64_t resident_bytes(const void* p, size_t n) {
+  if (n == 0) return 0;
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (page_size <= 0) return -1;
+  const auto page = static_cast<uintptr_t>(page_size);
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t begin = at / page * page, end = (at + n + page - 1) / page * page;
+  std::vector<unsigned char> in((end - begin) / page);
+  if (::mincore(reinterpret_cast<void*>(begin), end - begin, in.data()) != 0) return -1;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!(in[i] & 1)) continue;
+    const uintptr_t lo = std::max(at, begin + i * page),
+                    hi = std::min(at + n, begin + (i + 1) * page);
+    bytes += static_cast<int64_t>(hi - lo);
+  }
+  return bytes;
 }
 
 std::string gigabytes(double bytes) {

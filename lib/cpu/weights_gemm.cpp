@@ -13,6 +13,8 @@
 //   by the weights' channel scales in a post-op, and applies the row scales,
 //   bias and activation in one pass over the result.
 #include <omp.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -58,6 +60,9 @@ std::mutex packed_mu;
 std::vector<std::shared_ptr<const Packed>> packed;  // guarded by packed_mu
 std::vector<std::string> layouts;       // the bytes of each packed descriptor, guarded
 std::atomic<uint64_t> packed_epoch{0};  // bumped when an owner's copies are dropped
+// Weights whose own pages were handed back (GemmAttr::b_packed_only), by
+// owner and address: a layout they need later is packed from a copy.
+std::vector<std::pair<uint64_t, const void*>> dropped;  // guarded by packed_mu
 
 // A small id for a packed layout, so the hot path compares integers.
 int layout_id(const memory::desc& d) {
@@ -67,6 +72,13 @@ int layout_id(const memory::desc& d) {
   if (it != layouts.end()) return static_cast<int>(it - layouts.begin()) + 1;
   layouts.push_back(bytes);
   return static_cast<int>(layouts.size());
+}
+
+// The descriptor of layout `id`; the caller holds packed_mu.
+memory::desc layout_desc(int id) {
+  dnnl_memory_desc_t d;
+  std::memcpy(&d, layouts.at(static_cast<size_t>(id - 1)).data(), sizeof d);
+  return memory::desc(d);
 }
 
 std::shared_ptr<void> aligned_buffer(size_t bytes) {
@@ -164,8 +176,53 @@ Packed pack(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
   return p;
 }
 
+// Bytes from b's first element to its last, element size `elem`.
+size_t span_bytes(const MatDesc& b, size_t elem) {
+  return static_cast<size_t>((b.dims[2] - 1) * b.strides[2] + (b.dims[3] - 1) * b.strides[3] + 1) *
+         elem;
+}
+
+// Whether a reorder can read a packed layout back into rows: any blocked
+// layout without extra data (an s8 layout with compensation for s8
+// sources, as some non-AMX kernels want, carries some).
+bool readable(const memory::desc& d) { return d.data.extra.flags == 0; }
+
+// The packed copy `from` (in layout from_md) in layout `want`, through b's
+// elements as rows again (f32 from f32 or bf16, exactly; s8 with the copy's
+// channel scales), for weights whose own pages were handed back.
+Packed repack(const Packed& from, const memory::desc& from_md, const MatDesc& b,
+              const GemmAttr& attr, const memory::desc& want) {
+  const bool s8 = attr.b_s8 != nullptr;
+  const int64_t K = b.dims[2], N = b.dims[3];
+  std::shared_ptr<void> rows = aligned_buffer(span_bytes(b, s8 ? 1 : sizeof(float)));
+  memory in(from_md, ctx().engine, from.data.get());
+  memory out(memory::desc({K, N}, s8 ? dt::s8 : dt::f32, {b.strides[2], b.strides[3]}),
+             ctx().engine, rows.get());
+  dnnl::reorder(in, out).execute(ctx().stream, in, out);
+  ctx().stream.wait();
+  GemmAttr a = attr;
+  MatDesc w = b;
+  if (s8)
+    a.b_s8 = static_cast<const int8_t*>(rows.get()), a.b_scales = from.scales.data();
+  else
+    w.ptr = static_cast<const float*>(rows.get());
+  return pack(w, a, want);
+}
+
+// Hands back the pages that lie wholly inside [p, p + bytes): they read as
+// zeros from then on.
+void drop_pages(const void* p, size_t bytes) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t begin = (at + page - 1) / page * page, end = (at + bytes) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 // The packed copy of weights b in the layout of entry e, made on first use
 // by any thread. A per-thread memo keeps the hot path lock-free.
+// Weights read by their products alone (GemmAttr::b_packed_only) are then
+// held in that copy alone, where every product runs on a copy (bf16, int8)
+// and the copy can be read back for another layout.
 const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& attr,
                              const Entry& e) {
   thread_local std::vector<std::shared_ptr<const Packed>> memo;
@@ -179,12 +236,28 @@ const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& a
     return p->owner == owner && p->src == src && p->layout == e.packed;
   });
   if (it == packed.end()) {
-    auto p = std::make_shared<Packed>(pack(b, attr, e.args.at(DNNL_ARG_WEIGHTS).get_desc()));
+    const memory::desc want = e.args.at(DNNL_ARG_WEIGHTS).get_desc();
+    const std::pair<uint64_t, const void*> id{owner, src};
+    const bool gone = std::find(dropped.begin(), dropped.end(), id) != dropped.end();
+    std::shared_ptr<Packed> p;
+    if (gone) {
+      const auto from = std::find_if(packed.begin(), packed.end(), [&](const auto& q) {
+        return q->owner == owner && q->src == src && readable(layout_desc(q->layout));
+      });
+      if (from == packed.end()) throw Error("gemm: weights handed back without a copy to read");
+      p = std::make_shared<Packed>(repack(**from, layout_desc((*from)->layout), b, attr, want));
+    } else {
+      p = std::make_shared<Packed>(pack(b, attr, want));
+    }
     p->owner = owner;
     p->src = src;
     p->layout = e.packed;
     packed.push_back(std::move(p));
     it = packed.end() - 1;
+    if (!gone && attr.b_packed_only && attr.compute != ComputeType::F32 && readable(want)) {
+      drop_pages(src, span_bytes(b, attr.b_s8 ? 1 : sizeof(float)));
+      dropped.push_back(id);
+    }
   }
   memo.push_back(*it);
   return **it;
@@ -378,6 +451,9 @@ void forget_constants(uint64_t owner) {
   packed.erase(std::remove_if(packed.begin(), packed.end(),
                               [&](const auto& p) { return p->owner == owner; }),
                packed.end());
+  dropped.erase(std::remove_if(dropped.begin(), dropped.end(),
+                               [&](const auto& d) { return d.first == owner; }),
+                dropped.end());
   ++packed_epoch;
 }
 

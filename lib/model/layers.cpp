@@ -10,9 +10,12 @@ Linear::Linear(ParamStore& store, const std::string& name, int64_t in, int64_t o
   if (bias) b = store.add(name + "/bias", Shape{out}, Init::Zeros);
 }
 
+// A Linear's weight is read by its products alone (an output projection tied
+// to an embedding is not a Linear): a store frozen for products only need
+// not keep it beside the backend's packed copy.
 void Linear::forward(const Tensor& x, Tensor& y, Activation act) const {
   ops::linear(x, w->value, b ? &b->value : nullptr, y, act, w->store->constant_id(),
-              w->store->compute_type(), w->int8_scales());
+              w->store->compute_type(), w->int8_scales(), w->store->products_only());
 }
 
 void Linear::backward(const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx,

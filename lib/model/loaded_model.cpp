@@ -12,7 +12,7 @@
 namespace nmt {
 
 LoadedModel load_model(const std::string& path, const std::string& compute, FileChecksum* sum,
-                       Device device, ShortlistLoad shortlist) {
+                       Device device, ShortlistLoad shortlist, WeightsUse use) {
   LoadedModel m;
   std::string spm;
   Vocab source;
@@ -36,7 +36,7 @@ LoadedModel load_model(const std::string& path, const std::string& compute, File
   if (m.compute == ComputeType::INT8) m.net->init_for_loading(/*int8=*/true);
   load_weights(f, *m.net);
   // Translation and scoring never change it.
-  freeze_for_inference(m.net->params(), m.compute);
+  freeze_for_inference(m.net->params(), m.compute, use == WeightsUse::ProductsOnly);
 #ifdef __GLIBC__
   // Reading the file freed buffers inside the heap (its header, the
   // vocabulary's bytes, the file's copy of the shortlist), whose pages glibc

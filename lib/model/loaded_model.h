@@ -48,8 +48,16 @@ enum class ShortlistLoad {
   Read,           // when the file has one (nmt info, translate --shortlist on)
   IfOnByDefault,  // only when its metadata turns it on by default (translate --shortlist auto)
 };
+// use: whether the weights may end up in the backend's packed copies alone
+// (ParamStore::freeze's products_only), which a caller that writes the
+// model again must not allow.
+enum class WeightsUse {
+  Keep,          // the model may be saved again (nmt shortlist)
+  ProductsOnly,  // translation, scoring: each matrix held once, packed
+};
 LoadedModel load_model(const std::string& path, const std::string& compute = "",
                        FileChecksum* sum = nullptr, Device device = Device::CPU,
-                       ShortlistLoad shortlist = ShortlistLoad::Skip);
+                       ShortlistLoad shortlist = ShortlistLoad::Skip,
+                       WeightsUse use = WeightsUse::Keep);
 
 }  // namespace nmt

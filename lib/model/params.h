@@ -82,11 +82,17 @@ class ParamStore {
   // Promises that the values never change again (a model loaded to
   // translate or score): backends may then keep repacked copies of the
   // weights, converted to `compute`. constant_id() is 0 until then.
-  void freeze(ComputeType compute = ComputeType::F32) {
+  // products_only: nothing will read the Linear layers' weights but their
+  // products (translation and scoring, not a command that writes the model
+  // again), so that the backend may keep them in its packed copy alone
+  // (GemmAttr::b_packed_only).
+  void freeze(ComputeType compute = ComputeType::F32, bool products_only = false) {
     frozen_ = true;
     compute_ = compute;
+    products_only_ = products_only;
   }
   uint64_t constant_id() const { return frozen_ ? id_ : 0; }
+  bool products_only() const { return frozen_ && products_only_; }
   // Training in another compute type (bf16: mixed precision) without
   // freezing: the products convert the weights per call.
   void set_compute_type(ComputeType compute) { compute_ = compute; }
@@ -108,7 +114,7 @@ class ParamStore {
   Tensor int8_, scales_;  // S8 and F32, when the store holds int8
   uint64_t id_;
   Device device_;
-  bool frozen_ = false;
+  bool frozen_ = false, products_only_ = false;
   ComputeType compute_ = ComputeType::F32;
 };
 
