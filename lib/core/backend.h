@@ -52,11 +52,10 @@ struct GemmAttr {
   const int8_t* b_s8 = nullptr;
   const float* b_scales = nullptr;
   // b is read by nothing but products against it (a frozen model's Linear
-  // weights). With constant_b, in bf16 and int8, which always run on a
-  // packed copy, the backend may then hand b's own pages back once it holds
-  // that copy: b reads as zeros afterwards, and a layout needed later is
-  // packed from the copy. An int8 model so holds its matrices once, not
-  // twice.
+  // weights). With constant_b, the backend may then run every product on a
+  // packed copy and hand b's own pages back once it holds one: b reads as
+  // zeros afterwards, and a layout needed later is packed from the copy. A
+  // model so holds its matrices once, not twice.
   bool b_packed_only = false;
   // What the product runs in: with constant_b, any; otherwise f32, or bf16
   // (mixed-precision training: bf16 operands, f32 accumulation and result).

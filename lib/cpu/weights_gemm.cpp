@@ -221,8 +221,8 @@ void drop_pages(const void* p, size_t bytes) {
 // The packed copy of weights b in the layout of entry e, made on first use
 // by any thread. A per-thread memo keeps the hot path lock-free.
 // Weights read by their products alone (GemmAttr::b_packed_only) are then
-// held in that copy alone, where every product runs on a copy (bf16, int8)
-// and the copy can be read back for another layout.
+// held in that copy alone, where the copy can be read back for another
+// layout.
 const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& attr,
                              const Entry& e) {
   thread_local std::vector<std::shared_ptr<const Packed>> memo;
@@ -254,7 +254,7 @@ const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& a
     p->layout = e.packed;
     packed.push_back(std::move(p));
     it = packed.end() - 1;
-    if (!gone && attr.b_packed_only && attr.compute != ComputeType::F32 && readable(want)) {
+    if (!gone && attr.b_packed_only && readable(want)) {
       drop_pages(src, span_bytes(b, attr.b_s8 ? 1 : sizeof(float)));
       dropped.push_back(id);
     }
@@ -315,7 +315,9 @@ double time_runs(Entry& e) {
 // projection at M <= 32, while the vocabulary projection runs 1.5x faster
 // packed). So the first call of each shape times both on the real operands
 // and keeps the faster. (bf16 and int8 weights are always packed: they
-// must be converted anyway.)
+// must be converted anyway. So are f32 weights held packed alone
+// (GemmAttr::b_packed_only): on test_2016_flickr that was no slower, and
+// transformer-base's peak memory fell from 727-750 MB to 526-545.)
 // The choice is made once per weight, class of row counts (see row_class)
 // and thread count for every thread (the translation workers meet the same
 // shapes), and the packed candidate uses the shared packed copy, so a new
@@ -505,10 +507,13 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     key.add(8);
     key.add(std::array<int64_t, 7>{rows, K, N, lda, s.ldc, b.strides[2], b.strides[3]});
     key.add(bits(fused.alpha));
-    key.add((fused.bias != nullptr) + static_cast<int>(fused.act) * 2 + static_cast<int>(ct) * 16);
+    // f32 weights held packed alone never run on a plain-layout primitive.
+    const bool packed_only = attr.b_packed_only && ct == ComputeType::F32;
+    key.add((fused.bias != nullptr) + static_cast<int>(fused.act) * 2 + static_cast<int>(ct) * 16 +
+            packed_only * 256);
     const auto* a_rows = static_cast<const char*>(src) + row * lda * elem;
     Entry& e = lookup(key, [&](Entry& e) {
-      if (ct == ComputeType::F32) {
+      if (ct == ComputeType::F32 && !packed_only) {
         Key choice;
         choice.add(9);
         choice.add(std::array<int64_t, 5>{row_class(rows), K, N, b.strides[2], b.strides[3]});
