@@ -688,7 +688,7 @@ struct WeightPages {
 };
 
 WeightPages linear_weight_pages(const Transformer& model) {
-  const auto page = static_cast<uintptr_t>(4096);
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   WeightPages w;
   for (const Param& p : model.params().params()) {
     // A Linear's weight: a matrix that is neither an embedding nor the
