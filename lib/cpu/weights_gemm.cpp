@@ -317,7 +317,7 @@ double time_runs(Entry& e) {
 // and keeps the faster. (bf16 and int8 weights are always packed: they
 // must be converted anyway. So are f32 weights held packed alone
 // (GemmAttr::b_packed_only): on test_2016_flickr that was no slower, and
-// transformer-base's peak memory fell from 727-750 MB to 526-545.)
+// transformer-base's peak memory fell from 707-733 MiB to 514-532.)
 // The choice is made once per weight, class of row counts (see row_class)
 // and thread count for every thread (the translation workers meet the same
 // shapes), and the packed candidate uses the shared packed copy, so a new
