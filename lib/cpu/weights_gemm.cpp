@@ -87,6 +87,15 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
   return buf;
 }
 
+// A packed copy's buffer, zeroed: the reorders leave the padding between a
+// layout's elements and its extra data unwritten, and reads_back compares
+// two copies whole.
+std::shared_ptr<void> packed_buffer(size_t bytes) {
+  std::shared_ptr<void> buf = aligned_buffer(bytes);
+  std::memset(buf.get(), 0, bytes);
+  return buf;
+}
+
 // Whether the instruction set oneDNN runs here includes `want` (its ISA
 // values are sets of bits, each including those below it). Read once: it
 // is fixed for the process.
@@ -116,7 +125,7 @@ Packed pack_s8(const MatDesc& b, const GemmAttr& attr, const memory::desc& want)
   const int64_t K = b.dims[2], N = b.dims[3], sk = b.strides[2], sn = b.strides[3];
   Packed p;
   p.bytes = want.get_size();
-  p.data = aligned_buffer(p.bytes);
+  p.data = packed_buffer(p.bytes);
   p.scales.assign(attr.b_scales, attr.b_scales + N);
   const int8_t* from_q = attr.b_s8;
   std::shared_ptr<void> narrowed;
@@ -151,7 +160,7 @@ Packed pack(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
   memory::desc from_md({K, N}, dt::f32, {sk, sn});
   Packed p;
   p.bytes = want.get_size();
-  p.data = aligned_buffer(p.bytes);
+  p.data = packed_buffer(p.bytes);
   std::shared_ptr<void> quantised;
   if (want.data_type() == dt::s8) {
     quantised = aligned_buffer(K * N);
@@ -182,10 +191,15 @@ size_t span_bytes(const MatDesc& b, size_t elem) {
          elem;
 }
 
-// Whether a reorder can read a packed layout back into rows: any blocked
-// layout without extra data (an s8 layout with compensation for s8
-// sources, as some non-AMX kernels want, carries some).
-bool readable(const memory::desc& d) { return d.data.extra.flags == 0; }
+// A packed layout's elements alone. A layout with extra data (s8 weights
+// for s8 sources without AMX carry their column sums, oneDNN's s8s8
+// compensation) holds the elements first, laid out as without it, and the
+// extra data after them.
+memory::desc elements_of(const memory::desc& d) {
+  dnnl_memory_desc_t e = d.data;
+  e.extra = dnnl_memory_extra_desc_t{};
+  return memory::desc(e);
+}
 
 // The packed copy `from` (in layout from_md) in layout `want`, through b's
 // elements as rows again (f32 from f32 or bf16, exactly; s8 with the copy's
@@ -195,7 +209,7 @@ Packed repack(const Packed& from, const memory::desc& from_md, const MatDesc& b,
   const bool s8 = attr.b_s8 != nullptr;
   const int64_t K = b.dims[2], N = b.dims[3];
   std::shared_ptr<void> rows = aligned_buffer(span_bytes(b, s8 ? 1 : sizeof(float)));
-  memory in(from_md, ctx().engine, from.data.get());
+  memory in(elements_of(from_md), ctx().engine, from.data.get());
   memory out(memory::desc({K, N}, s8 ? dt::s8 : dt::f32, {b.strides[2], b.strides[3]}),
              ctx().engine, rows.get());
   dnnl::reorder(in, out).execute(ctx().stream, in, out);
@@ -206,7 +220,24 @@ Packed repack(const Packed& from, const memory::desc& from_md, const MatDesc& b,
     a.b_s8 = static_cast<const int8_t*>(rows.get()), a.b_scales = from.scales.data();
   else
     w.ptr = static_cast<const float*>(rows.get());
-  return pack(w, a, want);
+  Packed p = pack(w, a, want);
+  // Without VNNI pack narrows again: the same 7-bit values, but a scale
+  // recomputed as 63 * s / 63 may be an ulp off the copy's.
+  if (s8) p.scales = from.scales;
+  return p;
+}
+
+// Whether the copy p (in layout d) gives back what it was packed from, so
+// that b's own pages can go: a layout without extra data always does (f32
+// and bf16 exactly; bf16 packed again from its f32 reading is the same
+// bf16). One with extra data is read back and packed again once, and must
+// come out byte for byte the same (it would not if oneDNN had scaled the
+// elements, as it does for s8 without VNNI).
+bool reads_back(const Packed& p, const memory::desc& d, const MatDesc& b, const GemmAttr& attr) {
+  if (d.data.extra.flags == 0) return true;
+  const Packed again = repack(p, d, b, attr, d);
+  return again.bytes == p.bytes && again.scales == p.scales &&
+         std::memcmp(again.data.get(), p.data.get(), p.bytes) == 0;
 }
 
 // Hands back the pages that lie wholly inside [p, p + bytes): they read as
@@ -242,7 +273,7 @@ const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& a
     std::shared_ptr<Packed> p;
     if (gone) {
       const auto from = std::find_if(packed.begin(), packed.end(), [&](const auto& q) {
-        return q->owner == owner && q->src == src && readable(layout_desc(q->layout));
+        return q->owner == owner && q->src == src;
       });
       if (from == packed.end()) throw Error("gemm: weights handed back without a copy to read");
       p = std::make_shared<Packed>(repack(**from, layout_desc((*from)->layout), b, attr, want));
@@ -254,7 +285,7 @@ const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& a
     p->layout = e.packed;
     packed.push_back(std::move(p));
     it = packed.end() - 1;
-    if (!gone && attr.b_packed_only && readable(want)) {
+    if (!gone && attr.b_packed_only && reads_back(**it, want, b, attr)) {
       drop_pages(src, span_bytes(b, attr.b_s8 ? 1 : sizeof(float)));
       dropped.push_back(id);
     }
@@ -453,9 +484,9 @@ void forget_constants(uint64_t owner) {
   packed.erase(std::remove_if(packed.begin(), packed.end(),
                               [&](const auto& p) { return p->owner == owner; }),
                packed.end());
-  dropped.erase(std::remove_if(dropped.begin(), dropped.end(),
-                               [&](const auto& d) { return d.first == owner; }),
-                dropped.end());
+  // `dropped` keeps the owner's entries (owners are never reused): should a
+  // store whose weights were handed back ever run a product again, it then
+  // fails for want of a copy instead of packing its zeroed pages.
   ++packed_epoch;
 }
 
