@@ -691,9 +691,9 @@ WeightPages linear_weight_pages(const Transformer& model) {
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   WeightPages w;
   for (const Param& p : model.params().params()) {
-    // A Linear's weight: a matrix that is neither an embedding nor the
-    // sinusoidal table (ParamStore::add marks every matrix quantisable).
-    if (!p.quantisable || p.name.find("embed") != std::string::npos) continue;
+    // A Linear's weight: a matrix inside a layer (the embeddings, an untied
+    // output projection and the sinusoidal table are matrices too).
+    if (!p.quantisable || p.name.find("/layer_") == std::string::npos) continue;
     const auto at = reinterpret_cast<uintptr_t>(p.value.raw());
     const uintptr_t begin = (at + page - 1) / page * page,
                     end = (at + p.value.bytes()) / page * page;
@@ -722,10 +722,14 @@ std::vector<std::vector<Hypothesis>> search_row_counts(const Transformer& model)
   return out;
 }
 
-void check_held_once(ComputeType ct) {
+// tied: one matrix for both embeddings and the output projection; else
+// three, the output projection a matrix of its own that is no Linear and
+// keeps its pages (its rows are gathered for shortlists).
+void check_held_once(ComputeType ct, bool tied = true) {
   require_compute(Device::CPU, ct);
   ModelConfig cfg = tiny_config(2000);
   cfg.d_model = 128, cfg.d_ff = 512, cfg.d_k = cfg.d_v = 32, cfg.max_positions = 128;
+  cfg.tie_embeddings = tied;
   Transformer kept(cfg), once(cfg);
   kept.init(13), once.init(13);
   freeze_for_inference(kept.params(), ct);
@@ -772,10 +776,12 @@ void check_held_once(ComputeType ct) {
 
 TEST_CASE("an f32 model loaded to translate holds each matrix once", "[decode]") {
   check_held_once(ComputeType::F32);
+  check_held_once(ComputeType::F32, /*tied=*/false);
 }
 
 TEST_CASE("an int8 model loaded to translate holds each matrix once", "[decode][int8]") {
   check_held_once(ComputeType::INT8);
+  check_held_once(ComputeType::INT8, /*tied=*/false);
 }
 
 TEST_CASE("a bf16 model loaded to translate holds no f32 copy of its matrices", "[decode][bf16]") {
