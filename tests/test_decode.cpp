@@ -1,7 +1,7 @@
 // Decoding: incremental search against a naive argmax loop over full
 // recomputation, beam against greedy, n-best scores against forced decoding,
 // and a model trained here on a copy task translating its inputs exactly.
-#include <unistd.h>
+#include <unistd.h>  // getpid
 
 #include <algorithm>
 #include <filesystem>
@@ -688,18 +688,15 @@ struct WeightPages {
 };
 
 WeightPages linear_weight_pages(const Transformer& model) {
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   WeightPages w;
   for (const Param& p : model.params().params()) {
     // A Linear's weight: a matrix inside a layer (the embeddings, an untied
     // output projection and the sinusoidal table are matrices too).
     if (!p.quantisable || p.name.find("/layer_") == std::string::npos) continue;
-    const auto at = reinterpret_cast<uintptr_t>(p.value.raw());
-    const uintptr_t begin = (at + page - 1) / page * page,
-                    end = (at + p.value.bytes()) / page * page;
-    if (end <= begin) continue;
-    w.whole += static_cast<int64_t>(end - begin);
-    const int64_t r = resident_bytes(reinterpret_cast<const void*>(begin), end - begin);
+    const PageSpan s = whole_pages(p.value.raw(), static_cast<size_t>(p.value.bytes()));
+    if (s.bytes == 0) continue;
+    w.whole += static_cast<int64_t>(s.bytes);
+    const int64_t r = resident_bytes(s.begin, s.bytes);
     if (r < 0) return {};  // mincore failed
     w.resident += r;
   }

@@ -13,8 +13,6 @@
 //   by the weights' channel scales in a post-op, and applies the row scales,
 //   bias and activation in one pass over the result.
 #include <omp.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +26,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "cpu/onednn.h"
 #include "cpu/primitive_cache.h"
 
@@ -48,7 +47,8 @@ dt weight_type(ComputeType ct) {
 struct Packed {
   uint64_t owner;
   const void* src;
-  int layout;  // layout_id()
+  int layout;       // layout_id() of md
+  memory::desc md;  // the layout itself, to read the copy back (repack)
   std::shared_ptr<void> data;
   size_t bytes = 0;           // of data
   std::vector<float> scales;  // int8: per output channel
@@ -74,26 +74,33 @@ int layout_id(const memory::desc& d) {
   return static_cast<int>(layouts.size());
 }
 
-// The descriptor of layout `id`; the caller holds packed_mu.
-memory::desc layout_desc(int id) {
-  dnnl_memory_desc_t d;
-  std::memcpy(&d, layouts.at(static_cast<size_t>(id - 1)).data(), sizeof d);
-  return memory::desc(d);
-}
-
 std::shared_ptr<void> aligned_buffer(size_t bytes) {
   std::shared_ptr<void> buf(std::aligned_alloc(64, (bytes + 63) / 64 * 64), std::free);
   if (!buf) throw Error("out of memory packing weights");
   return buf;
 }
 
-// A packed copy's buffer, zeroed: the reorders leave the padding between a
-// layout's elements and its extra data unwritten, and reads_back compares
-// two copies whole.
-std::shared_ptr<void> packed_buffer(size_t bytes) {
-  std::shared_ptr<void> buf = aligned_buffer(bytes);
-  std::memset(buf.get(), 0, bytes);
-  return buf;
+// A packed layout's elements alone. A layout with extra data (s8 weights
+// for s8 sources without AMX carry their column sums, oneDNN's s8s8
+// compensation) holds the elements first, laid out as without it, and the
+// extra data after them.
+memory::desc elements_of(const memory::desc& d) {
+  dnnl_memory_desc_t e = d.data;
+  e.extra = dnnl_memory_extra_desc_t{};
+  return memory::desc(e);
+}
+
+// An empty packed copy in layout `want`. What follows the elements is
+// zeroed: the reorders leave the padding before the extra data unwritten,
+// and reads_back compares two copies whole.
+Packed packed_copy(const memory::desc& want) {
+  Packed p;
+  p.md = want;
+  p.bytes = want.get_size();
+  p.data = aligned_buffer(p.bytes);
+  const size_t elements = elements_of(want).get_size();
+  std::memset(static_cast<char*>(p.data.get()) + elements, 0, p.bytes - elements);
+  return p;
 }
 
 // Whether the instruction set oneDNN runs here includes `want` (its ISA
@@ -123,9 +130,7 @@ const void* weights_of(const MatDesc& b, const GemmAttr& attr) {
 // as they are with VNNI, else rounded again to 7 bits (see has_vnni).
 Packed pack_s8(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
   const int64_t K = b.dims[2], N = b.dims[3], sk = b.strides[2], sn = b.strides[3];
-  Packed p;
-  p.bytes = want.get_size();
-  p.data = packed_buffer(p.bytes);
+  Packed p = packed_copy(want);
   p.scales.assign(attr.b_scales, attr.b_scales + N);
   const int8_t* from_q = attr.b_s8;
   std::shared_ptr<void> narrowed;
@@ -158,9 +163,7 @@ Packed pack(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
   if (attr.b_s8) return pack_s8(b, attr, want);
   const int64_t K = b.dims[2], N = b.dims[3], sk = b.strides[2], sn = b.strides[3];
   memory::desc from_md({K, N}, dt::f32, {sk, sn});
-  Packed p;
-  p.bytes = want.get_size();
-  p.data = packed_buffer(p.bytes);
+  Packed p = packed_copy(want);
   std::shared_ptr<void> quantised;
   if (want.data_type() == dt::s8) {
     quantised = aligned_buffer(K * N);
@@ -191,25 +194,15 @@ size_t span_bytes(const MatDesc& b, size_t elem) {
          elem;
 }
 
-// A packed layout's elements alone. A layout with extra data (s8 weights
-// for s8 sources without AMX carry their column sums, oneDNN's s8s8
-// compensation) holds the elements first, laid out as without it, and the
-// extra data after them.
-memory::desc elements_of(const memory::desc& d) {
-  dnnl_memory_desc_t e = d.data;
-  e.extra = dnnl_memory_extra_desc_t{};
-  return memory::desc(e);
-}
-
-// The packed copy `from` (in layout from_md) in layout `want`, through b's
-// elements as rows again (f32 from f32 or bf16, exactly; s8 with the copy's
-// channel scales), for weights whose own pages were handed back.
-Packed repack(const Packed& from, const memory::desc& from_md, const MatDesc& b,
-              const GemmAttr& attr, const memory::desc& want) {
+// The packed copy `from` in layout `want`, through b's elements as rows
+// again (f32 from f32 or bf16, exactly; s8 with the copy's channel scales),
+// for weights whose own pages were handed back.
+Packed repack(const Packed& from, const MatDesc& b, const GemmAttr& attr,
+              const memory::desc& want) {
   const bool s8 = attr.b_s8 != nullptr;
   const int64_t K = b.dims[2], N = b.dims[3];
   std::shared_ptr<void> rows = aligned_buffer(span_bytes(b, s8 ? 1 : sizeof(float)));
-  memory in(elements_of(from_md), ctx().engine, from.data.get());
+  memory in(elements_of(from.md), ctx().engine, from.data.get());
   memory out(memory::desc({K, N}, s8 ? dt::s8 : dt::f32, {b.strides[2], b.strides[3]}),
              ctx().engine, rows.get());
   dnnl::reorder(in, out).execute(ctx().stream, in, out);
@@ -227,26 +220,17 @@ Packed repack(const Packed& from, const memory::desc& from_md, const MatDesc& b,
   return p;
 }
 
-// Whether the copy p (in layout d) gives back what it was packed from, so
-// that b's own pages can go: a layout without extra data always does (f32
-// and bf16 exactly; bf16 packed again from its f32 reading is the same
-// bf16). One with extra data is read back and packed again once, and must
-// come out byte for byte the same (it would not if oneDNN had scaled the
-// elements, as it does for s8 without VNNI).
-bool reads_back(const Packed& p, const memory::desc& d, const MatDesc& b, const GemmAttr& attr) {
-  if (d.data.extra.flags == 0) return true;
-  const Packed again = repack(p, d, b, attr, d);
+// Whether the copy p gives back what it was packed from, so that b's own
+// pages can go: a layout without extra data always does (f32 and bf16
+// exactly; bf16 packed again from its f32 reading is the same bf16). One
+// with extra data is read back and packed again once, and must come out
+// byte for byte the same (it would not if oneDNN had scaled the elements,
+// as it does for s8 without VNNI).
+bool reads_back(const Packed& p, const MatDesc& b, const GemmAttr& attr) {
+  if (p.md.data.extra.flags == 0) return true;
+  const Packed again = repack(p, b, attr, p.md);
   return again.bytes == p.bytes && again.scales == p.scales &&
          std::memcmp(again.data.get(), p.data.get(), p.bytes) == 0;
-}
-
-// Hands back the pages that lie wholly inside [p, p + bytes): they read as
-// zeros from then on.
-void drop_pages(const void* p, size_t bytes) {
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t begin = (at + page - 1) / page * page, end = (at + bytes) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 // The packed copy of weights b in the layout of entry e, made on first use
@@ -276,7 +260,7 @@ const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& a
         return q->owner == owner && q->src == src;
       });
       if (from == packed.end()) throw Error("gemm: weights handed back without a copy to read");
-      p = std::make_shared<Packed>(repack(**from, layout_desc((*from)->layout), b, attr, want));
+      p = std::make_shared<Packed>(repack(**from, b, attr, want));
     } else {
       p = std::make_shared<Packed>(pack(b, attr, want));
     }
@@ -285,8 +269,8 @@ const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& a
     p->layout = e.packed;
     packed.push_back(std::move(p));
     it = packed.end() - 1;
-    if (!gone && attr.b_packed_only && reads_back(**it, want, b, attr)) {
-      drop_pages(src, span_bytes(b, attr.b_s8 ? 1 : sizeof(float)));
+    if (!gone && attr.b_packed_only && reads_back(**it, b, attr)) {
+      release_pages(src, span_bytes(b, attr.b_s8 ? 1 : sizeof(float)));
       dropped.push_back(id);
     }
   }
