@@ -21,16 +21,17 @@ has() { grep -q -- "$1" "$2" || fail "expected '$1' in $2: $(cat "$2")"; }
 "$NMT" train -c transformer-tiny --train-src "$toy/train.en" --train-tgt "$toy/train.de" \
   --valid-src "$toy/dev.en" --valid-tgt "$toy/dev.de" --out m.nmt --vocab-size 300 \
   --max-steps 30 --batch-tokens 1024 --seed 1 --threads 1 2>train.err || fail "train: $(cat train.err)"
-has "shortlist: the 50 likeliest target pieces of each source piece and the 100 most frequent, from [0-9]* training pairs" train.err
+# The defaults: 10 per source piece, and an eighth of the (300-piece) vocabulary frequent.
+has "shortlist: the 10 likeliest target pieces of each source piece and the 37 most frequent, from [0-9]* training pairs" train.err
 has "validation BLEU at beam 4 [0-9.]* with it, [0-9.]* without ([0-9]* sentences" train.err
 grep -q '"type":"shortlist"' m.nmt.log.jsonl || fail "no shortlist entry in the training log"
 "$NMT" info m.nmt >info.txt 2>&1 || fail "info: $(cat info.txt)"
-has "^shortlist    [0-9]* entries (the 50 likeliest of each source piece, 100 frequent pieces), from [0-9]* training pairs; BLEU [0-9.]* with it, [0-9.]* without, on [0-9]* sentences at beam 4" info.txt
+has "^shortlist    [0-9]* entries (the 10 likeliest of each source piece, 37 frequent pieces), from [0-9]* training pairs; BLEU [0-9.]* with it, [0-9.]* without, on [0-9]* sentences at beam 4" info.txt
 "$NMT" info m.nmt --format json >info.json || fail "info json"
 python3 - info.json <<'PY' || fail "info json: $(cat info.json)"
 import json, sys
 s = json.load(open(sys.argv[1]))["shortlist"]
-assert s["entries"] > 0 and s["per_source"] == 50 and s["frequent"] == 100, s
+assert s["entries"] > 0 and s["per_source"] == 10 and s["frequent"] == 37, s
 m = s["measured_on"]
 assert m["sentences"] > 0 and m["beam"] == 4 and 0 <= m["reference_coverage"] <= 1, m
 assert s["default"] == (m["bleu"] - m["bleu_shortlist"] <= 0.2), s

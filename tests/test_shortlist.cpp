@@ -79,6 +79,20 @@ TEST_CASE("a shortlist reaches every target piece of the pairs it was built from
     }
 }
 
+TEST_CASE("a shortlist's default frequent pieces are an eighth of the target vocabulary",
+          "[shortlist]") {
+  const Seqs src = random_sequences(300, 1, 10, 40, 5), tgt = random_sequences(300, 1, 12, 50, 6);
+  const Shortlist sl = Shortlist::build(ptrs(src), ptrs(tgt), 40, 50);
+  CHECK(sl.options().per_source == 10);
+  CHECK(sl.options().frequent == 6);  // 50 / 8, as stored and shown
+  CHECK(sl.frequent().size() == 6);
+  const Shortlist again = Shortlist::parse(sl.serialise(), 40, 50, "test");
+  CHECK(again.options().frequent == 6);
+  ShortlistOptions bad;
+  bad.frequent = -2;
+  CHECK_THROWS_AS(Shortlist::build(ptrs(src), ptrs(tgt), 40, 50, bad), InputError);
+}
+
 TEST_CASE("a shortlist ranks each source piece's translation first", "[shortlist]") {
   Seqs src, tgt;
   dictionary_corpus(2000, 120, 3, src, tgt);

@@ -39,11 +39,12 @@ Shortlist Shortlist::build(const std::vector<const std::vector<int32_t>*>& src,
                            int32_t tgt_vocab, const ShortlistOptions& opts) {
   if (src.size() != tgt.size()) throw Error("shortlist: sources and targets differ in number");
   if (src_vocab <= 0 || tgt_vocab <= 0) throw Error("shortlist: an empty vocabulary");
-  if (opts.per_source < 0 || opts.frequent < 0)
+  if (opts.per_source < 0 || (opts.frequent < 0 && opts.frequent != ShortlistOptions::kEighth))
     throw InputError("shortlist: the candidate counts must not be negative");
   const int64_t n = static_cast<int64_t>(src.size());
   Shortlist sl;
   sl.src_vocab_ = src_vocab, sl.tgt_vocab_ = tgt_vocab, sl.opts_ = opts;
+  if (opts.frequent == ShortlistOptions::kEighth) sl.opts_.frequent = tgt_vocab / 8;
 
   // Each pair's distinct target pieces (CSR), the sentence counts c(s) and
   // c(t), and the token counts that rank the frequent pieces.
@@ -65,7 +66,7 @@ Shortlist Shortlist::build(const std::vector<const std::vector<int32_t>*>& src,
   std::iota(sl.by_frequency_.begin(), sl.by_frequency_.end(), 0);
   std::stable_sort(sl.by_frequency_.begin(), sl.by_frequency_.end(),
                    [&](int32_t a, int32_t b) { return tokens[a] > tokens[b]; });
-  while (sl.n_frequent_ < std::min<int64_t>(opts.frequent, tgt_vocab) &&
+  while (sl.n_frequent_ < std::min<int64_t>(sl.opts_.frequent, tgt_vocab) &&
          tokens[sl.by_frequency_[sl.n_frequent_]] > 0)
     ++sl.n_frequent_;
   std::vector<uint8_t> is_frequent(tgt_vocab, 0);

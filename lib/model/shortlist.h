@@ -22,9 +22,21 @@
 
 namespace nmt {
 
+// The defaults were chosen on Multi30k En-De (transformer-small, 8000
+// target pieces, beam 4, `nmt shortlist` on val; BLEU cost, and seconds
+// for val against 3.2-3.7 s without a shortlist): 50 per source piece and
+// 100 frequent cost 0.25 (2.8 s), 20/500 0.29 (2.6 s), 20/1000 0.14
+// (2.9 s), 10/1000 0.09 (2.6 s); on test_2016_flickr 10/1000 costs 0.04.
+// What the model writes is mostly common pieces, which the frequent ones
+// give every sentence, while a batch's union of per-source lists, which
+// sets the width of its output product, grows with the lists' length.
+// 1000 of 8000 is an eighth: the share is the default for any vocabulary.
 struct ShortlistOptions {
-  int per_source = 50;  // target pieces ranked per source piece (before the coverage pass)
-  int frequent = 100;   // most frequent target pieces, in every batch
+  int per_source = 10;  // target pieces ranked per source piece (before the coverage pass)
+  // Most frequent target pieces, in every batch; kEighth: an eighth of the
+  // target vocabulary.
+  static constexpr int kEighth = -1;
+  int frequent = kEighth;
 };
 
 class Shortlist {
@@ -41,7 +53,8 @@ class Shortlist {
   int32_t tgt_vocab() const { return tgt_vocab_; }
   const ShortlistOptions& options() const { return opts_; }
   // The candidates of one source piece (ascending ids), and the pieces every
-  // batch gets.
+  // batch gets. options().frequent is the number the table holds (never
+  // kEighth).
   const int32_t* begin(int32_t s) const { return targets_.data() + offsets_[s]; }
   const int32_t* end(int32_t s) const { return targets_.data() + offsets_[s + 1]; }
   std::vector<int32_t> frequent() const;
