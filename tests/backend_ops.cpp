@@ -265,6 +265,59 @@ TEST_CASE("matmul with constant weights in int8, over row counts", "[ops][gemm][
   check_weights_matmul(ComputeType::INT8);
 }
 
+TEST_CASE("matmul with constant weights on mostly-zero rows (a ReLU's output), f32",
+          "[ops][gemm]") {
+  if (!runs({Op::Gemm})) return;
+  // GemmAttr::a_sparse: rows with a tenth of their elements non-zero, plus
+  // an all-zero row and a dense one, against the double reference. Widths
+  // cover a whole 256-column block, 16-column pieces and single columns;
+  // K both a multiple of 16 and not.
+  for (auto [K, N] : {std::array<int64_t, 2>{1024, 256}, {100, 80}, {64, 300}})
+    for (int variant = 0; variant < 3; ++variant) {  // plain, bias, bias and ReLU
+      const uint64_t owner = 8484;
+      const int64_t M = 13;
+      auto W = randv(N * K, 31), bv = randv(N, 32);
+      auto A = randv(M * K, 33);
+      std::mt19937 g(34);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t k = 0; k < K; ++k)
+          if (i == 0 || (i != 1 && g() % 10 != 0)) A[i * K + k] = 0.f;  // row 1 stays dense
+      Tensor w = dev(W, Shape{N, K}), bt = dev(bv, Shape{N});
+      ops::MatmulOpts o;
+      o.bias = variant >= 1 ? &bt : nullptr;
+      o.act = variant == 2 ? Activation::Relu : Activation::None;
+      o.constant_b = owner;
+      o.a_sparse = true;
+      Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
+      ops::matmul(a, false, w, true, c, o);
+      std::vector<double> ref(M * N);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double r = 0;
+          for (int64_t k = 0; k < K; ++k) r += double(A[i * K + k]) * W[j * K + k];
+          if (o.bias) r += bv[j];
+          ref[i * N + j] = act_reference(o.act, r);
+        }
+      const auto all = host(c);
+      expect_close(all, ref, tolerance(DType::F32),
+                   "K=" + std::to_string(K) + " N=" + std::to_string(N) + " variant " +
+                       std::to_string(variant));
+      if (g_device == Device::CPU) {
+        // The CPU multiplies row by row: the same numbers for rows 5-8
+        // alone and on one thread as in the batch of 13 on every thread.
+        const int before = ops::num_threads();
+        ops::set_num_threads(1);
+        Tensor part = dev(std::vector<float>(A.begin() + 5 * K, A.begin() + 9 * K), Shape{4, K});
+        Tensor cp(Shape{4, N}, g_device);
+        ops::matmul(part, false, w, true, cp, o);
+        ops::set_num_threads(before);
+        const auto h = host(cp);
+        for (int64_t i = 0; i < 4 * N; ++i) REQUIRE(h[i] == all[5 * N + i]);
+      }
+      backend(g_device).forget_constants(owner);
+    }
+}
+
 TEST_CASE("int8 products of a row do not depend on the other rows of the batch",
           "[ops][gemm][int8]") {
   require_compute(g_device, ComputeType::INT8);

@@ -57,6 +57,11 @@ struct GemmAttr {
   // zeros afterwards, and a layout needed later is packed from the copy. A
   // model so holds its matrices once, not twice.
   bool b_packed_only = false;
+  // a's rows are mostly zeros (a ReLU's output: about nine in ten hidden
+  // units of a trained FFN). With constant_b in f32, the backend may
+  // multiply each row's non-zero elements alone, row by row, so that a
+  // row's result never depends on the rest of its batch.
+  bool a_sparse = false;
   // What the product runs in: with constant_b, any; otherwise f32, or bf16
   // (mixed-precision training: bf16 operands, f32 accumulation and result).
   // Attention's batched products (varying_shape) always run in f32.

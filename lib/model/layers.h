@@ -28,7 +28,9 @@ struct Linear {
   Linear() = default;
   Linear(ParamStore& store, const std::string& name, int64_t in, int64_t out, bool bias = true);
   // x (N, in) -> y (N, out); the activation is fused into the GEMM.
-  void forward(const Tensor& x, Tensor& y, Activation act = Activation::None) const;
+  // sparse_x: x is mostly zeros (see GemmAttr::a_sparse).
+  void forward(const Tensor& x, Tensor& y, Activation act = Activation::None,
+               bool sparse_x = false) const;
   // dx (N, in) = dy W (added to dx when accumulate_dx); dW += dy^T x; db += sum dy.
   void backward(const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx, Grads& g) const;
   int64_t in() const { return w->shape[1]; }

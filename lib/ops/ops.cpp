@@ -111,6 +111,7 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
   attr.constant_b = o.constant_b;
   attr.compute = o.compute;
   attr.b_packed_only = o.b_packed_only;
+  attr.a_sparse = o.a_sparse;
   if (int8_b) {
     attr.b_s8 = b.data_as<int8_t>();
     attr.b_scales = o.b_scales->data();
@@ -119,7 +120,8 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
 }
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, Activation act,
-            uint64_t constant_w, ComputeType compute, const Tensor* w_scales, bool w_packed_only) {
+            uint64_t constant_w, ComputeType compute, const Tensor* w_scales, bool w_packed_only,
+            bool x_sparse) {
   const int64_t in = w.dim(1);
   if (x.numel() % in != 0)
     fail("linear", "input width does not match the weight's " + std::to_string(in));
@@ -130,6 +132,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, Activa
   o.compute = compute;
   o.b_scales = w_scales;
   o.b_packed_only = w_packed_only;
+  o.a_sparse = x_sparse;
   if (x.ndim() == 2) return matmul(x, false, w, true, y, o);
   matmul(x.view(Shape{x.numel() / in, in}), false, w, true, y, o);
 }

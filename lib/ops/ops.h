@@ -35,6 +35,7 @@ struct MatmulOpts {
   // one f32 scale per row of its storage, which is a column of op(b).
   const Tensor* b_scales = nullptr;
   bool b_packed_only = false;  // nothing else reads b (see GemmAttr::b_packed_only)
+  bool a_sparse = false;       // a is mostly zeros (see GemmAttr::a_sparse)
 };
 
 // c (M, N) = act(alpha * op(a) op(b) (+ bias)) (+ c), op a transpose when
@@ -43,12 +44,13 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
             const MatmulOpts& opts = {});
 // y (N, out) = act(x (N, in) W^T (+ b)): the Linear layer's product, W
 // stored (out, in).
-// constant_w, compute, w_scales, w_packed_only: as MatmulOpts::constant_b,
-// compute, b_scales and b_packed_only (w may be S8).
+// constant_w, compute, w_scales, w_packed_only, x_sparse: as
+// MatmulOpts::constant_b, compute, b_scales, b_packed_only and a_sparse (w
+// may be S8).
 void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
             Activation act = Activation::None, uint64_t constant_w = 0,
             ComputeType compute = ComputeType::F32, const Tensor* w_scales = nullptr,
-            bool w_packed_only = false);
+            bool w_packed_only = false, bool x_sparse = false);
 // The backward pass of linear (y = x W^T + b) for dy (N, out): dx = dy W
 // (resized; dx += when accumulate_dx; skipped when dx is null), dW += dy^T x
 // and, when db is given, db += dy's column sums.
