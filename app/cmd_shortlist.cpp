@@ -139,9 +139,9 @@ void register_shortlist(CLI::App& app) {
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   cmd->add_option("--frequent", o->table.frequent,
-                  "Most frequent target pieces, allowed for every sentence (default: an eighth "
-                  "of the target vocabulary)")
-      ->check(CLI::Range(0, 10000000));
+                  "Most frequent target pieces, allowed for every sentence")
+      ->check(CLI::Range(0, 10000000))
+      ->default_str("an eighth of the target vocabulary");
   cmd->add_option("-o,--out", o->out, "The model file to write, with the shortlist")->required();
   add_threads_option(cmd, o->threads);
   cmd->callback([o] { run(*o); });

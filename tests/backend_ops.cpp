@@ -275,7 +275,7 @@ TEST_CASE("matmul with constant weights on mostly-zero rows (a ReLU's output), f
   for (auto [K, N] : {std::array<int64_t, 2>{1024, 256}, {100, 80}, {64, 300}})
     for (int variant = 0; variant < 3; ++variant) {  // plain, bias, bias and ReLU
       const uint64_t owner = 8484;
-      const int64_t M = 13;
+      const int64_t M = 80;  // 80 x 1024 x 256 is threaded (weights_gemm.cpp)
       auto W = randv(N * K, 31), bv = randv(N, 32);
       auto A = randv(M * K, 33);
       std::mt19937 g(34);
@@ -304,7 +304,8 @@ TEST_CASE("matmul with constant weights on mostly-zero rows (a ReLU's output), f
                        std::to_string(variant));
       if (g_device == Device::CPU) {
         // The CPU multiplies row by row: the same numbers for rows 5-8
-        // alone and on one thread as in the batch of 13 on every thread.
+        // alone and on one thread as in the batch of 80 (on every thread
+        // for the first shape, whose product is large enough to split).
         const int before = ops::num_threads();
         ops::set_num_threads(1);
         Tensor part = dev(std::vector<float>(A.begin() + 5 * K, A.begin() + 9 * K), Shape{4, K});

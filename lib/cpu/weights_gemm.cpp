@@ -329,7 +329,8 @@ inline v16 load16(const float* p) { return *reinterpret_cast<const v16u*>(p); }
 inline void store16(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
 
 // acc[0, 16 * V) = sum over j of val[j] * w[col[j] * ldw + (0, 16 * V)], the
-// V vectors held in registers through the sum.
+// V vectors held in registers through the sum where the target has them
+// (V = 16 takes half of AVX-512's 32; an AVX2 build spills some).
 template <int V>
 void sparse_block(const int32_t* col, const float* val, int64_t nnz, const float* w, int64_t ldw,
                   float* acc) {

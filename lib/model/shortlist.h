@@ -53,8 +53,8 @@ class Shortlist {
   int32_t tgt_vocab() const { return tgt_vocab_; }
   const ShortlistOptions& options() const { return opts_; }
   // The candidates of one source piece (ascending ids), and the pieces every
-  // batch gets. options().frequent is the number the table holds (never
-  // kEighth).
+  // batch gets. options().frequent is the number a built or parsed table
+  // holds (never kEighth).
   const int32_t* begin(int32_t s) const { return targets_.data() + offsets_[s]; }
   const int32_t* end(int32_t s) const { return targets_.data() + offsets_[s + 1]; }
   std::vector<int32_t> frequent() const;
