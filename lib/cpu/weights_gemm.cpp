@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -406,6 +407,24 @@ void sparse_rows_product(const MatDesc& a, const float* w, const MatDesc& dst,
   }
 }
 
+// Whether reading only the non-zero inputs pays for weights (K, N): where
+// their rows stay in the core's L2 cache. Each non-zero reads a row of the
+// weights, which from L2 cost 3-5 times a dense multiply-add's share and
+// from L3 about 8 times (bench_gemm's "decoding ffn2" rows, 88 rows: at
+// 92% zeros 1024 -> 256 ran 3.4x faster than dense, 1024 -> 512 and
+// 2048 -> 256 (2 MB) 3.2x and 2.6x, 2048 -> 512 (4 MB) 1.6x; at 84% zeros,
+// a 25-minute transformer-base's share, 1024 -> 256 1.9x faster and
+// 2048 -> 512 1.3x slower, with a 2 MB L2). The choice is per shape and
+// machine, never per batch, so a row's result does not depend on its
+// batch; a machine with another L2 size may choose otherwise.
+bool sparse_pays(int64_t K, int64_t N) {
+  static const int64_t l2 = [] {
+    const long b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
+  }();
+  return K * N * static_cast<int64_t>(sizeof(float)) <= l2;
+}
+
 // The weights b (K, N) as plain rows, the layout sparse_rows_product reads.
 const Packed& rows_of_weights(const MatDesc& b, const GemmAttr& attr) {
   const memory::desc want({b.dims[2], b.dims[3]}, dt::f32, memory::format_tag::ab);
@@ -634,7 +653,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     throw Error("bf16 needs a CPU with AVX512-BF16 or AMX");
   if (attr.b_s8 && (ct != ComputeType::INT8 || !attr.constant_b || !attr.b_scales))
     throw Error("gemm: int8 weights need their scales, an owner and compute int8");
-  if (attr.a_sparse && ct == ComputeType::F32)
+  if (attr.a_sparse && ct == ComputeType::F32 && sparse_pays(K, N))
     return sparse_rows_product(a, static_cast<const float*>(rows_of_weights(b, attr).data.get()),
                                dst, attr);
   // The activations as the primitive reads them.
