@@ -240,14 +240,8 @@ void check_weights_matmul(ComputeType ct) {
       o.constant_b = owner;
       o.compute = ct;
       ops::matmul(a, false, w, true, c, o);
-      std::vector<double> ref(M * N);
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) {
-          double r = 0;
-          for (int64_t k = 0; k < K; ++k) r += double(A[i * K + k]) * W[j * K + k];
-          if (bias) r += bv[j];
-          ref[i * N + j] = act_reference(act, r);
-        }
+      const auto ref =
+          gemm_reference(A, stored(W, N, K, true), bv, {}, Mm{M, K, N}, 1.f, bias, act, false);
       expect_close(host(c), ref, tol,
                    std::string(compute_type_name(ct)) + " M=" + std::to_string(M) + " variant " +
                        std::to_string(variant));
@@ -293,14 +287,8 @@ TEST_CASE("matmul with constant weights on mostly-zero rows (a ReLU's output), f
       o.a_sparse = true;
       Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
       ops::matmul(a, false, w, true, c, o);
-      std::vector<double> ref(M * N);
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) {
-          double r = 0;
-          for (int64_t k = 0; k < K; ++k) r += double(A[i * K + k]) * W[j * K + k];
-          if (o.bias) r += bv[j];
-          ref[i * N + j] = act_reference(o.act, r);
-        }
+      const auto ref = gemm_reference(A, stored(W, N, K, true), bv, {}, Mm{M, K, N}, 1.f,
+                                      o.bias != nullptr, o.act, false);
       const auto all = host(c);
       expect_close(all, ref, tolerance(DType::F32),
                    "K=" + std::to_string(K) + " N=" + std::to_string(N) + " variant " +

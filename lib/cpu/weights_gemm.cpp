@@ -249,13 +249,15 @@ bool reads_back(const Packed& p, const MatDesc& b, const GemmAttr& attr) {
          std::memcmp(again.data.get(), p.data.get(), p.bytes) == 0;
 }
 
-// The packed copy of weights b in the layout of entry e, made on first use
-// by any thread. A per-thread memo keeps the hot path lock-free.
+// The packed copy of weights b in layout `layout` (layout_id() of the
+// descriptor want() returns), made on first use by any thread. A per-thread
+// memo keeps the hot path lock-free; want() is asked on a miss alone.
 // Weights read by their products alone (GemmAttr::b_packed_only) are then
 // held in that copy alone, where the copy can be read back for another
 // layout.
+template <typename Want>
 const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& attr, int layout,
-                             const memory::desc& want) {
+                             const Want& want) {
   thread_local std::vector<std::shared_ptr<const Packed>> memo;
   thread_local uint64_t memo_epoch = 0;
   if (memo_epoch != packed_epoch.load()) memo.clear(), memo_epoch = packed_epoch.load();
@@ -275,9 +277,9 @@ const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& a
         return q->owner == owner && q->src == src;
       });
       if (from == packed.end()) throw Error("gemm: weights handed back without a copy to read");
-      p = std::make_shared<Packed>(repack(**from, b, attr, want));
+      p = std::make_shared<Packed>(repack(**from, b, attr, want()));
     } else {
-      p = std::make_shared<Packed>(pack(b, attr, want));
+      p = std::make_shared<Packed>(pack(b, attr, want()));
     }
     p->owner = owner;
     p->src = src;
@@ -296,7 +298,8 @@ const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& a
 // The packed copy in the weights layout of a primitive's entry.
 const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& attr,
                              const Entry& e) {
-  return packed_weights(owner, b, attr, e.packed, e.args.at(DNNL_ARG_WEIGHTS).get_desc());
+  return packed_weights(owner, b, attr, e.packed,
+                        [&e] { return e.args.at(DNNL_ARG_WEIGHTS).get_desc(); });
 }
 
 // ---- Products with sparse activations -------------------------------------
@@ -414,7 +417,7 @@ void sparse_rows_product(const MatDesc& a, const float* w, const MatDesc& dst,
 // 92% zeros 1024 -> 256 ran 3.4x faster than dense, 1024 -> 512 and
 // 2048 -> 256 (2 MB) 3.2x and 2.6x, 2048 -> 512 (4 MB) 1.6x; at 84% zeros,
 // a 25-minute transformer-base's share, 1024 -> 256 1.9x faster and
-// 2048 -> 512 1.3x slower, with a 2 MB L2). The choice is per shape and
+// 2048 -> 512 1.3-1.45x slower (two runs), with a 2 MB L2). The choice is per shape and
 // machine, never per batch, so a row's result does not depend on its
 // batch; a machine with another L2 size may choose otherwise.
 bool sparse_pays(int64_t K, int64_t N) {
@@ -427,13 +430,17 @@ bool sparse_pays(int64_t K, int64_t N) {
 
 // The weights b (K, N) as plain rows, the layout sparse_rows_product reads.
 const Packed& rows_of_weights(const MatDesc& b, const GemmAttr& attr) {
-  const memory::desc want({b.dims[2], b.dims[3]}, dt::f32, memory::format_tag::ab);
+  const auto want = [&b] {
+    return memory::desc({b.dims[2], b.dims[3]}, dt::f32, memory::format_tag::ab);
+  };
+  // Its layout id per shape, so that a call builds no descriptor and takes
+  // no lock once the shape has been seen on this thread.
   thread_local std::vector<std::pair<std::array<int64_t, 2>, int>> ids;
   const std::array<int64_t, 2> shape{b.dims[2], b.dims[3]};
   int layout = 0;
   for (const auto& [s, id] : ids)
     if (s == shape) layout = id;
-  if (!layout) ids.emplace_back(shape, layout = layout_id(want));
+  if (!layout) ids.emplace_back(shape, layout = layout_id(want()));
   return packed_weights(attr.constant_b, b, attr, layout, want);
 }
 
