@@ -121,6 +121,24 @@ std::vector<AttendCase> attend_cases() {
       // Scores in the hundreds: exp overflows unless the maximum comes off.
       {"large scores", 2, 2, 1, 8, 8, 8, 8, 1.f, 40.f, {}, -1, true},
       {"all masked but the first", 2, 1, 1, 4, 6, 4, 6, 0.5f, 0.f, {}, 1, true},
+      // Head widths of 16, 32, 64 and 128, which the CPU runs 16 keys at a
+      // time: keys across blocks of 16, a whole block, a block's last lane.
+      {"32-wide heads, keys in two blocks", 2, 2, 1, 32, 17, 32, 20, 0.2f, 0.f, {3}, 16, true},
+      {"64-wide heads, one full block", 2, 2, 4, 64, 16, 64, 16, 0.15f, 0.f, {}, 5, true},
+      {"16-wide heads, three blocks, large scores",
+       2,
+       2,
+       1,
+       16,
+       40,
+       16,
+       41,
+       1.f,
+       12.f,
+       {0},
+       33,
+       true},
+      {"128-wide heads, no mask", 1, 2, 2, 128, 15, 128, 15, 0.1f, 0.f, {}, -1, false},
   };
 }
 
@@ -182,6 +200,41 @@ TEST_CASE("attend_row: a masked tail changes nothing, bit for bit, and matches t
       INFO("element " << i);
       REQUIRE(std::abs(e.ctx[i] - cpu[i]) <= 1e-5 + 1e-5 * std::abs(cpu[i]));
     }
+  }
+}
+
+TEST_CASE("CPU attend: a masked tail changes nothing, bit for bit, at every head width",
+          "[decode_ops]") {
+  // The backend's own two paths (16 keys at a time for widths of 16 to 128
+  // with AVX-512, a loop otherwise): batch row 1 with keys 7.. masked, and
+  // NaN where they are, equals that row alone with its 7 keys.
+  for (int64_t D : {8, 16, 32, 64, 128}) {
+    INFO("head width " << D);
+    AttendCase c{"padded", 2, 2, 1, D, 21, D, 21, 0.3f, 0.f, {}, 7, true};
+    AttendData d = make_attend(c, 5);
+    for (int64_t j = 7; j < c.L; ++j)
+      for (int64_t x = 0; x < c.H * D; ++x)
+        d.k[d.a.k[0] + j * d.a.k[2] + x] = d.v[d.a.v[0] + j * d.a.v[2] + x] = NAN;
+    auto desc = [](const float* p, int64_t d0, int64_t d1, int64_t d2, int64_t d3,
+                   const int64_t* st) {
+      MatDesc m;
+      m.ptr = p;
+      m.dims = {d0, d1, d2, d3};
+      m.strides = {st[0], st[1], st[2], 1};
+      return m;
+    };
+    const AttendShape& a = d.a;
+    cpu_backend().attend(desc(d.q.data(), a.B, a.H, a.M, a.D, a.q),
+                         desc(d.k.data(), a.B, a.H, a.L, a.D, a.k),
+                         desc(d.v.data(), a.B, a.H, a.L, a.Dv, a.v), d.mask.data(), c.scale,
+                         desc(d.ctx.data(), a.B, a.H, a.M, a.Dv, a.ctx));
+    std::vector<float> mask(7, 0.f), alone(a.ctx[0], 0.f);
+    cpu_backend().attend(desc(d.q.data() + a.q[0], 1, a.H, a.M, a.D, a.q),
+                         desc(d.k.data() + a.k[0], 1, a.H, 7, a.D, a.k),
+                         desc(d.v.data() + a.v[0], 1, a.H, 7, a.Dv, a.v), mask.data(), c.scale,
+                         desc(alone.data(), 1, a.H, a.M, a.Dv, a.ctx));
+    CHECK(std::memcmp(alone.data(), d.ctx.data() + a.ctx[0], alone.size() * sizeof(float)) == 0);
+    for (float x : alone) REQUIRE(std::isfinite(x));
   }
 }
 

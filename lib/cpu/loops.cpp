@@ -2,6 +2,10 @@
 
 #include <omp.h>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -100,6 +104,116 @@ static int64_t unmasked_length(const float* x, int64_t n) {
   return n;
 }
 
+#if defined(__AVX512F__)
+namespace {
+
+// exp_simd on 16 lanes: the same operations, so the same values.
+inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.33654f));
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.37626f));
+  const __m512 round = _mm512_set1_ps(12582912.f);
+  const __m512 n =
+      _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), round), round);
+  const __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f),
+                                   _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x));
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.f));
+  const __m512i e =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(126)), 23);
+  return _mm512_mul_ps(_mm512_mul_ps(y, _mm512_castsi512_ps(e)), _mm512_set1_ps(2.f));
+}
+
+// Lane j of the result: the sum of a[j]'s 16 lanes. A transpose by shuffles
+// and adds, 45 operations where 16 horizontal sums take about twice that.
+inline __m512 lane_sums16(const __m512* a) {
+  __m512 b[8], c[4], d[2];
+  for (int i = 0; i < 8; ++i)  // lanes of two vectors interleaved
+    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
+                         _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) {  // each 128-bit lane: four vectors' partial sums
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  for (int i = 0; i < 2; ++i)  // then across the 128-bit lanes
+    d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88),
+                       _mm512_shuffle_f32x4(d[0], d[1], 0xDD));
+}
+
+// One query against L keys and values of 16 * NC elements, s scratch of
+// L rounded up to 16. The rows of decoding are short (a few to a few dozen
+// positions), where the generic loop spent its time on one horizontal sum
+// per key and on exponentials in the scalar tail of a vector loop that
+// rarely ran; here 16 keys' scores come out of one transpose as a vector,
+// and the softmax runs on whole vectors whose lanes past L hold -inf.
+template <int NC>
+void attend_row16(const float* qi, const float* kb, int64_t ks, const float* vb, int64_t vs,
+                  const float* m, int64_t L, float scale, float* s, float* o) {
+  __m512 q[NC];
+  for (int c = 0; c < NC; ++c) q[c] = _mm512_loadu_ps(qi + 16 * c);
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int64_t j0 = 0; j0 < L; j0 += 16) {
+    const int64_t n = std::min<int64_t>(16, L - j0);
+    __m512 dots[16];
+    for (int64_t j = 0; j < n; ++j) {
+      const float* kj = kb + (j0 + j) * ks;
+      __m512 acc = _mm512_mul_ps(q[0], _mm512_loadu_ps(kj));
+      for (int c = 1; c < NC; ++c) acc = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(kj + 16 * c), acc);
+      dots[j] = acc;
+    }
+    for (int64_t j = n; j < 16; ++j) dots[j] = _mm512_setzero_ps();
+    const __mmask16 live = static_cast<__mmask16>((1u << n) - 1);
+    __m512 x = _mm512_mul_ps(lane_sums16(dots), _mm512_set1_ps(scale));
+    if (m) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(live, m + j0));
+    x = _mm512_mask_blend_ps(live, _mm512_set1_ps(-INFINITY), x);
+    _mm512_storeu_ps(s + j0, x);
+    vmax = _mm512_max_ps(vmax, x);
+  }
+  const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j0 = 0; j0 < L; j0 += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j0), mx));  // -inf: 0
+    _mm512_storeu_ps(s + j0, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  // The weighted sum unnormalised, in U independent chains of FMAs (one
+  // chain of NC would wait on each FMA's latency), scaled once at the end.
+  constexpr int U = NC >= 8 ? 1 : 8 / NC;
+  __m512 acc[U][NC];
+  for (int u = 0; u < U; ++u)
+    for (int c = 0; c < NC; ++c) acc[u][c] = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + U <= L; j += U)
+    for (int u = 0; u < U; ++u) {
+      const __m512 p = _mm512_set1_ps(s[j + u]);
+      const float* vj = vb + (j + u) * vs;
+      for (int c = 0; c < NC; ++c)
+        acc[u][c] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj + 16 * c), acc[u][c]);
+    }
+  for (; j < L; ++j) {
+    const __m512 p = _mm512_set1_ps(s[j]);
+    const float* vj = vb + j * vs;
+    for (int c = 0; c < NC; ++c)
+      acc[0][c] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj + 16 * c), acc[0][c]);
+  }
+  const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sum));
+  for (int c = 0; c < NC; ++c) {
+    __m512 t = acc[0][c];
+    for (int u = 1; u < U; ++u) t = _mm512_add_ps(t, acc[u][c]);
+    _mm512_storeu_ps(o + 16 * c, _mm512_mul_ps(t, inv));
+  }
+}
+
+}  // namespace
+#endif
+
 void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
             const MatDesc& ctx) {
   // Decoding's attention is a few dot products per (batch, head) against a
@@ -108,10 +222,22 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
   // query: scores, softmax and the weighted sum, vectorised along the head.
   const int64_t B = q.dims[0], H = q.dims[1], M = q.dims[2], D = q.dims[3];
   const int64_t Lmax = k.dims[2], Dv = v.dims[3];
+  using Row16 = void (*)(const float*, const float*, int64_t, const float*, int64_t, const float*,
+                         int64_t, float, float*, float*);
+  Row16 row16 = nullptr;
+#if defined(__AVX512F__)
+  if (D == Dv && q.strides[3] == 1 && k.strides[3] == 1 && v.strides[3] == 1 &&
+      ctx.strides[3] == 1) {
+    if (D == 16) row16 = attend_row16<1>;
+    if (D == 32) row16 = attend_row16<2>;
+    if (D == 64) row16 = attend_row16<4>;
+    if (D == 128) row16 = attend_row16<8>;
+  }
+#endif
   static thread_local std::vector<float> scores;
 #pragma omp parallel if (B * H * M * Lmax * (D + Dv) > 65536)
   {
-    if (static_cast<int64_t>(scores.size()) < Lmax) scores.resize(Lmax);
+    if (static_cast<int64_t>(scores.size()) < Lmax + 16) scores.resize(Lmax + 16);
     float* s = scores.data();
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b)
@@ -122,6 +248,12 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
         const int64_t L = m ? unmasked_length(m, Lmax) : Lmax;
         for (int64_t i = 0; i < M; ++i) {
           const float* qi = q.ptr + b * q.strides[0] + h * q.strides[1] + i * q.strides[2];
+          if (row16) {
+            row16(qi, kb, k.strides[2], vb, v.strides[2], m, L, scale, s,
+                  const_cast<float*>(ctx.ptr) + b * ctx.strides[0] + h * ctx.strides[1] +
+                      i * ctx.strides[2]);
+            continue;
+          }
           // Four keys at a time: four independent accumulators instead of
           // one dependent chain of FMAs per key.
           const int64_t ks = k.strides[2];
