@@ -1,8 +1,8 @@
 // GEMM and attention throughput at the shapes of transformer-small and
 // transformer-base, against this machine's FP32 peak, and a linear layer's
 // training backward pass in f32 and bf16 (against the bf16 dot-product peak
-// for bf16), and the FFN's second product while decoding, dense against
-// reading only its non-zero inputs. Run:
+// for bf16), the FFN's second product while decoding, dense against
+// reading only its non-zero inputs, and a decoding step's attention. Run:
 //   build/bench/bench_gemm [threads]
 #include <algorithm>
 #include <cmath>
@@ -134,6 +134,33 @@ int main(int argc, char** argv) {
       std::snprintf(label, sizeof label, "%s %s %ldx%ld->%ld %.0f%%", name,
                     sparse ? "sparse" : "dense", (long)M, (long)K, (long)N, 100 * zeros);
       std::printf("%-34s %8.3f %10.1f %8.1f%%\n", label, sec * 1e3, gf, 100 * gf / measured);
+    }
+  }
+  // Attention in a decoding step, from cached keys and values laid out as
+  // decoding keeps them (a cache of 64 positions per row, heads side by
+  // side): self-attention of 88 rows (a Multi30k step's average) over 13
+  // positions, and cross-attention of 22 sentences' 4 beam rows over 19
+  // source positions. GB/s: the keys and values read, which is what bounds
+  // it once they leave the L2 cache.
+  std::printf("\n%-34s %8s %10s\n", "decoding attention (rows x heads)", "us", "GB/s k,v");
+  for (auto [name, H, dk] :
+       {std::tuple<const char*, int64_t, int64_t>{"small", 4, 64}, {"base", 8, 64}}) {
+    const int64_t W = H * dk, cap = 64;
+    for (bool cross : {false, true}) {
+      const int64_t B = cross ? 22 : 88, M = cross ? 4 : 1, L = cross ? 19 : 13;
+      Tensor q(Shape{B * M, W}), kc(Shape{B * cap, W}), vc(Shape{B * cap, W}), mask(Shape{B, L});
+      Tensor ctx(Shape{B * M, W});
+      fill(q), fill(kc), fill(vc), mask.zero();
+      const Tensor qv = q.strided(Shape{B, H, M, dk}, {M * W, dk, W, 1});
+      const Tensor kv = kc.strided(Shape{B, H, L, dk}, {cap * W, dk, W, 1});
+      const Tensor vv = vc.strided(Shape{B, H, L, dk}, {cap * W, dk, W, 1});
+      Tensor cv = ctx.strided(Shape{B, H, M, dk}, {M * W, dk, W, 1});
+      const Tensor m4 = mask.strided(Shape{B, 1, 1, L}, {L, 0, 0, 1});
+      const double sec = time_it([&] { ops::attend(qv, kv, vv, &m4, 0.125f, cv); });
+      char label[64];
+      std::snprintf(label, sizeof label, "%s %s %ldx%ldh, %ld keys", name, cross ? "cross" : "self",
+                    (long)(B * M), (long)H, (long)L);
+      std::printf("%-34s %8.1f %10.1f\n", label, sec * 1e6, 2.0 * B * H * L * dk * 4 / sec / 1e9);
     }
   }
   // A linear layer's training backward pass over a 4096-token batch (dx, dW
