@@ -391,6 +391,29 @@ TEST_CASE("topk_log_softmax_row: -inf columns change nothing, and the CPU select
                                  &cpu_value, &cpu_index, &cpu_col, true);
   CHECK(cpu_col == first.col_lp[0]);
 
+  // The CPU's ordered sum, which adds only the finite columns (packed by
+  // vectors of 16 with AVX-512): a thousand logits spread over 3001 columns
+  // give the numbers of the same thousand side by side, to the bit.
+  {
+    const auto many = randv(1000, 21, 3.f);
+    std::vector<float> spread_out(3001, -kInf);
+    std::vector<int32_t> at;
+    for (int32_t i = 0; i < 1000; ++i) at.push_back(i * 3 + (i % 3 == 1));
+    for (size_t i = 0; i < at.size(); ++i) spread_out[at[i]] = many[i];
+    auto on_cpu = [&](const std::vector<float>& x, int32_t col) {
+      TopkResult r;
+      r.values.resize(4), r.indices.resize(4), r.col_lp.resize(1);
+      cpu_backend().topk_log_softmax(x.data(), nullptr, 1, static_cast<int64_t>(x.size()), 4,
+                                     nullptr, 0, &col, 1, r.values.data(), r.indices.data(),
+                                     r.col_lp.data(), true);
+      return r;
+    };
+    const auto side_by_side = on_cpu(many, 7), apart = on_cpu(spread_out, at[7]);
+    CHECK(apart.values == side_by_side.values);
+    CHECK(apart.col_lp == side_by_side.col_lp);
+    for (int j = 0; j < 4; ++j) CHECK(apart.indices[j] == at[side_by_side.indices[j]]);
+  }
+
   // The CPU backend: the same ids (its sums in vector lanes and its own exp
   // give values equal within rounding), for both of its sums.
   for (int64_t Vc : {7, 40, 100, 300}) {

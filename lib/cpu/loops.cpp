@@ -559,6 +559,38 @@ double sum_squares(const float* x, int64_t n) {
   return s;
 }
 
+// The sum of exp(x[v] - mx) added one by one in column order (see
+// Backend::topk_log_softmax's ordered_sum). exp(-inf) adds exactly 0, so
+// only the finite columns are added: a shortlisted row's mask leaves most of
+// the batch's columns at -inf, and the dependent chain of additions, not
+// the exponentials, set this loop's time. With AVX-512 their exponentials
+// are computed in vectors and packed before the chain; the sum is the same
+// to the bit either way.
+static float ordered_exp_sum(const float* x, int64_t V, float mx) {
+  float sum = 0.f;
+#if defined(__AVX512F__)
+  thread_local std::vector<float> packed;
+  if (static_cast<int64_t>(packed.size()) < V + 16) packed.resize(V + 16);
+  float* e = packed.data();
+  int64_t n = 0;
+  const __m512 vmx = _mm512_set1_ps(mx), ninf = _mm512_set1_ps(-INFINITY);
+  for (int64_t v0 = 0; v0 < V; v0 += 16) {
+    const __mmask16 in = V - v0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (V - v0)) - 1);
+    const __m512 xv = _mm512_mask_loadu_ps(ninf, in, x + v0);
+    const __mmask16 finite = _mm512_cmp_ps_mask(xv, ninf, _CMP_NEQ_UQ);
+    // Packed in a register and stored whole (the next store overwrites the
+    // rest): a compressing store to memory is microcoded on Intel cores.
+    _mm512_storeu_ps(e + n, _mm512_maskz_compress_ps(finite, exp16(_mm512_sub_ps(xv, vmx))));
+    n += __builtin_popcount(finite);
+  }
+  for (int64_t i = 0; i < n; ++i) sum += e[i];
+#else
+  for (int64_t v = 0; v < V; ++v)
+    if (x[v] != -INFINITY) sum += exp_simd(x[v] - mx);
+#endif
+  return sum;
+}
+
 void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                       const int32_t* banned, int64_t n_banned, const int32_t* cols, int64_t n_cols,
                       double* values, int32_t* indices, float* col_lp, bool ordered_sum) {
@@ -590,7 +622,7 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
     }
     float sum = 0.f;
     if (ordered_sum) {
-      for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);  // exp(-inf) adds exactly 0
+      sum = ordered_exp_sum(x, V, mx);
     } else {
 #pragma omp simd reduction(+ : sum)
       for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);
