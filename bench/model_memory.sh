@@ -2,8 +2,10 @@
 # What a model costs to open and to hold, f32 against its int8 copy (nmt
 # quantize), side by side on this machine: load time (nmt translate of an
 # empty input: open, map and check the file, weights into place, vocabulary;
-# the best of REPEAT runs), peak resident memory once loaded, and peak
-# resident memory translating TEXT at beam 4, with the int8/f32 ratios.
+# the best of REPEAT runs), what the model itself holds resident once loaded
+# (nmt info's measure: how much loading it grew the process), the process's
+# peak resident memory once loaded (the program and its libraries included)
+# and translating TEXT at beam 4, with the int8/f32 ratios.
 #
 #   bench/model_memory.sh MODEL.nmt [TEXT]   # TEXT: default test_2016_flickr.en
 # Environment: NMT (the binary: another build to compare), REPEAT (default 5).
@@ -33,8 +35,9 @@ run() {
 
 echo "$NMT on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores;" \
   "text: $(wc -l <"$tmp/text") lines, beam 4"
-printf "%-5s %9s %11s %13s %16s\n" type "file MB" "load s" "loaded MiB" "translating MiB"
-declare -A load mem_loaded mem_text
+printf "%-5s %9s %9s %11s %13s %16s\n" type "file MB" "load s" "model MiB" "loaded MiB" \
+  "translating MiB"
+declare -A load mem_model mem_loaded mem_text
 for t in f32 int8; do
   m=$MODEL
   [ "$t" = int8 ] && m=$tmp/int8.nmt
@@ -45,11 +48,15 @@ for t in f32 int8; do
     peak=$kb
   done
   read -r _ text_kb < <(run "$m" "$tmp/text")
-  load[$t]=$best mem_loaded[$t]=$peak mem_text[$t]=$text_kb
-  printf "%-5s %9.1f %11.2f %13.0f %16.0f\n" "$t" "$(stat -c %s "$m" | awk '{ print $1 / 1e6 }')" \
-    "$best" "$(awk -v k="$peak" 'BEGIN { print k / 1024 }')" \
+  model_b=$("$NMT" info --format json "$m" | grep -o '"resident_bytes": *[0-9]*' | grep -o '[0-9]*$')
+  load[$t]=$best mem_model[$t]=${model_b:-0} mem_loaded[$t]=$peak mem_text[$t]=$text_kb
+  printf "%-5s %9.1f %9.2f %11.1f %13.0f %16.0f\n" "$t" \
+    "$(stat -c %s "$m" | awk '{ print $1 / 1e6 }')" "$best" \
+    "$(awk -v b="${mem_model[$t]}" 'BEGIN { print b / 1048576 }')" \
+    "$(awk -v k="$peak" 'BEGIN { print k / 1024 }')" \
     "$(awk -v k="$text_kb" 'BEGIN { print k / 1024 }')"
 done
-printf "int8/f32 %18s %13.2f %16.2f\n" "" \
+printf "int8/f32 %16s %11.2f %13.2f %16.2f\n" "" \
+  "$(awk -v a="${mem_model[int8]}" -v b="${mem_model[f32]}" 'BEGIN { print b ? a / b : 0 }')" \
   "$(awk -v a="${mem_loaded[int8]}" -v b="${mem_loaded[f32]}" 'BEGIN { print a / b }')" \
   "$(awk -v a="${mem_text[int8]}" -v b="${mem_text[f32]}" 'BEGIN { print a / b }')"

@@ -21,6 +21,16 @@ uint64_t peak_resident_bytes() {
   return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // kilobytes on Linux
 }
 
+uint64_t resident_now_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size = 0, resident = 0;
+  const bool ok = std::fscanf(f, "%llu %llu", &size, &resident) == 2;
+  std::fclose(f);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return ok && page > 0 ? resident * static_cast<uint64_t>(page) : 0;
+}
+
 int64_t resident_bytes(const void* p, size_t n) {
   if (n == 0) return 0;
   const long page_size = ::sysconf(_SC_PAGESIZE);

@@ -15,6 +15,10 @@ uint64_t physical_memory_bytes();
 // bytes, or 0 if it cannot be told.
 uint64_t peak_resident_bytes();
 
+// The resident memory this process holds now (/proc/self/statm), in
+// bytes, or 0 if it cannot be told.
+uint64_t resident_now_bytes();
+
 // How many of the bytes [p, p + n) lie in resident pages (mincore), or -1
 // if it cannot be told.
 int64_t resident_bytes(const void* p, size_t n);
