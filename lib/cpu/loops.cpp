@@ -2,7 +2,7 @@
 
 #include <omp.h>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -212,6 +212,107 @@ void attend_row16(const float* qi, const float* kb, int64_t ks, const float* vb,
 }
 
 }  // namespace
+#elif defined(__AVX2__) && defined(__FMA__)
+namespace {
+
+// The AVX2 form of the kernel below (8 lanes, no mask registers), for CPUs
+// without AVX-512. exp_simd on 8 lanes: the same operations.
+inline __m256 exp8(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.33654f));
+  x = _mm256_min_ps(x, _mm256_set1_ps(88.37626f));
+  const __m256 round = _mm256_set1_ps(12582912.f);
+  const __m256 n =
+      _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), round), round);
+  const __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f),
+                                   _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x));
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.f));
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(126)), 23);
+  return _mm256_mul_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), _mm256_set1_ps(2.f));
+}
+
+// Lane j of the result: the sum of a[j]'s 8 lanes (horizontal adds, then
+// the two 128-bit halves).
+inline __m256 lane_sums8(const __m256* a) {
+  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+inline float reduce8(__m256 v, bool max) {
+  __m128 x = max ? _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))
+                 : _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  __m128 y = _mm_movehl_ps(x, x);
+  x = max ? _mm_max_ps(x, y) : _mm_add_ps(x, y);
+  y = _mm_shuffle_ps(x, x, 1);
+  return _mm_cvtss_f32(max ? _mm_max_ss(x, y) : _mm_add_ss(x, y));
+}
+
+// attend_row16's steps, 8 keys' scores at a time, for heads of 8 * NC.
+template <int NC>
+void attend_row8(const float* qi, const float* kb, int64_t ks, const float* vb, int64_t vs,
+                 const float* m, int64_t L, float scale, float* s, float* o) {
+  __m256 q[NC];
+  for (int c = 0; c < NC; ++c) q[c] = _mm256_loadu_ps(qi + 8 * c);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  for (int64_t j0 = 0; j0 < L; j0 += 8) {
+    const int64_t n = std::min<int64_t>(8, L - j0);
+    __m256 dots[8];
+    for (int64_t j = 0; j < n; ++j) {
+      const float* kj = kb + (j0 + j) * ks;
+      __m256 acc = _mm256_mul_ps(q[0], _mm256_loadu_ps(kj));
+      for (int c = 1; c < NC; ++c) acc = _mm256_fmadd_ps(q[c], _mm256_loadu_ps(kj + 8 * c), acc);
+      dots[j] = acc;
+    }
+    for (int64_t j = n; j < 8; ++j) dots[j] = _mm256_setzero_ps();
+    const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane);
+    __m256 x = _mm256_mul_ps(lane_sums8(dots), _mm256_set1_ps(scale));
+    if (m) x = _mm256_add_ps(x, _mm256_maskload_ps(m + j0, live));
+    x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, _mm256_castsi256_ps(live));
+    _mm256_storeu_ps(s + j0, x);
+    vmax = _mm256_max_ps(vmax, x);
+  }
+  const __m256 mx = _mm256_set1_ps(reduce8(vmax, true));
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t j0 = 0; j0 < L; j0 += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j0), mx));  // -inf: 0
+    _mm256_storeu_ps(s + j0, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  constexpr int U = NC >= 8 ? 1 : 8 / NC;
+  __m256 acc[U][NC];
+  for (int u = 0; u < U; ++u)
+    for (int c = 0; c < NC; ++c) acc[u][c] = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + U <= L; j += U)
+    for (int u = 0; u < U; ++u) {
+      const __m256 p = _mm256_set1_ps(s[j + u]);
+      const float* vj = vb + (j + u) * vs;
+      for (int c = 0; c < NC; ++c)
+        acc[u][c] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8 * c), acc[u][c]);
+    }
+  for (; j < L; ++j) {
+    const __m256 p = _mm256_set1_ps(s[j]);
+    const float* vj = vb + j * vs;
+    for (int c = 0; c < NC; ++c)
+      acc[0][c] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8 * c), acc[0][c]);
+  }
+  const __m256 inv = _mm256_set1_ps(1.f / reduce8(sum, false));
+  for (int c = 0; c < NC; ++c) {
+    __m256 t = acc[0][c];
+    for (int u = 1; u < U; ++u) t = _mm256_add_ps(t, acc[u][c]);
+    _mm256_storeu_ps(o + 8 * c, _mm256_mul_ps(t, inv));
+  }
+}
+
+}  // namespace
 #endif
 
 void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
@@ -222,16 +323,26 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
   // query: scores, softmax and the weighted sum, vectorised along the head.
   const int64_t B = q.dims[0], H = q.dims[1], M = q.dims[2], D = q.dims[3];
   const int64_t Lmax = k.dims[2], Dv = v.dims[3];
-  using Row16 = void (*)(const float*, const float*, int64_t, const float*, int64_t, const float*,
-                         int64_t, float, float*, float*);
-  Row16 row16 = nullptr;
+  // A kernel for the row's steps in vectors, where there is one for this
+  // head width and CPU (several keys' scores at a time: attend_row16 and
+  // attend_row8); else the loop below.
+  using Row = void (*)(const float*, const float*, int64_t, const float*, int64_t, const float*,
+                       int64_t, float, float*, float*);
+  Row row_kernel = nullptr;
 #if defined(__AVX512F__)
   if (D == Dv && q.strides[3] == 1 && k.strides[3] == 1 && v.strides[3] == 1 &&
       ctx.strides[3] == 1) {
-    if (D == 16) row16 = attend_row16<1>;
-    if (D == 32) row16 = attend_row16<2>;
-    if (D == 64) row16 = attend_row16<4>;
-    if (D == 128) row16 = attend_row16<8>;
+    if (D == 16) row_kernel = attend_row16<1>;
+    if (D == 32) row_kernel = attend_row16<2>;
+    if (D == 64) row_kernel = attend_row16<4>;
+    if (D == 128) row_kernel = attend_row16<8>;
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
+  if (D == Dv && q.strides[3] == 1 && k.strides[3] == 1 && v.strides[3] == 1 &&
+      ctx.strides[3] == 1) {
+    if (D == 16) row_kernel = attend_row8<2>;
+    if (D == 32) row_kernel = attend_row8<4>;
+    if (D == 64) row_kernel = attend_row8<8>;  // 128: more accumulators than AVX2 has registers
   }
 #endif
   static thread_local std::vector<float> scores;
@@ -248,10 +359,10 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
         const int64_t L = m ? unmasked_length(m, Lmax) : Lmax;
         for (int64_t i = 0; i < M; ++i) {
           const float* qi = q.ptr + b * q.strides[0] + h * q.strides[1] + i * q.strides[2];
-          if (row16) {
-            row16(qi, kb, k.strides[2], vb, v.strides[2], m, L, scale, s,
-                  const_cast<float*>(ctx.ptr) + b * ctx.strides[0] + h * ctx.strides[1] +
-                      i * ctx.strides[2]);
+          if (row_kernel) {
+            row_kernel(qi, kb, k.strides[2], vb, v.strides[2], m, L, scale, s,
+                       const_cast<float*>(ctx.ptr) + b * ctx.strides[0] + h * ctx.strides[1] +
+                           i * ctx.strides[2]);
             continue;
           }
           // Four keys at a time: four independent accumulators instead of
