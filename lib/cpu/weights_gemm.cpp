@@ -347,7 +347,7 @@ inline void store16(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
 
 // acc[0, 16 * V) = sum over j of val[j] * w[col[j] * ldw + (0, 16 * V)], the
 // V vectors held in registers through the sum where the target has them
-// (V = 16 takes half of AVX-512's 32; an AVX2 build spills some).
+// (V = 16 takes half of AVX-512's 32; AVX2 has sparse_block_avx2).
 template <int V>
 void sparse_block(const int32_t* col, const float* val, int64_t nnz, const float* w, int64_t ldw,
                   float* acc) {
@@ -360,6 +360,25 @@ void sparse_block(const int32_t* col, const float* val, int64_t nnz, const float
   }
   for (int i = 0; i < V; ++i) store16(acc + 16 * i, s[i]);
 }
+
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+// sparse_block for AVX2, 8 * R columns: GCC lowers sparse_block<16>'s
+// vectors of 16 to pairs of AVX registers and spilled them at every
+// non-zero, 4x slower than these 16 (a quarter of an AVX2 build's f32
+// translation, perf). The same sums in the same order.
+template <int R>
+void sparse_block_avx2(const int32_t* col, const float* val, int64_t nnz, const float* w,
+                       int64_t ldw, float* acc) {
+  __m256 s[R];
+  for (int i = 0; i < R; ++i) s[i] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < nnz; ++j) {
+    const float* wr = w + static_cast<int64_t>(col[j]) * ldw;
+    const __m256 x = _mm256_broadcast_ss(val + j);
+    for (int i = 0; i < R; ++i) s[i] = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr + 8 * i), s[i]);
+  }
+  for (int i = 0; i < R; ++i) _mm256_storeu_ps(acc + 8 * i, s[i]);
+}
+#endif
 
 // dst = act(alpha * a w + bias) for f32 rows a (M, K) that are mostly
 // zeros and w (K, N) row-major: each row sums, over its non-zero elements
@@ -388,7 +407,12 @@ void sparse_rows_product(const MatDesc& a, const float* w, const MatDesc& dst,
       const int64_t nb = std::min<int64_t>(256, N - n0);
       int64_t c = 0;
       if (nb == 256) {
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+        sparse_block_avx2<16>(col.data(), val.data(), nnz, w + n0, N, acc);
+        sparse_block_avx2<16>(col.data(), val.data(), nnz, w + n0 + 128, N, acc + 128);
+#else
         sparse_block<16>(col.data(), val.data(), nnz, w + n0, N, acc);
+#endif
         c = nb;
       }
       for (; c + 16 <= nb; c += 16)
