@@ -167,10 +167,10 @@ nlohmann::json sample_pieces(const Vocab& v, int n) {
 nlohmann::ordered_json model_info(const std::string& path) {
   io::check_input_path(path, "model");
   FileChecksum sum;
-  const uint64_t before = resident_now_bytes();
+  const uint64_t before = anonymous_resident_bytes();
   LoadedModel m = load_model(path, "", &sum, Device::CPU,
                              ShortlistLoad::Read);  // every check a translation would make
-  const uint64_t after = resident_now_bytes();
+  const uint64_t after = anonymous_resident_bytes();
   nlohmann::ordered_json j;
   j["file"] = path;
   j["bytes"] = sum.bytes;
@@ -181,10 +181,11 @@ nlohmann::ordered_json model_info(const std::string& path) {
   j["weights"] = compute_type_name(m.compute);
   j["config"] = config_to_json(m.config);
   j["parameters"] = m.net->parameter_count();
-  // What the model holds once loaded to translate, as this process saw its
-  // resident memory grow: its weights as it computes with them, vocabulary
-  // and shortlist (not the program and libraries, which every model shares).
-  if (before > 0 && after >= before) j["resident_bytes"] = after - before;
+  // What the model holds once loaded, as this process saw its anonymous
+  // resident memory grow: the weights as read (int8 rows, or floats),
+  // vocabulary and shortlist; not the program's and libraries' pages, which
+  // every model shares, nor the packed copies that products make later.
+  if (before > 0 && after >= before) j["loaded_bytes"] = after - before;
   auto vocab_json = [](const Vocab& v) {
     return nlohmann::ordered_json{
         {"pieces", v.size()},
@@ -263,10 +264,10 @@ void print_info(const nlohmann::ordered_json& j) {
   if (!extra.empty()) std::printf("             %s\n", extra.c_str());
   std::printf("parameters   %s (%lld)\n", human(j["parameters"].get<double>()).c_str(),
               j["parameters"].get<long long>());
-  if (j.contains("resident_bytes"))
-    std::printf("memory       %.1f MiB resident once loaded (%s weights, vocabulary, shortlist)\n",
-                j["resident_bytes"].get<double>() / (1 << 20),
-                j["weights"].get<std::string>().c_str());
+  if (j.contains("loaded_bytes"))
+    std::printf("memory       %s once loaded (weights as read, vocabulary%s)\n",
+                human(j["loaded_bytes"].get<double>(), "B").c_str(),
+                j.contains("shortlist") ? ", shortlist" : "");
   auto print_vocab = [](const char* label, const nlohmann::ordered_json& v) {
     std::string sample;
     for (const auto& p : v["sample"]) sample += (sample.empty() ? "" : " ") + p.get<std::string>();

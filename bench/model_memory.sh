@@ -2,8 +2,9 @@
 # What a model costs to open and to hold, f32 against its int8 copy (nmt
 # quantize), side by side on this machine: load time (nmt translate of an
 # empty input: open, map and check the file, weights into place, vocabulary;
-# the best of REPEAT runs), what the model itself holds resident once loaded
-# (nmt info's measure: how much loading it grew the process), the process's
+# the best of REPEAT runs), what the model itself holds once loaded (nmt
+# info's measure: how much loading it grew the process's anonymous resident
+# memory, before any product packs a copy of its weights), the process's
 # peak resident memory once loaded (the program and its libraries included)
 # and translating TEXT at beam 4, with the int8/f32 ratios.
 #
@@ -48,15 +49,16 @@ for t in f32 int8; do
     peak=$kb
   done
   read -r _ text_kb < <(run "$m" "$tmp/text")
-  model_b=$("$NMT" info --format json "$m" | grep -o '"resident_bytes": *[0-9]*' | grep -o '[0-9]*$')
+  model_b=$("$NMT" info --format json "$m" | grep -o '"loaded_bytes": *[0-9]*' | grep -o '[0-9]*$')
   load[$t]=$best mem_model[$t]=${model_b:-0} mem_loaded[$t]=$peak mem_text[$t]=$text_kb
-  printf "%-5s %9.1f %9.2f %11.1f %13.0f %16.0f\n" "$t" \
+  printf "%-5s %9.1f %9.2f %11s %13.0f %16.0f\n" "$t" \
     "$(stat -c %s "$m" | awk '{ print $1 / 1e6 }')" "$best" \
-    "$(awk -v b="${mem_model[$t]}" 'BEGIN { print b / 1048576 }')" \
+    "$(awk -v b="${mem_model[$t]}" 'BEGIN { if (b > 0) printf "%.1f", b / 1048576; else print "-" }')" \
     "$(awk -v k="$peak" 'BEGIN { print k / 1024 }')" \
     "$(awk -v k="$text_kb" 'BEGIN { print k / 1024 }')"
 done
-printf "int8/f32 %16s %11.2f %13.2f %16.2f\n" "" \
-  "$(awk -v a="${mem_model[int8]}" -v b="${mem_model[f32]}" 'BEGIN { print b ? a / b : 0 }')" \
+printf "int8/f32 %16s %11s %13.2f %16.2f\n" "" \
+  "$(awk -v a="${mem_model[int8]}" -v b="${mem_model[f32]}" \
+    'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }')" \
   "$(awk -v a="${mem_loaded[int8]}" -v b="${mem_loaded[f32]}" 'BEGIN { print a / b }')" \
   "$(awk -v a="${mem_text[int8]}" -v b="${mem_text[f32]}" 'BEGIN { print a / b }')"

@@ -642,7 +642,7 @@ TEST_CASE("attend: a decoding step's fused attention against the unfused formula
   };
   for (Shp s : {Shp{1, 1, 1, 1, 1, 1}, Shp{3, 4, 1, 7, 16, 16}, Shp{2, 2, 4, 9, 8, 12},
                 Shp{5, 8, 4, 40, 64, 64}, Shp{4, 8, 1, 16, 32, 32}, Shp{3, 2, 4, 17, 32, 32},
-                Shp{2, 2, 1, 1, 128, 128}})
+                Shp{2, 2, 1, 1, 128, 128}, Shp{2, 2, 1, 1, 64, 64}})
     for (bool masked : {false, true}) {
       // q from a (B*M, H*dk + 3) projection; k and v share one (B*L, ld) buffer.
       const int64_t qld = s.H * s.dk + 3, ld = s.H * (s.dk + s.dv) + 5;

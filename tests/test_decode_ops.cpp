@@ -52,6 +52,15 @@ struct AttendData {
   std::vector<float> q, k, v, mask, ctx;
 };
 
+// The backend's view of one operand: dims, and strides with a unit last.
+MatDesc desc(const float* p, int64_t d0, int64_t d1, int64_t d2, int64_t d3, const int64_t* st) {
+  MatDesc m;
+  m.ptr = p;
+  m.dims = {d0, d1, d2, d3};
+  m.strides = {st[0], st[1], st[2], 1};
+  return m;
+}
+
 AttendData make_attend(const AttendCase& c, uint32_t seed) {
   AttendData d;
   AttendShape& a = d.a;
@@ -122,22 +131,12 @@ std::vector<AttendCase> attend_cases() {
       {"large scores", 2, 2, 1, 8, 8, 8, 8, 1.f, 40.f, {}, -1, true},
       {"all masked but the first", 2, 1, 1, 4, 6, 4, 6, 0.5f, 0.f, {}, 1, true},
       // Head widths of 16, 32, 64 and 128, which the CPU runs 16 keys at a
-      // time: keys across blocks of 16, a whole block, a block's last lane.
+      // time (8 with AVX2): keys across blocks, a whole block, a block's
+      // last lane, a single key.
       {"32-wide heads, keys in two blocks", 2, 2, 1, 32, 17, 32, 20, 0.2f, 0.f, {3}, 16, true},
       {"64-wide heads, one full block", 2, 2, 4, 64, 16, 64, 16, 0.15f, 0.f, {}, 5, true},
-      {"16-wide heads, three blocks, large scores",
-       2,
-       2,
-       1,
-       16,
-       40,
-       16,
-       41,
-       1.f,
-       12.f,
-       {0},
-       33,
-       true},
+      {"16-wide, three blocks, big scores", 2, 2, 1, 16, 40, 16, 41, 1.f, 12.f, {0}, 33, true},
+      {"64-wide heads, one key", 2, 2, 1, 64, 1, 64, 3, 0.2f, 0.f, {}, -1, true},
       {"128-wide heads, no mask", 1, 2, 2, 128, 15, 128, 15, 0.1f, 0.f, {}, -1, false},
   };
 }
@@ -183,14 +182,6 @@ TEST_CASE("attend_row: a masked tail changes nothing, bit for bit, and matches t
     AttendData e = make_attend(c, 99);
     run_attend(e, c.scale);
     std::vector<float> cpu(e.ctx.size(), 0.f);
-    auto desc = [](const float* p, int64_t d0, int64_t d1, int64_t d2, int64_t d3,
-                   const int64_t* st) {
-      MatDesc m;
-      m.ptr = p;
-      m.dims = {d0, d1, d2, d3};
-      m.strides = {st[0], st[1], st[2], 1};
-      return m;
-    };
     const AttendShape& a = e.a;
     cpu_backend().attend(
         desc(e.q.data(), a.B, a.H, a.M, a.D, a.q), desc(e.k.data(), a.B, a.H, a.L, a.D, a.k),
@@ -205,36 +196,51 @@ TEST_CASE("attend_row: a masked tail changes nothing, bit for bit, and matches t
 
 TEST_CASE("CPU attend: a masked tail changes nothing, bit for bit, at every head width",
           "[decode_ops]") {
-  // The backend's own two paths (16 keys at a time for widths of 16 to 128
-  // with AVX-512, a loop otherwise): batch row 1 with keys 7.. masked, and
-  // NaN where they are, equals that row alone with its 7 keys.
+  // The backend's own paths (16 keys at a time for widths of 16 to 128 with
+  // AVX-512, 8 for 16 to 64 with AVX2, a loop otherwise): batch row 1 with
+  // keys from `live` on masked, and NaN where they are, equals that row
+  // alone with its `live` keys; tails inside a block and across blocks.
+  for (int64_t D : {8, 16, 32, 64, 128})
+    for (int64_t live : {7, 9, 17}) {
+      INFO("head width " << D << ", " << live << " keys");
+      AttendCase c{"padded", 2, 2, 1, D, 21, D, 21, 0.3f, 0.f, {}, live, true};
+      AttendData d = make_attend(c, 5);
+      for (int64_t j = live; j < c.L; ++j)
+        for (int64_t x = 0; x < c.H * D; ++x)
+          d.k[d.a.k[0] + j * d.a.k[2] + x] = d.v[d.a.v[0] + j * d.a.v[2] + x] = NAN;
+      const AttendShape& a = d.a;
+      cpu_backend().attend(desc(d.q.data(), a.B, a.H, a.M, a.D, a.q),
+                           desc(d.k.data(), a.B, a.H, a.L, a.D, a.k),
+                           desc(d.v.data(), a.B, a.H, a.L, a.Dv, a.v), d.mask.data(), c.scale,
+                           desc(d.ctx.data(), a.B, a.H, a.M, a.Dv, a.ctx));
+      std::vector<float> mask(live, 0.f), alone(a.ctx[0], 0.f);
+      cpu_backend().attend(desc(d.q.data() + a.q[0], 1, a.H, a.M, a.D, a.q),
+                           desc(d.k.data() + a.k[0], 1, a.H, live, a.D, a.k),
+                           desc(d.v.data() + a.v[0], 1, a.H, live, a.Dv, a.v), mask.data(), c.scale,
+                           desc(alone.data(), 1, a.H, a.M, a.Dv, a.ctx));
+      CHECK(std::memcmp(alone.data(), d.ctx.data() + a.ctx[0], alone.size() * sizeof(float)) == 0);
+      for (float x : alone) REQUIRE(std::isfinite(x));
+    }
+}
+
+TEST_CASE("CPU attend: a NaN query gives NaN, as the loop does, at every head width",
+          "[decode_ops]") {
+  // A NaN in one head's query makes that head's output NaN on every path,
+  // and leaves the other heads alone.
   for (int64_t D : {8, 16, 32, 64, 128}) {
     INFO("head width " << D);
-    AttendCase c{"padded", 2, 2, 1, D, 21, D, 21, 0.3f, 0.f, {}, 7, true};
-    AttendData d = make_attend(c, 5);
-    for (int64_t j = 7; j < c.L; ++j)
-      for (int64_t x = 0; x < c.H * D; ++x)
-        d.k[d.a.k[0] + j * d.a.k[2] + x] = d.v[d.a.v[0] + j * d.a.v[2] + x] = NAN;
-    auto desc = [](const float* p, int64_t d0, int64_t d1, int64_t d2, int64_t d3,
-                   const int64_t* st) {
-      MatDesc m;
-      m.ptr = p;
-      m.dims = {d0, d1, d2, d3};
-      m.strides = {st[0], st[1], st[2], 1};
-      return m;
-    };
+    AttendCase c{"nan", 1, 2, 1, D, 5, D, 5, 0.3f, 0.f, {}, -1, true};
+    AttendData d = make_attend(c, 9);
+    d.q[0] = NAN;  // head 0's first element
     const AttendShape& a = d.a;
     cpu_backend().attend(desc(d.q.data(), a.B, a.H, a.M, a.D, a.q),
                          desc(d.k.data(), a.B, a.H, a.L, a.D, a.k),
                          desc(d.v.data(), a.B, a.H, a.L, a.Dv, a.v), d.mask.data(), c.scale,
                          desc(d.ctx.data(), a.B, a.H, a.M, a.Dv, a.ctx));
-    std::vector<float> mask(7, 0.f), alone(a.ctx[0], 0.f);
-    cpu_backend().attend(desc(d.q.data() + a.q[0], 1, a.H, a.M, a.D, a.q),
-                         desc(d.k.data() + a.k[0], 1, a.H, 7, a.D, a.k),
-                         desc(d.v.data() + a.v[0], 1, a.H, 7, a.Dv, a.v), mask.data(), c.scale,
-                         desc(alone.data(), 1, a.H, a.M, a.Dv, a.ctx));
-    CHECK(std::memcmp(alone.data(), d.ctx.data() + a.ctx[0], alone.size() * sizeof(float)) == 0);
-    for (float x : alone) REQUIRE(std::isfinite(x));
+    for (int64_t x = 0; x < D; ++x) {
+      CHECK(std::isnan(d.ctx[x]));
+      CHECK(std::isfinite(d.ctx[a.ctx[1] + x]));
+    }
   }
 }
 
@@ -391,9 +397,10 @@ TEST_CASE("topk_log_softmax_row: -inf columns change nothing, and the CPU select
                                  &cpu_value, &cpu_index, &cpu_col, true);
   CHECK(cpu_col == first.col_lp[0]);
 
-  // The CPU's ordered sum, which adds only the finite columns (packed by
-  // vectors of 16 with AVX-512): a thousand logits spread over 3001 columns
-  // give the numbers of the same thousand side by side, to the bit.
+  // The CPU's ordered sum leaves the -inf columns out (and packs the others
+  // by vectors of 16 with AVX-512): a thousand logits spread over 3001
+  // columns give the numbers of the same thousand side by side, to the bit.
+  // (Its order itself is pinned by the exp(-20) case above.)
   {
     const auto many = randv(1000, 21, 3.f);
     std::vector<float> spread_out(3001, -kInf);
@@ -412,6 +419,10 @@ TEST_CASE("topk_log_softmax_row: -inf columns change nothing, and the CPU select
     CHECK(apart.values == side_by_side.values);
     CHECK(apart.col_lp == side_by_side.col_lp);
     for (int j = 0; j < 4; ++j) CHECK(apart.indices[j] == at[side_by_side.indices[j]]);
+    // A NaN logit makes the sum NaN, as adding every column one by one does
+    // (the vector exponential keeps it rather than clamping it away).
+    spread_out[at[500]] = NAN;
+    CHECK(std::isnan(on_cpu(spread_out, at[7]).col_lp[0]));
   }
 
   // The CPU backend: the same ids (its sums in vector lanes and its own exp

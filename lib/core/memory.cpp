@@ -21,14 +21,16 @@ uint64_t peak_resident_bytes() {
   return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // kilobytes on Linux
 }
 
-uint64_t resident_now_bytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
+uint64_t anonymous_resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
   if (!f) return 0;
-  unsigned long long size = 0, resident = 0;
-  const bool ok = std::fscanf(f, "%llu %llu", &size, &resident) == 2;
+  char line[256];
+  unsigned long long kb = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f))
+    found = std::sscanf(line, "RssAnon: %llu kB", &kb) == 1;
   std::fclose(f);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  return ok && page > 0 ? resident * static_cast<uint64_t>(page) : 0;
+  return found ? kb * 1024 : 0;
 }
 
 int64_t resident_bytes(const void* p, size_t n) {

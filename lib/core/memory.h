@@ -15,9 +15,10 @@ uint64_t physical_memory_bytes();
 // bytes, or 0 if it cannot be told.
 uint64_t peak_resident_bytes();
 
-// The resident memory this process holds now (/proc/self/statm), in
-// bytes, or 0 if it cannot be told.
-uint64_t resident_now_bytes();
+// The anonymous memory this process holds resident now (RssAnon in
+// /proc/self/status: its heap and mappings of no file, not the program's
+// and libraries' pages), in bytes, or 0 if it cannot be told.
+uint64_t anonymous_resident_bytes();
 
 // How many of the bytes [p, p + n) lie in resident pages (mincore), or -1
 // if it cannot be told.

@@ -107,10 +107,12 @@ static int64_t unmasked_length(const float* x, int64_t n) {
 #if defined(__AVX512F__)
 namespace {
 
-// exp_simd on 16 lanes: the same operations, so the same values.
+// exp_simd on 16 lanes: the same operations, so the same values. (The
+// clamps take x second: max and min return their second operand when
+// either is NaN, so a NaN stays NaN, as in exp_simd.)
 inline __m512 exp16(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.33654f));
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.37626f));
+  x = _mm512_max_ps(_mm512_set1_ps(-87.33654f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(88.37626f), x);
   const __m512 round = _mm512_set1_ps(12582912.f);
   const __m512 n =
       _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), round), round);
@@ -129,7 +131,7 @@ inline __m512 exp16(__m512 x) {
 }
 
 // Lane j of the result: the sum of a[j]'s 16 lanes. A transpose by shuffles
-// and adds, 45 operations where 16 horizontal sums take about twice that.
+// and adds, 45 operations where 16 horizontal sums take about three times that.
 inline __m512 lane_sums16(const __m512* a) {
   __m512 b[8], c[4], d[2];
   for (int i = 0; i < 8; ++i)  // lanes of two vectors interleaved
@@ -156,6 +158,10 @@ inline __m512 lane_sums16(const __m512* a) {
 template <int NC>
 void attend_row16(const float* qi, const float* kb, int64_t ks, const float* vb, int64_t vs,
                   const float* m, int64_t L, float scale, float* s, float* o) {
+  if (L <= 0) {  // no keys: zeros, as the loop writes
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(o + 16 * c, _mm512_setzero_ps());
+    return;
+  }
   __m512 q[NC];
   for (int c = 0; c < NC; ++c) q[c] = _mm512_loadu_ps(qi + 16 * c);
   __m512 vmax = _mm512_set1_ps(-INFINITY);
@@ -216,10 +222,11 @@ void attend_row16(const float* qi, const float* kb, int64_t ks, const float* vb,
 namespace {
 
 // The AVX2 form of the kernel below (8 lanes, no mask registers), for CPUs
-// without AVX-512. exp_simd on 8 lanes: the same operations.
+// without AVX-512. exp_simd on 8 lanes: the same operations (NaN kept, as
+// exp16 keeps it).
 inline __m256 exp8(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.33654f));
-  x = _mm256_min_ps(x, _mm256_set1_ps(88.37626f));
+  x = _mm256_max_ps(_mm256_set1_ps(-87.33654f), x);
+  x = _mm256_min_ps(_mm256_set1_ps(88.37626f), x);
   const __m256 round = _mm256_set1_ps(12582912.f);
   const __m256 n =
       _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), round), round);
@@ -258,6 +265,10 @@ inline float reduce8(__m256 v, bool max) {
 template <int NC>
 void attend_row8(const float* qi, const float* kb, int64_t ks, const float* vb, int64_t vs,
                  const float* m, int64_t L, float scale, float* s, float* o) {
+  if (L <= 0) {
+    for (int c = 0; c < NC; ++c) _mm256_storeu_ps(o + 8 * c, _mm256_setzero_ps());
+    return;
+  }
   __m256 q[NC];
   for (int c = 0; c < NC; ++c) q[c] = _mm256_loadu_ps(qi + 8 * c);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -342,7 +353,7 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
       ctx.strides[3] == 1) {
     if (D == 16) row_kernel = attend_row8<2>;
     if (D == 32) row_kernel = attend_row8<4>;
-    if (D == 64) row_kernel = attend_row8<8>;  // 128: more accumulators than AVX2 has registers
+    if (D == 64) row_kernel = attend_row8<8>;  // 128: its query alone fills AVX2's 16 registers
   }
 #endif
   static thread_local std::vector<float> scores;
@@ -672,11 +683,12 @@ double sum_squares(const float* x, int64_t n) {
 
 // The sum of exp(x[v] - mx) added one by one in column order (see
 // Backend::topk_log_softmax's ordered_sum). exp(-inf) adds exactly 0, so
-// only the finite columns are added: a shortlisted row's mask leaves most of
+// the -inf columns are left out: a shortlisted row's mask leaves most of
 // the batch's columns at -inf, and the dependent chain of additions, not
-// the exponentials, set this loop's time. With AVX-512 their exponentials
-// are computed in vectors and packed before the chain; the sum is the same
-// to the bit either way.
+// the exponentials, set this loop's time. With AVX-512 the other columns'
+// exponentials are computed in vectors and packed before the chain; the
+// sum is the same to the bit either way (a NaN or +inf logit still makes
+// it NaN).
 static float ordered_exp_sum(const float* x, int64_t V, float mx) {
   float sum = 0.f;
 #if defined(__AVX512F__)
@@ -688,11 +700,11 @@ static float ordered_exp_sum(const float* x, int64_t V, float mx) {
   for (int64_t v0 = 0; v0 < V; v0 += 16) {
     const __mmask16 in = V - v0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (V - v0)) - 1);
     const __m512 xv = _mm512_mask_loadu_ps(ninf, in, x + v0);
-    const __mmask16 finite = _mm512_cmp_ps_mask(xv, ninf, _CMP_NEQ_UQ);
+    const __mmask16 added = _mm512_cmp_ps_mask(xv, ninf, _CMP_NEQ_UQ);  // NaN and +inf too
     // Packed in a register and stored whole (the next store overwrites the
     // rest): a compressing store to memory is microcoded on Intel cores.
-    _mm512_storeu_ps(e + n, _mm512_maskz_compress_ps(finite, exp16(_mm512_sub_ps(xv, vmx))));
-    n += __builtin_popcount(finite);
+    _mm512_storeu_ps(e + n, _mm512_maskz_compress_ps(added, exp16(_mm512_sub_ps(xv, vmx))));
+    n += __builtin_popcount(added);
   }
   for (int64_t i = 0; i < n; ++i) sum += e[i];
 #else
