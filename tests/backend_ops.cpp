@@ -347,6 +347,35 @@ TEST_CASE("packed copies of weights give their memory back when their owner forg
   CHECK(grown < (int64_t{8} << 20));
 }
 
+TEST_CASE("a packed copy that reuses the last one's pages reads as a new one", "[ops][gemm]") {
+  if (!runs({Op::Gemm})) return;
+  // A freed copy of up to 8 MB is kept mapped for the next batch's copy
+  // (weights_gemm.cpp). The next owner's weights must not see the last
+  // one's values where its layout pads: the last weights here are NaN, so
+  // any byte of them read into the product shows.
+  const int64_t K = 301, N = 1003, M = 37;  // 1.2 MB of f32, padded both ways
+  auto W = randv(N * K, 51), A = randv(M * K, 52);
+  std::vector<float> nan_w(N * K, NAN);
+  Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
+  for (ComputeType ct : {ComputeType::F32, ComputeType::BF16, ComputeType::INT8}) {
+    if (!backend(g_device).unsupported(Op::Gemm, ct).empty()) continue;
+    if (ct == ComputeType::INT8 && g_device != Device::CPU) continue;
+    ops::MatmulOpts o;
+    o.compute = ct;
+    for (uint64_t round = 0; round < 3; ++round) {
+      o.constant_b = 7070 + round + 10 * static_cast<uint64_t>(ct);
+      Tensor w = dev(round == 1 ? W : nan_w, Shape{N, K});
+      ops::matmul(a, false, w, true, c, o);
+      backend(g_device).forget_constants(o.constant_b);
+      if (round != 1) continue;
+      const auto ref = gemm_reference(A, stored(W, N, K, true), {}, {}, Mm{M, K, N}, 1.f, false,
+                                      Activation::None, false);
+      expect_close(host(c), ref, ct == ComputeType::F32 ? tolerance(DType::F32) : 3e-2,
+                   std::string("after NaN weights, ") + compute_type_name(ct));
+    }
+  }
+}
+
 TEST_CASE("int8 products of a row do not depend on the other rows of the batch",
           "[ops][gemm][int8]") {
   require_compute(g_device, ComputeType::INT8);
