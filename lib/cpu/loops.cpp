@@ -104,222 +104,194 @@ static int64_t unmasked_length(const float* x, int64_t n) {
   return n;
 }
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 namespace {
 
-// exp_simd on 16 lanes: the same operations, so the same values. (The
+// The vector operations the decoding kernels below use, on the widest
+// registers the build has: 16 lanes with AVX-512, 8 with AVX2 (no mask
+// registers there: masks are lanes of all ones). The kernels are written
+// once over them.
+#if defined(__AVX512F__)
+struct Lanes {
+  using V = __m512;
+  static constexpr int kN = 16;
+  static constexpr int64_t kMaxWidth = 128;  // a head's accumulators, q and dots fit 32 registers
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V fnmadd(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
+  // 2^(n - 1) for integral n in float lanes, by building the exponent field.
+  static V pow2_half(V n) {
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(126)), 23));
+  }
+  static float reduce_add(V v) { return _mm512_reduce_add_ps(v); }
+  static float reduce_max(V v) { return _mm512_reduce_max_ps(v); }
+  // Lanes [0, n) of m (the others 0), and of x (the others `fill`).
+  static V load_first(const float* m, int64_t n) { return _mm512_maskz_loadu_ps(live(n), m); }
+  static V first(int64_t n, V x, V fill) { return _mm512_mask_blend_ps(live(n), fill, x); }
+  static __mmask16 live(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }
+  // Lane j of the result: the sum of a[j]'s 16 lanes. A transpose by
+  // shuffles and adds, 45 operations where 16 horizontal sums take about
+  // three times that.
+  static V lane_sums(const V* a) {
+    V b[8], c[4], d[2];
+    for (int i = 0; i < 8; ++i)  // lanes of two vectors interleaved
+      b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
+                           _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    for (int i = 0; i < 4; ++i) {  // each 128-bit lane: four vectors' partial sums
+      const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+      c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                           _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    for (int i = 0; i < 2; ++i)  // then across the 128-bit lanes
+      d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88),
+                           _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xDD));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88),
+                         _mm512_shuffle_f32x4(d[0], d[1], 0xDD));
+  }
+};
+#else
+struct Lanes {
+  using V = __m256;
+  static constexpr int kN = 8;
+  static constexpr int64_t kMaxWidth = 64;  // at 128 the query alone fills AVX2's 16 registers
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V fnmadd(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
+  static V pow2_half(V n) {
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(126)), 23));
+  }
+  static float reduce(V v, bool max) {
+    __m128 x = max ? _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))
+                   : _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 y = _mm_movehl_ps(x, x);
+    x = max ? _mm_max_ps(x, y) : _mm_add_ps(x, y);
+    y = _mm_shuffle_ps(x, x, 1);
+    return _mm_cvtss_f32(max ? _mm_max_ss(x, y) : _mm_add_ss(x, y));
+  }
+  static float reduce_add(V v) { return reduce(v, false); }
+  static float reduce_max(V v) { return reduce(v, true); }
+  static __m256i live(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static V load_first(const float* m, int64_t n) { return _mm256_maskload_ps(m, live(n)); }
+  static V first(int64_t n, V x, V fill) {
+    return _mm256_blendv_ps(fill, x, _mm256_castsi256_ps(live(n)));
+  }
+  // Lane j of the result: the sum of a[j]'s 8 lanes (horizontal adds, then
+  // the two 128-bit halves).
+  static V lane_sums(const V* a) {
+    const V u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const V u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                         _mm256_permute2f128_ps(u0, u1, 0x31));
+  }
+};
+#endif
+using V = Lanes::V;
+
+// exp_simd on a vector: the same operations, so the same values. (The
 // clamps take x second: max and min return their second operand when
 // either is NaN, so a NaN stays NaN, as in exp_simd.)
-inline __m512 exp16(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-87.33654f), x);
-  x = _mm512_min_ps(_mm512_set1_ps(88.37626f), x);
-  const __m512 round = _mm512_set1_ps(12582912.f);
-  const __m512 n =
-      _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), round), round);
-  const __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f),
-                                   _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x));
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.f));
-  const __m512i e =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(126)), 23);
-  return _mm512_mul_ps(_mm512_mul_ps(y, _mm512_castsi512_ps(e)), _mm512_set1_ps(2.f));
+inline V exp_lanes(V x) {
+  using L = Lanes;
+  x = L::max(L::set1(-87.33654f), x);
+  x = L::min(L::set1(88.37626f), x);
+  const V round = L::set1(12582912.f);
+  const V n = L::sub(L::fmadd(x, L::set1(1.44269504088896341f), round), round);
+  const V r = L::fmadd(n, L::set1(2.12194440e-4f), L::fnmadd(n, L::set1(0.693359375f), x));
+  V p = L::set1(1.9875691500e-4f);
+  p = L::fmadd(p, r, L::set1(1.3981999507e-3f));
+  p = L::fmadd(p, r, L::set1(8.3334519073e-3f));
+  p = L::fmadd(p, r, L::set1(4.1665795894e-2f));
+  p = L::fmadd(p, r, L::set1(1.6666665459e-1f));
+  p = L::fmadd(p, r, L::set1(5.0000001201e-1f));
+  const V y = L::add(L::fmadd(L::mul(p, r), r, r), L::set1(1.f));
+  return L::mul(L::mul(y, L::pow2_half(n)), L::set1(2.f));
 }
 
-// Lane j of the result: the sum of a[j]'s 16 lanes. A transpose by shuffles
-// and adds, 45 operations where 16 horizontal sums take about three times that.
-inline __m512 lane_sums16(const __m512* a) {
-  __m512 b[8], c[4], d[2];
-  for (int i = 0; i < 8; ++i)  // lanes of two vectors interleaved
-    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
-                         _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
-  for (int i = 0; i < 4; ++i) {  // each 128-bit lane: four vectors' partial sums
-    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
-    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
-  }
-  for (int i = 0; i < 2; ++i)  // then across the 128-bit lanes
-    d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88),
-                         _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xDD));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88),
-                       _mm512_shuffle_f32x4(d[0], d[1], 0xDD));
-}
-
-// One query against L keys and values of 16 * NC elements, s scratch of
-// L rounded up to 16. The rows of decoding are short (a few to a few dozen
+// One query against L keys and values of kN * NC elements, s scratch of L
+// rounded up to kN. The rows of decoding are short (a few to a few dozen
 // positions), where the generic loop spent its time on one horizontal sum
 // per key and on exponentials in the scalar tail of a vector loop that
-// rarely ran; here 16 keys' scores come out of one transpose as a vector,
+// rarely ran; here kN keys' scores come out of one transpose as a vector,
 // and the softmax runs on whole vectors whose lanes past L hold -inf.
 template <int NC>
-void attend_row16(const float* qi, const float* kb, int64_t ks, const float* vb, int64_t vs,
-                  const float* m, int64_t L, float scale, float* s, float* o) {
+void attend_row(const float* qi, const float* kb, int64_t ks, const float* vb, int64_t vs,
+                const float* m, int64_t L, float scale, float* s, float* o) {
+  using Ln = Lanes;
+  constexpr int N = Ln::kN;
   if (L <= 0) {  // no keys: zeros, as the loop writes
-    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(o + 16 * c, _mm512_setzero_ps());
+    for (int c = 0; c < NC; ++c) Ln::store(o + N * c, Ln::zero());
     return;
   }
-  __m512 q[NC];
-  for (int c = 0; c < NC; ++c) q[c] = _mm512_loadu_ps(qi + 16 * c);
-  __m512 vmax = _mm512_set1_ps(-INFINITY);
-  for (int64_t j0 = 0; j0 < L; j0 += 16) {
-    const int64_t n = std::min<int64_t>(16, L - j0);
-    __m512 dots[16];
+  V q[NC];
+  for (int c = 0; c < NC; ++c) q[c] = Ln::load(qi + N * c);
+  V vmax = Ln::set1(-INFINITY);
+  for (int64_t j0 = 0; j0 < L; j0 += N) {
+    const int64_t n = std::min<int64_t>(N, L - j0);
+    V dots[N];
     for (int64_t j = 0; j < n; ++j) {
       const float* kj = kb + (j0 + j) * ks;
-      __m512 acc = _mm512_mul_ps(q[0], _mm512_loadu_ps(kj));
-      for (int c = 1; c < NC; ++c) acc = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(kj + 16 * c), acc);
+      V acc = Ln::mul(q[0], Ln::load(kj));
+      for (int c = 1; c < NC; ++c) acc = Ln::fmadd(q[c], Ln::load(kj + N * c), acc);
       dots[j] = acc;
     }
-    for (int64_t j = n; j < 16; ++j) dots[j] = _mm512_setzero_ps();
-    const __mmask16 live = static_cast<__mmask16>((1u << n) - 1);
-    __m512 x = _mm512_mul_ps(lane_sums16(dots), _mm512_set1_ps(scale));
-    if (m) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(live, m + j0));
-    x = _mm512_mask_blend_ps(live, _mm512_set1_ps(-INFINITY), x);
-    _mm512_storeu_ps(s + j0, x);
-    vmax = _mm512_max_ps(vmax, x);
+    for (int64_t j = n; j < N; ++j) dots[j] = Ln::zero();
+    V x = Ln::mul(Ln::lane_sums(dots), Ln::set1(scale));
+    if (m) x = Ln::add(x, Ln::load_first(m + j0, n));
+    x = Ln::first(n, x, Ln::set1(-INFINITY));
+    Ln::store(s + j0, x);
+    vmax = Ln::max(vmax, x);
   }
-  const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-  __m512 sum = _mm512_setzero_ps();
-  for (int64_t j0 = 0; j0 < L; j0 += 16) {
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j0), mx));  // -inf: 0
-    _mm512_storeu_ps(s + j0, e);
-    sum = _mm512_add_ps(sum, e);
+  const V mx = Ln::set1(Ln::reduce_max(vmax));
+  V sum = Ln::zero();
+  for (int64_t j0 = 0; j0 < L; j0 += N) {
+    const V e = exp_lanes(Ln::sub(Ln::load(s + j0), mx));  // -inf: 0
+    Ln::store(s + j0, e);
+    sum = Ln::add(sum, e);
   }
   // The weighted sum unnormalised, in U independent chains of FMAs (one
   // chain of NC would wait on each FMA's latency), scaled once at the end.
   constexpr int U = NC >= 8 ? 1 : 8 / NC;
-  __m512 acc[U][NC];
+  V acc[U][NC];
   for (int u = 0; u < U; ++u)
-    for (int c = 0; c < NC; ++c) acc[u][c] = _mm512_setzero_ps();
+    for (int c = 0; c < NC; ++c) acc[u][c] = Ln::zero();
   int64_t j = 0;
   for (; j + U <= L; j += U)
     for (int u = 0; u < U; ++u) {
-      const __m512 p = _mm512_set1_ps(s[j + u]);
+      const V p = Ln::set1(s[j + u]);
       const float* vj = vb + (j + u) * vs;
-      for (int c = 0; c < NC; ++c)
-        acc[u][c] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj + 16 * c), acc[u][c]);
+      for (int c = 0; c < NC; ++c) acc[u][c] = Ln::fmadd(p, Ln::load(vj + N * c), acc[u][c]);
     }
   for (; j < L; ++j) {
-    const __m512 p = _mm512_set1_ps(s[j]);
+    const V p = Ln::set1(s[j]);
     const float* vj = vb + j * vs;
-    for (int c = 0; c < NC; ++c)
-      acc[0][c] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj + 16 * c), acc[0][c]);
+    for (int c = 0; c < NC; ++c) acc[0][c] = Ln::fmadd(p, Ln::load(vj + N * c), acc[0][c]);
   }
-  const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sum));
+  const V inv = Ln::set1(1.f / Ln::reduce_add(sum));
   for (int c = 0; c < NC; ++c) {
-    __m512 t = acc[0][c];
-    for (int u = 1; u < U; ++u) t = _mm512_add_ps(t, acc[u][c]);
-    _mm512_storeu_ps(o + 16 * c, _mm512_mul_ps(t, inv));
-  }
-}
-
-}  // namespace
-#elif defined(__AVX2__) && defined(__FMA__)
-namespace {
-
-// The AVX2 form of the kernel below (8 lanes, no mask registers), for CPUs
-// without AVX-512. exp_simd on 8 lanes: the same operations (NaN kept, as
-// exp16 keeps it).
-inline __m256 exp8(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-87.33654f), x);
-  x = _mm256_min_ps(_mm256_set1_ps(88.37626f), x);
-  const __m256 round = _mm256_set1_ps(12582912.f);
-  const __m256 n =
-      _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), round), round);
-  const __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f),
-                                   _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x));
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.f));
-  const __m256i e =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(126)), 23);
-  return _mm256_mul_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), _mm256_set1_ps(2.f));
-}
-
-// Lane j of the result: the sum of a[j]'s 8 lanes (horizontal adds, then
-// the two 128-bit halves).
-inline __m256 lane_sums8(const __m256* a) {
-  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-}
-
-inline float reduce8(__m256 v, bool max) {
-  __m128 x = max ? _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))
-                 : _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  __m128 y = _mm_movehl_ps(x, x);
-  x = max ? _mm_max_ps(x, y) : _mm_add_ps(x, y);
-  y = _mm_shuffle_ps(x, x, 1);
-  return _mm_cvtss_f32(max ? _mm_max_ss(x, y) : _mm_add_ss(x, y));
-}
-
-// attend_row16's steps, 8 keys' scores at a time, for heads of 8 * NC.
-template <int NC>
-void attend_row8(const float* qi, const float* kb, int64_t ks, const float* vb, int64_t vs,
-                 const float* m, int64_t L, float scale, float* s, float* o) {
-  if (L <= 0) {
-    for (int c = 0; c < NC; ++c) _mm256_storeu_ps(o + 8 * c, _mm256_setzero_ps());
-    return;
-  }
-  __m256 q[NC];
-  for (int c = 0; c < NC; ++c) q[c] = _mm256_loadu_ps(qi + 8 * c);
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  __m256 vmax = _mm256_set1_ps(-INFINITY);
-  for (int64_t j0 = 0; j0 < L; j0 += 8) {
-    const int64_t n = std::min<int64_t>(8, L - j0);
-    __m256 dots[8];
-    for (int64_t j = 0; j < n; ++j) {
-      const float* kj = kb + (j0 + j) * ks;
-      __m256 acc = _mm256_mul_ps(q[0], _mm256_loadu_ps(kj));
-      for (int c = 1; c < NC; ++c) acc = _mm256_fmadd_ps(q[c], _mm256_loadu_ps(kj + 8 * c), acc);
-      dots[j] = acc;
-    }
-    for (int64_t j = n; j < 8; ++j) dots[j] = _mm256_setzero_ps();
-    const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane);
-    __m256 x = _mm256_mul_ps(lane_sums8(dots), _mm256_set1_ps(scale));
-    if (m) x = _mm256_add_ps(x, _mm256_maskload_ps(m + j0, live));
-    x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, _mm256_castsi256_ps(live));
-    _mm256_storeu_ps(s + j0, x);
-    vmax = _mm256_max_ps(vmax, x);
-  }
-  const __m256 mx = _mm256_set1_ps(reduce8(vmax, true));
-  __m256 sum = _mm256_setzero_ps();
-  for (int64_t j0 = 0; j0 < L; j0 += 8) {
-    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j0), mx));  // -inf: 0
-    _mm256_storeu_ps(s + j0, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  constexpr int U = NC >= 8 ? 1 : 8 / NC;
-  __m256 acc[U][NC];
-  for (int u = 0; u < U; ++u)
-    for (int c = 0; c < NC; ++c) acc[u][c] = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + U <= L; j += U)
-    for (int u = 0; u < U; ++u) {
-      const __m256 p = _mm256_set1_ps(s[j + u]);
-      const float* vj = vb + (j + u) * vs;
-      for (int c = 0; c < NC; ++c)
-        acc[u][c] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8 * c), acc[u][c]);
-    }
-  for (; j < L; ++j) {
-    const __m256 p = _mm256_set1_ps(s[j]);
-    const float* vj = vb + j * vs;
-    for (int c = 0; c < NC; ++c)
-      acc[0][c] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8 * c), acc[0][c]);
-  }
-  const __m256 inv = _mm256_set1_ps(1.f / reduce8(sum, false));
-  for (int c = 0; c < NC; ++c) {
-    __m256 t = acc[0][c];
-    for (int u = 1; u < U; ++u) t = _mm256_add_ps(t, acc[u][c]);
-    _mm256_storeu_ps(o + 8 * c, _mm256_mul_ps(t, inv));
+    V t = acc[0][c];
+    for (int u = 1; u < U; ++u) t = Ln::add(t, acc[u][c]);
+    Ln::store(o + N * c, Ln::mul(t, inv));
   }
 }
 
@@ -334,26 +306,28 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
   // query: scores, softmax and the weighted sum, vectorised along the head.
   const int64_t B = q.dims[0], H = q.dims[1], M = q.dims[2], D = q.dims[3];
   const int64_t Lmax = k.dims[2], Dv = v.dims[3];
-  // A kernel for the row's steps in vectors, where there is one for this
-  // head width and CPU (several keys' scores at a time: attend_row16 and
-  // attend_row8); else the loop below.
+  // A kernel for the row's steps in vectors (attend_row), for heads 16 to
+  // Lanes::kMaxWidth wide, keys as wide as values; else the loop below.
   using Row = void (*)(const float*, const float*, int64_t, const float*, int64_t, const float*,
                        int64_t, float, float*, float*);
   Row row_kernel = nullptr;
-#if defined(__AVX512F__)
-  if (D == Dv && q.strides[3] == 1 && k.strides[3] == 1 && v.strides[3] == 1 &&
-      ctx.strides[3] == 1) {
-    if (D == 16) row_kernel = attend_row16<1>;
-    if (D == 32) row_kernel = attend_row16<2>;
-    if (D == 64) row_kernel = attend_row16<4>;
-    if (D == 128) row_kernel = attend_row16<8>;
-  }
-#elif defined(__AVX2__) && defined(__FMA__)
-  if (D == Dv && q.strides[3] == 1 && k.strides[3] == 1 && v.strides[3] == 1 &&
-      ctx.strides[3] == 1) {
-    if (D == 16) row_kernel = attend_row8<2>;
-    if (D == 32) row_kernel = attend_row8<4>;
-    if (D == 64) row_kernel = attend_row8<8>;  // 128: its query alone fills AVX2's 16 registers
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+  if (D == Dv && D >= 16 && D <= Lanes::kMaxWidth && q.strides[3] == 1 && k.strides[3] == 1 &&
+      v.strides[3] == 1 && ctx.strides[3] == 1) {
+    switch (D / Lanes::kN * (D % Lanes::kN == 0)) {
+      case 1:
+        row_kernel = attend_row<1>;
+        break;
+      case 2:
+        row_kernel = attend_row<2>;
+        break;
+      case 4:
+        row_kernel = attend_row<4>;
+        break;
+      case 8:
+        row_kernel = attend_row<8>;
+        break;
+    }
   }
 #endif
   static thread_local std::vector<float> scores;
@@ -703,7 +677,7 @@ static float ordered_exp_sum(const float* x, int64_t V, float mx) {
     const __mmask16 added = _mm512_cmp_ps_mask(xv, ninf, _CMP_NEQ_UQ);  // NaN and +inf too
     // Packed in a register and stored whole (the next store overwrites the
     // rest): a compressing store to memory is microcoded on Intel cores.
-    _mm512_storeu_ps(e + n, _mm512_maskz_compress_ps(added, exp16(_mm512_sub_ps(xv, vmx))));
+    _mm512_storeu_ps(e + n, _mm512_maskz_compress_ps(added, exp_lanes(_mm512_sub_ps(xv, vmx))));
     n += __builtin_popcount(added);
   }
   for (int64_t i = 0; i < n; ++i) sum += e[i];
