@@ -47,6 +47,10 @@ struct Opts {
   std::vector<std::string> models;  // one, or an ensemble
   std::vector<std::string> inputs;
   std::string output, output_dir, suffix, format = "text", input_format = "text";
+  // What a source or prefix is cut to (set once the model is loaded): the
+  // bytes the model could take of it.
+  size_t max_text_bytes = 0;
+  std::string why_limit;
   bool alignments = false, attention = false;
   int alignment_layer = 0;  // 1-based; 0: the second-to-last
   SearchOptions search;
@@ -122,6 +126,20 @@ class Output {
   std::optional<io::OutputFile> file_;
 };
 
+// A tsv or jsonl line is read whole (up to a much larger cap) and parsed
+// before its fields are cut, as a text line is, at what the model could take
+// (at a character's start), so that a long record is translated in part
+// rather than broken into a parse error.
+void cut_field(std::string& field, const char* what, const Opts& o, int64_t line_no) {
+  if (o.max_text_bytes == 0 || field.size() <= o.max_text_bytes) return;
+  size_t n = o.max_text_bytes;
+  while (n > 0 && (static_cast<unsigned char>(field[n]) & 0xC0) == 0x80) --n;
+  io::warn_on_stderr("line " + std::to_string(line_no) + ": " + what + " is " +
+                     std::to_string(field.size()) + " bytes; only the first " + std::to_string(n) +
+                     " are read (" + o.why_limit + ")");
+  field.resize(n);
+}
+
 // One input line as a request. tsv: source<TAB>prefix. jsonl: an object
 // with "text" and optionally "prefix" and "constraints" (strings). A line
 // that does not parse is warned about and skipped (an empty output line).
@@ -149,6 +167,8 @@ TranslationRequest parse_request(std::string line, const Opts& o, int64_t line_n
       return skip("no TAB (--input-format tsv reads source<TAB>prefix)");
     rq.source = line.substr(0, tab);
     rq.prefix = line.substr(tab + 1);
+    cut_field(rq.source, "the source", o, line_no);
+    cut_field(rq.prefix, "the prefix", o, line_no);
     return empty_source(rq);
   }
   if (o.input_format != "jsonl") {
@@ -181,6 +201,8 @@ TranslationRequest parse_request(std::string line, const Opts& o, int64_t line_n
     }
   }
   if (!j.contains("text")) return skip("no \"text\"");
+  cut_field(rq.source, "\"text\"", o, line_no);
+  cut_field(rq.prefix, "\"prefix\"", o, line_no);
   return empty_source(rq);
 }
 
@@ -402,11 +424,21 @@ std::vector<std::string> plan_outputs(const Opts& o) {
     outs.assign(o.inputs.size(), "");
     if (!o.output.empty() && o.output != "-") outs.assign(1, o.output);
   }
+  std::vector<io::NamedPath> inputs;
+  for (const auto& m : o.models) inputs.push_back({"-m", m});
+  for (const auto& in : o.inputs) inputs.push_back({"-i", in});
   std::map<std::string, std::string> claimed;  // normalised output -> its input
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (outs[i].empty()) continue;
+    if (outs[i].empty()) {
+      io::check_stdout_not_an_input(inputs);
+      continue;
+    }
     const std::string option = o.output_dir.empty() ? "-o" : "--output-dir";
-    if (o.output_dir.empty()) io::check_output_path(outs[i], option, io::Content::Text);
+    // --output-dir's names too, where the folder exists already: a name
+    // that is a directory is refused before the first input is translated.
+    struct stat st;
+    if (o.output_dir.empty() || ::stat(o.output_dir.c_str(), &st) == 0)
+      io::check_output_path(outs[i], option, io::Content::Text);
     std::error_code ec;
     std::string key = fs::weakly_canonical(fs::absolute(outs[i]), ec).string();
     if (ec) key = outs[i];
@@ -415,9 +447,6 @@ std::vector<std::string> plan_outputs(const Opts& o) {
       throw UsageError("inputs " + it->second + " and " + input + " would both be written to " +
                        outs[i] + "; give them different names or use --suffix");
     claimed[key] = input;
-    std::vector<io::NamedPath> inputs;
-    for (const auto& m : o.models) inputs.push_back({"-m", m});
-    for (const auto& in : o.inputs) inputs.push_back({"-i", in});
     io::check_not_an_input({option, outs[i]}, inputs);
   }
   return outs;
@@ -516,9 +545,14 @@ void run(Opts& o) {
   // 10 MB line costs a few times the model's length and not 1.7 GB.
   const int64_t max_src = model.config.max_positions - 1;
   io::TextChecks checks;
-  checks.max_line_bytes =
-      io::kMaxBytesPerSubword * static_cast<size_t>(max_src) * (o.input_format == "text" ? 1 : 4);
-  checks.why_limit = "the model takes at most " + std::to_string(max_src) + " subwords";
+  o.max_text_bytes = io::kMaxBytesPerSubword * static_cast<size_t>(max_src);
+  o.why_limit = "the model takes at most " + std::to_string(max_src) + " subwords";
+  // tsv and jsonl lines hold a prefix and constraints too, and JSON's escapes
+  // take up to 12 bytes a character: they are cut only far beyond that, and
+  // their fields once parsed (cut_field).
+  checks.max_line_bytes = o.max_text_bytes * (o.input_format == "text" ? 1 : 64);
+  checks.why_limit = o.why_limit;
+  if (o.input_format == "text") o.max_text_bytes = 0;  // the reader cut it already
   checks.warn = io::warn_on_stderr;
   if (!root) return serve_windows(tr, o, comm);
   auto translate_input = [&](io::LineReader& in, Output& out) {

@@ -96,14 +96,20 @@ expect 2 "-o ./m.nmt is the model file m.nmt" "$NMT" quantize m.nmt -o ./m.nmt
 
 # 2. Stale and interrupted temporary files.
 # A temp file of a process that is gone is removed by the next run into the same output.
-echo stale >.fresh.hyp.tmp.999999999
+echo stale >.fresh.hyp.nmt.tmp.999999999
+# Files of the user's that only look like temporary files stay (nmt's own
+# are hidden and say "nmt").
+echo mine >fresh.hyp.tmp.999999998 && echo mine >.fresh.hyp.tmp.999999997
 "$NMT" translate -m m.nmt -i in.en -o fresh.hyp $T 2>/dev/null || fail "translate -o fresh.hyp"
-[ ! -e .fresh.hyp.tmp.999999999 ] || fail "a stale temp file of a dead process was left"
+[ ! -e .fresh.hyp.nmt.tmp.999999999 ] || fail "a stale temp file of a dead process was left"
+[ "$(cat fresh.hyp.tmp.999999998 .fresh.hyp.tmp.999999997)" = "$(printf 'mine\nmine')" ] ||
+  fail "a user's fresh.hyp.tmp.N or .fresh.hyp.tmp.N was removed"
+rm -f fresh.hyp.tmp.999999998 .fresh.hyp.tmp.999999997
 # A stop signal removes the temp file of the output being written.
 for sig in INT TERM HUP; do
   zcat "$DATA/multi30k/train.en.gz" | head -20000 | "$NMT" translate -m m.nmt -o big.hyp $T 2>/dev/null &
   pid=$!
-  for _ in $(seq 50); do ls -A | grep -q '^\.big\.hyp\.tmp\.' && break; sleep 0.1; done
+  for _ in $(seq 50); do ls -A | grep -q '^\.big\.hyp\.nmt\.tmp\.' && break; sleep 0.1; done
   sleep 0.5
   kill -$sig $pid; wait $pid
   no_temps . "SIG$sig"
@@ -224,5 +230,53 @@ expect 2 "^nmt translate: error: --beam 1000: .* could need up to .* GiB, more t
 printf '{"text": "", "constraints": ["Hund"]}\n' >c.jsonl
 "$NMT" translate -m m.nmt --input-format jsonl -i c.jsonl $T >/dev/null 2>err.txt
 grep -q "line 1: the source is empty, so its constraints are not used" err.txt || fail "jsonl without text: $(cat err.txt)"
+# tsv and jsonl records longer than the model takes are parsed whole, then
+# their text is cut (as a text line is), not broken into a parse error.
+long=$(printf 'A man is riding a bike. %.0s' $(seq 800))
+printf '{"text": "%s"}\n{"text": "Two dogs play."}\n' "$long" >long.jsonl
+printf '%s\tEin\nTwo dogs play.\tZwei\n' "$long" >long.tsv
+for fmt in jsonl tsv; do
+  "$NMT" translate -m m.nmt --input-format $fmt -i long.$fmt --beam 1 $T >long.out 2>err.txt ||
+    fail "a long $fmt record: $(cat err.txt)"
+  grep -q "line 1: .* bytes; only the first .* are read (the model takes at most" err.txt ||
+    fail "a long $fmt record: no word of the cut: $(cat err.txt)"
+  ! grep -q "an empty line is written instead" err.txt || fail "a long $fmt record was not parsed: $(cat err.txt)"
+  [ "$(wc -l <long.out)" -eq 2 ] && [ -n "$(head -1 long.out)" ] || fail "a long $fmt record: $(cat long.out)"
+done
+
+# 8. Standard output that is one of the inputs: refused before reading, as
+# cat(1) refuses it (appending to the input would read its own output
+# back until the disk was full).
+head -c 0 /dev/null >self.en && for _ in $(seq 300); do cat in.en >>self.en; done
+cp self.en self.orig
+"$NMT" translate -m m.nmt -i self.en $T >>self.en 2>err.txt; rc=$?
+[ $rc = 2 ] && grep -q "standard output is the -i file self.en; refusing" err.txt || fail "-i x >> x: exit $rc, $(cat err.txt)"
+"$NMT" translate -m m.nmt $T <self.en >>self.en 2>err.txt; rc=$?
+[ $rc = 2 ] && grep -q "standard output is the file on standard input; refusing" err.txt || fail "<x >>x: exit $rc, $(cat err.txt)"
+cmp -s self.en self.orig || fail "stdout into the input changed it ($(wc -l <self.en) lines)"
+# -o /dev/stdout whose reader leaves ends as plain stdout does: quietly, exit 0.
+yes 'A man.' | head -20000 >many.en
+for o in "" "-o /dev/stdout"; do
+  "$NMT" translate -m m.nmt -i many.en --beam 1 $T $o 2>err.txt | head -1 >/dev/null
+  [ "${PIPESTATUS[0]}" = 0 ] && [ ! -s err.txt ] || fail "translate $o | head -1: exit ${PIPESTATUS[0]}, $(cat err.txt)"
+done
+# --output-dir names that are directories are refused before any output is written.
+mkdir -p od/b.en.hyp && cp in.en a.en && cp in.en b.en
+expect 2 "--output-dir od/b.en.hyp: is a directory" "$NMT" translate -m m.nmt -i a.en -i b.en --output-dir od $T
+[ ! -e od/a.en.hyp ] || fail "--output-dir wrote a.en.hyp before refusing b.en.hyp"
+# A file that cannot be made beside the output says that, not that the
+# (writable) output is denied.
+ro=$(mktemp -d /tmp/nmt-cli-paths.XXXXXX) && cp "$NMT" m.nmt in.en "$ro"/ && mkdir "$ro/rd" &&
+  echo old >"$ro/rd/f" && chmod 666 "$ro/rd/f" && chmod 755 "$ro" "$ro/rd" || fail "scratch"
+if [ "$(id -u)" -eq 0 ]; then
+  (cd "$ro" && runuser -u nobody -- ./nmt translate -m m.nmt -i in.en -o rd/f $T >/dev/null 2>err.txt)
+  grep -q "cannot write rd/f: cannot create a file in rd (Permission denied)" "$ro/err.txt" ||
+    fail "an output in a read-only folder: $(cat "$ro/err.txt")"
+  [ "$(cat "$ro/rd/f")" = old ] || fail "an output in a read-only folder changed"
+fi
+rm -rf "$ro"
+# A truncated model given to summary -c is refused as a model, not as JSON.
+head -c 5 m.nmt >t5.nmt
+expect 1 "not a valid model file" "$NMT" summary -c t5.nmt --threads 1
 no_temps . "the end"
 echo "cli_paths: all passed"

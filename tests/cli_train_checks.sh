@@ -224,4 +224,32 @@ expect 1 "--spm base.spm is not the vocabulary of checkpoint" \
   || fail "resume with other options: $(cat err.txt)"
 grep -q "warning: --lr-scale is 0.5 here but was 0.0[0-9]*" err.txt && grep -q "warning: --warmup is 100 here but was 5 " err.txt \
   || fail "resume with other options: $(cat err.txt)"
+# A file beside --out that nmt did not write is never truncated, replaced
+# or removed: OUT.lock (someone's Cargo.lock beside --out Cargo, or a
+# symlink), OUT.log.jsonl, OUT.curve.svg and OUT.best beside no log of an
+# earlier nmt run.
+mkdir side && echo "my lock" >side/Cargo.lock
+expect 1 "side/Cargo.lock exists and is not an nmt lock file; refusing to touch it" \
+  "$NMT" train "${A[@]}" "${T[@]}" --max-steps 2 --out side/Cargo
+[ "$(cat side/Cargo.lock)" = "my lock" ] || fail "a user's OUT.lock was changed"
+rm side/Cargo.lock && echo keep >side/elsewhere && ln -s elsewhere side/Cargo.lock
+expect 1 "side/Cargo.lock exists and is not an nmt lock file" \
+  "$NMT" train "${A[@]}" "${T[@]}" --max-steps 2 --out side/Cargo
+[ "$(cat side/elsewhere)" = keep ] && [ -L side/Cargo.lock ] || fail "a symlinked OUT.lock was followed"
+rm side/Cargo.lock
+for suffix in .log.jsonl .curve.svg .best; do
+  echo mine >"side/Cargo$suffix"
+  expect 1 "side/Cargo$suffix already exists and is not from an earlier nmt run of this --out" \
+    "$NMT" train "${A[@]}" "${T[@]}" --max-steps 2 --out side/Cargo
+  [ "$(cat "side/Cargo$suffix")" = mine ] || fail "a user's OUT$suffix was overwritten"
+  [ ! -e side/Cargo.lock ] || fail "a refused run left its lock"
+  rm "side/Cargo$suffix"
+done
+# An earlier run's own files (its log says so) are replaced, as before; a
+# lock left by a killed nmt is taken over.
+"$NMT" train "${A[@]}" "${T[@]}" --max-steps 2 --out side/m.nmt 2>err.txt || fail "side: $(cat err.txt)"
+rm -r side/m.nmt side/m.nmt.ckpt && echo "pid 999999999 on elsewhere" >side/m.nmt.lock
+"$NMT" train "${A[@]}" "${T[@]}" --max-steps 2 --out side/m.nmt 2>err.txt ||
+  fail "a new run beside an earlier run's log and a dead nmt's lock: $(cat err.txt)"
+[ -s side/m.nmt ] && [ ! -e side/m.nmt.lock ] || fail "side: no model, or the lock was left"
 echo "cli train checks: all checks passed"

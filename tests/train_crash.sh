@@ -70,10 +70,15 @@ while [ $kills -lt "$KILLS" ]; do
 done
 [ $kills -ge 10 ] || fail "only $kills kills landed before training finished"
 # Stale temporary files, as a kill during a write leaves them, go at the next start.
-: >.k.nmt.tmp.99999; : >k.nmt.ckpt/.step-000000999.nmt.tmp.12345; : >k.nmt.ckpt/step-000000998.nmt.tmp.4321
+: >.k.nmt.nmt.tmp.99999; : >k.nmt.ckpt/.step-000000999.nmt.nmt.tmp.12345
+# A user's own files of those shapes are not nmt's to remove.
+: >k.nmt.tmp.4321; : >.k.nmt.tmp.4322
 train k.nmt --max-steps 1000 --resume 2>run.err || { cat run.err; fail "the last resumed run"; }
 grep -q "removed .* temporary file(s) left by an interrupted run" run.err || fail "no word of the stale temps"
-[ -z "$(ls -A . k.nmt.ckpt | grep '\.tmp\.')" ] || fail "temp files remain: $(ls -A . k.nmt.ckpt | grep '\.tmp\.')"
+left=$(ls -A . k.nmt.ckpt | grep '\.nmt\.tmp\.' | grep -v -x -e k.nmt.tmp.4321 -e .k.nmt.tmp.4322)
+[ -z "$left" ] || fail "temp files remain: $left"
+[ -e k.nmt.tmp.4321 ] && [ -e .k.nmt.tmp.4322 ] || fail "a user's k.nmt.tmp.4321 or .k.nmt.tmp.4322 was removed"
+rm -f k.nmt.tmp.4321 .k.nmt.tmp.4322
 cmp -s k.nmt ref/k.nmt || fail "after $kills kills the final model differs from the uninterrupted run's"
 grep -q "final model: " run.err || fail "--average-last does not say which weights it kept"
 grep -q '"type":"final".*"kept":"\(average\|last\)"' k.nmt.log.jsonl || grep -q '"kept":"\(average\|last\)".*"type":"final"' k.nmt.log.jsonl \

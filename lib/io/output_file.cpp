@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/std_streams.h"
 
 namespace nmt::io {
 
@@ -38,9 +39,12 @@ bool ends_with(const std::string& s, std::string_view tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// The temporary file of `target` is hidden beside it: ".NAME.tmp.PID".
+// The temporary file of `target` is hidden beside it: ".NAME.nmt.tmp.PID".
+// The "nmt" in the name is what lets a later run remove the files a killed
+// one left without touching a user's own "NAME.tmp.1" or ".NAME.tmp.2".
+constexpr std::string_view kTempTag = ".nmt.tmp.";
 std::string temp_prefix(const std::string& target) {
-  const std::string name = "." + name_of(target) + ".tmp.";
+  const std::string name = "." + name_of(target) + std::string(kTempTag);
   return target.find('/') == std::string::npos ? name : dir_of(target) + "/" + name;
 }
 
@@ -155,6 +159,7 @@ OutputFile::OutputFile(std::string path, Content content) : path_(std::move(path
                      "use a name without .gz");
   const Target t = resolve(path_);
   if (t.kind == Target::kDescriptor) {
+    stdout_ = t.fd == STDOUT_FILENO;
     fd_ = ::fcntl(t.fd, F_DUPFD_CLOEXEC, 3);
     if (fd_ < 0) throw Error("cannot write " + path_ + ": " + std::strerror(errno));
   } else if (t.kind == Target::kThrough) {
@@ -177,9 +182,15 @@ OutputFile::OutputFile(std::string path, Content content) : path_(std::move(path
       unregister_temp(slot_);
       slot_ = -1;
       tmp_.clear();
+      // The file itself may be writable where its directory is not: say
+      // which of them refused.
       throw Error("cannot write " + path_ + ": " +
                   (err == ENOENT ? "directory " + dir_of(target_) + " does not exist"
-                                 : std::string(std::strerror(err))));
+                   : err == EACCES || err == EROFS
+                       ? "cannot create a file in " + dir_of(target_) + " (" + std::strerror(err) +
+                             "); nmt writes a new file there and renames it over " +
+                             name_of(target_) + ", so that a failed run leaves it whole"
+                       : std::string(std::strerror(err))));
     }
     if (existed_) {
       // The replacement is the same file to everyone who could read it.
@@ -232,6 +243,11 @@ void OutputFile::write_raw(const void* data, size_t n) {
     const ssize_t w = ::write(fd_, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
+      // -o /dev/stdout ends as stdout itself does when its reader leaves.
+      if (errno == EPIPE && stdout_) {
+        discard();
+        throw StdoutClosed{};
+      }
       fail("write", errno);
     }
     p += w;
@@ -371,6 +387,19 @@ void check_not_an_input(const NamedPath& output, const std::vector<NamedPath>& i
   }
 }
 
+void check_stdout_not_an_input(const std::vector<NamedPath>& inputs) {
+  struct stat st;
+  if (::fstat(STDOUT_FILENO, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const FileId out{true, st.st_dev, st.st_ino};
+  for (const NamedPath& in : inputs) {
+    if (in.path.empty() || !(out == file_id(in.path))) continue;
+    const std::string what =
+        in.path == "-" ? "the file on standard input" : "the " + in.option + " file " + in.path;
+    throw UsageError("standard output is " + what +
+                     "; refusing to write into what is being read (write elsewhere, then rename)");
+  }
+}
+
 void remove_pending_temps() noexcept {
   for (int i = 0; i < kSlots; ++i)
     if (g_temp_used[i].load() && g_temp_paths[i][0] != '\0') ::unlink(g_temp_paths[i]);
@@ -395,17 +424,17 @@ void fsync_parent_dir(const std::string& path) {
 
 namespace {
 
-// "NAME.tmp.PID" or ".NAME.tmp.PID" (digits after the last ".tmp."): the
-// PID, or "" when the name is not a temporary file of target_name.
+// ".NAME.nmt.tmp.PID" (temp_prefix): the PID, or "" when the name is not
+// such a file of target_name (of any target where target_name is empty).
 std::string temp_pid(const std::string& name, const std::string& target_name) {
-  const auto at = name.rfind(".tmp.");
-  if (at == std::string::npos || at + 5 >= name.size()) return "";
-  if (name.find_first_not_of("0123456789", at + 5) != std::string::npos) return "";
-  if (!target_name.empty()) {
-    const std::string stem = name.substr(0, at);
-    if (stem != target_name && stem != "." + target_name) return "";
-  }
-  return name.substr(at + 5);
+  const auto at = name.rfind(kTempTag);
+  if (name.size() < 2 || name[0] != '.' || at == std::string::npos || at < 2 ||
+      at + kTempTag.size() >= name.size())
+    return "";
+  if (name.find_first_not_of("0123456789", at + kTempTag.size()) != std::string::npos) return "";
+  if (!target_name.empty() && name.compare(1, at - 1, target_name) != 0) return "";
+  if (!target_name.empty() && at - 1 != target_name.size()) return "";
+  return name.substr(at + kTempTag.size());
 }
 
 int remove_matching(const std::string& dir, const std::string& target_name) {

@@ -69,6 +69,7 @@ class OutputFile {
   std::string tmp_;     // empty when written through
   bool existed_ = false;
   bool gzip_ = false;
+  bool stdout_ = false;  // this process's descriptor 1
   int fd_ = -1;
   std::string buf_;
   struct Deflater;
@@ -95,6 +96,10 @@ struct NamedPath {
 // inode, through symlinks and "./" spellings: "-o X is the -m file Y;
 // refusing to overwrite it".
 void check_not_an_input(const NamedPath& output, const std::vector<NamedPath>& inputs);
+// The same for this process's standard output, where a command streams
+// what it reads: `nmt translate -i x >> x` would read its own output back
+// and grow x until the disk is full (as cat(1) does, it refuses).
+void check_stdout_not_an_input(const std::vector<NamedPath>& inputs);
 
 // Removes the temporary files of every OutputFile not yet committed. Only
 // async-signal-safe calls: a handler of SIGINT/SIGTERM/SIGHUP calls it
@@ -110,7 +115,7 @@ void install_signal_cleanup();
 void fsync_parent_dir(const std::string& path);
 
 // Remove the temporary files that a killed process left behind: those of
-// one target ("DIR/.NAME.tmp.PID", and the older "DIR/NAME.tmp.PID"), or
+// one target ("DIR/.NAME.nmt.tmp.PID", never a name nmt did not make), or
 // every one in a directory that nmt owns (a checkpoint directory). Call them
 // only while holding the lock that keeps other writers out. They return
 // how many files went.

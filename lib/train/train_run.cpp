@@ -21,11 +21,14 @@
 // after every update (agree()), so that all processes stop at the same step.
 #include "train/train_run.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -375,6 +378,38 @@ std::string flag_of(const std::string& key) {
 
 }  // namespace
 
+namespace {
+
+// A new run (nothing to resume) replaces OUT.log.jsonl, OUT.curve.svg and
+// OUT.best where an earlier nmt run of this --out left them, which its log
+// shows. A regular file of those names beside any other log is someone
+// else's (`--out Cargo` beside a Cargo.curve.svg of their own), and
+// refused rather than overwritten. Devices and FIFOs are written through.
+void check_side_outputs(const std::string& out) {
+  const std::string log = out + ".log.jsonl";
+  const auto regular = [](const std::string& p) {
+    struct stat st;
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  };
+  bool earlier_run = false;
+  if (regular(log)) {
+    std::ifstream in(log);
+    std::string line;
+    if (std::getline(in, line)) {
+      const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+      earlier_run = j.is_object() && j.contains("type") && j["type"] == "start";
+    }
+  }
+  if (earlier_run) return;
+  for (const std::string& p : {log, out + ".curve.svg", out + ".best"})
+    if (regular(p))
+      throw InputError("--out " + out + ": " + p +
+                       " already exists and is not from an earlier nmt run of this --out; " +
+                       "refusing to overwrite it: move it away or choose another --out");
+}
+
+}  // namespace
+
 void TrainRun::open_previous_run() {
   const auto ckpts = list_checkpoints(opts_.out);
   if (!ckpts.empty() && !opts_.resume)
@@ -387,6 +422,7 @@ void TrainRun::open_previous_run() {
         "--out: " + opts_.out +
         " already exists (the model of an earlier run?) and there is no checkpoint in " +
         checkpoint_dir(opts_.out) + "/ to resume: remove it or choose another --out");
+  if (ckpts.empty()) check_side_outputs(opts_.out);
   if (opts_.resume && !ckpts.empty()) {
     // The newest checkpoint that is whole; a damaged one is named and passed over.
     std::vector<std::string> damaged;
