@@ -128,7 +128,11 @@ void register_shortlist(CLI::App& app) {
   cmd->add_option("--tgt", o->tgt, "Target side, one file per --src file")->required();
   cmd->add_option("--valid-src", o->valid_src, "Source side of a set to measure the BLEU cost on");
   cmd->add_option("--valid-tgt", o->valid_tgt, "Its references");
-  cmd->add_option("--valid-tokenize", o->tokenize, "sacreBLEU tokeniser for that BLEU")
+  // As nmt train's: the SentencePiece tokenisers need a model file that
+  // only nmt score takes.
+  cmd->add_option("--valid-tokenize", o->tokenize,
+                  "sacreBLEU tokeniser for that BLEU: 13a, intl, char, zh, ja-mecab, none")
+      ->check(CLI::IsMember({"13a", "intl", "char", "zh", "ja-mecab", "none"}))
       ->capture_default_str();
   cmd->add_option("--beam", o->beam, "Beam size of the measurement")
       ->check(CLI::Range(1, 1024))

@@ -81,13 +81,17 @@ namespace {
 
 std::string human(double x, const char* unit = "") { return human_number(x, unit); }
 
-// A model file (safetensors: an 8-byte header length, then the header's
-// '{'), or else a config, which the config parser reads and judges (a BOM,
-// an array, bad JSON) exactly as train -c does.
+// A model file starts with its header's length, 8 bytes little-endian whose
+// high bytes are zeros, then '{'; a config is text, which holds no zero
+// byte. So a truncated model is still read as a model and refused as one
+// ("file is only 5 bytes"), not as JSON; anything else is a config, which
+// the config parser judges (a BOM, an array, bad JSON) as train -c does.
 bool is_model_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  char head[9];
-  return in.read(head, 9) && head[8] == '{';
+  std::string head(9, '\0');
+  in.read(head.data(), 9);
+  head.resize(static_cast<size_t>(in.gcount()));
+  return (head.size() == 9 && head[8] == '{') || head.find('\0') != std::string::npos;
 }
 
 void register_summary_impl(CLI::App& app) {

@@ -252,4 +252,21 @@ PY
 python3 "$HERE/../bench/nmt2marian.py" marian-prenorm.nmt pre 2>err.txt &&
   fail "nmt2marian.py wrote a pre-norm model, which it cannot"
 grep -q "config norm is 'pre'" err.txt || fail "nmt2marian.py on pre-norm: $(cat err.txt)"
+# -o never replaces a file the conversion read, found beside the model
+# rather than named: model.bin, config.json, the vocabularies, source.spm.
+cp -r "$FIX/ct2-postnorm-shared-int8" ct && cp -r "$FIX/marian-prenorm" mp
+sums() { md5sum ct/* mp/*; }
+before=$(sums)
+for args in "ct -o ct/model.bin" "ct -o ct/config.json" "ct -o ct/shared_vocabulary.json" \
+  "mp/model.npz -o mp/source.spm" "mp/model.npz -o mp/target.spm" "mp/model.npz -o mp/model.npz.decoder.yml"; do
+  # shellcheck disable=SC2086
+  "$NMT" convert $args 2>err.txt && fail "convert $args: replaced a file of the model"
+  grep -q "is the converted model's file .*; refusing to overwrite it" err.txt || fail "convert $args: $(cat err.txt)"
+done
+[ "$before" = "$(sums)" ] || fail "a refused convert changed the model's files"
+"$NMT" convert ct -o ct/model.nmt 2>err.txt || fail "convert into the model's folder: $(cat err.txt)"
+# A SentencePiece file that is not one is named.
+echo garbage >g.spm
+"$NMT" convert mp/model.npz --spm g.spm -o g.nmt 2>err.txt && fail "converted with a garbage --spm"
+grep -q "g.spm: invalid SentencePiece model" err.txt || fail "a garbage --spm is not named: $(cat err.txt)"
 echo "cli_convert_peers: ok"

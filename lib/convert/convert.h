@@ -28,6 +28,9 @@ struct Imported {
   // What it was converted from, for nmt info: "tool", "source", "summary"
   // and the options that mattered.
   nlohmann::json provenance = nlohmann::json::object();
+  // The files it was read from (or, for a model directory, that it may have
+  // read), which nmt convert's output must not replace.
+  std::vector<std::string> read_from;
 };
 
 struct ConvertOptions {

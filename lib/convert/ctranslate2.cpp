@@ -564,9 +564,10 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
         "the target's");
   const std::string src_spm = spm.empty() ? "" : io::read_whole_file(spm[0], "--spm"),
                     tgt_spm = spm.empty() ? "" : io::read_whole_file(spm[1], "--spm");
-  out.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id);
+  out.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id, tgt_spm.empty() ? "" : spm[1]);
   if (c.src_vocab_size || src_spm != tgt_spm)
-    out.source_vocab = Vocab::from_tokens(src_tokens, src_spm, c.unk_id);
+    out.source_vocab =
+        Vocab::from_tokens(src_tokens, src_spm, c.unk_id, src_spm.empty() ? "" : spm[0]);
   out.config = c;
   out.provenance = {
       {"tool", "ctranslate2"},
@@ -578,6 +579,9 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
                       "), " +
                       (spm.empty() ? "space-separated tokens"
                                    : "SentencePiece " + fs::path(spm[0]).filename().string())}};
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file(ec)) out.read_from.push_back(e.path().string());
+  out.read_from.insert(out.read_from.end(), spm.begin(), spm.end());
   return out;
 }
 

@@ -57,7 +57,7 @@ class Options {
 std::vector<std::string> vocab_tokens(const std::string& path) {
   const std::string ext = fs::path(path).extension().string();
   if (ext == ".spm" || ext == ".model")  // a SentencePiece model: its own ids
-    return Vocab::sentencepiece_pieces(io::read_whole_file(path, "vocabulary"));
+    return Vocab::sentencepiece_pieces(io::read_whole_file(path, "vocabulary"), path);
   const std::string text = io::read_whole_file(path, "vocabulary");
   std::vector<std::string> out;
   if (ext == ".yml" || ext == ".yaml" || ext == ".json") {
@@ -228,6 +228,7 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
   const fs::path dir = is_dir ? fs::path(src) : fs::path(src).parent_path();
   const fs::path here = dir.empty() ? fs::path(".") : dir;
   std::optional<Options> decoder_yml;
+  std::string decoder_yml_path;
   // OPUS-MT ships decoder.yml; marian itself writes MODEL.npz.decoder.yml
   // beside the model it trains.
   const std::vector<fs::path> ymls =
@@ -237,6 +238,7 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
     if (!fs::is_regular_file(dyml, ec)) continue;
     try {
       decoder_yml.emplace(YAML::LoadFile(dyml.string()), dyml.string());
+      decoder_yml_path = dyml.string();
     } catch (const YAML::Exception& e) {
       throw InputError(dyml.string() + ": not readable YAML: " + e.what());
     }
@@ -476,9 +478,10 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
     throw InputError(files.npz +
                      ": no SentencePiece model found (source.spm and target.spm "
                      "beside the model): give --spm FILE (both sides) or --spm SRC TGT");
-  m.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id);
+  m.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id, tgt_spm.empty() ? "" : files.spms[1]);
   if (c.src_vocab_size || src_spm != tgt_spm)
-    m.source_vocab = Vocab::from_tokens(src_tokens, src_spm, c.unk_id);
+    m.source_vocab =
+        Vocab::from_tokens(src_tokens, src_spm, c.unk_id, src_spm.empty() ? "" : files.spms[0]);
   m.config = c;
   m.provenance = {{"tool", "marian"},
                   {"source", files.npz},
@@ -492,6 +495,11 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
                     {"tied-embeddings", tied_out}}},
                   {"summary", "from Marian " + o.get<std::string>("version", "(version unknown)") +
                                   ", " + fs::path(files.npz).filename().string()}};
+  m.read_from = {files.npz};
+  for (const auto* list : {&files.vocabs, &files.spms})
+    m.read_from.insert(m.read_from.end(), list->begin(), list->end());
+  if (!embedded) m.read_from.push_back(yml_source);
+  if (!decoder_yml_path.empty()) m.read_from.push_back(decoder_yml_path);
   return m;
 }
 

@@ -18,16 +18,25 @@ void SetMinLogLevel(int v);
 
 namespace nmt {
 
+namespace {
+
+InputError not_spm(const std::string& what, const sentencepiece::util::Status& status) {
+  return InputError((what.empty() ? "" : what + ": ") +
+                    "invalid SentencePiece model: " + status.ToString());
+}
+
+}  // namespace
+
 Vocab::Vocab() = default;
 Vocab::~Vocab() = default;
 Vocab::Vocab(Vocab&&) noexcept = default;
 Vocab& Vocab::operator=(Vocab&&) noexcept = default;
 
-Vocab Vocab::from_bytes(const std::string& model_bytes) {
+Vocab Vocab::from_bytes(const std::string& model_bytes, const std::string& what) {
   Vocab v;
   v.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = v.sp_->LoadFromSerializedProto(model_bytes);
-  if (!status.ok()) throw InputError("invalid SentencePiece model: " + status.ToString());
+  if (!status.ok()) throw not_spm(what, status);
   if (v.sp_->pad_id() != 0 || v.sp_->unk_id() != 1 || v.sp_->bos_id() != 2 || v.sp_->eos_id() != 3)
     throw InputError(
         "SentencePiece model must use ids pad=0 unk=1 bos=2 eos=3 (train it with "
@@ -38,13 +47,13 @@ Vocab Vocab::from_bytes(const std::string& model_bytes) {
 std::string Vocab::bytes() const { return sp_ ? sp_->serialized_model_proto() : std::string(); }
 
 Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& spm_bytes,
-                         int32_t unk_id) {
+                         int32_t unk_id, const std::string& spm_what) {
   Vocab v;
   if (tokens.empty()) throw InputError("the vocabulary has no tokens");
   if (!spm_bytes.empty()) {
     v.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
     const auto status = v.sp_->LoadFromSerializedProto(spm_bytes);
-    if (!status.ok()) throw InputError("invalid SentencePiece model: " + status.ToString());
+    if (!status.ok()) throw not_spm(spm_what, status);
   }
   v.ids_.reserve(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i)
@@ -59,10 +68,11 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& spm
   return v;
 }
 
-std::vector<std::string> Vocab::sentencepiece_pieces(const std::string& spm_bytes) {
+std::vector<std::string> Vocab::sentencepiece_pieces(const std::string& spm_bytes,
+                                                     const std::string& what) {
   sentencepiece::SentencePieceProcessor sp;
   const auto status = sp.LoadFromSerializedProto(spm_bytes);
-  if (!status.ok()) throw InputError("invalid SentencePiece model: " + status.ToString());
+  if (!status.ok()) throw not_spm(what, status);
   std::vector<std::string> out;
   out.reserve(sp.GetPieceSize());
   for (int i = 0; i < sp.GetPieceSize(); ++i) out.push_back(sp.IdToPiece(i));
@@ -70,7 +80,7 @@ std::vector<std::string> Vocab::sentencepiece_pieces(const std::string& spm_byte
 }
 
 Vocab Vocab::from_file(const std::string& path) {
-  return from_bytes(io::read_whole_file(path, "SentencePiece model"));
+  return from_bytes(io::read_whole_file(path, "SentencePiece model"), path);
 }
 
 namespace {

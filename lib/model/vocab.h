@@ -25,16 +25,18 @@ class Vocab {
   Vocab(Vocab&&) noexcept;
   Vocab& operator=(Vocab&&) noexcept;
 
-  // From the serialized model proto (the bytes of a .model file).
-  static Vocab from_bytes(const std::string& model_bytes);
+  // From the serialized model proto (the bytes of a .model file). `what`
+  // (a path, an option) names the bytes in errors.
+  static Vocab from_bytes(const std::string& model_bytes, const std::string& what = "");
   // An imported vocabulary: tokens[i] is id i; spm_bytes, when not empty, the
   // SentencePiece model that cuts text into those pieces and joins them
   // back. A piece not in the list is unk_id (or, without one, an error).
   static Vocab from_tokens(std::vector<std::string> tokens, const std::string& spm_bytes,
-                           int32_t unk_id);
+                           int32_t unk_id, const std::string& spm_what = "");
   // Every piece of a SentencePiece model, by its ids (a vocabulary that is
   // the SentencePiece model itself, as Marian can use one).
-  static std::vector<std::string> sentencepiece_pieces(const std::string& spm_bytes);
+  static std::vector<std::string> sentencepiece_pieces(const std::string& spm_bytes,
+                                                       const std::string& what = "");
   static Vocab from_file(const std::string& path);
   // Trains on the given sentences (a sample is enough; SentencePiece itself
   // samples at most input_sentence_size lines).
