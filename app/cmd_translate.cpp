@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -47,8 +48,9 @@ struct Opts {
   std::vector<std::string> models;  // one, or an ensemble
   std::vector<std::string> inputs;
   std::string output, output_dir, suffix, format = "text", input_format = "text";
-  // What a source or prefix is cut to (set once the model is loaded): the
-  // bytes the model could take of it.
+  // What a tsv or jsonl source or prefix is cut to (set once the model is
+  // loaded; 0 for text, which the reader cuts): the bytes the model could
+  // take of it.
   size_t max_text_bytes = 0;
   std::string why_limit;
   bool alignments = false, attention = false;
@@ -427,18 +429,16 @@ std::vector<std::string> plan_outputs(const Opts& o) {
   std::vector<io::NamedPath> inputs;
   for (const auto& m : o.models) inputs.push_back({"-m", m});
   for (const auto& in : o.inputs) inputs.push_back({"-i", in});
+  if (std::find(outs.begin(), outs.end(), "") != outs.end()) io::check_stdout_not_an_input(inputs);
+  // --output-dir's names too, where the folder exists already: a name that
+  // is a directory is refused before the first input is translated.
+  struct stat st;
+  const bool check_paths = o.output_dir.empty() || ::stat(o.output_dir.c_str(), &st) == 0;
+  const std::string option = o.output_dir.empty() ? "-o" : "--output-dir";
   std::map<std::string, std::string> claimed;  // normalised output -> its input
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (outs[i].empty()) {
-      io::check_stdout_not_an_input(inputs);
-      continue;
-    }
-    const std::string option = o.output_dir.empty() ? "-o" : "--output-dir";
-    // --output-dir's names too, where the folder exists already: a name
-    // that is a directory is refused before the first input is translated.
-    struct stat st;
-    if (o.output_dir.empty() || ::stat(o.output_dir.c_str(), &st) == 0)
-      io::check_output_path(outs[i], option, io::Content::Text);
+    if (outs[i].empty()) continue;
+    if (check_paths) io::check_output_path(outs[i], option, io::Content::Text);
     std::error_code ec;
     std::string key = fs::weakly_canonical(fs::absolute(outs[i]), ec).string();
     if (ec) key = outs[i];
@@ -545,14 +545,18 @@ void run(Opts& o) {
   // 10 MB line costs a few times the model's length and not 1.7 GB.
   const int64_t max_src = model.config.max_positions - 1;
   io::TextChecks checks;
-  o.max_text_bytes = io::kMaxBytesPerSubword * static_cast<size_t>(max_src);
-  o.why_limit = "the model takes at most " + std::to_string(max_src) + " subwords";
-  // tsv and jsonl lines hold a prefix and constraints too, and JSON's escapes
-  // take up to 12 bytes a character: they are cut only far beyond that, and
-  // their fields once parsed (cut_field).
-  checks.max_line_bytes = o.max_text_bytes * (o.input_format == "text" ? 1 : 64);
-  checks.why_limit = o.why_limit;
-  if (o.input_format == "text") o.max_text_bytes = 0;  // the reader cut it already
+  const size_t cap = io::kMaxBytesPerSubword * static_cast<size_t>(max_src);
+  checks.why_limit = "the model takes at most " + std::to_string(max_src) + " subwords";
+  if (o.input_format == "text") {
+    checks.max_line_bytes = cap;
+  } else {
+    // tsv and jsonl lines hold a prefix and constraints too, and JSON's
+    // escapes take up to 12 bytes a character: they are cut only far beyond
+    // that, and their fields once parsed (cut_field).
+    checks.max_line_bytes = 64 * cap;
+    o.max_text_bytes = cap;
+    o.why_limit = checks.why_limit;
+  }
   checks.warn = io::warn_on_stderr;
   if (!root) return serve_windows(tr, o, comm);
   auto translate_input = [&](io::LineReader& in, Output& out) {

@@ -26,15 +26,18 @@ std::string read_owner(int fd) {
   return s.empty() ? "unknown process" : s;
 }
 
-// Whether bytes are what FileLock writes ("pid N on HOST\n") or nothing (a
-// lock whose owner has not written yet): only such a file is nmt's to take
-// over, truncate and remove.
-bool is_lock_text(const std::string& s) {
+// Whether fd is a regular file holding what FileLock writes ("pid N on
+// HOST\n") or nothing (a lock whose owner has not written yet): only such a
+// file is nmt's to take over, truncate and remove.
+bool is_nmt_lock(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const std::string s = read_text(fd);
   if (s.empty()) return true;
-  if (s.size() > 300 || s.compare(0, 4, "pid ") != 0 || s.back() != '\n') return false;
+  if (s.size() > 300 || s.compare(0, 4, "pid ") != 0 || s.find('\n') != s.size() - 1) return false;
   size_t i = 4;
   while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-  return i > 4 && s.compare(i, 4, " on ") == 0 && s.find('\n') == s.size() - 1;
+  return i > 4 && s.compare(i, 4, " on ") == 0;
 }
 
 }  // namespace
@@ -49,16 +52,14 @@ FileLock::FileLock(const std::string& lock_path, const std::string& what) : path
     if (fd_ < 0 && errno == EEXIST) {
       fd_ = ::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
       if (fd_ < 0 && errno == ENOENT) continue;  // its owner just removed it
-      struct stat st;
-      if (fd_ >= 0 &&
-          (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || !is_lock_text(read_text(fd_)))) {
-        ::close(fd_);
+      // ELOOP: a symlink; ENXIO: a FIFO with no reader.
+      const bool foreign = fd_ < 0 ? errno == ELOOP || errno == ENXIO : !is_nmt_lock(fd_);
+      if (foreign) {
+        if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
-        errno = EEXIST;
-      }
-      if (fd_ < 0 && (errno == ELOOP || errno == EEXIST || errno == ENXIO))
         throw InputError(path_ + " exists and is not an nmt lock file; refusing to touch it " +
                          "(nmt locks " + what + " with it): move it away or choose another name");
+      }
     }
     if (fd_ < 0)
       throw InputError("cannot create the lock file " + path_ + ": " + std::strerror(errno));

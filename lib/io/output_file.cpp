@@ -370,6 +370,17 @@ void check_output_path(const std::string& path, const std::string& option, Conte
     throw UsageError(option + " " + path + ": directory " + dir + " does not exist");
 }
 
+namespace {
+
+// The input whose file `out` is (by device and inode), or null.
+const NamedPath* input_of(const FileId& out, const std::vector<NamedPath>& inputs) {
+  for (const NamedPath& in : inputs)
+    if (!in.path.empty() && out == file_id(in.path)) return &in;
+  return nullptr;
+}
+
+}  // namespace
+
 void check_not_an_input(const NamedPath& output, const std::vector<NamedPath>& inputs) {
   // Only a regular file can be destroyed by writing it; writing /dev/null
   // or a FIFO that is also read is the user's plumbing.
@@ -377,27 +388,21 @@ void check_not_an_input(const NamedPath& output, const std::vector<NamedPath>& i
   if (output.path.empty() || output.path == "-" || ::stat(output.path.c_str(), &st) != 0 ||
       !S_ISREG(st.st_mode))
     return;
-  const FileId out = file_id(output.path);
-  for (const NamedPath& in : inputs) {
-    if (in.path.empty() || !(out == file_id(in.path))) continue;
-    const std::string what =
-        in.path == "-" ? "standard input" : "the " + in.option + " file " + in.path;
-    throw UsageError(output.option + " " + output.path + " is " + what +
-                     "; refusing to overwrite it (write elsewhere, then rename)");
-  }
+  if (const NamedPath* in = input_of(file_id(output.path), inputs))
+    throw UsageError(
+        output.option + " " + output.path + " is " +
+        (in->path == "-" ? "standard input" : "the " + in->option + " file " + in->path) +
+        "; refusing to overwrite it (write elsewhere, then rename)");
 }
 
 void check_stdout_not_an_input(const std::vector<NamedPath>& inputs) {
   struct stat st;
   if (::fstat(STDOUT_FILENO, &st) != 0 || !S_ISREG(st.st_mode)) return;
-  const FileId out{true, st.st_dev, st.st_ino};
-  for (const NamedPath& in : inputs) {
-    if (in.path.empty() || !(out == file_id(in.path))) continue;
-    const std::string what =
-        in.path == "-" ? "the file on standard input" : "the " + in.option + " file " + in.path;
-    throw UsageError("standard output is " + what +
+  if (const NamedPath* in = input_of(FileId{true, st.st_dev, st.st_ino}, inputs))
+    throw UsageError("standard output is " +
+                     (in->path == "-" ? std::string("the file on standard input")
+                                      : "the " + in->option + " file " + in->path) +
                      "; refusing to write into what is being read (write elsewhere, then rename)");
-  }
 }
 
 void remove_pending_temps() noexcept {
@@ -432,8 +437,8 @@ std::string temp_pid(const std::string& name, const std::string& target_name) {
       at + kTempTag.size() >= name.size())
     return "";
   if (name.find_first_not_of("0123456789", at + kTempTag.size()) != std::string::npos) return "";
+  // compare() of a stem of another length is not 0 either.
   if (!target_name.empty() && name.compare(1, at - 1, target_name) != 0) return "";
-  if (!target_name.empty() && at - 1 != target_name.size()) return "";
   return name.substr(at + kTempTag.size());
 }
 

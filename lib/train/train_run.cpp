@@ -376,10 +376,6 @@ std::string flag_of(const std::string& key) {
   return s;
 }
 
-}  // namespace
-
-namespace {
-
 // A new run (nothing to resume) replaces OUT.log.jsonl, OUT.curve.svg and
 // OUT.best where an earlier nmt run of this --out left them, which its log
 // shows. A regular file of those names beside any other log is someone
