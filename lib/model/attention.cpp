@@ -116,7 +116,8 @@ void MultiHeadAttention::step_self(const Tensor& x, KVCache& cache,
                                    AttnScratch& s, Tensor& y) const {
   const int64_t N = x.dim(0), Wk = H_ * dk_, Wv = H_ * dv_, ld = 2 * Wk + Wv;
   if (static_cast<int64_t>(pos.size()) != N) throw Error("decoder step: a position per row needed");
-  const int64_t cap = cache.capacity;
+  const int64_t cap = cache.capacity, R = cache.rows();
+  if (N > R) throw Error("decoder step: more rows than the cache holds");
   // Rows at several positions come with a mask as wide as the furthest one;
   // without one, every row is at pos[0].
   const int64_t L = mask ? mask->dim(1) : (N ? pos[0] + 1 : 1);
@@ -131,8 +132,8 @@ void MultiHeadAttention::step_self(const Tensor& x, KVCache& cache,
     if (t < 0 || t >= L) throw Error("decoder step: a row's position is outside its mask");
     for (r1 = r0 + 1; r1 < N && pos[r1] == t;) ++r1;
     const int64_t n = r1 - r0;
-    Tensor k_new = cache.k.strided(Shape{n, Wk}, {cap * Wk, 1, 0, 0}, r0 * cap * Wk + t * Wk);
-    Tensor v_new = cache.v.strided(Shape{n, Wv}, {cap * Wv, 1, 0, 0}, r0 * cap * Wv + t * Wv);
+    Tensor k_new = cache.k.strided(Shape{n, Wk}, {Wk, 1, 0, 0}, (t * R + r0) * Wk);
+    Tensor v_new = cache.v.strided(Shape{n, Wv}, {Wv, 1, 0, 0}, (t * R + r0) * Wv);
     ops::copy_rows(s.proj.strided(Shape{n, Wk}, {ld, 1, 0, 0}, r0 * ld + Wk), k_new);
     ops::copy_rows(s.proj.strided(Shape{n, Wv}, {ld, 1, 0, 0}, r0 * ld + 2 * Wk), v_new);
   }
@@ -140,8 +141,8 @@ void MultiHeadAttention::step_self(const Tensor& x, KVCache& cache,
   // the mask leaves them out of its sums (see Backend::attend).
   cache.len = L;
   const Tensor q = s.proj.strided(Shape{N, H_, 1, dk_}, {ld, dk_, ld, 1});
-  const Tensor k = cache.k.strided(Shape{N, H_, L, dk_}, {cap * Wk, dk_, Wk, 1});
-  const Tensor v = cache.v.strided(Shape{N, H_, L, dv_}, {cap * Wv, dv_, Wv, 1});
+  const Tensor k = cache.k.strided(Shape{N, H_, L, dk_}, {Wk, dk_, R * Wk, 1});
+  const Tensor v = cache.v.strided(Shape{N, H_, L, dv_}, {Wv, dv_, R * Wv, 1});
   s.ctx.resize(Shape{N, Wv}, x.device());
   Tensor ctx = s.ctx.strided(Shape{N, H_, 1, dv_}, {Wv, dv_, Wv, 1});
   ops::attend(q, k, v, mask, scale(), ctx);

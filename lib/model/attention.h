@@ -36,11 +36,19 @@ struct AttnGrads {
 };
 
 // Decoder self-attention cache: keys and values of every position so far,
-// (N, capacity, H*d), growing by one position per step.
+// (capacity, R, H*d), growing by one position per step. Positions are the
+// outer dimension: a batch's history is the dense prefix of its buffers,
+// len * R rows, whatever its capacity and row count, so every batch of a
+// file reuses the pages the last one touched. (Rows outer, each row's
+// history began a capacity after the last row's, and batches of other row
+// counts touched other pages: an int8 translation of test_2016_flickr took
+// 49.5K page faults, against 46.2K position-major, and 140 MB against
+// 132 MB resident.)
 struct KVCache {
   Tensor k, v;
   int64_t len = 0;       // one past the last position any row wrote (what a reorder copies)
   int64_t capacity = 0;  // positions each row has room for
+  int64_t rows() const { return k.ndim() == 3 ? k.dim(1) : 0; }  // R, the row stride
 };
 
 // Temporaries of one incremental step, owned by the decoding state.

@@ -45,6 +45,7 @@ struct DecodeState {
   std::vector<float> self_mask_host;  // staging for self_mask
   std::vector<int32_t> join_host;     // staging for join_ids
   std::vector<int32_t> pos_spare;
+  std::vector<int64_t> cache_order;  // a reorder's rows over the caches' positions
   Tensor spare;  // gather target, swapped in to avoid allocation
   // A reorder's plans (beam rows; sentences), each made once for all the
   // caches it applies to and placed on the device in one copy, and the

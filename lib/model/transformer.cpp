@@ -221,16 +221,9 @@ void Decodable::add_sentences(const int32_t*, int64_t, int64_t, DecodeState&) co
 
 void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
                                  int64_t max_len, DecodeState& st, int64_t max_sentences) const {
-  // The cache capacity is a stride of every attention GEMM over it, so a
-  // capacity per batch would build new primitives for every batch: round it
-  // up to a multiple of 32 (a few values instead of one per length).
+  // Rounded up to a multiple of 32, so that the caches' sizes take a few
+  // values over a file, and the buffers settle at the largest.
   max_len = std::min<int64_t>((max_len + 31) / 32 * 32, cfg_.max_positions);
-  // Nor does the capacity shrink from one batch to the next: a row's history
-  // then stays at the start of the same pages of the buffers, which a batch
-  // touches only as far as its outputs reach. With a capacity per batch, each
-  // batch's rows began elsewhere in the buffers, and over a file every page
-  // of them became resident.
-  if (!st.self.empty()) max_len = std::max(max_len, st.self[0].capacity);
   const int64_t cap = std::max(B, max_sentences);
   st.B = B;
   st.beam = 1;  // beams fan out after the first step
@@ -261,8 +254,8 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
     KVCache& c = st.self[i];
     c.len = 0;
     c.capacity = max_len;
-    c.k.resize(Shape{cap * beam, max_len, cfg_.qk_width()}, store_.device());
-    c.v.resize(Shape{cap * beam, max_len, cfg_.v_width()}, store_.device());
+    c.k.resize(Shape{max_len, cap * beam, cfg_.qk_width()}, store_.device());
+    c.v.resize(Shape{max_len, cap * beam, cfg_.v_width()}, store_.device());
   }
   select_output_rows(st);
 }
@@ -325,12 +318,8 @@ void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
     Tensor dst = kv.strided(Shape{n, S * kvw}, {W * kvw, 1, 0, 0}, B0 * W * kvw);
     ops::copy_rows(st.join_kv.view(Shape{n, S * kvw}), dst);
   }
-  // Their rows of the self-attention caches, after the others' (within the
-  // capacity start_decoding gave, so the others' histories stay).
-  for (KVCache& c : st.self) {
-    c.k.grow(Shape{(B0 + n) * K, c.capacity, cfg_.qk_width()});
-    c.v.grow(Shape{(B0 + n) * K, c.capacity, cfg_.v_width()});
-  }
+  // Their rows of the self-attention caches follow the others' at every
+  // position: start_decoding made room for max_B sentences.
   st.pos.resize(static_cast<size_t>((B0 + n) * K), 0);
   st.B = B0 + n;
   select_output_rows(st);
@@ -388,12 +377,25 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
   bool identity_rows = N == st.rows();
   for (int64_t i = 0; identity_rows && i < N; ++i) identity_rows = rows[i] == i;
   if (!identity_rows) {
-    // Only the filled prefix of the rows whose history changes is copied;
-    // every layer's caches share one plan (they hold the same rows).
-    if (!st.self.empty()) st.row_order.plan(rows, st.self[0].k.dim(0), store_.device());
-    for (KVCache& c : st.self) {
-      ops::reorder_cache(c.k, st.row_order, c.len, st.spare);
-      ops::reorder_cache(c.v, st.row_order, c.len, st.spare);
+    // Each filled position's R rows take the new order: one plan over the
+    // caches' filled prefix, (len * R) rows of one position each, shared by
+    // every layer's caches (they hold the same rows). Only the rows whose
+    // history changes are copied.
+    if (!st.self.empty() && st.self[0].len > 0) {
+      const int64_t R = st.self[0].rows(), len = st.self[0].len;
+      if (N > R) throw Error("reorder: more rows than the caches hold");
+      st.cache_order.resize(static_cast<size_t>(len * R));
+      for (int64_t t = 0; t < len; ++t) {
+        int64_t* o = st.cache_order.data() + t * R;
+        for (int64_t i = 0; i < R; ++i) o[i] = t * R + (i < N ? rows[i] : i);
+      }
+      st.row_order.plan(st.cache_order, len * R, store_.device());
+      for (KVCache& c : st.self) {
+        for (Tensor* kv : {&c.k, &c.v}) {
+          Tensor filled = kv->rows(0, len).view(Shape{len * R, 1, kv->dim(2)});
+          ops::reorder_cache(filled, st.row_order, 1, st.spare);
+        }
+      }
     }
     st.pos_spare.resize(static_cast<size_t>(N));
     for (int64_t i = 0; i < N; ++i) st.pos_spare[i] = st.pos.at(static_cast<size_t>(rows[i]));
