@@ -33,6 +33,7 @@
 #include "capability.h"
 #include "core/backend.h"
 #include "core/device.h"
+#include "core/memory.h"
 #include "core/rng.h"
 #include "ops/ops.h"
 
@@ -345,6 +346,23 @@ TEST_CASE("packed copies of weights give their memory back when their owner forg
   const int64_t grown = resident_now() - base;
   INFO("resident memory grew by " << grown << " bytes over three owners of a 16 MB weight");
   CHECK(grown < (int64_t{8} << 20));
+}
+
+TEST_CASE("a tensor that grows keeps the pages it had", "[ops][memory]") {
+  // A decoding state's caches grow as a file's batches widen. On the CPU a
+  // block of a megabyte and more moves its pages into the larger block
+  // (mremap), where a new allocation would fault every page in again.
+  if (g_device != Device::CPU || resident_bytes(&g_device, 1) < 0) {
+    WARN("skipped: resident pages are read with mincore on the CPU device");
+    return;
+  }
+  const int64_t n = int64_t{1} << 20;  // 4 MB of floats
+  Tensor t(Shape{n}, Device::CPU);     // zeroed: every page touched
+  const size_t had = static_cast<size_t>(n) * sizeof(float);
+  REQUIRE(resident_bytes(t.raw(), had) == static_cast<int64_t>(had));
+  t.resize(Shape{3 * n});  // past its capacity: a larger block
+  CHECK(resident_bytes(t.raw(), had) == static_cast<int64_t>(had));
+  CHECK(resident_bytes(static_cast<char*>(t.raw()) + had, 2 * had) == 0);
 }
 
 TEST_CASE("a packed copy that reuses the last one's pages reads as a new one", "[ops][gemm]") {

@@ -117,6 +117,13 @@ class Backend {
   // Memory. Allocations are aligned for the device's widest loads.
   virtual void* alloc(size_t bytes) = 0;
   virtual void free(void* p) = 0;
+  // p (from alloc) replaced by `bytes` whose contents are not kept: a
+  // buffer that grows. A backend that can keep p's pages in the larger
+  // block (the CPU's mremap) spares the new block their first touch.
+  virtual void* regrow(void* p, size_t bytes) {
+    free(p);
+    return alloc(bytes);
+  }
   virtual void to_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void from_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;

@@ -136,10 +136,12 @@ void Tensor::resize(Shape shape) {
     return;
   }
   if (bytes > capacity_) {
-    release();
     // Grow by half again so that slowly growing shapes settle quickly.
     const int64_t cap = bytes + bytes / 2;
-    data_ = backend(device_).alloc(static_cast<size_t>(cap));
+    void* old = data_;
+    data_ = nullptr, capacity_ = 0;  // as released, should the allocation throw
+    data_ = old ? backend(device_).regrow(old, static_cast<size_t>(cap))
+                : backend(device_).alloc(static_cast<size_t>(cap));
     capacity_ = cap;
   }
   set_shape(shape);
