@@ -176,6 +176,36 @@ const void* weights_of(const MatDesc& b, const GemmAttr& attr) {
   return attr.b_s8 ? static_cast<const void*>(attr.b_s8) : b.ptr;
 }
 
+// s8 weights q (K, N) at strides (sk, sn) into p's layout. oneDNN 2.6
+// reorders into a layout that carries s8s8 compensation (what its kernels
+// for s8 sources without AMX read) only on its reference kernel
+// ("simple:any": 2-6 ms for a shortlist's 256 x 3072 output weights, 157 ms
+// of CPU time in an int8 translation of test_2016_flickr, ONEDNN_VERBOSE),
+// but into the same layout without it on a JIT kernel (about 0.1 ms). So
+// the elements take the JIT reorder, and the compensation is summed here:
+// -128 times each output column's sum (those kernels add 128 to the s8
+// sources, to multiply them as u8), one int32 per column after the
+// elements.
+void reorder_s8(const int8_t* q, int64_t K, int64_t N, int64_t sk, int64_t sn, const Packed& p) {
+  memory from(memory::desc({K, N}, dt::s8, {sk, sn}), ctx().engine, const_cast<int8_t*>(q));
+  const auto& extra = p.md.data.extra;
+  const bool columns_only = p.md.data.ndims == 2 &&
+                            extra.flags == dnnl_memory_extra_flag_compensation_conv_s8s8 &&
+                            extra.compensation_mask == 2;
+  const memory::desc elements = columns_only ? elements_of(p.md) : p.md;
+  memory to(elements, ctx().engine, p.data.get());
+  dnnl::reorder(from, to).execute(ctx().stream, from, to);
+  ctx().stream.wait();
+  if (!columns_only) return;
+  auto* comp = reinterpret_cast<int32_t*>(static_cast<char*>(p.data.get()) + elements.get_size());
+#pragma omp parallel for if (K * N > 65536)
+  for (int64_t n = 0; n < N; ++n) {
+    int32_t sum = 0;
+    for (int64_t k = 0; k < K; ++k) sum += q[k * sk + n * sn];
+    comp[n] = -128 * sum;
+  }
+}
+
 // Reorders int8 weights (attr.b_s8 with its channel scales) into `want`:
 // as they are with VNNI, else rounded again to 7 bits (see has_vnni).
 Packed pack_s8(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
@@ -199,10 +229,7 @@ Packed pack_s8(const MatDesc& b, const GemmAttr& attr, const memory::desc& want)
     }
     from_q = q;
   }
-  memory from(memory::desc({K, N}, dt::s8, {sk, sn}), ctx().engine, const_cast<int8_t*>(from_q));
-  memory to(want, ctx().engine, p.data.get());
-  dnnl::reorder(from, to).execute(ctx().stream, from, to);
-  ctx().stream.wait();
+  reorder_s8(from_q, K, N, sk, sn, p);
   return p;
 }
 
@@ -214,9 +241,8 @@ Packed pack(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
   const int64_t K = b.dims[2], N = b.dims[3], sk = b.strides[2], sn = b.strides[3];
   memory::desc from_md({K, N}, dt::f32, {sk, sn});
   Packed p = packed_copy(want);
-  std::shared_ptr<void> quantised;
   if (want.data_type() == dt::s8) {
-    quantised = aligned_buffer(K * N);
+    std::shared_ptr<void> quantised = aligned_buffer(K * N);
     auto* q = static_cast<int8_t*>(quantised.get());
     p.scales.resize(N);
     const float qmax = has_vnni() ? 127.f : 63.f;
@@ -229,9 +255,10 @@ Packed pack(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
       for (int64_t k = 0; k < K; ++k)
         q[k * sk + n * sn] = static_cast<int8_t>(std::nearbyint(b.ptr[k * sk + n * sn] / s));
     }
-    from_md = memory::desc({K, N}, dt::s8, {sk, sn});
+    reorder_s8(q, K, N, sk, sn, p);
+    return p;
   }
-  memory from(from_md, ctx().engine, quantised ? quantised.get() : const_cast<float*>(b.ptr));
+  memory from(from_md, ctx().engine, const_cast<float*>(b.ptr));
   memory to(want, ctx().engine, p.data.get());
   dnnl::reorder(from, to).execute(ctx().stream, from, to);
   ctx().stream.wait();
