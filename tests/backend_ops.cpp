@@ -1143,6 +1143,31 @@ TEST_CASE("reorder a cache in place as gather_cache does", "[ops][decode]") {
   }
 }
 
+TEST_CASE("reorder a cache of bf16 in place as gather_cache does", "[ops][decode]") {
+  if (!runs({Op::Elementwise})) return;
+  // int8 decoding's caches hold bf16 (2-byte elements); the scratch is f32.
+  const int64_t N = 6, cap = 5, W = 3, len = 4;
+  const std::vector<std::vector<int64_t>> orders = {
+      {1, 2, 0, 4, 5, 3}, {0, 0, 0, 3, 3, 1}, {2, 2, 5}, {0, 0, 1, 1, 2, 2, 3, 3}};
+  for (const auto& idx : orders) {
+    std::vector<uint16_t> X(N * cap * W);
+    std::mt19937 g(static_cast<uint32_t>(idx.size()));
+    for (auto& x : X) x = static_cast<uint16_t>(g());
+    Tensor cache(Shape{N, cap, W}, g_device, DType::BF16), want, scratch;
+    backend(g_device).from_host(cache.raw(), X.data(), X.size() * 2);
+    ops::gather_cache(cache, idx, len, want);
+    ops::reorder_cache(cache, idx, len, scratch);
+    REQUIRE(cache.dim(0) == static_cast<int64_t>(idx.size()));
+    REQUIRE(cache.dtype() == DType::BF16);
+    REQUIRE(want.dtype() == DType::BF16);
+    std::vector<uint16_t> got(cache.numel()), ref(want.numel());
+    backend(g_device).to_host(got.data(), cache.raw(), got.size() * 2);
+    backend(g_device).to_host(ref.data(), want.raw(), ref.size() * 2);
+    for (size_t r = 0; r < idx.size(); ++r)
+      for (int64_t p = 0; p < len * W; ++p) CHECK(got[r * cap * W + p] == ref[r * cap * W + p]);
+  }
+}
+
 int main(int argc, char** argv) {
   std::string device = argc > 1 && argv[1][0] != '-' ? argv[1] : "cpu";
   if (device == "cuda" && !cuda_available()) {

@@ -87,6 +87,11 @@ class GuardedDevice final : public Backend {
     Open o(*this, "copy_rows", {src, dst});
     cpu_.copy_rows(src, src_ld, dst, dst_ld, rows, len);
   }
+  void copy_rows_bf16(const float* src, int64_t src_ld, uint16_t* dst, int64_t dst_ld, int64_t rows,
+                      int64_t len) override {
+    Open o(*this, "copy_rows_bf16", {src, dst});
+    cpu_.copy_rows_bf16(src, src_ld, dst, dst_ld, rows, len);
+  }
   void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
                    void* dst, int64_t dst_ld, const int64_t* dst_idx) override {
     Open o(*this, "gather_rows", {src, dst, idx, dst_idx});

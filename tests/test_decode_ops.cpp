@@ -223,6 +223,70 @@ TEST_CASE("CPU attend: a masked tail changes nothing, bit for bit, at every head
     }
 }
 
+namespace {
+
+// x rounded to bf16, to nearest even (no NaN or subnormal here), as bits.
+uint16_t bf16_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+float widened(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("CPU rows into bf16 round to nearest even, at any stride", "[decode_ops]") {
+  // int8 decoding's caches (Backend::copy_rows_bf16): 40 elements a row, so
+  // that a vector path of 32 and its tail both run; ties both ways.
+  const int64_t rows = 3, len = 40, src_ld = 45, dst_ld = 43;
+  std::vector<float> src = randv(rows * src_ld, 17);
+  src[0] = 1.f + std::ldexp(1.f, -8);      // halfway: down to 1 (even)
+  src[1] = 1.f + 3 * std::ldexp(1.f, -8);  // halfway: up to 1 + 2^-6 (even)
+  src[2] = -src[1];
+  std::vector<uint16_t> dst(rows * dst_ld, 0xabcd);
+  cpu_backend().copy_rows_bf16(src.data(), src_ld, dst.data(), dst_ld, rows, len);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t x = 0; x < dst_ld; ++x) {
+      INFO("row " << r << ", element " << x);
+      REQUIRE(dst[r * dst_ld + x] == (x < len ? bf16_bits(src[r * src_ld + x]) : 0xabcd));
+    }
+  CHECK(widened(dst[0]) == 1.f);
+  CHECK(widened(dst[1]) == 1.f + std::ldexp(1.f, -6));
+}
+
+TEST_CASE("CPU attend on bf16 keys and values is its f32 attend on their values, bit for bit",
+          "[decode_ops]") {
+  // The vector kernels widen bf16 as they load (head widths 16 to 128), the
+  // loop reads a widened copy (the other widths): either way the numbers of
+  // the f32 path on the same values.
+  for (const auto& c : attend_cases()) {
+    INFO(c.name);
+    AttendData d = make_attend(c, 41);
+    std::vector<uint16_t> k16(d.k.size()), v16(d.v.size());
+    for (size_t i = 0; i < d.k.size(); ++i) d.k[i] = widened(k16[i] = bf16_bits(d.k[i]));
+    for (size_t i = 0; i < d.v.size(); ++i) d.v[i] = widened(v16[i] = bf16_bits(d.v[i]));
+    const AttendShape& a = d.a;
+    std::vector<float> want(d.ctx.size(), 0.f), got(d.ctx.size(), 0.f);
+    const float* mask = d.mask.empty() ? nullptr : d.mask.data();
+    cpu_backend().attend(desc(d.q.data(), a.B, a.H, a.M, a.D, a.q),
+                         desc(d.k.data(), a.B, a.H, a.L, a.D, a.k),
+                         desc(d.v.data(), a.B, a.H, a.L, a.Dv, a.v), mask, c.scale,
+                         desc(want.data(), a.B, a.H, a.M, a.Dv, a.ctx));
+    MatDesc k = desc(reinterpret_cast<const float*>(k16.data()), a.B, a.H, a.L, a.D, a.k);
+    MatDesc v = desc(reinterpret_cast<const float*>(v16.data()), a.B, a.H, a.L, a.Dv, a.v);
+    k.dtype = v.dtype = DType::BF16;
+    cpu_backend().attend(desc(d.q.data(), a.B, a.H, a.M, a.D, a.q), k, v, mask, c.scale,
+                         desc(got.data(), a.B, a.H, a.M, a.Dv, a.ctx));
+    CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("CPU attend: a NaN query gives NaN, as the loop does, at every head width",
           "[decode_ops]") {
   // A NaN in one head's query makes that head's output NaN on every path,

@@ -131,6 +131,10 @@ class Backend {
   // rows x len floats from src (rows src_ld apart) to dst (dst_ld apart).
   virtual void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows,
                          int64_t len) = 0;
+  // The same into bf16 rows, each element rounded to nearest even (the
+  // CPU's int8 decoding keeps its caches so); a backend without it throws.
+  virtual void copy_rows_bf16(const float* src, int64_t src_ld, uint16_t* dst, int64_t dst_ld,
+                              int64_t rows, int64_t len) = 0;
   // Row dst_idx[i] (or i, if dst_idx is null) of dst, rows dst_ld bytes
   // apart, = row idx[i] of src, rows src_ld bytes apart; `len` bytes each
   // (any element type). The rows written must not be among those read. The
@@ -188,6 +192,7 @@ class Backend {
   // its source), in one pass: ctx[b,h,i] = sum_j p_j v[b,h,j] with
   // p = softmax_j(scale q[b,h,i] . k[b,h,j] + mask[b,j]). Operands are 4-D
   // views (B, H, rows, width) with unit last stride; mask (B, L) or null.
+  // k and v are f32, or both bf16 on a backend that runs copy_rows_bf16.
   virtual void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask,
                       float scale, const MatDesc& ctx) = 0;
 

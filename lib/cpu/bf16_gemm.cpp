@@ -57,6 +57,11 @@ thread_local std::vector<uint16_t> a_bf16, b_bf16, dy_bf16;
 
 }  // namespace
 
+void rows_to_bf16(const float* src, int64_t src_ld, uint16_t* dst, int64_t dst_ld, int64_t rows,
+                  int64_t len) {
+  for (int64_t i = 0; i < rows; ++i) to_bf16_row(src + i * src_ld, dst + i * dst_ld, len);
+}
+
 std::array<int64_t, 2> convert_to_bf16(const MatDesc& m, uint16_t* out) {
   const int64_t R = m.dims[2], C = m.dims[3];
   const bool row_major = m.strides[3] == 1 || C == 1;

@@ -117,6 +117,10 @@ class CpuBackend final : public Backend {
     for (int64_t r = 0; r < rows; ++r)
       std::memcpy(dst + r * dst_ld, src + r * src_ld, static_cast<size_t>(len) * sizeof(float));
   }
+  void copy_rows_bf16(const float* src, int64_t src_ld, uint16_t* dst, int64_t dst_ld, int64_t rows,
+                      int64_t len) override {
+    cpu::rows_to_bf16(src, src_ld, dst, dst_ld, rows, len);
+  }
   void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
                    void* dst, int64_t dst_ld, const int64_t* dst_idx) override {
     cpu::gather_rows(src, src_ld, idx, n, len, dst, dst_ld, dst_idx);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -117,6 +118,11 @@ struct Lanes {
   static constexpr int kN = 16;
   static constexpr int64_t kMaxWidth = 128;  // a head's accumulators, q and dots fit 32 registers
   static V load(const float* p) { return _mm512_loadu_ps(p); }
+  // 16 bf16 values widened (a bf16 is the top half of its float).
+  static V load(const uint16_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V zero() { return _mm512_setzero_ps(); }
@@ -164,6 +170,10 @@ struct Lanes {
   static constexpr int kN = 8;
   static constexpr int64_t kMaxWidth = 64;  // at 128 the query alone fills AVX2's 16 registers
   static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V load(const uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V zero() { return _mm256_setzero_ps(); }
@@ -234,9 +244,9 @@ inline V exp_lanes(V x) {
 // per key and on exponentials in the scalar tail of a vector loop that
 // rarely ran; here kN keys' scores come out of one transpose as a vector,
 // and the softmax runs on whole vectors whose lanes past L hold -inf.
-template <int NC>
-void attend_row(const float* qi, const float* kb, int64_t ks, const float* vb, int64_t vs,
-                const float* m, int64_t L, float scale, float* s, float* o) {
+template <int NC, typename T>
+void attend_row(const float* qi, const T* kb, int64_t ks, const T* vb, int64_t vs, const float* m,
+                int64_t L, float scale, float* s, float* o) {
   using Ln = Lanes;
   constexpr int N = Ln::kN;
   if (L <= 0) {  // no keys: zeros, as the loop writes
@@ -250,7 +260,7 @@ void attend_row(const float* qi, const float* kb, int64_t ks, const float* vb, i
     const int64_t n = std::min<int64_t>(N, L - j0);
     V dots[N];
     for (int64_t j = 0; j < n; ++j) {
-      const float* kj = kb + (j0 + j) * ks;
+      const T* kj = kb + (j0 + j) * ks;
       V acc = Ln::mul(q[0], Ln::load(kj));
       for (int c = 1; c < NC; ++c) acc = Ln::fmadd(q[c], Ln::load(kj + N * c), acc);
       dots[j] = acc;
@@ -279,12 +289,12 @@ void attend_row(const float* qi, const float* kb, int64_t ks, const float* vb, i
   for (; j + U <= L; j += U)
     for (int u = 0; u < U; ++u) {
       const V p = Ln::set1(s[j + u]);
-      const float* vj = vb + (j + u) * vs;
+      const T* vj = vb + (j + u) * vs;
       for (int c = 0; c < NC; ++c) acc[u][c] = Ln::fmadd(p, Ln::load(vj + N * c), acc[u][c]);
     }
   for (; j < L; ++j) {
     const V p = Ln::set1(s[j]);
-    const float* vj = vb + j * vs;
+    const T* vj = vb + j * vs;
     for (int c = 0; c < NC; ++c) acc[0][c] = Ln::fmadd(p, Ln::load(vj + N * c), acc[0][c]);
   }
   const V inv = Ln::set1(1.f / Ln::reduce_add(sum));
@@ -298,8 +308,22 @@ void attend_row(const float* qi, const float* kb, int64_t ks, const float* vb, i
 }  // namespace
 #endif
 
-void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
-            const MatDesc& ctx) {
+namespace {
+
+// A bf16 as the float whose top half it is.
+inline float widen(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// Keys and values of element type T: f32, or bf16 (uint16_t, an int8
+// model's caches), which the vector kernel widens as it loads and the loop
+// reads through a widened copy of the (batch, head)'s rows.
+template <typename T>
+void attend_as(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
+               const MatDesc& ctx) {
   // Decoding's attention is a few dot products per (batch, head) against a
   // short history: oneDNN ran it as thousands of 1-row GEMMs at a fraction
   // of a millisecond each (a quarter of int8 decoding). Here one pass per
@@ -308,38 +332,40 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
   const int64_t Lmax = k.dims[2], Dv = v.dims[3];
   // A kernel for the row's steps in vectors (attend_row), for heads 16 to
   // Lanes::kMaxWidth wide, keys as wide as values; else the loop below.
-  using Row = void (*)(const float*, const float*, int64_t, const float*, int64_t, const float*,
-                       int64_t, float, float*, float*);
+  using Row = void (*)(const float*, const T*, int64_t, const T*, int64_t, const float*, int64_t,
+                       float, float*, float*);
   Row row_kernel = nullptr;
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
   if (D == Dv && D >= 16 && D <= Lanes::kMaxWidth && q.strides[3] == 1 && k.strides[3] == 1 &&
       v.strides[3] == 1 && ctx.strides[3] == 1) {
     switch (D / Lanes::kN * (D % Lanes::kN == 0)) {
       case 1:
-        row_kernel = attend_row<1>;
+        row_kernel = attend_row<1, T>;
         break;
       case 2:
-        row_kernel = attend_row<2>;
+        row_kernel = attend_row<2, T>;
         break;
       case 4:
-        row_kernel = attend_row<4>;
+        row_kernel = attend_row<4, T>;
         break;
       case 8:
-        row_kernel = attend_row<8>;
+        row_kernel = attend_row<8, T>;
         break;
     }
   }
 #endif
-  static thread_local std::vector<float> scores;
+  static thread_local std::vector<float> scores, widened;
 #pragma omp parallel if (B * H * M * Lmax * (D + Dv) > 65536)
   {
     if (static_cast<int64_t>(scores.size()) < Lmax + 16) scores.resize(Lmax + 16);
+    if (!std::is_same_v<T, float> && static_cast<int64_t>(widened.size()) < Lmax * (D + Dv))
+      widened.resize(static_cast<size_t>(Lmax * (D + Dv)));
     float* s = scores.data();
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < H; ++h) {
-        const float* kb = k.ptr + b * k.strides[0] + h * k.strides[1];
-        const float* vb = v.ptr + b * v.strides[0] + h * v.strides[1];
+        const T* kb = reinterpret_cast<const T*>(k.ptr) + b * k.strides[0] + h * k.strides[1];
+        const T* vb = reinterpret_cast<const T*>(v.ptr) + b * v.strides[0] + h * v.strides[1];
         const float* m = mask ? mask + b * Lmax : nullptr;
         const int64_t L = m ? unmasked_length(m, Lmax) : Lmax;
         for (int64_t i = 0; i < M; ++i) {
@@ -350,12 +376,26 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
                            i * ctx.strides[2]);
             continue;
           }
+          // bf16 rows widened first (the vector kernel above covers the
+          // usual head widths; this loop is the remainder).
+          const float *kf, *vf;
+          int64_t ks, vs;
+          if constexpr (std::is_same_v<T, float>) {
+            kf = kb, vf = vb, ks = k.strides[2], vs = v.strides[2];
+          } else {
+            float* w = widened.data();
+            for (int64_t j = 0; j < L; ++j) {
+              for (int64_t x = 0; x < D; ++x) w[j * D + x] = widen(kb[j * k.strides[2] + x]);
+              for (int64_t x = 0; x < Dv; ++x)
+                w[L * D + j * Dv + x] = widen(vb[j * v.strides[2] + x]);
+            }
+            kf = w, vf = w + L * D, ks = D, vs = Dv;
+          }
           // Four keys at a time: four independent accumulators instead of
           // one dependent chain of FMAs per key.
-          const int64_t ks = k.strides[2];
           int64_t j = 0;
           for (; j + 4 <= L; j += 4) {
-            const float *k0 = kb + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
+            const float *k0 = kf + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
             float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
 #pragma omp simd reduction(+ : d0, d1, d2, d3)
             for (int64_t x = 0; x < D; ++x) {
@@ -367,7 +407,7 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
             s[j] = d0, s[j + 1] = d1, s[j + 2] = d2, s[j + 3] = d3;
           }
           for (; j < L; ++j) {
-            const float* kj = kb + j * ks;
+            const float* kj = kf + j * ks;
             float dot = 0.f;
 #pragma omp simd reduction(+ : dot)
             for (int64_t x = 0; x < D; ++x) dot += qi[x] * kj[x];
@@ -383,9 +423,8 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
                      i * ctx.strides[2];
 #pragma omp simd
           for (int64_t x = 0; x < Dv; ++x) o[x] = 0.f;
-          const int64_t vs = v.strides[2];
           for (j = 0; j + 4 <= L; j += 4) {
-            const float *v0 = vb + j * vs, *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
+            const float *v0 = vf + j * vs, *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
             const float p0 = s[j] * inv, p1 = s[j + 1] * inv, p2 = s[j + 2] * inv,
                         p3 = s[j + 3] * inv;
 #pragma omp simd
@@ -393,7 +432,7 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
               o[x] += p0 * v0[x] + p1 * v1[x] + p2 * v2[x] + p3 * v3[x];
           }
           for (; j < L; ++j) {
-            const float* vj = vb + j * vs;
+            const float* vj = vf + j * vs;
             const float p = s[j] * inv;
 #pragma omp simd
             for (int64_t x = 0; x < Dv; ++x) o[x] += p * vj[x];
@@ -401,6 +440,16 @@ void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* m
         }
       }
   }
+}
+
+}  // namespace
+
+void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
+            const MatDesc& ctx) {
+  if (k.dtype == DType::BF16)
+    attend_as<uint16_t>(q, k, v, mask, scale, ctx);
+  else
+    attend_as<float>(q, k, v, mask, scale, ctx);
 }
 
 void dropout(float* x, int64_t n, float p, uint64_t seed) {

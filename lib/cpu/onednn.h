@@ -43,6 +43,10 @@ void linear_backward_bf16(const MatDesc& dy, const MatDesc& w, const MatDesc& x,
 // a row-major operand, the columns of a column-major one. Returns the dense
 // strides of the copy.
 std::array<int64_t, 2> convert_to_bf16(const MatDesc& m, uint16_t* out);
+// rows x len floats (src_ld apart) rounded as convert_to_bf16 rounds them,
+// into rows dst_ld apart (Backend::copy_rows_bf16).
+void rows_to_bf16(const float* src, int64_t src_ld, uint16_t* dst, int64_t dst_ld, int64_t rows,
+                  int64_t len);
 // Drops the packed copies of an owner's constant weights.
 void forget_constants(uint64_t owner);
 int64_t constant_bytes();  // of the packed copies kept

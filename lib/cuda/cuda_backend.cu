@@ -579,6 +579,10 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaMemcpy2D(dst, dst_ld * sizeof(float), src, src_ld * sizeof(float),
                             len * sizeof(float), rows, cudaMemcpyDeviceToDevice));
   }
+  // bf16 caches are the CPU's int8 decoding's (int8 runs on the CPU alone).
+  void copy_rows_bf16(const float*, int64_t, uint16_t*, int64_t, int64_t, int64_t) override {
+    throw Error("copy_rows_bf16 is not implemented on CUDA");
+  }
   // One kernel moves every byte; the indices are on the device already
   // (ops::RowIndices copied them once for every gather of a beam step).
   void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
@@ -631,6 +635,9 @@ class CudaBackend final : public Backend {
   // scratch frees it with cudaFree, which waits for the device.
   void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
               const MatDesc& ctx) override {
+    // bf16 caches are the CPU's int8 decoding's (int8 runs on the CPU alone).
+    if (k.dtype != DType::F32 || v.dtype != DType::F32)
+      throw Error("attend: keys and values in bf16 are not implemented on CUDA");
     AttendShape a;
     a.B = q.dims[0], a.H = q.dims[1], a.M = q.dims[2], a.D = q.dims[3];
     a.L = k.dims[2], a.Dv = v.dims[3];

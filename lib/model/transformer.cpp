@@ -248,12 +248,17 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   st.cross_kv.resize(layers.size());
   st.self.resize(layers.size());
   const int64_t kvw = cfg_.qk_width() + cfg_.v_width();
+  // int8 decoding keeps the self-attention caches in bf16: half the bytes
+  // that every step's attention reads and every beam reorder copies.
+  const DType kv_type = store_.compute_type() == ComputeType::INT8 ? DType::BF16 : DType::F32;
   for (size_t i = 0; i < layers.size(); ++i) {
     st.cross_kv[i].resize(Shape{cap * S, kvw}, store_.device());
     layers[i].cross_attention().project_kv(encoder_->output(st.encoder), st.cross_kv[i]);
     KVCache& c = st.self[i];
     c.len = 0;
     c.capacity = max_len;
+    for (Tensor* t : {&c.k, &c.v})
+      if (t->dtype() != kv_type) *t = Tensor(Shape{0}, store_.device(), kv_type);
     c.k.resize(Shape{max_len, cap * beam, cfg_.qk_width()}, store_.device());
     c.v.resize(Shape{max_len, cap * beam, cfg_.v_width()}, store_.device());
   }

@@ -53,7 +53,8 @@ MatDesc mat(const Tensor& t, bool trans) {
 
 MatDesc mat4(const Tensor& t) {
   MatDesc d;
-  d.ptr = t.data();
+  d.ptr = static_cast<const float*>(t.raw());
+  d.dtype = t.dtype();
   for (int i = 0; i < 4; ++i) d.dims[i] = t.dim(i), d.strides[i] = t.strides()[i];
   return d;
 }
@@ -188,7 +189,12 @@ void attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mas
   if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || ctx.ndim() != 4)
     fail("attend", "expected 4-D views (batch, heads, rows, width)");
   same_device("attend", {&q, &k, &v, &ctx});
-  need_f32("attend", {&q, &k, &v, &ctx});
+  need_f32("attend", {&q, &ctx});
+  // Keys and values in f32, or both in bf16 (an int8 model's decoding
+  // caches) where the backend reads them.
+  if (k.dtype() != v.dtype() || (k.dtype() != DType::F32 && k.dtype() != DType::BF16))
+    fail("attend", std::string("keys and values must both be f32 or both bf16, got ") +
+                       dtype_name(k.dtype()) + " and " + dtype_name(v.dtype()));
   for (int i = 0; i < 2; ++i)
     if (q.dim(i) != k.dim(i) || q.dim(i) != v.dim(i) || q.dim(i) != ctx.dim(i))
       fail("attend", "batch or head dimensions differ");
@@ -345,6 +351,13 @@ void copy_rows(const Tensor& src, Tensor& dst) {
     fail("copy_rows", "expected 2-D views of one shape");
   if (src.strides()[1] != 1 || dst.strides()[1] != 1) fail("copy_rows", "rows must be contiguous");
   same_device("copy_rows", {&src, &dst});
+  need_f32("copy_rows", {&src});
+  if (dst.dtype() == DType::BF16) {
+    be(src).copy_rows_bf16(src.data(), src.strides()[0], static_cast<uint16_t*>(dst.raw()),
+                           dst.strides()[0], src.dim(0), src.dim(1));
+    return;
+  }
+  need_f32("copy_rows", {&dst});
   be(src).copy_rows(src.data(), src.strides()[0], dst.data(), dst.strides()[0], src.dim(0),
                     src.dim(1));
 }
@@ -614,10 +627,10 @@ namespace {
 void gather_cache_rows(const Tensor& src, const int64_t* idx, int64_t n, int64_t len,
                        Tensor& dst) {
   const int64_t cap = src.dim(1), W = src.dim(2);
+  if (dst.dtype() != src.dtype()) dst = Tensor(Shape{0}, src.device(), src.dtype());
   dst.resize(Shape{n, cap, W}, src.device());
-  constexpr int64_t f = sizeof(float);
-  be(src).gather_rows(src.data(), cap * W * f, idx, n, len * W * f, dst.data(), cap * W * f,
-                      nullptr);
+  const int64_t e = static_cast<int64_t>(dtype_size(src.dtype()));
+  be(src).gather_rows(src.raw(), cap * W * e, idx, n, len * W * e, dst.raw(), cap * W * e, nullptr);
 }
 
 }  // namespace
@@ -644,18 +657,20 @@ void reorder_cache(Tensor& cache, const RowOrder& order, int64_t len, Tensor& sc
     std::swap(cache, scratch);
     return;
   }
-  const int64_t row = len * W, saved = at[2] - at[1];
-  constexpr int64_t f = sizeof(float);  // the backend counts bytes
+  // The backend counts bytes: a row is len * W elements of the cache's
+  // type, held in scratch (of whatever type) as bytes.
+  const int64_t e = static_cast<int64_t>(dtype_size(cache.dtype()));
+  const int64_t row = len * W * e, ld = cap * W * e, saved = at[2] - at[1];
   auto& b = be(cache);
   if (saved > 0) {
-    scratch.resize(Shape{saved, std::max<int64_t>(row, 1)}, cache.device());
-    b.gather_rows(cache.data(), cap * W * f, d + at[1], saved, row * f, scratch.data(), row * f,
-                  nullptr);
-    b.gather_rows(scratch.data(), row * f, d + at[2], at[3] - at[2], row * f, cache.data(),
-                  cap * W * f, d + at[3]);
+    const int64_t se = static_cast<int64_t>(dtype_size(scratch.dtype()));
+    const int64_t scratch_ld = std::max<int64_t>((row + se - 1) / se, 1) * se;
+    scratch.resize(Shape{saved, scratch_ld / se}, cache.device());
+    b.gather_rows(cache.raw(), ld, d + at[1], saved, row, scratch.raw(), scratch_ld, nullptr);
+    b.gather_rows(scratch.raw(), scratch_ld, d + at[2], at[3] - at[2], row, cache.raw(), ld,
+                  d + at[3]);
   }
-  b.gather_rows(cache.data(), cap * W * f, d + at[4], at[5] - at[4], row * f, cache.data(),
-                cap * W * f, d + at[5]);
+  b.gather_rows(cache.raw(), ld, d + at[4], at[5] - at[4], row, cache.raw(), ld, d + at[5]);
   cache.resize(Shape{n, cap, W}, cache.device());
 }
 
