@@ -368,6 +368,65 @@ TEST_CASE("a tensor that grows keeps the pages it had", "[ops][memory]") {
   CHECK(resident_bytes(static_cast<char*>(t.raw()) + had, 2 * had) == 0);
 }
 
+namespace {
+
+// /proc/self/smaps's THPeligible for the mapping holding p: 1 or 0, or -1
+// where it cannot be read.
+int thp_eligible(const void* p) {
+  std::FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (!f) return -1;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  char line[512];
+  bool inside = false;
+  int result = -1;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && std::strchr(line, ':') != line) {
+      inside = a >= lo && a < hi;
+      continue;
+    }
+    int v = 0;
+    if (inside && std::sscanf(line, "THPeligible: %d", &v) == 1) {
+      result = v;
+      break;
+    }
+  }
+  std::fclose(f);
+  return result;
+}
+
+// The system's transparent huge page mode: "always", "madvise", "never".
+std::string thp_mode() {
+  std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f) return "";
+  char buf[128] = {};
+  const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  if (!got) return "";
+  const char* open = std::strchr(buf, '[');
+  const char* close = open ? std::strchr(open, ']') : nullptr;
+  return close ? std::string(open + 1, close) : "";
+}
+
+}  // namespace
+
+TEST_CASE("a tensor made zeroed of 2 MB and more may take huge pages; a grown one may not",
+          "[ops][memory]") {
+  // A model's parameters are made zeroed and then filled whole: huge pages
+  // there fault once per 2 MB. A decoding cache grows as it is used: huge
+  // pages there would hold memory never touched.
+  if (g_device != Device::CPU || thp_mode() != "madvise" || thp_eligible(&g_device) < 0) {
+    WARN("skipped: needs the CPU device, transparent huge pages in madvise mode and smaps");
+    return;
+  }
+  Tensor whole(Shape{int64_t{1} << 20}, Device::CPU);  // 4 MB, zeroed
+  CHECK(thp_eligible(whole.raw()) == 1);
+  Tensor grown;
+  grown.resize(Shape{int64_t{1} << 20}, Device::CPU);  // never zeroed whole
+  grown.resize(Shape{int64_t{3} << 20});
+  CHECK(thp_eligible(grown.raw()) == 0);
+}
+
 TEST_CASE("a packed copy that reuses the last one's pages reads as a new one", "[ops][gemm]") {
   if (!runs({Op::Gemm})) return;
   // A freed copy of up to 8 MB is kept mapped for the next batch's copy

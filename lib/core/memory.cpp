@@ -64,7 +64,12 @@ PageSpan whole_pages(const void* p, size_t n) {
 
 void release_pages(const void* p, size_t n) {
   const PageSpan s = whole_pages(p, n);
-  if (s.bytes > 0) ::madvise(s.begin, s.bytes, MADV_DONTNEED);
+  if (s.bytes == 0) return;
+  // Not filled again by a huge page: where a block takes them (the CPU
+  // backend's zeroed ones), the system's collapsing of partly resident
+  // 2 MB ranges would bring the handed-back pages back.
+  ::madvise(s.begin, s.bytes, MADV_NOHUGEPAGE);
+  ::madvise(s.begin, s.bytes, MADV_DONTNEED);
 }
 
 std::string gigabytes(double bytes) {

@@ -32,8 +32,9 @@ struct PageSpan {
 };
 PageSpan whole_pages(const void* p, size_t n);
 
-// Hands whole_pages(p, n) back to the system (madvise MADV_DONTNEED): the
-// memory stays allocated, and reads as zeros from then on.
+// Hands whole_pages(p, n) back to the system (madvise MADV_DONTNEED, and
+// no huge pages there from then on): the memory stays allocated, and reads
+// as zeros from then on.
 void release_pages(const void* p, size_t n);
 
 // "1.5 GiB"

@@ -35,6 +35,16 @@ constexpr int64_t kLoopSoftmaxCols = 1024;
 // the faults of an int8 translation of test_2016_flickr.
 constexpr size_t kMapped = size_t{1} << 20;
 
+// A mapping zeroed whole when it is made (Tensor's constructor: a model's
+// parameters, training's gradients and moments) is used whole: from 2 MB
+// on, it is advised to take huge pages (where the system's transparent
+// huge pages are "madvise"), one fault per 2 MB instead of 512. Loading
+// the Multi30k transformer-small in f32 took 0.05 s instead of 0.18 s
+// (1.5K page faults instead of 8.9K). Mappings that grow as they are
+// used, as a decoding state's caches do, are not advised: there huge
+// pages would hold memory never touched.
+constexpr size_t kHuge = size_t{2} << 20;
+
 class Mappings {
  public:
   void* map(size_t bytes) {
@@ -43,8 +53,19 @@ class Mappings {
     if (p == MAP_FAILED)
       throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
     std::lock_guard<std::mutex> lock(mu_);
-    len_[p] = len;
+    len_[p] = {len, false};
     return p;
+  }
+  // Advises huge pages for the mapping p, if it is one and not yet advised.
+  // The whole mapping: advice for a part would split it in two, and mremap
+  // moves one mapping only. (Its slack beyond what is used stays untouched,
+  // so it takes no pages, huge or not.)
+  void advise_dense(void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = len_.find(p);
+    if (it == len_.end() || it->second.advised) return;
+    it->second.advised = true;
+    madvise(p, it->second.len, MADV_HUGEPAGE);
   }
   // False if p is not a mapping of this allocator.
   bool unmap(void* p) {
@@ -54,7 +75,7 @@ class Mappings {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = len_.find(p);
       if (it == len_.end()) return false;
-      len = it->second;
+      len = it->second.len;
       len_.erase(it);
     }
     munmap(p, len);
@@ -67,10 +88,11 @@ class Mappings {
     auto it = len_.find(p);
     if (it == len_.end()) return nullptr;
     const size_t len = pages(bytes);
-    void* q = mremap(p, it->second, len, MREMAP_MAYMOVE);
+    void* q = mremap(p, it->second.len, len, MREMAP_MAYMOVE);
     if (q == MAP_FAILED) return nullptr;
+    const bool advised = it->second.advised;
     len_.erase(it);
-    len_[q] = len;
+    len_[q] = {len, advised};
     return q;
   }
 
@@ -79,8 +101,12 @@ class Mappings {
     static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     return (bytes + page - 1) / page * page;
   }
+  struct Mapping {
+    size_t len;
+    bool advised;  // huge pages (advise_dense)
+  };
   std::mutex mu_;
-  std::unordered_map<void*, size_t> len_;
+  std::unordered_map<void*, Mapping> len_;
 };
 
 class CpuBackend final : public Backend {
@@ -111,7 +137,10 @@ class CpuBackend final : public Backend {
   void to_host(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
   void from_host(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
   void copy(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
-  void zero(void* p, size_t n) override { std::memset(p, 0, n); }
+  void zero(void* p, size_t n) override {
+    if (n >= kHuge) mappings_.advise_dense(p);
+    std::memset(p, 0, n);
+  }
   void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows,
                  int64_t len) override {
     for (int64_t r = 0; r < rows; ++r)
