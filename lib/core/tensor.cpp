@@ -136,8 +136,11 @@ void Tensor::resize(Shape shape) {
     return;
   }
   if (bytes > capacity_) {
-    // Grow by half again so that slowly growing shapes settle quickly.
-    const int64_t cap = bytes + bytes / 2;
+    // Grow by half again so that slowly growing shapes settle quickly; a
+    // first allocation takes what it asks for (a model's parameters are
+    // never resized, and slack at the end of a block that takes huge pages
+    // could round it up by a huge page).
+    const int64_t cap = data_ ? bytes + bytes / 2 : bytes;
     void* old = data_;
     data_ = nullptr, capacity_ = 0;  // as released, should the allocation throw
     data_ = old ? backend(device_).regrow(old, static_cast<size_t>(cap))
