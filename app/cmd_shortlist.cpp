@@ -132,7 +132,8 @@ void register_shortlist(CLI::App& app) {
   // only nmt score takes.
   cmd->add_option("--valid-tokenize", o->tokenize,
                   "sacreBLEU tokeniser for that BLEU: 13a, intl, char, zh, ja-mecab, none")
-      ->check(CLI::IsMember({"13a", "intl", "char", "zh", "ja-mecab", "none"}))
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(metrics::kValidationTokenizerNames),
+                                                     std::end(metrics::kValidationTokenizerNames))))
       ->capture_default_str();
   cmd->add_option("--beam", o->beam, "Beam size of the measurement")
       ->check(CLI::Range(1, 1024))

@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "io/output_file.h"
 #include "io/text_file.h"
+#include "metrics/tokenizers.h"
 #include "model/config.h"
 #include "ops/ops.h"
 #include "train/checkpoints.h"
@@ -256,7 +257,9 @@ void register_train(CLI::App& app) {
   shown(cmd->add_option_function<std::string>(
                "--valid-tokenize", given("valid_tokenize"),
                "sacreBLEU's tokeniser for the validation BLEU: 13a, intl, char, zh, ja-mecab, none")
-            ->check(CLI::IsMember({"13a", "intl", "char", "zh", "ja-mecab", "none"})),
+            ->check(CLI::IsMember(
+                std::vector<std::string>(std::begin(metrics::kValidationTokenizerNames),
+                                         std::end(metrics::kValidationTokenizerNames)))),
         "valid_tokenize");
   int_opt("--log-every", "log_every", "Steps between progress lines when stderr is not a terminal");
   shown(cmd->add_option_function<std::string>(

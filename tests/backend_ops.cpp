@@ -360,7 +360,8 @@ TEST_CASE("a tensor that grows keeps the pages it had", "[ops][memory]") {
     return;
   }
   const int64_t n = int64_t{1} << 20;  // 4 MB of floats
-  Tensor t(Shape{n}, Device::CPU);     // zeroed: every page touched
+  Tensor t(Shape{n}, Device::CPU);
+  t.zero();  // every page touched (a new block reads as zeros untouched)
   const size_t had = static_cast<size_t>(n) * sizeof(float);
   REQUIRE(resident_bytes(t.raw(), had) == static_cast<int64_t>(had));
   t.resize(Shape{3 * n});  // past its capacity: a larger block

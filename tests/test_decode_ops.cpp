@@ -232,13 +232,6 @@ uint16_t bf16_bits(float x) {
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-float widened(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
 }  // namespace
 
 TEST_CASE("CPU rows into bf16 round to nearest even, at any stride", "[decode_ops]") {
@@ -256,8 +249,8 @@ TEST_CASE("CPU rows into bf16 round to nearest even, at any stride", "[decode_op
       INFO("row " << r << ", element " << x);
       REQUIRE(dst[r * dst_ld + x] == (x < len ? bf16_bits(src[r * src_ld + x]) : 0xabcd));
     }
-  CHECK(widened(dst[0]) == 1.f);
-  CHECK(widened(dst[1]) == 1.f + std::ldexp(1.f, -6));
+  CHECK(bf16_to_float(dst[0]) == 1.f);
+  CHECK(bf16_to_float(dst[1]) == 1.f + std::ldexp(1.f, -6));
 }
 
 TEST_CASE("CPU attend on bf16 keys and values is its f32 attend on their values, bit for bit",
@@ -269,8 +262,8 @@ TEST_CASE("CPU attend on bf16 keys and values is its f32 attend on their values,
     INFO(c.name);
     AttendData d = make_attend(c, 41);
     std::vector<uint16_t> k16(d.k.size()), v16(d.v.size());
-    for (size_t i = 0; i < d.k.size(); ++i) d.k[i] = widened(k16[i] = bf16_bits(d.k[i]));
-    for (size_t i = 0; i < d.v.size(); ++i) d.v[i] = widened(v16[i] = bf16_bits(d.v[i]));
+    for (size_t i = 0; i < d.k.size(); ++i) d.k[i] = bf16_to_float(k16[i] = bf16_bits(d.k[i]));
+    for (size_t i = 0; i < d.v.size(); ++i) d.v[i] = bf16_to_float(v16[i] = bf16_bits(d.v[i]));
     const AttendShape& a = d.a;
     std::vector<float> want(d.ctx.size(), 0.f), got(d.ctx.size(), 0.f);
     const float* mask = d.mask.empty() ? nullptr : d.mask.data();

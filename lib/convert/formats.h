@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"  // bf16_to_float
+
 namespace nmt::convert {
 
 // IEEE binary16 to float, exactly (every half is a float).
@@ -31,14 +33,6 @@ inline float half_to_float(uint16_t h) {
   } else {
     bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
   }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-// bfloat16 to float: the top half of the float's bits.
-inline float bf16_to_float(uint16_t h) {
-  const uint32_t bits = uint32_t{h} << 16;
   float f;
   std::memcpy(&f, &bits, 4);
   return f;

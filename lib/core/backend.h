@@ -117,6 +117,14 @@ class Backend {
   // Memory. Allocations are aligned for the device's widest loads.
   virtual void* alloc(size_t bytes) = 0;
   virtual void free(void* p) = 0;
+  // `bytes` of zeros, all of which the caller will use (Tensor's
+  // constructor): a backend may place such a block differently (the CPU
+  // gives large ones huge pages).
+  virtual void* alloc_zeroed(size_t bytes) {
+    void* p = alloc(bytes);
+    zero(p, bytes);
+    return p;
+  }
   // p (from alloc) replaced by `bytes` whose contents are not kept: a
   // buffer that grows. A backend that can keep p's pages in the larger
   // block (the CPU's mremap) spares the new block their first touch.

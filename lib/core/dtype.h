@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace nmt {
 
@@ -30,5 +31,21 @@ constexpr size_t dtype_size(DType t) {
   return 4;
 }
 const char* dtype_name(DType t);
+
+// A bf16 is the top half of a float's bits: widening is exact.
+inline float bf16_to_float(uint16_t h) {
+  const uint32_t bits = uint32_t{h} << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Rounded to nearest even; a NaN stays a (quiet) NaN.
+inline uint16_t float_to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
+}
 
 }  // namespace nmt

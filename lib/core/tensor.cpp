@@ -56,8 +56,12 @@ std::string Shape::str() const {
 
 Tensor::Tensor(Shape shape, Device device, DType dtype)
     : dtype_(dtype), device_(device), owned_(true) {
-  resize(shape);
-  zero();
+  set_shape(shape);
+  const int64_t bytes = shape.numel() * static_cast<int64_t>(dtype_size(dtype_));
+  if (bytes > 0) {
+    data_ = backend(device_).alloc_zeroed(static_cast<size_t>(bytes));
+    capacity_ = bytes;
+  }
 }
 
 Tensor::~Tensor() { release(); }

@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "cpu/loops.h"
 #include "cpu/onednn.h"
@@ -26,21 +27,14 @@ namespace {
 using dnnl::memory;
 using dt = memory::data_type;
 
-// Round to nearest even; a NaN stays a (quiet) NaN.
-inline uint16_t to_bf16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
-}
-
 // n floats rounded to bf16.
 inline void to_bf16_row(const float* src, uint16_t* dst, int64_t n) {
   int64_t j = 0;
 #if defined(__AVX512BF16__)
   // vcvtne2ps2bf16 rounds 32 floats in one instruction: a third faster than
-  // the integer sequence on an output layer's whole gradient, twice as fast
-  // from cache. It flushes subnormals to zero where to_bf16 keeps them, but
+  // float_to_bf16's integer sequence on an output layer's whole gradient,
+  // twice as fast from cache. It flushes subnormals to zero where
+  // float_to_bf16 keeps them, but
   // the bf16 products (AMX tiles, vdpbf16ps) take subnormal inputs as zero
   // anyway, so no product changes.
   for (; j + 32 <= n; j += 32) {
@@ -49,7 +43,7 @@ inline void to_bf16_row(const float* src, uint16_t* dst, int64_t n) {
   }
 #endif
 #pragma omp simd
-  for (int64_t k = j; k < n; ++k) dst[k] = to_bf16(src[k]);
+  for (int64_t k = j; k < n; ++k) dst[k] = float_to_bf16(src[k]);
 }
 
 // Per-thread buffers that only grow (scratch): no allocation once warm.

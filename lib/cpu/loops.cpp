@@ -310,14 +310,6 @@ void attend_row(const float* qi, const T* kb, int64_t ks, const T* vb, int64_t v
 
 namespace {
 
-// A bf16 as the float whose top half it is.
-inline float widen(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
 // Keys and values of element type T: f32, or bf16 (uint16_t, an int8
 // model's caches), which the vector kernel widens as it loads and the loop
 // reads through a widened copy of the (batch, head)'s rows.
@@ -358,8 +350,9 @@ void attend_as(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float
 #pragma omp parallel if (B * H * M * Lmax * (D + Dv) > 65536)
   {
     if (static_cast<int64_t>(scores.size()) < Lmax + 16) scores.resize(Lmax + 16);
-    if (!std::is_same_v<T, float> && static_cast<int64_t>(widened.size()) < Lmax * (D + Dv))
-      widened.resize(static_cast<size_t>(Lmax * (D + Dv)));
+    if constexpr (!std::is_same_v<T, float>)
+      if (!row_kernel && static_cast<int64_t>(widened.size()) < Lmax * (D + Dv))
+        widened.resize(static_cast<size_t>(Lmax * (D + Dv)));
     float* s = scores.data();
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b)
@@ -368,6 +361,21 @@ void attend_as(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float
         const T* vb = reinterpret_cast<const T*>(v.ptr) + b * v.strides[0] + h * v.strides[1];
         const float* m = mask ? mask + b * Lmax : nullptr;
         const int64_t L = m ? unmasked_length(m, Lmax) : Lmax;
+        // The loop below reads bf16 keys and values through a widened copy,
+        // made once for the (batch, head)'s query rows (the vector kernels
+        // cover the usual head widths; the loop is the remainder).
+        const float *kf = nullptr, *vf = nullptr;
+        int64_t ks = k.strides[2], vs = v.strides[2];
+        if constexpr (std::is_same_v<T, float>) {
+          kf = kb, vf = vb;
+        } else if (!row_kernel) {
+          float* w = widened.data();
+          for (int64_t j = 0; j < L; ++j) {
+            for (int64_t x = 0; x < D; ++x) w[j * D + x] = bf16_to_float(kb[j * ks + x]);
+            for (int64_t x = 0; x < Dv; ++x) w[L * D + j * Dv + x] = bf16_to_float(vb[j * vs + x]);
+          }
+          kf = w, vf = w + L * D, ks = D, vs = Dv;
+        }
         for (int64_t i = 0; i < M; ++i) {
           const float* qi = q.ptr + b * q.strides[0] + h * q.strides[1] + i * q.strides[2];
           if (row_kernel) {
@@ -375,21 +383,6 @@ void attend_as(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float
                        const_cast<float*>(ctx.ptr) + b * ctx.strides[0] + h * ctx.strides[1] +
                            i * ctx.strides[2]);
             continue;
-          }
-          // bf16 rows widened first (the vector kernel above covers the
-          // usual head widths; this loop is the remainder).
-          const float *kf, *vf;
-          int64_t ks, vs;
-          if constexpr (std::is_same_v<T, float>) {
-            kf = kb, vf = vb, ks = k.strides[2], vs = v.strides[2];
-          } else {
-            float* w = widened.data();
-            for (int64_t j = 0; j < L; ++j) {
-              for (int64_t x = 0; x < D; ++x) w[j * D + x] = widen(kb[j * k.strides[2] + x]);
-              for (int64_t x = 0; x < Dv; ++x)
-                w[L * D + j * Dv + x] = widen(vb[j * v.strides[2] + x]);
-            }
-            kf = w, vf = w + L * D, ks = D, vs = Dv;
           }
           // Four keys at a time: four independent accumulators instead of
           // one dependent chain of FMAs per key.

@@ -239,7 +239,6 @@ Packed pack_s8(const MatDesc& b, const GemmAttr& attr, const memory::desc& want)
 Packed pack(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
   if (attr.b_s8) return pack_s8(b, attr, want);
   const int64_t K = b.dims[2], N = b.dims[3], sk = b.strides[2], sn = b.strides[3];
-  memory::desc from_md({K, N}, dt::f32, {sk, sn});
   Packed p = packed_copy(want);
   if (want.data_type() == dt::s8) {
     std::shared_ptr<void> quantised = aligned_buffer(K * N);
@@ -258,7 +257,7 @@ Packed pack(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
     reorder_s8(q, K, N, sk, sn, p);
     return p;
   }
-  memory from(from_md, ctx().engine, const_cast<float*>(b.ptr));
+  memory from(memory::desc({K, N}, dt::f32, {sk, sn}), ctx().engine, const_cast<float*>(b.ptr));
   memory to(want, ctx().engine, p.data.get());
   dnnl::reorder(from, to).execute(ctx().stream, from, to);
   ctx().stream.wait();

@@ -37,6 +37,10 @@ TokenizerKind parse_tokenizer(std::string_view name);
 inline constexpr const char* kTokenizerNames[] = {"none",      "zh",        "13a",      "intl",
                                                   "char",      "ja-mecab",  "ko-mecab", "spm",
                                                   "flores101", "flores200", "spBLEU-1K"};
+// The ones a training run's validation BLEU (and nmt shortlist's) takes:
+// those that need no model file (ko-mecab is a name only).
+inline constexpr const char* kValidationTokenizerNames[] = {"13a", "intl",     "char",
+                                                            "zh",  "ja-mecab", "none"};
 // The -tok name ("ja-mecab").
 const char* tokenizer_name(TokenizerKind kind);
 // The signature's tok: field, as sacreBLEU writes it: the name, except

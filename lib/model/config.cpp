@@ -12,6 +12,7 @@
 #include "core/suggest.h"
 #include "io/json.h"
 #include "io/text_file.h"
+#include "metrics/tokenizers.h"
 
 namespace nmt {
 namespace {
@@ -277,7 +278,7 @@ void check_training_value(const TrainingKey& k, const json& v, const std::string
     return;
   }
   if (k.kind == TrainingKey::kTokenizer) {
-    static const char* const names[] = {"13a", "intl", "char", "zh", "ja-mecab", "none"};
+    const auto& names = metrics::kValidationTokenizerNames;
     if (!v.is_string() ||
         std::none_of(std::begin(names), std::end(names), [&](const char* n) { return v == n; }))
       throw InputError(name + ": expected one of 13a, intl, char, zh, ja-mecab, none, got " +
