@@ -1161,6 +1161,50 @@ TEST_CASE("top-k of a log-softmax with banned ids and ties, pick, gather rows an
   CHECK(idx[V - 1] == -1);
   CHECK(idx[V - 3] != -1);
   CHECK(std::isinf(vals[V - 1]));
+  // Allowed columns (a shortlist), a list per two rows: each row as if the
+  // columns outside its list were -inf. Row 2's list has fewer than k.
+  ops::ColumnLists own;
+  own.cols = {1, 2, 7, 10, 20, 30, 40, 45, 3, 7, 33, 34};
+  own.offsets = {0, 8, 12};
+  ops::topk_log_softmax(logits, base, k, {0, 2}, cols, 2, vals, idx, eos, &own, 2);
+  for (int64_t r = 0; r < rows; ++r) {
+    INFO("allowed, row " << r);
+    const std::vector<int32_t> list(own.cols.begin() + own.offsets[r / 2],
+                                    own.cols.begin() + own.offsets[r / 2 + 1]);
+    double mx = -1e300, sum = 0;
+    for (int32_t v : list) mx = std::max(mx, double(L[r * V + v]));
+    for (int32_t v : list) sum += std::exp(double(L[r * V + v]) - mx);
+    const double lse = mx + std::log(sum);
+    std::vector<std::pair<double, int32_t>> all;
+    for (int32_t v : list)
+      if (v != 0 && v != 2) all.push_back({-(base[r] + L[r * V + v] - lse), v});
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (int64_t j = 0; j < k; ++j) {
+      if (j < static_cast<int64_t>(all.size())) {
+        CHECK(idx[r * k + j] == all[j].second);
+        CHECK(vals[r * k + j] == Approx(-all[j].first).margin(1e-5));
+      } else {
+        CHECK(idx[r * k + j] == -1);
+        CHECK(std::isinf(vals[r * k + j]));
+      }
+    }
+    for (int c = 0; c < 2; ++c) {
+      const int32_t col = cols[r * 2 + c];
+      if (col < 0 || std::find(list.begin(), list.end(), col) == list.end())
+        CHECK(eos[r * 2 + c] == -std::numeric_limits<float>::infinity());
+      else
+        CHECK(eos[r * 2 + c] == Approx(L[r * V + col] - lse).margin(1e-5));
+    }
+  }
+  std::swap(own.cols[3], own.cols[4]);
+  CHECK_THROWS_WITH(
+      ops::topk_log_softmax(logits, base, k, {0, 2}, cols, 2, vals, idx, eos, &own, 2),
+      Catch::Matchers::Contains("ascending"));
+  own.offsets = {0, 8};
+  CHECK_THROWS_WITH(
+      ops::topk_log_softmax(logits, base, k, {0, 2}, cols, 2, vals, idx, eos, &own, 2),
+      Catch::Matchers::Contains("per group of rows"));
   Tensor lp = dev(L, Shape{rows, V});
   std::vector<float> picked;
   ops::pick(lp, {4, 10, 49}, picked);

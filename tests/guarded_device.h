@@ -239,13 +239,15 @@ class GuardedDevice final : public Backend {
     cpu_.sample_tokens(logits, V, rows, n, temperature, top_k, top_p, u, forced, banned, n_banned,
                        ids, lp);
   }
-  void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V,
-                        int64_t k, const int32_t* banned, int64_t n_banned, const int32_t* cols,
+  void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
+                        const int32_t* banned, int64_t n_banned, const int32_t* cols,
                         int64_t n_cols, double* values, int32_t* indices, float* col_lp,
-                        bool ordered_sum) override {
-    Open o(*this, "topk_log_softmax", {logits}, {base, banned, cols, values, indices, col_lp});
-    cpu_.topk_log_softmax(logits, base, rows, V, k, banned, n_banned, cols, n_cols, values,
-                          indices, col_lp, ordered_sum);
+                        const ColumnGroups* allowed) override {
+    Open o(*this, "topk_log_softmax", {logits},
+           {base, banned, cols, values, indices, col_lp, allowed ? allowed->offsets : nullptr,
+            allowed ? allowed->cols : nullptr});
+    cpu_.topk_log_softmax(logits, base, rows, V, k, banned, n_banned, cols, n_cols, values, indices,
+                          col_lp, allowed);
   }
 
  private:

@@ -447,43 +447,90 @@ TEST_CASE("topk_log_softmax_row: -inf columns change nothing, and the CPU select
   const auto first = run_topk(small, {0.0}, 1001, 1, {}, col0, 1);
   CHECK(first.col_lp[0] == 0.f);
   CHECK(first.values[0] == 0.0);
-  double cpu_value = 1;
-  int32_t cpu_index = -1;
-  float cpu_col = 1;
-  cpu_backend().topk_log_softmax(small.data(), nullptr, 1, 1001, 1, nullptr, 0, col0.data(), 1,
-                                 &cpu_value, &cpu_index, &cpu_col, true);
-  CHECK(cpu_col == first.col_lp[0]);
+}
 
-  // The CPU's ordered sum leaves the -inf columns out (and packs the others
-  // by vectors of 16 with AVX-512): a thousand logits spread over 3001
-  // columns give the numbers of the same thousand side by side, to the bit.
-  // (Its order itself is pinned by the exp(-20) case above.)
-  {
-    const auto many = randv(1000, 21, 3.f);
-    std::vector<float> spread_out(3001, -kInf);
-    std::vector<int32_t> at;
-    for (int32_t i = 0; i < 1000; ++i) at.push_back(i * 3 + (i % 3 == 1));
-    for (size_t i = 0; i < at.size(); ++i) spread_out[at[i]] = many[i];
-    auto on_cpu = [&](const std::vector<float>& x, int32_t col) {
-      TopkResult r;
-      r.values.resize(4), r.indices.resize(4), r.col_lp.resize(1);
-      cpu_backend().topk_log_softmax(x.data(), nullptr, 1, static_cast<int64_t>(x.size()), 4,
-                                     nullptr, 0, &col, 1, r.values.data(), r.indices.data(),
-                                     r.col_lp.data(), true);
-      return r;
-    };
-    const auto side_by_side = on_cpu(many, 7), apart = on_cpu(spread_out, at[7]);
-    CHECK(apart.values == side_by_side.values);
-    CHECK(apart.col_lp == side_by_side.col_lp);
-    for (int j = 0; j < 4; ++j) CHECK(apart.indices[j] == at[side_by_side.indices[j]]);
-    // A NaN logit makes the sum NaN, as adding every column one by one does
-    // (the vector exponential keeps it rather than clamping it away).
-    spread_out[at[500]] = NAN;
-    CHECK(std::isnan(on_cpu(spread_out, at[7]).col_lp[0]));
+TEST_CASE("topk_log_softmax on the CPU: a row's allowed columns alone set its numbers",
+          "[decode_ops]") {
+  // Two sentences of a beam of 2, each with its own list spread over 3001
+  // columns; every other column holds a logit larger than any listed one.
+  // Each row's results are, to the bit, those of its list's logits side by
+  // side with no list; a column outside the list reads -inf.
+  const int64_t V = 3001, beam = 2, k = 4;
+  const std::vector<int32_t> banned = {0, 30};
+  struct {
+    std::vector<int64_t> offsets{0};
+    std::vector<int32_t> cols;
+  } own;
+  std::vector<std::vector<float>> packed;
+  std::vector<float> x(2 * beam * V, 50.f);
+  for (int64_t s = 0; s < 2; ++s) {
+    for (int32_t i = 0; i < 1000; ++i)
+      own.cols.push_back(i * 3 + static_cast<int32_t>(s) * (i % 3 == 1));
+    own.offsets.push_back(static_cast<int64_t>(own.cols.size()));
   }
+  for (int64_t r = 0; r < 2 * beam; ++r) {
+    const int64_t s = r / beam;
+    packed.push_back(randv(1000, 40 + static_cast<uint32_t>(r), 3.f));
+    for (int64_t i = 0; i < 1000; ++i) x[r * V + own.cols[s * 1000 + i]] = packed[r][i];
+  }
+  // Columns: one listed, one not.
+  std::vector<int32_t> cols;
+  for (int64_t r = 0; r < 2 * beam; ++r)
+    cols.push_back(own.cols[(r / beam) * 1000 + 7]), cols.push_back(1);
+  const std::vector<double> base = {0.5, -1.0, 2.0, 0.0};
+  TopkResult got;
+  got.values.resize(2 * beam * k), got.indices.resize(2 * beam * k),
+      got.col_lp.resize(2 * beam * 2);
+  const ColumnGroups groups{own.offsets.data(), own.cols.data(), beam};
+  cpu_backend().topk_log_softmax(x.data(), base.data(), 2 * beam, V, k, banned.data(), 2,
+                                 cols.data(), 2, got.values.data(), got.indices.data(),
+                                 got.col_lp.data(), &groups);
+  for (int64_t r = 0; r < 2 * beam; ++r) {
+    INFO("row " << r);
+    const int32_t* id = own.cols.data() + (r / beam) * 1000;
+    // The list's own positions of the banned ids and of column 7.
+    std::vector<int32_t> banned_at;
+    for (int32_t b : banned) {
+      const int32_t* p = std::lower_bound(id, id + 1000, b);
+      if (p != id + 1000 && *p == b) banned_at.push_back(static_cast<int32_t>(p - id));
+    }
+    REQUIRE(!banned_at.empty());  // column 0 is every list's first
+    const int32_t col7 = 7;
+    double value[k];
+    int32_t index[k];
+    float col_lp = 0;
+    cpu_backend().topk_log_softmax(packed[r].data(), &base[r], 1, 1000, k, banned_at.data(),
+                                   static_cast<int64_t>(banned_at.size()), &col7, 1, value, index,
+                                   &col_lp, nullptr);
+    for (int64_t j = 0; j < k; ++j) {
+      CHECK(got.values[r * k + j] == value[j]);
+      CHECK(got.indices[r * k + j] == id[index[j]]);
+    }
+    CHECK(got.col_lp[r * 2] == col_lp);
+    CHECK(got.col_lp[r * 2 + 1] == -kInf);
+    // And against the reference over the row with -inf outside its list.
+    std::vector<float> masked(V, -kInf);
+    for (int64_t i = 0; i < 1000; ++i) masked[id[i]] = packed[r][i];
+    const std::vector<int32_t> row_cols(cols.begin() + r * 2, cols.begin() + r * 2 + 2);
+    TopkResult one;
+    one.values.assign(got.values.begin() + r * k, got.values.begin() + (r + 1) * k);
+    one.indices.assign(got.indices.begin() + r * k, got.indices.begin() + (r + 1) * k);
+    one.col_lp.assign(got.col_lp.begin() + r * 2, got.col_lp.begin() + r * 2 + 2);
+    check_topk(masked, {base[r]}, V, k, banned, row_cols, 2, one);
+  }
+  // A NaN among a row's own logits makes its sum NaN; one outside changes nothing.
+  x[own.cols[500]] = NAN;
+  x[1] = NAN;
+  cpu_backend().topk_log_softmax(x.data(), base.data(), 2 * beam, V, k, banned.data(), 2,
+                                 cols.data(), 2, got.values.data(), got.indices.data(),
+                                 got.col_lp.data(), &groups);
+  CHECK(std::isnan(got.col_lp[0]));
+  CHECK(!std::isnan(got.col_lp[2 * 2]));
+}
 
+TEST_CASE("topk_log_softmax on the CPU against the one-thread row", "[decode_ops]") {
   // The CPU backend: the same ids (its sums in vector lanes and its own exp
-  // give values equal within rounding), for both of its sums.
+  // give values equal within rounding).
   for (int64_t Vc : {7, 40, 100, 300}) {
     const auto x = topk_rows(Vc, static_cast<uint32_t>(Vc));
     const int64_t rows = static_cast<int64_t>(x.size()) / Vc;
@@ -491,13 +538,13 @@ TEST_CASE("topk_log_softmax_row: -inf columns change nothing, and the CPU select
     const std::vector<int32_t> banned = {2}, cols(rows, 0);
     const int64_t kc = std::min<int64_t>(Vc - 1, 9);
     const auto got = run_topk(x, base, Vc, kc, banned, cols, 1);
-    for (bool ordered : {false, true}) {
-      INFO("V " << Vc << (ordered ? ", ordered sum" : ""));
+    {
+      INFO("V " << Vc);
       TopkResult cpu;
       cpu.values.resize(rows * kc), cpu.indices.resize(rows * kc), cpu.col_lp.resize(rows);
       cpu_backend().topk_log_softmax(x.data(), base.data(), rows, Vc, kc, banned.data(), 1,
                                      cols.data(), 1, cpu.values.data(), cpu.indices.data(),
-                                     cpu.col_lp.data(), ordered);
+                                     cpu.col_lp.data(), nullptr);
       REQUIRE(got.indices == cpu.indices);
       for (size_t i = 0; i < cpu.values.size(); ++i) {
         if (std::isinf(cpu.values[i])) {

@@ -22,6 +22,15 @@
 
 namespace nmt {
 
+// The columns each group of rows may take (a search's shortlist): rows
+// [g * group, (g + 1) * group) take cols[offsets[g] .. offsets[g + 1]),
+// ascending. Host memory.
+struct ColumnGroups {
+  const int64_t* offsets = nullptr;
+  const int32_t* cols = nullptr;
+  int64_t group = 1;
+};
+
 // A batch of matrices: dims {B, H, rows, cols} with element strides. A
 // transposed matrix is the same memory with the last two strides swapped,
 // and a head-split activation (B*T, H*d) is dims {B, H, T, d} with strides
@@ -281,15 +290,16 @@ class Backend {
   // lp = logits - logsumexp(row) (never stored): the k largest of
   // base[r] + lp[v] over v not in `banned` (sorted, best first, ties: lower
   // id first), and lp[cols[r * n_cols + c]] in col_lp[r * n_cols + c]
-  // (-inf where the column is -1). Host outputs. ordered_sum: the row's
-  // exponentials are summed one by one in column order, so that a row whose
-  // logits hold -inf columns (a shortlisted sentence's mask) gets the same
-  // log-probabilities wherever its other columns lie (vector lanes would
-  // group them by position).
+  // (-inf where the column is -1). Host outputs.
+  // allowed (may be null): each row may take only its group's columns, as
+  // if the others were -inf; and its numbers are those of its group's
+  // columns alone, in their order, whatever the other columns hold or where
+  // its own lie (a shortlisted sentence's result never depends on the rest
+  // of its batch).
   virtual void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V,
                                 int64_t k, const int32_t* banned, int64_t n_banned,
                                 const int32_t* cols, int64_t n_cols, double* values,
-                                int32_t* indices, float* col_lp, bool ordered_sum) = 0;
+                                int32_t* indices, float* col_lp, const ColumnGroups* allowed) = 0;
 };
 
 // The backend of a device. In a build without CUDA, Device::CUDA throws

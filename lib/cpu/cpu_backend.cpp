@@ -284,9 +284,9 @@ class CpuBackend final : public Backend {
   void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                         const int32_t* banned, int64_t n_banned, const int32_t* cols,
                         int64_t n_cols, double* values, int32_t* indices, float* col_lp,
-                        bool ordered_sum) override {
+                        const ColumnGroups* allowed) override {
     cpu::topk_log_softmax(logits, base, rows, V, k, banned, n_banned, cols, n_cols, values, indices,
-                          col_lp, ordered_sum);
+                          col_lp, allowed);
   }
 
  private:

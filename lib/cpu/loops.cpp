@@ -697,56 +697,38 @@ double sum_squares(const float* x, int64_t n) {
   return s;
 }
 
-// The sum of exp(x[v] - mx) added one by one in column order (see
-// Backend::topk_log_softmax's ordered_sum). exp(-inf) adds exactly 0, so
-// the -inf columns are left out: a shortlisted row's mask leaves most of
-// the batch's columns at -inf, and the dependent chain of additions, not
-// the exponentials, set this loop's time. With AVX-512 the other columns'
-// exponentials are computed in vectors and packed before the chain; the
-// sum is the same to the bit either way (a NaN or +inf logit still makes
-// it NaN).
-static float ordered_exp_sum(const float* x, int64_t V, float mx) {
-  float sum = 0.f;
-#if defined(__AVX512F__)
-  thread_local std::vector<float> packed;
-  if (static_cast<int64_t>(packed.size()) < V + 16) packed.resize(V + 16);
-  float* e = packed.data();
-  int64_t n = 0;
-  const __m512 vmx = _mm512_set1_ps(mx), ninf = _mm512_set1_ps(-INFINITY);
-  for (int64_t v0 = 0; v0 < V; v0 += 16) {
-    const __mmask16 in = V - v0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (V - v0)) - 1);
-    const __m512 xv = _mm512_mask_loadu_ps(ninf, in, x + v0);
-    const __mmask16 added = _mm512_cmp_ps_mask(xv, ninf, _CMP_NEQ_UQ);  // NaN and +inf too
-    // Packed in a register and stored whole (the next store overwrites the
-    // rest): a compressing store to memory is microcoded on Intel cores.
-    _mm512_storeu_ps(e + n, _mm512_maskz_compress_ps(added, exp_lanes(_mm512_sub_ps(xv, vmx))));
-    n += __builtin_popcount(added);
-  }
-  for (int64_t i = 0; i < n; ++i) sum += e[i];
-#else
-  for (int64_t v = 0; v < V; ++v)
-    if (x[v] != -INFINITY) sum += exp_simd(x[v] - mx);
-#endif
-  return sum;
-}
-
 void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                       const int32_t* banned, int64_t n_banned, const int32_t* cols, int64_t n_cols,
-                      double* values, int32_t* indices, float* col_lp, bool ordered_sum) {
+                      double* values, int32_t* indices, float* col_lp,
+                      const ColumnGroups* allowed) {
   // One row per thread, two passes: the k best logits (their order is the
   // log-probabilities' order) in a small sorted list, with the row's maximum
   // from the same vectorised block maxima that pass over a block of 32 when
-  // none beats the k-th; then a vectorised log-sum-exp.
+  // none beats the k-th; then a vectorised log-sum-exp. A row with allowed
+  // columns runs on a packed copy of them: its numbers are then those of its
+  // own columns in their order, whatever its batch, and it reads a few
+  // hundred columns instead of the batch's thousands.
 #pragma omp parallel for schedule(static) if (rows * V > 32768)
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = logits + r * V;
+    const int32_t* id = nullptr;  // packed column j is logits column id[j]
+    int64_t n = V;
+    if (allowed) {
+      const int64_t g = r / allowed->group;
+      id = allowed->cols + allowed->offsets[g];
+      n = allowed->offsets[g + 1] - allowed->offsets[g];
+      thread_local std::vector<float> own;
+      if (static_cast<int64_t>(own.size()) < n) own.resize(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) own[j] = x[id[j]];
+      x = own.data();
+    }
     double* val = values + r * k;  // the logits while selecting
     int32_t* idx = indices + r * k;
     int64_t filled = 0;
     float worst = -INFINITY;  // the k-th best so far, once there are k
     float mx = -INFINITY;
-    for (int64_t v0 = 0; v0 < V; v0 += 32) {
-      const int64_t end = std::min(V, v0 + 32);
+    for (int64_t v0 = 0; v0 < n; v0 += 32) {
+      const int64_t end = std::min(n, v0 + 32);
       float block_max = -INFINITY;
 #pragma omp simd reduction(max : block_max)
       for (int64_t v = v0; v < end; ++v) block_max = x[v] > block_max ? x[v] : block_max;
@@ -754,22 +736,24 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
       if (filled == k && !(block_max > worst)) continue;
       for (int64_t v = v0; v < end; ++v) {
         if (filled == k && !(x[v] > worst)) continue;
-        if (is_banned_id(v, banned, n_banned)) continue;
-        insert_best<double>(val, idx, filled, k, x[v], static_cast<int32_t>(v), HigherValue());
+        const int32_t column = id ? id[v] : static_cast<int32_t>(v);
+        if (is_banned_id(column, banned, n_banned)) continue;
+        insert_best<double>(val, idx, filled, k, x[v], column, HigherValue());
         if (filled == k) worst = static_cast<float>(val[k - 1]);
       }
     }
     float sum = 0.f;
-    if (ordered_sum) {
-      sum = ordered_exp_sum(x, V, mx);
-    } else {
 #pragma omp simd reduction(+ : sum)
-      for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);
-    }
+    for (int64_t v = 0; v < n; ++v) sum += exp_simd(x[v] - mx);
     const float lse = mx + std::log(sum);
     for (int64_t c = 0; c < n_cols; ++c) {
       const int32_t col = cols[r * n_cols + c];
-      col_lp[r * n_cols + c] = col >= 0 ? x[col] - lse : -INFINITY;
+      int64_t at = col;
+      if (col >= 0 && id) {
+        const int32_t* p = std::lower_bound(id, id + n, col);
+        at = p != id + n && *p == col ? p - id : -1;
+      }
+      col_lp[r * n_cols + c] = at >= 0 ? x[at] - lse : -INFINITY;
     }
     const double b = base ? base[r] : 0.0;
     for (int64_t j = 0; j < filled; ++j) val[j] = b + (static_cast<float>(val[j]) - lse);

@@ -86,7 +86,7 @@ double sum_squares(const float* x, int64_t n);
 
 void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                       const int32_t* banned, int64_t n_banned, const int32_t* cols, int64_t n_cols,
-                      double* values, int32_t* indices, float* col_lp, bool ordered_sum);
+                      double* values, int32_t* indices, float* col_lp, const ColumnGroups* allowed);
 
 void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t n,
                    float temperature, int64_t top_k, float top_p, const double* u,

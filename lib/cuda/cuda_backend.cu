@@ -430,6 +430,29 @@ __global__ void topk_log_softmax_kernel(const float* logits, const double* base,
   }
 }
 
+// A shortlisted search step's rows (Backend::topk_log_softmax's allowed),
+// copied with -inf outside each row's group of columns: the ordered sum
+// then adds exactly the group's exponentials in column order, so a row's
+// numbers do not depend on where its columns lie or what the others hold.
+__global__ void keep_columns_kernel(const float* x, int64_t rows, int64_t V, const int64_t* offsets,
+                                    const int32_t* cols, int64_t group, float* out) {
+  NMT_GRID_STRIDE(i, rows * V) {
+    const int64_t g = i / V / group, c = i % V;
+    const int32_t* lo = cols + offsets[g];
+    const int32_t* const end = cols + offsets[g + 1];
+    const int32_t* hi = end;
+    while (lo < hi) {
+      const int32_t* mid = lo + (hi - lo) / 2;
+      if (*mid < c) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    out[i] = lo != end && *lo == c ? x[i] : -INFINITY;
+  }
+}
+
 __global__ void sample_kernel(const float* logits, int64_t V, const int64_t* rows, int64_t n,
                               SampleParams p, const double* u, const int32_t* forced,
                               float* cand_val, int32_t* cand_id, int32_t* ids, float* lp) {
@@ -867,23 +890,43 @@ class CudaBackend final : public Backend {
   void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                         const int32_t* banned, int64_t n_banned, const int32_t* cols,
                         int64_t n_cols, double* values, int32_t* indices, float* col_lp,
-                        bool ordered_sum) override {
+                        const ColumnGroups* allowed) override {
     if (rows == 0) return;
+    const int64_t groups = allowed ? (rows + allowed->group - 1) / allowed->group : 0;
+    const int64_t n_allowed = allowed ? allowed->offsets[groups] : 0;
     // Inputs, then outputs, laid out alike in scratch and in pinned memory.
     const size_t base_b = aligned(rows * sizeof(double)),
                  banned_b = aligned(n_banned * sizeof(int32_t)),
                  cols_b = aligned(rows * n_cols * sizeof(int32_t)),
                  values_b = aligned(rows * k * sizeof(double)),
                  indices_b = aligned(rows * k * sizeof(int32_t)),
-                 col_lp_b = aligned(rows * n_cols * sizeof(float));
-    const size_t in_b = base_b + banned_b + cols_b, out_b = values_b + indices_b + col_lp_b;
-    char* d = static_cast<char*>(scratch().get(in_b + out_b));
+                 col_lp_b = aligned(rows * n_cols * sizeof(float)),
+                 offsets_b = aligned((groups + 1) * sizeof(int64_t)) * (allowed != nullptr),
+                 allowed_b = aligned(n_allowed * sizeof(int32_t)),
+                 kept_b = allowed ? aligned(rows * V * sizeof(float)) : 0;
+    const size_t in_b = base_b + banned_b + cols_b + offsets_b + allowed_b,
+                 out_b = values_b + indices_b + col_lp_b;
+    char* d = static_cast<char*>(scratch().get(in_b + out_b + kept_b));
     char* h = static_cast<char*>(pinned().get(in_b + out_b));
     if (base) std::memcpy(h, base, rows * sizeof(double));
     if (n_banned) std::memcpy(h + base_b, banned, n_banned * sizeof(int32_t));
     if (n_cols) std::memcpy(h + base_b + banned_b, cols, rows * n_cols * sizeof(int32_t));
+    const size_t offsets_at = base_b + banned_b + cols_b, allowed_at = offsets_at + offsets_b;
+    if (allowed) {
+      std::memcpy(h + offsets_at, allowed->offsets, (groups + 1) * sizeof(int64_t));
+      if (n_allowed) std::memcpy(h + allowed_at, allowed->cols, n_allowed * sizeof(int32_t));
+    }
     CUDA_CHECK(cudaMemcpyAsync(d, h, in_b, cudaMemcpyHostToDevice, cudaStreamPerThread));
     char* o = d + in_b;
+    const bool ordered_sum = allowed != nullptr;
+    if (allowed) {
+      auto* kept = reinterpret_cast<float*>(o + out_b);
+      keep_columns_kernel<<<blocks_for(rows * V), kThreads>>>(
+          logits, rows, V, reinterpret_cast<const int64_t*>(d + offsets_at),
+          reinterpret_cast<const int32_t*>(d + allowed_at), allowed->group, kept);
+      check_launch();
+      logits = kept;
+    }
     const auto* d_base = base ? reinterpret_cast<const double*>(d) : nullptr;
     const auto* d_banned = reinterpret_cast<const int32_t*>(d + base_b);
     const auto* d_cols = reinterpret_cast<const int32_t*>(d + base_b + banned_b);

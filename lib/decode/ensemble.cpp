@@ -24,8 +24,26 @@ void Ensemble::mirror(DecodeState& st) const {
 void Ensemble::share_vocab(DecodeState& st) const {
   for (DecodeState& m : st.members) {
     m.vocab = st.vocab;
-    ops::copy(st.vocab_mask, m.vocab_mask);
+    m.own_columns = st.own_columns;
   }
+  mask_columns(st);
+}
+
+// The members' log-probabilities are combined over each sentence's own
+// columns alone (a shortlist): own_columns as a mask of 0 and -inf.
+void Ensemble::mask_columns(DecodeState& st) const {
+  const ops::ColumnLists& own = st.own_columns;
+  if (own.size() <= 0) {
+    st.vocab_mask.resize(Shape{0});
+    return;
+  }
+  const int64_t W =
+      st.vocab.empty() ? members_[0]->config().vocab_size : static_cast<int64_t>(st.vocab.size());
+  std::vector<float> mask(static_cast<size_t>(own.size() * W), -INFINITY);
+  for (int64_t s = 0; s < own.size(); ++s)
+    for (int64_t i = own.offsets[s]; i < own.offsets[s + 1]; ++i) mask[s * W + own.cols[i]] = 0.f;
+  st.vocab_mask.resize(Shape{own.size(), W}, members_[0]->device());
+  ops::upload(mask.data(), st.vocab_mask);
 }
 
 void Ensemble::start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
@@ -47,6 +65,7 @@ const Tensor& Ensemble::step(DecodeState& st, const int32_t* last_tokens) const 
   for (size_t m = 0; m < members_.size(); ++m) {
     DecodeState& ms = st.members[m];
     members_[m]->step(ms, last_tokens);
+    if (st.vocab_mask.numel()) ops::add_group_rows_(ms.logits, st.vocab_mask, ms.beam);
     if (m == 0) {
       ops::log_softmax(ms.logits, st.logits);
     } else {
@@ -63,6 +82,11 @@ void Ensemble::reorder(DecodeState& st, const std::vector<int64_t>& keep,
   for (size_t m = 0; m < members_.size(); ++m)
     members_[m]->reorder(st.members[m], keep, rows, new_beam);
   mirror(st);
+  const ops::ColumnLists& kept = st.members[0].own_columns;
+  if (kept.offsets != st.own_columns.offsets || kept.cols != st.own_columns.cols) {
+    st.own_columns = kept;
+    mask_columns(st);
+  }
 }
 
 std::string ensemble_mismatch(const std::vector<LoadedModel>& models,

@@ -34,6 +34,7 @@ class Ensemble final : public Decodable {
   void mirror(DecodeState& st) const;
   // One shortlist for all: the members' output columns are combined.
   void share_vocab(DecodeState& st) const;
+  void mask_columns(DecodeState& st) const;
   std::vector<const Transformer*> members_;
 };
 

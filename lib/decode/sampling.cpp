@@ -74,7 +74,7 @@ std::vector<std::vector<Hypothesis>> sample(const Decodable& model,
     longest = std::max(longest, s.max_out);
   }
   st.vocab.clear();  // samples are drawn from the whole vocabulary
-  st.vocab_mask.resize(Shape{0});
+  st.own_columns.clear();
   model.start_decoding(batch.data(), B, S, N, longest + 1, st);
   const int32_t eos = cfg.eos_id;
   const std::vector<int32_t> never = cfg.never_output();

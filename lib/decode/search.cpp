@@ -323,10 +323,8 @@ void BeamSearch::join(int64_t t) {
 void BeamSearch::set_output_vocab() {
   st_.vocab.clear();
   column_of_.clear();
-  if (!opts_.shortlist) {
-    st_.vocab_mask.resize(Shape{0});
-    return;
-  }
+  st_.own_columns.clear();
+  if (!opts_.shortlist) return;
   const int64_t B = static_cast<int64_t>(live_.size()), V = model_.config().vocab_size;
   std::vector<const std::vector<int32_t>*> sources;
   std::vector<int32_t> forced{eos_};
@@ -342,19 +340,21 @@ void BeamSearch::set_output_vocab() {
     for (size_t c = 0; c < st_.vocab.size(); ++c) column_of_[st_.vocab[c]] = static_cast<int32_t>(c);
   }
   const int64_t W = st_.vocab.empty() ? V : static_cast<int64_t>(st_.vocab.size());
-  std::vector<float> mask(B * W, -std::numeric_limits<float>::infinity());
+  ops::ColumnLists& own = st_.own_columns;
+  std::vector<uint8_t> in(static_cast<size_t>(W));
   for (int64_t b = 0; b < B; ++b) {
     const SearchRequest& req = *live_[b].req;
-    float* row = mask.data() + b * W;
-    const auto allow = [&](int32_t t) { row[column_of_.empty() ? t : column_of_[t]] = 0.f; };
+    std::fill(in.begin(), in.end(), 0);
+    const auto allow = [&](int32_t t) { in[column_of_.empty() ? t : column_of_[t]] = 1; };
     opts_.shortlist->for_each_allowed(req.src, allow);
     allow(eos_);
     for (int32_t t : req.prefix) allow(t);
     for (const auto& c : req.constraints)
       for (int32_t t : c) allow(t);
+    for (int64_t c = 0; c < W; ++c)
+      if (in[c]) own.cols.push_back(static_cast<int32_t>(c));
+    own.offsets.push_back(static_cast<int64_t>(own.cols.size()));
   }
-  st_.vocab_mask.resize(Shape{B, W}, model_.device());
-  ops::upload(mask.data(), st_.vocab_mask);
 }
 
 // The best 2K continuations of every live hypothesis, scored base + log p,
@@ -397,11 +397,11 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
       }
     }
   }
-  // A mask (a shortlist) needs the ordered sum: see Backend::topk_log_softmax.
-  const bool masked = st_.vocab_mask.numel() > 0;
+  // A shortlist: each sentence's beam searches its own columns alone.
+  const ops::ColumnLists* own = st_.own_columns.size() > 0 ? &st_.own_columns : nullptr;
   if (column_of_.empty())
     return ops::topk_log_softmax(logits, base_, k2_, banned_, cols_, n_cols_, top_val_, top_idx_,
-                                 col_lp_, masked);
+                                 col_lp_, own, beam);
   // Shortlisted: the logits' columns are st_.vocab's ids (ascending, so ties
   // still go to the lower id). Every id in cols_ has a column
   // (set_output_vocab put them in the batch's vocabulary); banned ids
@@ -412,7 +412,7 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
   cols_mapped_.resize(cols_.size());
   for (size_t i = 0; i < cols_.size(); ++i) cols_mapped_[i] = cols_[i] < 0 ? -1 : column_of_[cols_[i]];
   ops::topk_log_softmax(logits, base_, k2_, banned_cols_, cols_mapped_, n_cols_, top_val_, top_idx_,
-                        col_lp_, masked);
+                        col_lp_, own, beam);
   for (int32_t& c : top_idx_)
     if (c >= 0) c = st_.vocab[c];
 }

@@ -55,13 +55,17 @@ struct DecodeState {
   // A shortlist, set by the caller before start_decoding. vocab: the
   // output's columns, empty for the whole vocabulary, else these target ids
   // ascending (the union of the batch's shortlists); the logits are then
-  // (rows, vocab.size()), column c being id vocab[c]. vocab_mask: empty, or
-  // (B, columns) with each sentence's row 0 for its own pieces and -inf for
-  // the others, which step() adds to its rows, so that no sentence's result
-  // depends on the rest of its batch. out_w, out_b hold vocab's rows of the
+  // (rows, vocab.size()), column c being id vocab[c]. own_columns: empty, or
+  // each of the B sentences' own pieces among those columns: its search
+  // takes only those (ops::topk_log_softmax's allowed), so that no
+  // sentence's result depends on the rest of its batch; step() leaves the
+  // logits whole. out_w, out_b hold vocab's rows of the
   // output projection and bias, packed by the backend for out_owner
   // (out_scales their row scales, where the model holds int8).
   std::vector<int32_t> vocab;
+  ops::ColumnLists own_columns;
+  // An ensemble's: own_columns as a (B, columns) mask, 0 or -inf, added to
+  // each member's logits before they are combined.
   Tensor vocab_mask{Shape{0}};
   Tensor out_w, out_b, out_scales;
   ConstantOwner out_owner;

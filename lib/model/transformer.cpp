@@ -268,11 +268,14 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
 // The shortlist's rows of the output projection (st.vocab), gathered once
 // per batch and packed by the backend on the next step.
 void Transformer::select_output_rows(DecodeState& st) const {
-  const bool masked = st.vocab_mask.numel() > 0;
   const int64_t cols = st.vocab.empty() ? cfg_.vocab_size : static_cast<int64_t>(st.vocab.size());
-  if (masked && (st.vocab_mask.ndim() != 2 || st.vocab_mask.dim(0) != st.B ||
-                 st.vocab_mask.dim(1) != cols))
-    throw Error("start_decoding: the shortlist's mask is not (sentences, output columns)");
+  const ops::ColumnLists& own = st.own_columns;
+  if (own.size() != 0) {
+    if (own.size() != st.B || own.offsets.back() != static_cast<int64_t>(own.cols.size()))
+      throw Error("start_decoding: the shortlist's columns are not one list per sentence");
+    for (int32_t c : own.cols)
+      if (c < 0 || c >= cols) throw Error("start_decoding: a shortlisted column is out of range");
+  }
   if (st.vocab.empty()) return;
   std::vector<int64_t> rows(st.vocab.size());
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -368,7 +371,6 @@ const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) con
     if (out_proj_->int8_scales()) o.b_scales = &st.out_scales;
     ops::matmul(st.y, false, st.out_w, true, st.logits, o);
   }
-  if (st.vocab_mask.numel()) ops::add_group_rows_(st.logits, st.vocab_mask, st.beam);
   for (int32_t& p : st.pos) ++p;
   return st.logits;
 }
@@ -422,12 +424,7 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
     Tensor mask3 = st.src_mask.view(Shape{st.B, 1, S});
     ops::reorder_cache(mask3, st.sentence_order, 1, st.spare);
     st.src_mask.resize(Shape{newB, 1, 1, S}, store_.device());
-    if (st.vocab_mask.numel()) {
-      const int64_t W = st.vocab_mask.dim(1);
-      Tensor vm3 = st.vocab_mask.view(Shape{st.B, 1, W});
-      ops::reorder_cache(vm3, st.sentence_order, 1, st.spare);
-      st.vocab_mask.resize(Shape{newB, W}, store_.device());
-    }
+    if (st.own_columns.size() > 0) st.own_columns.keep(keep);
   }
   st.B = newB;
   st.beam = new_beam;

@@ -491,10 +491,21 @@ double l2_norm(const Tensor& x) {
   return std::sqrt(sumsq);
 }
 
+void ColumnLists::keep(const std::vector<int64_t>& which) {
+  std::vector<int64_t> o{0};
+  std::vector<int32_t> c;
+  for (int64_t s : which) {
+    if (s < 0 || s >= size()) fail("ColumnLists::keep", "no list " + std::to_string(s));
+    c.insert(c.end(), cols.begin() + offsets[s], cols.begin() + offsets[s + 1]);
+    o.push_back(static_cast<int64_t>(c.size()));
+  }
+  offsets.swap(o), cols.swap(c);
+}
+
 void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int64_t k,
                       const std::vector<int32_t>& banned, const std::vector<int32_t>& cols,
                       int64_t n_cols, std::vector<double>& values, std::vector<int32_t>& indices,
-                      std::vector<float>& col_lp, bool ordered_sum) {
+                      std::vector<float>& col_lp, const ColumnLists* allowed, int64_t group) {
   if (logits.ndim() != 2) fail("topk_log_softmax", "expected a 2-D tensor");
   need_contiguous("topk_log_softmax", {&logits});
   const int64_t rows = logits.dim(0), V = logits.dim(1);
@@ -506,12 +517,29 @@ void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int
   for (int32_t col : cols)
     if (col < -1 || col >= V)
       fail("topk_log_softmax", "column " + std::to_string(col) + " out of range");
+  ColumnGroups groups;
+  if (allowed) {
+    const int64_t n = allowed->size();
+    if (group < 1 || n < 0 || n * group < rows || allowed->offsets[0] != 0 ||
+        allowed->offsets.back() != static_cast<int64_t>(allowed->cols.size()))
+      fail("topk_log_softmax", "expected a list of allowed columns per group of rows");
+    for (int64_t s = 0; s < n; ++s) {
+      const int64_t b = allowed->offsets[s], e = allowed->offsets[s + 1];
+      if (e < b) fail("topk_log_softmax", "the allowed columns' offsets decrease");
+      for (int64_t i = b; i < e; ++i)
+        if (allowed->cols[i] < 0 || allowed->cols[i] >= V ||
+            (i > b && allowed->cols[i] <= allowed->cols[i - 1]))
+          fail("topk_log_softmax", "allowed columns must be ascending columns of the logits");
+    }
+    groups = {allowed->offsets.data(), allowed->cols.data(), group};
+  }
   values.resize(rows * k);
   indices.resize(rows * k);
   col_lp.resize(rows * n_cols);
   be(logits).topk_log_softmax(logits.data(), base.data(), rows, V, k, banned.data(),
                               static_cast<int64_t>(banned.size()), cols.data(), n_cols,
-                              values.data(), indices.data(), col_lp.data(), ordered_sum);
+                              values.data(), indices.data(), col_lp.data(),
+                              allowed ? &groups : nullptr);
 }
 
 void pick(const Tensor& x, const std::vector<int32_t>& cols, std::vector<float>& out) {

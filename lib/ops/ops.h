@@ -183,15 +183,31 @@ double l2_norm(const Tensor& x);
 
 // ---- Decoding ---------------------------------------------------------------
 
+// The columns each sentence of a shortlisted batch may take: sentence s's
+// are cols[offsets[s] .. offsets[s + 1]), ascending.
+struct ColumnLists {
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> cols;
+  int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  void clear() { offsets.assign(1, 0), cols.clear(); }
+  // Sentences `which` (indices into these), in that order.
+  void keep(const std::vector<int64_t>& which);
+};
+
 // A search step over logits (rows, V), whose log-softmax it never stores:
 // per row r, the k best base[r] + logp[r, v] over v not in `banned`, best
 // first (ties: lower id first), and the log-probabilities of chosen columns
 // (</s>, forced prefix tokens, constraint tokens): cols holds n_cols ids per
 // row, col_lp[r * n_cols + c] = logp[r, cols[r * n_cols + c]], -inf for -1.
+// allowed (a shortlisted batch; may be null): each group of `group` rows
+// (a sentence's beam) takes only its list's columns, as if the others were
+// -inf, with numbers that depend on those columns alone (see
+// Backend::topk_log_softmax).
 void topk_log_softmax(const Tensor& logits, const std::vector<double>& base, int64_t k,
                       const std::vector<int32_t>& banned, const std::vector<int32_t>& cols,
                       int64_t n_cols, std::vector<double>& values, std::vector<int32_t>& indices,
-                      std::vector<float>& col_lp, bool ordered_sum = false);
+                      std::vector<float>& col_lp, const ColumnLists* allowed = nullptr,
+                      int64_t group = 1);
 // A sampling step over logits (R, V): output i reads row rows[i]. With
 // forced[i] >= 0 it is that id (a prefix, the length limit's </s>); else a
 // draw, by the uniform u[i] in [0, 1), from softmax(logits / temperature)
