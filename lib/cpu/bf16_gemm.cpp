@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "cpu/loops.h"
 #include "cpu/onednn.h"
+#include "cpu/parallel.h"
 #include "cpu/primitive_cache.h"
 
 namespace nmt::cpu {
@@ -61,8 +62,8 @@ std::array<int64_t, 2> convert_to_bf16(const MatDesc& m, uint16_t* out) {
   const bool row_major = m.strides[3] == 1 || C == 1;
   const int64_t lines = row_major ? R : C, len = row_major ? C : R;
   const int64_t ld = row_major ? m.strides[2] : m.strides[3];
-#pragma omp parallel for schedule(static) if (R * C > 65536)
-  for (int64_t i = 0; i < lines; ++i) to_bf16_row(m.ptr + i * ld, out + i * len, len);
+  parallel_for(lines, R * C > 65536,
+               [&](int64_t i) { to_bf16_row(m.ptr + i * ld, out + i * len, len); });
   // A single row is dense either way; give oneDNN the plain strides then.
   return row_major || R == 1 ? std::array<int64_t, 2>{C, 1} : std::array<int64_t, 2>{1, R};
 }

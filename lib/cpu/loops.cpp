@@ -16,6 +16,7 @@
 #include "core/decode_ops.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "cpu/parallel.h"
 
 namespace nmt::cpu {
 
@@ -63,18 +64,24 @@ inline float exp_shifted(const float* x, float* y, int64_t n, float mx) {
 }  // namespace
 
 void add(const float* a, const float* b, float* dst, int64_t n) {
-#pragma omp parallel for simd if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
+  parallel_range(n, n > 32768, [&](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) dst[i] = a[i] + b[i];
+  });
 }
 
 void add_inplace(float* dst, const float* src, int64_t n) {
-#pragma omp parallel for simd if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+  parallel_range(n, n > 32768, [&](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) dst[i] += src[i];
+  });
 }
 
 void scale(float* x, int64_t n, float s) {
-#pragma omp parallel for simd schedule(static) if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+  parallel_range(n, n > 32768, [&](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) x[i] *= s;
+  });
 }
 
 void add_mask(float* scores, const std::array<int64_t, 4>& d, const float* mask,
@@ -82,18 +89,18 @@ void add_mask(float* scores, const std::array<int64_t, 4>& d, const float* mask,
   const int64_t sb = md[0] == 1 ? 0 : md[1] * md[2] * md[3], sh = md[1] == 1 ? 0 : md[2] * md[3],
                 st = md[2] == 1 ? 0 : md[3];
   const bool row_bcast = md[3] == 1;
-#pragma omp parallel for collapse(2) if (d[0] * d[1] * d[2] * d[3] > 65536)
-  for (int64_t b = 0; b < d[0]; ++b)
-    for (int64_t h = 0; h < d[1]; ++h)
-      for (int64_t t = 0; t < d[2]; ++t) {
-        float* row = scores + ((b * d[1] + h) * d[2] + t) * d[3];
-        const float* m = mask + b * sb + h * sh + t * st;
-        if (row_bcast) {
-          for (int64_t s = 0; s < d[3]; ++s) row[s] += m[0];
-        } else {
-          for (int64_t s = 0; s < d[3]; ++s) row[s] += m[s];
-        }
+  parallel_for(d[0] * d[1], d[0] * d[1] * d[2] * d[3] > 65536, [&](int64_t bh) {
+    const int64_t b = bh / d[1], h = bh % d[1];
+    for (int64_t t = 0; t < d[2]; ++t) {
+      float* row = scores + ((b * d[1] + h) * d[2] + t) * d[3];
+      const float* m = mask + b * sb + h * sh + t * st;
+      if (row_bcast) {
+        for (int64_t s = 0; s < d[3]; ++s) row[s] += m[0];
+      } else {
+        for (int64_t s = 0; s < d[3]; ++s) row[s] += m[s];
       }
+    }
+  });
 }
 
 // Masked columns at the end of a row (the masks' -1e9 added to a score):
@@ -347,16 +354,14 @@ void attend_as(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float
   }
 #endif
   static thread_local std::vector<float> scores, widened;
-#pragma omp parallel if (B * H * M * Lmax * (D + Dv) > 65536)
-  {
-    if (static_cast<int64_t>(scores.size()) < Lmax + 16) scores.resize(Lmax + 16);
-    if constexpr (!std::is_same_v<T, float>)
-      if (!row_kernel && static_cast<int64_t>(widened.size()) < Lmax * (D + Dv))
-        widened.resize(static_cast<size_t>(Lmax * (D + Dv)));
-    float* s = scores.data();
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < H; ++h) {
+  parallel_for(
+      B * H, B * H * M * Lmax * (D + Dv) > 65536, [&](int64_t bh) {
+        const int64_t b = bh / H, h = bh % H;
+        if (static_cast<int64_t>(scores.size()) < Lmax + 16) scores.resize(Lmax + 16);
+        if constexpr (!std::is_same_v<T, float>)
+          if (!row_kernel && static_cast<int64_t>(widened.size()) < Lmax * (D + Dv))
+            widened.resize(static_cast<size_t>(Lmax * (D + Dv)));
+        float* s = scores.data();
         const T* kb = reinterpret_cast<const T*>(k.ptr) + b * k.strides[0] + h * k.strides[1];
         const T* vb = reinterpret_cast<const T*>(v.ptr) + b * v.strides[0] + h * v.strides[1];
         const float* m = mask ? mask + b * Lmax : nullptr;
@@ -431,8 +436,7 @@ void attend_as(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float
             for (int64_t x = 0; x < Dv; ++x) o[x] += p * vj[x];
           }
         }
-      }
-  }
+      });
 }
 
 }  // namespace
@@ -462,8 +466,10 @@ void dropout(float* x, int64_t n, float p, uint64_t seed) {
 }
 
 void activate(const float* x, float* y, int64_t n, Activation act) {
-#pragma omp parallel for simd if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) y[i] = nmt::activate(act, x[i]);
+  parallel_range(n, n > 32768, [&](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) y[i] = nmt::activate(act, x[i]);
+  });
 }
 
 void activation_backward(const float* x, float* dy, int64_t n, Activation act) {
@@ -498,8 +504,7 @@ void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) {
 }
 
 void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {
-#pragma omp parallel for if (rows * cols > 4096)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, rows * cols > 4096, [&](int64_t r) {
     const float* x = src + r * cols;
     float* y = dst + r * cols;
     const int64_t n = unmasked_length(x, cols);
@@ -509,7 +514,7 @@ void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {
 #pragma omp simd
     for (int64_t c = 0; c < n; ++c) y[c] *= inv;
     for (int64_t c = n; c < cols; ++c) y[c] = 0.f;
-  }
+  });
 }
 
 void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols) {
@@ -528,8 +533,7 @@ void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t ro
 
 void layer_norm_rows(const float* src, float* dst, const float* gamma, const float* beta,
                      int64_t rows, int64_t D, float eps) {
-#pragma omp parallel for if (rows * D > 4096)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, rows * D > 4096, [&](int64_t r) {
     const float* x = src + r * D;
     float* y = dst + r * D;
     float mean = 0.f, var = 0.f;
@@ -541,34 +545,32 @@ void layer_norm_rows(const float* src, float* dst, const float* gamma, const flo
     const float rstd = 1.f / std::sqrt(var / static_cast<float>(D) + eps);
 #pragma omp simd
     for (int64_t i = 0; i < D; ++i) y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
-  }
+  });
 }
 
 void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
                const float* positions, int64_t pos0, int64_t T, float* out) {
-#pragma omp parallel for if (n * D > 65536)
-  for (int64_t r = 0; r < n; ++r) {
+  parallel_for(n, n * D > 65536, [&](int64_t r) {
     const float* p = positions + (pos0 + r % T) * D;
     float* o = out + r * D;
     if (tokens[r] < 0) {  // no token: the position alone
       for (int64_t i = 0; i < D; ++i) o[i] = p[i];
-      continue;
+      return;
     }
     const float* e = table + static_cast<int64_t>(tokens[r]) * D;
     for (int64_t i = 0; i < D; ++i) o[i] = e[i] * scale + p[i];
-  }
+  });
 }
 
 void embedding_s8(const int8_t* table, const float* row_scales, const int32_t* tokens, int64_t n,
                   int64_t D, float scale, const float* positions, int64_t pos0, int64_t T,
                   float* out) {
-#pragma omp parallel for if (n * D > 65536)
-  for (int64_t r = 0; r < n; ++r) {
+  parallel_for(n, n * D > 65536, [&](int64_t r) {
     const float* p = positions + (pos0 + r % T) * D;
     float* o = out + r * D;
     if (tokens[r] < 0) {
       for (int64_t i = 0; i < D; ++i) o[i] = p[i];
-      continue;
+      return;
     }
     const int8_t* e = table + static_cast<int64_t>(tokens[r]) * D;
     const float s = row_scales[tokens[r]];
@@ -576,7 +578,7 @@ void embedding_s8(const int8_t* table, const float* row_scales, const int32_t* t
       const float w = e[i] * s;  // the weight as an f32 table holds it
       o[i] = w * scale + p[i];
     }
-  }
+  });
 }
 
 void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,
@@ -708,8 +710,7 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
   // columns runs on a packed copy of them: its numbers are then those of its
   // own columns in their order, whatever its batch, and it reads a few
   // hundred columns instead of the batch's thousands.
-#pragma omp parallel for schedule(static) if (rows * V > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, rows * V > 32768, [&](int64_t r) {
     const float* x = logits + r * V;
     const int32_t* id = nullptr;  // packed column j is logits column id[j]
     int64_t n = V;
@@ -758,7 +759,7 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
     const double b = base ? base[r] : 0.0;
     for (int64_t j = 0; j < filled; ++j) val[j] = b + (static_cast<float>(val[j]) - lse);
     for (int64_t j = filled; j < k; ++j) val[j] = -INFINITY, idx[j] = -1;
-  }
+  });
 }
 
 void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t n,
@@ -861,10 +862,10 @@ void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n,
                  void* dst, int64_t dst_ld, const int64_t* dst_idx) {
   const auto* from = static_cast<const char*>(src);
   auto* to = static_cast<char*>(dst);
-#pragma omp parallel for if (n * len > 262144)
-  for (int64_t i = 0; i < n; ++i)
+  parallel_for(n, n * len > 262144, [&](int64_t i) {
     std::memcpy(to + (dst_idx ? dst_idx[i] : i) * dst_ld, from + idx[i] * src_ld,
                 static_cast<size_t>(len));
+  });
 }
 
 }  // namespace nmt::cpu

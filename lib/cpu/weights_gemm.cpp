@@ -32,6 +32,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "cpu/onednn.h"
+#include "cpu/parallel.h"
 #include "cpu/primitive_cache.h"
 
 namespace nmt::cpu {
@@ -455,8 +456,7 @@ void sparse_rows_product(const MatDesc& a, const float* w, const MatDesc& dst,
                          const GemmAttr& attr) {
   const int64_t M = a.dims[2], K = a.dims[3], N = dst.dims[3];
   const int64_t lda = a.strides[2], ldc = dst.strides[2];
-#pragma omp parallel for schedule(static) if (M * K * N > (int64_t{1} << 24))
-  for (int64_t m = 0; m < M; ++m) {
+  parallel_for(M, M * K * N > (int64_t{1} << 24), [&](int64_t m) {
     thread_local std::vector<int32_t> col;
     thread_local std::vector<float> val;
     if (static_cast<int64_t>(col.size()) < K) col.resize(K), val.resize(K);
@@ -491,7 +491,7 @@ void sparse_rows_product(const MatDesc& a, const float* w, const MatDesc& dst,
           y[n0 + i] = activate(attr.act, attr.alpha * acc[i] + (bias ? bias[i] : 0.f));
       }
     }
-  }
+  });
 }
 
 // Whether reading only the non-zero inputs pays for weights (K, N): where
@@ -644,8 +644,7 @@ constexpr Cut kDefaultCut{256, 32, 4}, kAmxCut{256, 16, 16};
 void quantise_rows_s8(const MatDesc& a, int8_t* out, float* row_scale) {
   const int64_t M = a.dims[2], K = a.dims[3], ld = a.strides[2];
   constexpr float kRound = 12582912.f;
-#pragma omp parallel for if (M * K > 65536)
-  for (int64_t m = 0; m < M; ++m) {
+  parallel_for(M, M * K > 65536, [&](int64_t m) {
     const float* x = a.ptr + m * ld;
     // The maximum over 32 lanes, so that the vector maxima form several
     // independent chains: one reduction variable made one chain, whose
@@ -674,7 +673,7 @@ void quantise_rows_s8(const MatDesc& a, int8_t* out, float* row_scale) {
 #pragma omp simd
     for (int64_t k = 0; k < K; ++k)
       q[k] = static_cast<int8_t>(static_cast<int32_t>((x[k] * inv + kRound) - kRound));
-  }
+  });
 }
 
 // int8's epilogue: y = act(r_i * y + bias) over rows x N of the result.
@@ -685,8 +684,7 @@ void quantise_rows_s8(const MatDesc& a, int8_t* out, float* row_scale) {
 template <typename Act>
 void scale_rows_with(float* c, int64_t ldc, int64_t rows, int64_t N, const float* rs,
                      const float* bias, Act act) {
-#pragma omp parallel for if (rows * N > 65536)
-  for (int64_t i = 0; i < rows; ++i) {
+  parallel_for(rows, rows * N > 65536, [&](int64_t i) {
     float* y = c + i * ldc;
     const float r = rs[i];
     if (bias) {
@@ -696,7 +694,7 @@ void scale_rows_with(float* c, int64_t ldc, int64_t rows, int64_t N, const float
 #pragma omp simd
       for (int64_t n = 0; n < N; ++n) y[n] = act(r * y[n]);
     }
-  }
+  });
 }
 
 void scale_rows(float* c, int64_t ldc, int64_t rows, int64_t N, const float* rs, const float* bias,
