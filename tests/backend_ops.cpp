@@ -908,6 +908,29 @@ TEST_CASE("layer norm forward (with and without statistics) and backward", "[ops
     }
 }
 
+TEST_CASE("a residual and its layer norm in one op equal add then layer norm, to the bit",
+          "[ops][norm]") {
+  if (!runs({Op::LayerNorm, Op::Elementwise})) return;
+  for (auto [rows, D] : std::vector<std::pair<int64_t, int64_t>>{{1, 4}, {7, 16}, {96, 512}}) {
+    INFO(rows << " x " << D);
+    const float eps = 1e-6f;
+    auto X = randv(rows * D, 7, 2.f), A = randv(rows * D, 8), G = randv(D, 9), Bv = randv(D, 10);
+    Tensor x = dev(X, Shape{rows, D}), a = dev(A, Shape{rows, D}), gamma = dev(G, Shape{D}),
+           beta = dev(Bv, Shape{D});
+    Tensor sum, y_ref, y, sum2, y2;
+    ops::add(x, a, sum);
+    ops::layer_norm(sum, gamma, beta, eps, y_ref);
+    ops::add_layer_norm(x, a, gamma, beta, eps, nullptr, y);  // the sum not kept
+    CHECK(host(y) == host(y_ref));
+    ops::add_layer_norm(x, a, gamma, beta, eps, &sum2, y2);  // kept
+    CHECK(host(sum2) == host(sum));
+    CHECK(host(y2) == host(y_ref));
+    ops::add_layer_norm(x, a, gamma, beta, eps, &x, y2);  // kept in x itself
+    CHECK(host(x) == host(sum));
+    CHECK(host(y2) == host(y_ref));
+  }
+}
+
 TEST_CASE("element-wise: add, add_, scale_, copy, copy_rows, activations, column sums",
           "[ops][elementwise]") {
   if (!runs({Op::Elementwise, Op::Activate, Op::ColumnSums})) return;

@@ -157,6 +157,11 @@ class GuardedDevice final : public Backend {
     Open o(*this, "layer_norm", {x, gamma, beta, y, mean, var});
     cpu_.layer_norm(x, gamma, beta, y, mean, var, rows, D, eps);
   }
+  void add_layer_norm(const float* x, const float* a, const float* gamma, const float* beta,
+                      float* sum, float* y, int64_t rows, int64_t D, float eps) override {
+    Open o(*this, "add_layer_norm", {x, a, gamma, beta, sum, y});
+    cpu_.add_layer_norm(x, a, gamma, beta, sum, y, rows, D, eps);
+  }
   void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
                            const float* var, float* dx, float* dgamma, float* dbeta, int64_t rows,
                            int64_t D, float eps) override {

@@ -221,6 +221,11 @@ class Backend {
   // written when given (training), for the backward pass.
   virtual void layer_norm(const float* x, const float* gamma, const float* beta, float* y,
                           float* mean, float* var, int64_t rows, int64_t D, float eps) = 0;
+  // A residual and its layer norm, for decoding: sum = x + a (written where
+  // sum is given; it may be x) and y = LN(x + a), each to the bit as add
+  // then layer_norm compute them.
+  virtual void add_layer_norm(const float* x, const float* a, const float* gamma, const float* beta,
+                              float* sum, float* y, int64_t rows, int64_t D, float eps) = 0;
   // dx assigned; dgamma and dbeta accumulated.
   virtual void layer_norm_backward(const float* x, const float* dy, const float* gamma,
                                    const float* mean, const float* var, float* dx, float* dgamma,

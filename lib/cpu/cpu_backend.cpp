@@ -217,6 +217,10 @@ class CpuBackend final : public Backend {
     else
       cpu::layer_norm_rows(x, y, gamma, beta, rows, D, eps);
   }
+  void add_layer_norm(const float* x, const float* a, const float* gamma, const float* beta,
+                      float* sum, float* y, int64_t rows, int64_t D, float eps) override {
+    cpu::add_layer_norm_rows(x, a, gamma, beta, sum, y, rows, D, eps);
+  }
   void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
                            const float* var, float* dx, float* dgamma, float* dbeta, int64_t rows,
                            int64_t D, float eps) override {

@@ -531,20 +531,41 @@ void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t ro
   }
 }
 
+namespace {
+
+// One row of layer_norm_rows; y may be x.
+inline void layer_norm_row(const float* x, float* y, const float* gamma, const float* beta,
+                           int64_t D, float eps) {
+  float mean = 0.f, var = 0.f;
+#pragma omp simd reduction(+ : mean)
+  for (int64_t i = 0; i < D; ++i) mean += x[i];
+  mean /= static_cast<float>(D);
+#pragma omp simd reduction(+ : var)
+  for (int64_t i = 0; i < D; ++i) var += (x[i] - mean) * (x[i] - mean);
+  const float rstd = 1.f / std::sqrt(var / static_cast<float>(D) + eps);
+#pragma omp simd
+  for (int64_t i = 0; i < D; ++i) y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
+}
+
+}  // namespace
+
 void layer_norm_rows(const float* src, float* dst, const float* gamma, const float* beta,
                      int64_t rows, int64_t D, float eps) {
+  parallel_for(rows, rows * D > 4096,
+               [&](int64_t r) { layer_norm_row(src + r * D, dst + r * D, gamma, beta, D, eps); });
+}
+
+void add_layer_norm_rows(const float* x, const float* a, const float* gamma, const float* beta,
+                         float* sum, float* dst, int64_t rows, int64_t D, float eps) {
+  // Each row's sum, while it is in the core's cache, then its norm (in
+  // place where the sum is not kept): the numbers of add then
+  // layer_norm_rows, without a pass over the whole of either.
   parallel_for(rows, rows * D > 4096, [&](int64_t r) {
-    const float* x = src + r * D;
-    float* y = dst + r * D;
-    float mean = 0.f, var = 0.f;
-#pragma omp simd reduction(+ : mean)
-    for (int64_t i = 0; i < D; ++i) mean += x[i];
-    mean /= static_cast<float>(D);
-#pragma omp simd reduction(+ : var)
-    for (int64_t i = 0; i < D; ++i) var += (x[i] - mean) * (x[i] - mean);
-    const float rstd = 1.f / std::sqrt(var / static_cast<float>(D) + eps);
+    float* s = (sum ? sum : dst) + r * D;
+    const float *xr = x + r * D, *ar = a + r * D;
 #pragma omp simd
-    for (int64_t i = 0; i < D; ++i) y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
+    for (int64_t i = 0; i < D; ++i) s[i] = xr[i] + ar[i];
+    layer_norm_row(s, dst + r * D, gamma, beta, D, eps);
   });
 }
 

@@ -66,6 +66,10 @@ void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols);
 void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols);
 void layer_norm_rows(const float* src, float* dst, const float* gamma, const float* beta,
                      int64_t rows, int64_t D, float eps);
+// sum = x + a (where given; may be x), dst = LN(x + a): layer_norm_rows's
+// numbers, in one pass over each row's operands.
+void add_layer_norm_rows(const float* x, const float* a, const float* gamma, const float* beta,
+                         float* sum, float* dst, int64_t rows, int64_t D, float eps);
 
 void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
                const float* positions, int64_t pos0, int64_t T, float* out);

@@ -689,6 +689,14 @@ class CudaBackend final : public Backend {
     layer_norm_kernel<<<row_blocks(rows), kRowLanes>>>(x, gamma, beta, y, mean, var, rows, D, eps);
     check_launch();
   }
+  // The sum, then its norm in place (layer_norm_kernel takes y = x).
+  void add_layer_norm(const float* x, const float* a, const float* gamma, const float* beta,
+                      float* sum, float* y, int64_t rows, int64_t D, float eps) override {
+    if (rows == 0) return;
+    float* s = sum ? sum : y;
+    add(x, a, s, rows * D);
+    layer_norm(s, gamma, beta, y, nullptr, nullptr, rows, D, eps);
+  }
   void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
                            const float* var, float* dx, float* dgamma, float* dbeta, int64_t rows,
                            int64_t D, float eps) override {

@@ -101,26 +101,22 @@ void DecoderLayer::backward(const Tensor& x, const Tensor& enc, int64_t B, int64
 void DecoderLayer::step(const Tensor& x, DecodeState& st, size_t layer, Tensor& y) const {
   AttnScratch& s = st.scratch;
   const Tensor* self_mask = st.self_mask.numel() ? &st.self_mask : nullptr;
+  // Each residual and the norm after it in one op (forward_sum).
   if (pre_) {
     ln1_.forward(x, st.h1);
     self_.step_self(st.h1, st.self[layer], st.pos, self_mask, s, st.a);
-    ops::add(x, st.a, st.r);  // r1
-    ln2_.forward(st.r, st.h1);
+    ln2_.forward_sum(x, st.a, &st.r, st.h1);  // r1 = x + a
     cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, st.src_mask, s, st.a);
-    ops::add_(st.r, st.a);  // r2
-    ln3_.forward(st.r, st.h1);
+    ln3_.forward_sum(st.r, st.a, &st.r, st.h1);  // r2 = r1 + a
     ffn_.forward(st.h1, st.ffn_hidden, nullptr, st.a, false, 0);
     ops::add(st.r, st.a, y);
   } else {
     self_.step_self(x, st.self[layer], st.pos, self_mask, s, st.a);
-    ops::add(x, st.a, st.r);
-    ln1_.forward(st.r, st.h1);
+    ln1_.forward_sum(x, st.a, nullptr, st.h1);
     cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, st.src_mask, s, st.a);
-    ops::add(st.h1, st.a, st.r);
-    ln2_.forward(st.r, st.h2);
+    ln2_.forward_sum(st.h1, st.a, nullptr, st.h2);
     ffn_.forward(st.h2, st.ffn_hidden, nullptr, st.a, false, 0);
-    ops::add(st.h2, st.a, st.r);
-    ln3_.forward(st.r, y);
+    ln3_.forward_sum(st.h2, st.a, nullptr, y);
   }
 }
 

@@ -37,6 +37,10 @@ void LayerNorm::forward(const Tensor& x, Tensor& y, NormStats* stats) const {
                   stats ? &stats->var : nullptr);
 }
 
+void LayerNorm::forward_sum(const Tensor& x, const Tensor& a, Tensor* sum, Tensor& y) const {
+  ops::add_layer_norm(x, a, gamma->value, beta->value, eps, sum, y);
+}
+
 void LayerNorm::backward(const Tensor& x, const Tensor& dy, const NormStats& stats, Tensor& dx,
                          Grads& g) const {
   Tensor dgamma = g.of(gamma), dbeta = g.of(beta);

@@ -51,6 +51,8 @@ struct LayerNorm {
   LayerNorm(ParamStore& store, const std::string& name, int64_t d, float eps);
   // stats: given when training (the backward pass needs them).
   void forward(const Tensor& x, Tensor& y, NormStats* stats = nullptr) const;
+  // Decoding's residual: y = LN(x + a), and sum = x + a where given.
+  void forward_sum(const Tensor& x, const Tensor& a, Tensor* sum, Tensor& y) const;
   void backward(const Tensor& x, const Tensor& dy, const NormStats& stats, Tensor& dx,
                 Grads& g) const;
 };

@@ -287,6 +287,19 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float 
                    var ? var->data() : nullptr, rows, D, eps);
 }
 
+void add_layer_norm(const Tensor& x, const Tensor& a, const Tensor& gamma, const Tensor& beta,
+                    float eps, Tensor* sum, Tensor& y) {
+  const int64_t D = gamma.numel(), rows = x.numel() / D;
+  if (x.dim(-1) != D) fail("add_layer_norm", "width does not match gamma");
+  if (a.numel() != x.numel()) fail("add_layer_norm", "sizes differ");
+  need_contiguous("add_layer_norm", {&x, &a});
+  same_device("add_layer_norm", {&x, &a, &gamma, &beta});
+  if (sum && sum != &x) sum->resize(x.shape(), x.device());
+  y.resize(x.shape(), x.device());
+  be(x).add_layer_norm(x.data(), a.data(), gamma.data(), beta.data(), sum ? sum->data() : nullptr,
+                       y.data(), rows, D, eps);
+}
+
 void layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
                          const Tensor& var, float eps, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const int64_t D = gamma.numel(), rows = x.numel() / D;

@@ -92,6 +92,10 @@ void masked_softmax_(Tensor& scores, const Tensor* mask);
 // y = LN(x) over the last axis; mean and var (rows) written when given.
 void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y,
                 Tensor* mean = nullptr, Tensor* var = nullptr);
+// A residual and its norm (decoding): y = LN(x + a), and sum = x + a where
+// given (sum may be x itself); the numbers of add then layer_norm.
+void add_layer_norm(const Tensor& x, const Tensor& a, const Tensor& gamma, const Tensor& beta,
+                    float eps, Tensor* sum, Tensor& y);
 // dx assigned; dgamma and dbeta accumulated.
 void layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
                          const Tensor& var, float eps, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
