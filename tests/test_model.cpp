@@ -594,6 +594,49 @@ TEST_CASE("the model reader refuses forged headers, bad numbers and deep or inva
   std::remove(bad.c_str());
 }
 
+TEST_CASE("an f32 file loaded as int8 is rounded block by block as nmt quantize rounds it whole",
+          "[model][int8]") {
+  require_compute(Device::CPU, ComputeType::INT8);
+  // d_ff 5000: the FFN's second matrix (16 x 5000) is read 13 rows at a
+  // time (256 KB blocks), so its rows come from two blocks.
+  ModelConfig cfg = tiny_config(30);
+  cfg.d_ff = 5000;
+  Transformer model(cfg);
+  model.init(9);
+  const std::string f32_path = "/tmp/nmt_test_int8_blocks_f32.nmt",
+                    int8_path = "/tmp/nmt_test_int8_blocks.nmt";
+  save_model(f32_path, model, vocab_bytes(30));
+  save_model(int8_path, model, vocab_bytes(30), {}, /*int8=*/true);
+  const LoadedModel from_f32 = load_model(f32_path, "int8"), from_int8 = load_model(int8_path);
+  const auto& a = from_f32.net->params().params();
+  const auto& b = from_int8.net->params().params();
+  int checked = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].value.dtype() != DType::S8) continue;
+    INFO(a[i].name);
+    const int64_t rows = a[i].shape[0], cols = a[i].shape[1];
+    const int8_t *qa = a[i].value.data_as<int8_t>(), *qb = b[i].value.data_as<int8_t>();
+    CHECK(std::equal(qa, qa + rows * cols, qb));
+    CHECK(std::equal(a[i].scales.data(), a[i].scales.data() + rows, b[i].scales.data()));
+    checked += cols == 5000;
+  }
+  CHECK(checked == cfg.encoder_layers + cfg.decoder_layers);  // every layer's w2
+  // A non-finite weight in a later block is named with its element.
+  const std::string w2 = "decoder/layer_0/ffn/w2/weight";
+  for (const auto& p : model.params().params())
+    if (p.name == w2) model.params().value(&p).data()[13 * 5000 + 7] = std::nanf("");
+  save_model(f32_path, model, vocab_bytes(30));
+  try {
+    load_model(f32_path, "int8");
+    FAIL("a NaN weight loaded");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) ==
+          f32_path + ": tensor " + w2 + " holds a non-finite value (nan at element 65007)");
+  }
+  std::remove(f32_path.c_str());
+  std::remove(int8_path.c_str());
+}
+
 TEST_CASE("int8 loads as s8 rows, never floats: from an int8 file, and from an f32 file rounded alike",
           "[model][int8]") {
   require_compute(Device::CPU, ComputeType::INT8);

@@ -574,10 +574,24 @@ void FileContents::read_s8(const std::string& name, const Shape& shape, int8_t* 
   check_f32(name, shape);
   const Entry& e = tensors.at(name);
   const int64_t rows = shape[0], cols = shape[1];
-  if (e.dtype != "I8") {  // an f32 matrix, rounded as nmt quantize rounds it
-    std::vector<float> w(static_cast<size_t>(rows * cols));
-    read_f32(name, shape, w.data());
-    quantise_rows(w.data(), rows, cols, dst, scales);
+  if (e.dtype != "I8") {
+    // An f32 matrix, rounded as nmt quantize rounds it (row by row), read in
+    // blocks of rows through one buffer of at most 256 KB: a whole f32 copy
+    // of each matrix was fresh memory, 2.2K of the 4.1K page faults of
+    // loading transformer-small in int8 from its f32 file.
+    const int64_t block = std::max<int64_t>(1, (int64_t{256} << 10) / (cols * 4));
+    std::vector<float> w(static_cast<size_t>(std::min(rows, block) * cols));
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+      const int64_t n = std::min(block, rows - r0) * cols;
+      data.copy(e.begin + static_cast<uint64_t>(r0 * cols * 4), static_cast<uint64_t>(n * 4),
+                w.data());
+      for (int64_t i = 0; i < n; ++i)
+        if (!std::isfinite(w[i]))
+          throw InputError(source + ": tensor " + name + " holds a non-finite value (" +
+                           std::to_string(w[i]) + " at element " + std::to_string(r0 * cols + i) +
+                           ")");
+      quantise_rows(w.data(), n / cols, cols, dst + r0 * cols, scales + r0);
+    }
     return;
   }
   read_f32(name + ".scale", Shape{rows}, scales);  // finite, as every f32 tensor
