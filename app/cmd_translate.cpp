@@ -665,7 +665,8 @@ void register_translate(CLI::App& app) {
                 "source piece, heads averaged) and the pieces, as \"attention\"");
   cmd->add_option("--batch-tokens", o->batch_tokens,
                   "Source tokens per batch (0: " + std::to_string(kBatchTokensOneThread) +
-                      " for workers of one thread, " + std::to_string(kBatchTokensThreaded) +
+                      " for workers of one thread (" + std::to_string(kBatchTokensOneThreadInt8) +
+                      " in int8), " + std::to_string(kBatchTokensThreaded) +
                       " for workers of several)")
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--batching", o->batching,

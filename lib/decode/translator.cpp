@@ -50,7 +50,7 @@ Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t bat
   workers_ = workers;
   adapt_threads_ = threads_per_worker <= 0;
   threads_per_worker_ = threads_per_worker > 0 ? threads_per_worker : std::max(1, cores_ / workers);
-  if (batch_tokens_ <= 0) batch_tokens_ = auto_batch_tokens(threads_per_worker_);
+  if (batch_tokens_ <= 0) batch_tokens_ = auto_batch_tokens(threads_per_worker_, model_.compute);
   set_continuous(false);
   for (int w = 0; w < workers; ++w) threads_.emplace_back([this, w] { work(w); });
 }
