@@ -324,17 +324,16 @@ int64_t resident_now() {
   return got == 2 ? static_cast<int64_t>(pages) * sysconf(_SC_PAGESIZE) : -1;
 }
 
+// [cpu]: cases about the CPU's own memory, left out of the other devices'
+// runs (tests/CMakeLists.txt); run on another device they fail.
 TEST_CASE("packed copies of weights give their memory back when their owner forgets them",
-          "[ops][gemm]") {
-  if (!runs({Op::Gemm})) return;
+          "[ops][gemm][cpu]") {
   // A shortlisted translation packs each batch's output weights anew and
   // forgets the last batch's. Owner after owner of a 16 MB weight must not
   // leave the copies' pages resident (from the heap, once glibc had raised
   // its mmap threshold past their size, they stayed).
-  if (g_device != Device::CPU || resident_now() < 0) {
-    WARN("skipped: resident memory is read from /proc on the CPU device");
-    return;
-  }
+  REQUIRE(g_device == Device::CPU);
+  REQUIRE(resident_now() >= 0);  // read from /proc
   const int64_t K = 1024, N = 4096, M = 8;
   Tensor w = dev(randv(N * K, 41), Shape{N, K}), a = dev(randv(M * K, 42), Shape{M, K});
   Tensor c(Shape{M, N}, g_device);
@@ -351,14 +350,12 @@ TEST_CASE("packed copies of weights give their memory back when their owner forg
   CHECK(grown < (int64_t{8} << 20));
 }
 
-TEST_CASE("a tensor that grows keeps the pages it had", "[ops][memory]") {
+TEST_CASE("a tensor that grows keeps the pages it had", "[ops][memory][cpu]") {
   // A decoding state's caches grow as a file's batches widen. On the CPU a
   // block of a megabyte and more moves its pages into the larger block
   // (mremap), where a new allocation would fault every page in again.
-  if (g_device != Device::CPU || resident_bytes(&g_device, 1) < 0) {
-    WARN("skipped: resident pages are read with mincore on the CPU device");
-    return;
-  }
+  REQUIRE(g_device == Device::CPU);
+  REQUIRE(resident_bytes(&g_device, 1) >= 0);  // mincore
   const int64_t n = int64_t{1} << 20;  // 4 MB of floats
   Tensor t(Shape{n}, Device::CPU);
   t.zero();  // every page touched (a new block reads as zeros untouched)
@@ -396,30 +393,17 @@ int thp_eligible(const void* p) {
   return result;
 }
 
-// The system's transparent huge page mode: "always", "madvise", "never".
-std::string thp_mode() {
-  std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-  if (!f) return "";
-  char buf[128] = {};
-  const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
-  std::fclose(f);
-  if (!got) return "";
-  const char* open = std::strchr(buf, '[');
-  const char* close = open ? std::strchr(open, ']') : nullptr;
-  return close ? std::string(open + 1, close) : "";
-}
-
 }  // namespace
 
+// [thp]: its own ctest entry, run with --needs thp (skipped elsewhere).
 TEST_CASE("a tensor made zeroed of 2 MB and more may take huge pages; a grown one may not",
-          "[ops][memory]") {
+          "[ops][memory][cpu][thp]") {
   // A model's parameters are made zeroed and then filled whole: huge pages
   // there fault once per 2 MB. A decoding cache grows as it is used: huge
   // pages there would hold memory never touched.
-  if (g_device != Device::CPU || thp_mode() != "madvise" || thp_eligible(&g_device) < 0) {
-    WARN("skipped: needs the CPU device, transparent huge pages in madvise mode and smaps");
-    return;
-  }
+  REQUIRE(g_device == Device::CPU);
+  REQUIRE(nmt::test::thp_mode() == "madvise");
+  REQUIRE(thp_eligible(&g_device) >= 0);               // smaps
   Tensor whole(Shape{int64_t{1} << 20}, Device::CPU);  // 4 MB, zeroed
   CHECK(thp_eligible(whole.raw()) == 1);
   Tensor grown;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -28,6 +29,20 @@
 #include "core/device.h"
 
 namespace nmt::test {
+
+// The system's transparent huge page mode: "always", "madvise", "never", or
+// "" where it cannot be read.
+inline std::string thp_mode() {
+  std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f) return "";
+  char buf[128] = {};
+  const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  if (!got) return "";
+  const char* open = std::strchr(buf, '[');
+  const char* close = open ? std::strchr(open, ']') : nullptr;
+  return close ? std::string(open + 1, close) : "";
+}
 
 // Why `d` cannot compute in `ct` here, or "" when it can.
 inline std::string unsupported_here(Device d, ComputeType ct) {
@@ -43,8 +58,9 @@ inline void require_compute(Device d, ComputeType ct) {
   REQUIRE(why.empty());
 }
 
-// Takes "--needs CT" (CT: f32, bf16 or int8, or gpu: a CUDA device;
-// repeatable) out of argv.
+// Takes "--needs CT" (CT: f32, bf16 or int8, gpu: a CUDA device, or thp:
+// the CPU with transparent huge pages in madvise mode; repeatable) out of
+// argv.
 // Returns 77 after printing why when `d` lacks one of them, else 0 with
 // argv holding the remaining arguments for Catch.
 inline int take_needs(std::vector<char*>& args, Device d) {
@@ -57,6 +73,16 @@ inline int take_needs(std::vector<char*>& args, Device d) {
     if (i + 1 == args.size()) {
       std::cerr << "--needs: expected f32, bf16, int8 or gpu\n";
       return 2;
+    }
+    if (std::strcmp(args[i + 1], "thp") == 0) {  // --needs thp: huge pages on request
+      ++i;
+      if (d != Device::CPU || thp_mode() != "madvise") {
+        std::cout << "skipped: needs the CPU device and transparent huge pages in madvise mode "
+                     "(here: \""
+                  << thp_mode() << "\")\n";
+        return 77;
+      }
+      continue;
     }
     if (std::strcmp(args[i + 1], "gpu") == 0) {  // --needs gpu: a CUDA device
       ++i;

@@ -122,9 +122,7 @@ class CpuBackend final : public Backend {
   }
   void* alloc_zeroed(size_t bytes) override {
     if (bytes >= kMapped) return mappings_.map(bytes, /*dense=*/bytes >= kHuge);
-    void* p = alloc(bytes);
-    std::memset(p, 0, bytes);
-    return p;
+    return Backend::alloc_zeroed(bytes);
   }
   void* regrow(void* p, size_t bytes) override {
     if (bytes >= kMapped)

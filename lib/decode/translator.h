@@ -70,9 +70,10 @@ struct TranslationResult {
 // across threads. Translations do not depend on the batch.
 // int8 on one-thread workers wants smaller batches still: on a 2-vCPU AMD
 // Zen 5 guest (test_2016_flickr, beam 4, no length normalisation), 128
-// tokens against 512 ran the whole process in 0.94-0.99 s against
-// 1.14-1.23 s, the warm engine at 1083-1136 sentences/s against 970-1054,
-// with half the memory (59 against 111 MB) and half the primitives; f32 ran
+// tokens against 512 ran the whole process in 0.98-1.16 s against
+// 1.14-1.39 s (four runs each, alternated), the warm engine at 1083-1136
+// sentences/s against 970-1054, in 59-66 MB against 111 and with half the
+// primitives; f32 ran
 // its warm engine faster at 512 (474-546 against 421-444 at 128), so it
 // keeps 512. Its products are quick enough that a step's working set (the
 // caches, the logits) staying in the core's cache counts for more than rows.

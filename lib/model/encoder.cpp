@@ -22,19 +22,14 @@ void EncoderLayer::forward(const Tensor& x, int64_t B, int64_t S, const Tensor& 
   const float p = training ? dropout_ : 0.f;
   NormStats* s1 = training ? &a.ln1 : nullptr;
   NormStats* s2 = training ? &a.ln2 : nullptr;
-  // Translating, each residual and the norm after it run as one op
-  // (forward_sum); training keeps the sums for the backward pass.
+  // Each residual and the norm after it: one op when translating; training
+  // keeps the sums (forward_sum).
   if (pre_) {
     // r1 = x + drop(attn(ln1(x))); r2 = r1 + drop(ffn(ln2(r1)))
     ln1_.forward(x, a.n1, s1);
     attn_.forward(a.n1, nullptr, B, S, S, &mask, a.attn, a.a, training, mix_seed(seed, 1));
     ops::dropout_(a.a, p, mix_seed(seed, 2));
-    if (training) {
-      ops::add(x, a.a, a.r1);
-      ln2_.forward(a.r1, a.h1, s2);
-    } else {
-      ln2_.forward_sum(x, a.a, &a.r1, a.h1);
-    }
+    ln2_.forward_sum(x, a.a, &a.r1, a.h1, s2);
     ffn_.forward(a.h1, a.ffn_hidden, ffn_pre(a, training), a.f, training, mix_seed(seed, 3));
     ops::dropout_(a.f, p, mix_seed(seed, 4));
     ops::add(a.r1, a.f, a.r2);
@@ -42,20 +37,10 @@ void EncoderLayer::forward(const Tensor& x, int64_t B, int64_t S, const Tensor& 
     // h1 = ln1(x + drop(attn(x))); h2 = ln2(h1 + drop(ffn(h1)))
     attn_.forward(x, nullptr, B, S, S, &mask, a.attn, a.a, training, mix_seed(seed, 1));
     ops::dropout_(a.a, p, mix_seed(seed, 2));
-    if (training) {
-      ops::add(x, a.a, a.r1);
-      ln1_.forward(a.r1, a.h1, s1);
-    } else {
-      ln1_.forward_sum(x, a.a, nullptr, a.h1);
-    }
+    ln1_.forward_sum(x, a.a, training ? &a.r1 : nullptr, a.h1, s1);
     ffn_.forward(a.h1, a.ffn_hidden, ffn_pre(a, training), a.f, training, mix_seed(seed, 3));
     ops::dropout_(a.f, p, mix_seed(seed, 4));
-    if (training) {
-      ops::add(a.h1, a.f, a.r2);
-      ln2_.forward(a.r2, a.h2, s2);
-    } else {
-      ln2_.forward_sum(a.h1, a.f, nullptr, a.h2);
-    }
+    ln2_.forward_sum(a.h1, a.f, training ? &a.r2 : nullptr, a.h2, s2);
   }
 }
 

@@ -37,8 +37,12 @@ void LayerNorm::forward(const Tensor& x, Tensor& y, NormStats* stats) const {
                   stats ? &stats->var : nullptr);
 }
 
-void LayerNorm::forward_sum(const Tensor& x, const Tensor& a, Tensor* sum, Tensor& y) const {
-  ops::add_layer_norm(x, a, gamma->value, beta->value, eps, sum, y);
+void LayerNorm::forward_sum(const Tensor& x, const Tensor& a, Tensor* sum, Tensor& y,
+                            NormStats* stats) const {
+  if (!stats) return ops::add_layer_norm(x, a, gamma->value, beta->value, eps, sum, y);
+  if (!sum) throw Error("LayerNorm::forward_sum: training keeps the sum");
+  ops::add(x, a, *sum);
+  forward(*sum, y, stats);
 }
 
 void LayerNorm::backward(const Tensor& x, const Tensor& dy, const NormStats& stats, Tensor& dx,

@@ -51,8 +51,11 @@ struct LayerNorm {
   LayerNorm(ParamStore& store, const std::string& name, int64_t d, float eps);
   // stats: given when training (the backward pass needs them).
   void forward(const Tensor& x, Tensor& y, NormStats* stats = nullptr) const;
-  // Decoding's residual: y = LN(x + a), and sum = x + a where given.
-  void forward_sum(const Tensor& x, const Tensor& a, Tensor* sum, Tensor& y) const;
+  // A residual and its norm: sum = x + a (where given) and y = LN(x + a),
+  // in one op when translating. Training (stats given) keeps the sum for
+  // the backward pass, so it must be given then.
+  void forward_sum(const Tensor& x, const Tensor& a, Tensor* sum, Tensor& y,
+                   NormStats* stats = nullptr) const;
   void backward(const Tensor& x, const Tensor& dy, const NormStats& stats, Tensor& dx,
                 Grads& g) const;
 };

@@ -362,6 +362,23 @@ void FileContents::check_f32(const std::string& name, const Shape& shape) const 
   }
 }
 
+namespace {
+
+// Throws unless x[0 .. n) are all finite, naming the tensor and the last bad
+// element, counted from `first`.
+void check_finite(const std::string& source, const std::string& name, const float* x, int64_t n,
+                  int64_t first) {
+  int64_t bad = -1;
+#pragma omp parallel for reduction(max : bad) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) bad = std::max(bad, i);
+  if (bad >= 0)
+    throw InputError(source + ": tensor " + name + " holds a non-finite value (" +
+                     std::to_string(x[bad]) + " at element " + std::to_string(first + bad) + ")");
+}
+
+}  // namespace
+
 void FileContents::read_f32(const std::string& name, const Shape& shape, float* dst) const {
   check_f32(name, shape);
   const Entry& e = tensors.at(name);
@@ -376,13 +393,7 @@ void FileContents::read_f32(const std::string& name, const Shape& shape, float* 
   } else {
     data.copy(e.begin, e.end - e.begin, dst);
   }
-  int64_t bad = -1;
-#pragma omp parallel for reduction(max : bad) if (n > (1 << 16))
-  for (int64_t i = 0; i < n; ++i)
-    if (!std::isfinite(dst[i])) bad = std::max(bad, i);
-  if (bad >= 0)
-    throw InputError(source + ": tensor " + name + " holds a non-finite value (" +
-                     std::to_string(dst[bad]) + " at element " + std::to_string(bad) + ")");
+  check_finite(source, name, dst, n, 0);
 }
 
 std::string FileContents::read_bytes(const std::string& name) const {
@@ -585,11 +596,7 @@ void FileContents::read_s8(const std::string& name, const Shape& shape, int8_t* 
       const int64_t n = std::min(block, rows - r0) * cols;
       data.copy(e.begin + static_cast<uint64_t>(r0 * cols * 4), static_cast<uint64_t>(n * 4),
                 w.data());
-      for (int64_t i = 0; i < n; ++i)
-        if (!std::isfinite(w[i]))
-          throw InputError(source + ": tensor " + name + " holds a non-finite value (" +
-                           std::to_string(w[i]) + " at element " + std::to_string(r0 * cols + i) +
-                           ")");
+      check_finite(source, name, w.data(), n, r0 * cols);
       quantise_rows(w.data(), n / cols, cols, dst + r0 * cols, scales + r0);
     }
     return;

@@ -505,8 +505,10 @@ double l2_norm(const Tensor& x) {
 }
 
 void ColumnLists::keep(const std::vector<int64_t>& which) {
-  std::vector<int64_t> o{0};
-  std::vector<int32_t> c;
+  std::vector<int64_t>& o = spare_offsets_;
+  std::vector<int32_t>& c = spare_cols_;
+  o.assign(1, 0);
+  c.clear();
   for (int64_t s : which) {
     if (s < 0 || s >= size()) fail("ColumnLists::keep", "no list " + std::to_string(s));
     c.insert(c.end(), cols.begin() + offsets[s], cols.begin() + offsets[s + 1]);

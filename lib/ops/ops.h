@@ -194,8 +194,14 @@ struct ColumnLists {
   std::vector<int32_t> cols;
   int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
   void clear() { offsets.assign(1, 0), cols.clear(); }
-  // Sentences `which` (indices into these), in that order.
+  // Sentences `which` (indices into these), in that order. (Each reorder of
+  // a search that drops finished sentences calls it: the buffers are
+  // reused.)
   void keep(const std::vector<int64_t>& which);
+
+ private:
+  std::vector<int64_t> spare_offsets_;
+  std::vector<int32_t> spare_cols_;
 };
 
 // A search step over logits (rows, V), whose log-softmax it never stores:
