@@ -587,7 +587,13 @@ void run(Opts& o) {
     if (comm.size() > 1) end_windows(comm);
     return;
   }
-  if (comm.size() > 1) end_windows(comm);
+  if (comm.size() > 1) {
+    end_windows(comm);
+    return;
+  }
+  // Every output is committed: nothing the model, translator or kernels
+  // hold is needed any more.
+  if (!launched_distributed()) exit_without_teardown();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "decode/shortlist_cost.h"
 #include "io/json.h"
 #include "io/output_file.h"
+#include "io/std_streams.h"
 #include "io/text_file.h"
 #include "model/config.h"
 #include "model/loaded_model.h"
@@ -33,6 +35,12 @@ namespace nmt::app {
 int& exit_code() {
   static int code = 0;
   return code;
+}
+
+void exit_without_teardown() {
+  io::check_stdout(/*flush=*/true);
+  std::cerr.flush();
+  std::_Exit(exit_code());
 }
 
 CLI::Validator finite_range(double lo, double hi) {
