@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capability.h"
@@ -438,6 +440,78 @@ TEST_CASE("a packed copy that reuses the last one's pages reads as a new one", "
       expect_close(host(c), ref, ct == ComputeType::F32 ? tolerance(DType::F32) : 3e-2,
                    std::string("after NaN weights, ") + compute_type_name(ct));
     }
+  }
+}
+
+TEST_CASE("weights packed by several threads at once, while each forgets its own",
+          "[ops][gemm][cpu]") {
+  // Translation workers pack the model's weights on first use, whichever
+  // comes first, and each packs and forgets its batch's output weights
+  // while the others run. Here four threads race to pack one shared matrix
+  // (held packed alone: its own pages go once a copy reads back) at four
+  // row counts, and each packs and forgets a matrix of its own twelve
+  // times: every product equals the same product made alone, and every
+  // copy is gone at the end.
+  REQUIRE(g_device == Device::CPU);
+  const int64_t K = 256, N = 384;
+  const std::vector<int64_t> rows = {3, 8, 17, 40};
+  for (ComputeType ct : {ComputeType::F32, ComputeType::INT8}) {
+    // Owners of their own per compute type: a new tensor may take a freed
+    // one's address, and an owner's handed-back weights stay known.
+    const uint64_t base = 20000 + 10000 * static_cast<uint64_t>(ct);
+    const auto W = randv(N * K, 61);
+    const int64_t before = backend(g_device).constant_bytes();
+    const int threads_before = ops::num_threads();
+    ops::set_num_threads(1);  // as each worker runs
+    std::vector<std::vector<float>> A, shared_ref, own_ref;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      A.push_back(randv(rows[i] * K, 62 + static_cast<uint32_t>(i)));
+      for (bool packed_only : {true, false}) {
+        Tensor w = dev(W, Shape{N, K}), a = dev(A[i], Shape{rows[i], K});
+        Tensor c(Shape{rows[i], N}, g_device);
+        ops::MatmulOpts o;
+        o.constant_b = base + packed_only;
+        o.compute = ct;
+        o.b_packed_only = packed_only;
+        ops::matmul(a, false, w, true, c, o);
+        (packed_only ? shared_ref : own_ref).push_back(host(c));
+      }
+    }
+    backend(g_device).forget_constants(base);
+    backend(g_device).forget_constants(base + 1);
+    Tensor shared = dev(W, Shape{N, K});
+    std::atomic<int> wrong{0}, failed{0};
+    std::vector<std::thread> workers;
+    for (size_t i = 0; i < rows.size(); ++i)
+      workers.emplace_back([&, i] {
+        try {
+          ops::set_num_threads(1);
+          Tensor a = dev(A[i], Shape{rows[i], K}), own = dev(W, Shape{N, K});
+          Tensor c(Shape{rows[i], N}, g_device);
+          for (uint64_t round = 0; round < 12; ++round) {
+            ops::MatmulOpts o;
+            o.compute = ct;
+            o.constant_b = base + 2;
+            o.b_packed_only = true;
+            ops::matmul(a, false, shared, true, c, o);
+            wrong += host(c) != shared_ref[i];
+            o.constant_b = base + 100 * (i + 1) + round;  // owners are never reused
+            o.b_packed_only = false;
+            ops::matmul(a, false, own, true, c, o);
+            wrong += host(c) != own_ref[i];
+            backend(g_device).forget_constants(o.constant_b);
+          }
+        } catch (const std::exception&) {
+          ++failed;
+        }
+      });
+    for (auto& t : workers) t.join();
+    backend(g_device).forget_constants(base + 2);
+    ops::set_num_threads(threads_before);
+    INFO(compute_type_name(ct));
+    CHECK(failed == 0);
+    CHECK(wrong == 0);
+    CHECK(backend(g_device).constant_bytes() == before);
   }
 }
 
