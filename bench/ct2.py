@@ -6,7 +6,7 @@ best kept, and both are printed beside each other with BLEU, f32 and int8,
 engine only and whole process.
 
   bench/ct2.py MODEL.nmt [--src F] [--ref F] [--tokenize 13a] [--rounds 2]
-                         [--latency N]
+                         [--alternate 3] [--latency N]
 
 - nmt engine: bench_translate --real (the translate pipeline in-process:
   SentencePiece in and out, its batching and workers), sentences/s of the
@@ -23,6 +23,11 @@ engine only and whole process.
 - The same search on both sides: beam 4, no length normalisation (nmt
   --alpha 0, CTranslate2 length_penalty 0, which lets it stop early), at most
   255 target pieces.
+- Then, against the drift of a shared machine's speed (10-20% within the
+  hour, and not the same for both tools), each pair is measured again
+  ALTERNATE times turn about: `nmt translate` whole process, then
+  CTranslate2's engine at its best setting (a warm pass after a warm-up),
+  and the ratio of each turn is printed, median and range.
 - --latency N: interactive use instead, batch 1 and beam 4: both translate
   N sentences of the source (from its 11th) one call each, after one
   untimed call on each of the first 10 of them, and the table gives the
@@ -181,6 +186,8 @@ def main():
     ap.add_argument("--ref", default=os.path.join(data, "multi30k", "test_2016_flickr.de.gz"))
     ap.add_argument("--tokenize", default="13a", help="BLEU tokeniser (nmt score --tokenize)")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--alternate", type=int, default=3,
+                    help="turns of nmt process against CTranslate2 engine, alternated")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--types", default="f32,int8,bf16")
     ap.add_argument("--latency", type=int, default=0,
@@ -214,7 +221,7 @@ def check(cmd, **kw):
 def timed(shell_cmd, rounds, mem):
     """Best wall seconds of `rounds` runs of a shell pipeline, and the peak
     memory (MiB) that the command in it run under `/usr/bin/time -f %M -o MEM`
-    wrote to `mem`."""
+    wrote to `mem` (none without one)."""
     best, peak = None, 0.0
     for _ in range(rounds):
         t0 = time.perf_counter()
@@ -224,7 +231,8 @@ def timed(shell_cmd, rounds, mem):
         if p.returncode != 0:
             sys.exit(f"ct2.py: failed: {shell_cmd}\n{p.stderr.strip()[-2000:]}")
         best = s if best is None else min(best, s)
-        peak = max(peak, int(open(mem).read().split()[-1]) / 1024)
+        if mem:
+            peak = max(peak, int(open(mem).read().split()[-1]) / 1024)
     return best, peak
 
 
@@ -275,6 +283,7 @@ def run(a, nmt, bench, tmp):
     pieces = os.path.join(tmp, "src.pieces")
     check(["bash", "-c", f"spm_encode --model {spm} <{src} >{pieces}"])
     T = a.threads
+    settings = {}  # (compute type, vmap): CTranslate2's model directory and best setting
     threads = sorted({(1, T), (T, 1)} | ({(2, T // 2)} if T >= 4 else set()))
     batches = [(16, "examples"), (32, "examples"), (64, "examples"), (512, "tokens"),
                (1024, "tokens"), (2048, "tokens")]
@@ -291,6 +300,7 @@ def run(a, nmt, bench, tmp):
                   file=sys.stderr)
         best = max(sweep)
         s_s, inter, intra, b, bt, peak, out = best
+        settings[(q, False)] = (d, inter, intra, b, bt)
         hyp = os.path.join(tmp, f"ct2-{q}.txt")
         check(["bash", "-c", f"spm_decode --model {spm} <{out} >{hyp}"])
         mem = os.path.join(tmp, "mem")
@@ -314,6 +324,7 @@ def run(a, nmt, bench, tmp):
                 print(f"  ct2 {q} +vmap {inter}x{intra} batches of {b} {bt}: {r['sent_s']:.1f} sent/s",
                       file=sys.stderr)
             v_s, inter, intra, b, bt, v_peak, out = max(tried)
+            settings[(q, True)] = (d, inter, intra, b, bt)
             r = {"sent_s": v_s, "peak_mib": v_peak}
             hyp = os.path.join(tmp, f"ct2-{q}-vmap.txt")
             check(["bash", "-c", f"spm_decode --model {spm} <{out} >{hyp}"])
@@ -331,6 +342,31 @@ def run(a, nmt, bench, tmp):
         if m and c and m[3] and c[2]:
             print(f"{q}{x}: nmt process / ct2 engine {m[3] / c[2]:.2f}x; engine / engine "
                   f"{m[2] / c[2]:.2f}x; process / process {m[3] / c[3]:.2f}x")
+    if a.alternate <= 0:
+        return
+    print(f"alternated, {a.alternate} turns each: nmt process against CTranslate2 engine "
+          f"(sentences/s; median ratio, range)")
+    for q, sl in itertools.product(("f32", "int8"), (False, True)):
+        if (q, sl) not in settings or f"nmt {q}" not in by:
+            continue
+        d, inter, intra, b, bt = settings[(q, sl)]
+        ratios, mine, theirs = [], [], []
+        for turn in range(a.alternate):
+            s, _ = timed(f"{nmt} translate -m {a.model} --compute-type {q} "
+                         f"--shortlist {'on' if sl else 'off'} {' '.join(search)} -i {src} "
+                         f"-o {os.path.join(tmp, 'alt.txt')}", 1, None)
+            out = os.path.join(tmp, "alt.pieces")
+            r = json.loads(check([sys.executable, __file__, "--engine", d, pieces, str(inter),
+                                  str(intra), str(b), bt, "1", out] +
+                                 (["vmap"] if sl else [])).splitlines()[-1])
+            mine.append(n / s)
+            theirs.append(r["sent_s"])
+            ratios.append(mine[-1] / theirs[-1])
+        mid = sorted(ratios)[len(ratios) // 2]
+        print(f"{q}{' +sl' if sl else ''}: nmt process "
+              + " ".join(f"{v:.1f}" for v in mine) + ", ct2 engine"
+              + (" +vmap" if sl else "") + " " + " ".join(f"{v:.1f}" for v in theirs)
+              + f": {mid:.2f}x ({min(ratios):.2f}-{max(ratios):.2f}x)")
 
 
 def print_table(a, n, rows, note):
