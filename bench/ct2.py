@@ -347,11 +347,11 @@ def run(a, nmt, bench, tmp):
     print(f"alternated, {a.alternate} turns each: nmt process against CTranslate2 engine "
           f"(sentences/s; median ratio, range)")
     for q, sl in itertools.product(("f32", "int8"), (False, True)):
-        if (q, sl) not in settings or f"nmt {q}" not in by:
-            continue
+        if (q, sl) not in settings or not (f"nmt {q}" in by and by[f"nmt {q}"][3]):
+            continue  # not measured (or nmt cannot run this compute type here)
         d, inter, intra, b, bt = settings[(q, sl)]
-        ratios, mine, theirs = [], [], []
-        for turn in range(a.alternate):
+        mine, theirs = [], []
+        for _ in range(a.alternate):
             s, _ = timed(f"{nmt} translate -m {a.model} --compute-type {q} "
                          f"--shortlist {'on' if sl else 'off'} {' '.join(search)} -i {src} "
                          f"-o {os.path.join(tmp, 'alt.txt')}", 1, None)
@@ -361,8 +361,8 @@ def run(a, nmt, bench, tmp):
                                  (["vmap"] if sl else [])).splitlines()[-1])
             mine.append(n / s)
             theirs.append(r["sent_s"])
-            ratios.append(mine[-1] / theirs[-1])
-        mid = sorted(ratios)[len(ratios) // 2]
+        ratios = sorted(m / t for m, t in zip(mine, theirs))
+        mid = ratios[len(ratios) // 2]
         print(f"{q}{' +sl' if sl else ''}: nmt process "
               + " ".join(f"{v:.1f}" for v in mine) + ", ct2 engine"
               + (" +vmap" if sl else "") + " " + " ".join(f"{v:.1f}" for v in theirs)

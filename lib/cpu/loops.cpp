@@ -331,7 +331,17 @@ inline float exp_sum(const float* x, int64_t n, float mx) {
   }
   return Ln::reduce_add(sum);
 }
-#define NMT_HAVE_EXP_SUM 1
+
+}  // namespace
+#else
+namespace {
+
+inline float exp_sum(const float* x, int64_t n, float mx) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t v = 0; v < n; ++v) sum += exp_simd(x[v] - mx);
+  return sum;
+}
 
 }  // namespace
 #endif
@@ -785,14 +795,7 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
         if (filled == k) worst = static_cast<float>(val[k - 1]);
       }
     }
-#ifdef NMT_HAVE_EXP_SUM
-    const float sum = exp_sum(x, n, mx);
-#else
-    float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t v = 0; v < n; ++v) sum += exp_simd(x[v] - mx);
-#endif
-    const float lse = mx + std::log(sum);
+    const float lse = mx + std::log(exp_sum(x, n, mx));
     for (int64_t c = 0; c < n_cols; ++c) {
       const int32_t col = cols[r * n_cols + c];
       int64_t at = col;
@@ -823,10 +826,7 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
     float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
     for (int64_t v = 0; v < V; ++v) mx = x[v] > mx ? x[v] : mx;
-    float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t v = 0; v < V; ++v) sum += exp_simd(x[v] - mx);
-    const float lse = mx + std::log(sum);
+    const float lse = mx + std::log(exp_sum(x, V, mx));
     int32_t pick = forced[i];
     if (pick < 0) {
       auto is_banned = [&](int64_t v) {

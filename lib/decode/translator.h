@@ -73,10 +73,10 @@ struct TranslationResult {
 // tokens against 512 ran the whole process in 0.98-1.16 s against
 // 1.14-1.39 s (four runs each, alternated), the warm engine at 1083-1136
 // sentences/s against 970-1054, in 59-66 MB against 111 and with half the
-// primitives; f32 ran
-// its warm engine faster at 512 (474-546 against 421-444 at 128), so it
-// keeps 512. Its products are quick enough that a step's working set (the
-// caches, the logits) staying in the core's cache counts for more than rows.
+// primitives; f32 ran its warm engine faster at 512 (474-546 against
+// 421-444 at 128), so it keeps 512. int8's products are quick enough that
+// a step's working set (the caches, the logits) staying in the core's cache
+// counts for more than rows.
 constexpr int64_t kBatchTokensOneThread = 512, kBatchTokensOneThreadInt8 = 128,
                   kBatchTokensThreaded = 4096;
 inline int64_t auto_batch_tokens(int threads_per_worker, ComputeType compute) {
