@@ -55,13 +55,15 @@ void register_convert(CLI::App& app) {
                        "vocabularies)");
     if (from == "ctranslate2" && !o->c.vocab.empty())
       throw UsageError("--vocab: a CTranslate2 model directory holds its vocabularies");
-    const convert::Imported m = from == "marian" ? convert::import_marian(o->src, o->c)
-                                                 : convert::import_ctranslate2(o->src, o->c);
+    convert::ConvertOptions c = o->c;
+    c.from = from;
+    const convert::Imported m = convert::import_model(o->src, c);
     // The files found beside the model (model.bin, source.spm, decoder.yml,
     // ...) are inputs too.
     std::vector<io::NamedPath> read;
     for (const auto& f : m.read_from) read.push_back({"converted model's", f});
     io::check_not_an_input({"-o", o->out}, read);
+    for (const std::string& w : m.warnings) io::warn_on_stderr(w);
     convert::write_imported(m, o->out);
     std::fprintf(stderr, "nmt convert: wrote %s (%s; %s)\n", o->out.c_str(),
                  m.provenance.value("summary", std::string()).c_str(), m.config.name.c_str());

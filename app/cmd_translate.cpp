@@ -53,6 +53,9 @@ struct Opts {
   // take of it.
   size_t max_text_bytes = 0;
   std::string why_limit;
+  // The input being read, as its warnings name it ("a.jsonl", "<stdin>"):
+  // with several inputs, line numbers start again in each.
+  std::string input_name;
   bool alignments = false, attention = false;
   int alignment_layer = 0;  // 1-based; 0: the second-to-last
   SearchOptions search;
@@ -128,6 +131,12 @@ class Output {
   std::optional<io::OutputFile> file_;
 };
 
+// A warning about a line of the input being read.
+void warn_line(const Opts& o, int64_t line_no, const std::string& what) {
+  io::warn_on_stderr((o.input_name.empty() ? "" : o.input_name + " ") + "line " +
+                     std::to_string(line_no) + ": " + what);
+}
+
 // A tsv or jsonl line is read whole (up to a much larger cap) and parsed
 // before its fields are cut, as a text line is, at what the model could take
 // (at a character's start), so that a long record is translated in part
@@ -136,9 +145,9 @@ void cut_field(std::string& field, const char* what, const Opts& o, int64_t line
   if (o.max_text_bytes == 0 || field.size() <= o.max_text_bytes) return;
   size_t n = o.max_text_bytes;
   while (n > 0 && (static_cast<unsigned char>(field[n]) & 0xC0) == 0x80) --n;
-  io::warn_on_stderr("line " + std::to_string(line_no) + ": " + what + " is " +
-                     std::to_string(field.size()) + " bytes; only the first " + std::to_string(n) +
-                     " are read (" + o.why_limit + ")");
+  warn_line(o, line_no,
+            std::string(what) + " is " + std::to_string(field.size()) +
+                " bytes; only the first " + std::to_string(n) + " are read (" + o.why_limit + ")");
   field.resize(n);
 }
 
@@ -149,8 +158,7 @@ TranslationRequest parse_request(std::string line, const Opts& o, int64_t line_n
   TranslationRequest rq;
   auto skip = [&](const std::string& why) {
     // One write, so that ranks' warnings do not interleave mid-line.
-    io::warn_on_stderr("line " + std::to_string(line_no) + ": " + why +
-                       "; an empty line is written instead");
+    warn_line(o, line_no, why + "; an empty line is written instead");
     rq.skip = true;
     return rq;
   };
@@ -224,6 +232,20 @@ nlohmann::json attention_json(const TranslationResult& r) {
       {"source", with_end(r.src_pieces)}, {"target", with_end(r.out_pieces)}, {"weights", weights}};
 }
 
+// A translation as a field of a line whose fields ' ||| ' separates (Moses'
+// n-best, --alignments): its "|||" is written "&#124;&#124;&#124;", Moses'
+// escape for '|', so that the line splits where it should.
+std::string moses_field(const std::string& text) {
+  std::string out;
+  for (size_t at = 0;;) {
+    const size_t bars = text.find("|||", at);
+    out.append(text, at, bars == std::string::npos ? std::string::npos : bars - at);
+    if (bars == std::string::npos) return out;
+    out += "&#124;&#124;&#124;";
+    at = bars + 3;
+  }
+}
+
 std::string format_result(const TranslationResult& r, const Opts& o, int64_t line_no) {
   if (o.format == "jsonl") {
     nlohmann::json j = {{"line", line_no},
@@ -247,12 +269,14 @@ std::string format_result(const TranslationResult& r, const Opts& o, int64_t lin
     // count from 1 here as in every other format.
     std::string out;
     for (const auto& [text, score] : r.n_best)
-      out += std::to_string(line_no) + " ||| " + text + " ||| " + std::to_string(score) + "\n";
+      out += std::to_string(line_no) + " ||| " + moses_field(text) + " ||| " +
+             std::to_string(score) + "\n";
     if (r.n_best.empty()) out += std::to_string(line_no) + " ||| ||| 0\n";
     return out;
   }
-  return (o.scores ? std::to_string(r.score) + "\t" : "") + r.text +
-         (o.alignments ? " ||| " + format_alignment(r.alignment) : "") + "\n";
+  return (o.scores ? std::to_string(r.score) + "\t" : "") +
+         (o.alignments ? moses_field(r.text) + " ||| " + format_alignment(r.alignment) : r.text) +
+         "\n";
 }
 
 std::string format_results(const std::vector<TranslationResult>& results, const Opts& o,
@@ -521,7 +545,10 @@ void run(Opts& o) {
                        " has no vocabulary shortlist; nmt shortlist makes one from parallel text");
   }
   if (model.shortlist) o.search.shortlist = &*model.shortlist;  // read only if this run uses it
-  Translator tr(model, o.search, o.batch_tokens, io::warn_on_stderr, o.workers, o.threads,
+  auto warn = [&o](const std::string& what) {
+    io::warn_on_stderr((o.input_name.empty() ? "" : o.input_name + " ") + what);
+  };
+  Translator tr(model, o.search, o.batch_tokens, warn, o.workers, o.threads,
                 AttentionOutput{o.alignments, o.attention, o.alignment_layer - 1},
                 ensemble ? &*ensemble : nullptr);
   tr.set_continuous(o.batching == "continuous");
@@ -552,8 +579,17 @@ void run(Opts& o) {
   } else {
     // tsv and jsonl lines hold a prefix and constraints too, and JSON's
     // escapes take up to 12 bytes a character: they are cut only far beyond
-    // that, and their fields once parsed (cut_field).
+    // that, and their fields once parsed (cut_field). A JSON object means
+    // nothing in part: a jsonl line is read whole, as long as the machine
+    // can parse it at ease (a 32nd of its memory, up to 256 MB), so that its
+    // text is cut as a text line is; a longer one is read as an empty line.
     checks.max_line_bytes = 64 * cap;
+    if (o.input_format == "jsonl") {
+      checks.whole_lines = true;
+      const uint64_t phys = physical_memory_bytes();
+      checks.max_line_bytes =
+          std::max<uint64_t>(checks.max_line_bytes, std::min<uint64_t>(uint64_t{256} << 20, phys / 32));
+    }
     o.max_text_bytes = cap;
     o.why_limit = checks.why_limit;
   }
@@ -569,6 +605,7 @@ void run(Opts& o) {
     if (!o.output_dir.empty()) {
       for (size_t i = 0; i < o.inputs.size(); ++i) {
         io::LineReader in(o.inputs[i], checks);
+        o.input_name = in.path() == "-" ? "<stdin>" : in.path();
         Output out(outs[i]);
         translate_input(in, out);
         out.commit();
@@ -577,6 +614,7 @@ void run(Opts& o) {
       Output out(outs[0]);
       for (const auto& in_path : o.inputs) {
         io::LineReader in(in_path, checks);
+        o.input_name = in.path() == "-" ? "<stdin>" : in.path();
         translate_input(in, out);
       }
       out.commit();
@@ -634,15 +672,21 @@ void register_translate(CLI::App& app) {
                   "Print this many hypotheses per input (<= beam); with --sampling, this many "
                   "independent samples")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--sampling", o->sampling,
+  auto* sampling = cmd->add_option("--sampling", o->sampling,
                   "Sample instead of searching (back-translation): topk:K from the K most "
                   "probable tokens, topp:P from the fewest reaching probability P (nucleus), or "
                   "full; with --beam 1. A line's samples depend only on --seed, its line number "
                   "and its text");
+  // Both mean nothing to a search: given without --sampling, they are a
+  // mistake to say, not to ignore.
   cmd->add_option("--sampling-temperature", o->search.temperature,
                   "Divide the logits by this before sampling (below 1: sharper)")
-      ->check(finite_range(1e-3, 100.0));
-  cmd->add_option("--seed", o->search.seed, "Seed of --sampling")->capture_default_str();
+      ->check(finite_range(1e-3, 100.0))
+      ->needs(sampling);
+  cmd->add_option("--seed", o->search.seed, "Seed of --sampling")
+      ->check(unsigned_integer())
+      ->needs(sampling)
+      ->capture_default_str();
   cmd->add_flag("--progress", o->progress,
                 "Print a progress line (lines, lines/s, share of the file, ETA) every 10 s on "
                 "stderr; on a terminal a live line is shown anyway for a file input");

@@ -56,6 +56,18 @@ CLI::Validator finite_range(double lo, double hi) {
       "FLOAT in " + range);
 }
 
+CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        const size_t b = s.find_first_not_of(" \t");
+        if (b == std::string::npos || s.find_first_not_of("0123456789", b) != std::string::npos ||
+            s.size() - b > 20 || (s.size() - b == 20 && s.compare(b, 20, "18446744073709551615") > 0))
+          return "Value " + s + " is not a whole number from 0 to 18446744073709551615";
+        return "";
+      },
+      "UINT");
+}
+
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads) {
   return cmd->add_option("--threads", threads, "CPU threads (0: all cores)")
       ->check(CLI::Range(0, 1024));

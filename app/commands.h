@@ -41,6 +41,9 @@ using nmt::UsageError;
 
 // Like CLI::Range for floating-point options, but NaN is refused too.
 CLI::Validator finite_range(double lo, double hi);
+// A whole number from 0 to 2^64 - 1, for an unsigned option: CLI11 reads
+// one with strtoull, which takes "-1" as 2^64 - 1.
+CLI::Validator unsigned_integer();
 // --threads N (0: all cores), range-checked, default shown.
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
 // --compute-type for translation and scoring: f32, bf16 or int8 (and their

@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
     nmt::abort_if_distributed(1);
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "nmt: error: " << e.what() << "\n";
+    std::cerr << "nmt: error: " << nmt::printable(e.what()) << "\n";
     nmt::abort_if_distributed(1);
     return 1;
   }

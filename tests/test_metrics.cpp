@@ -423,6 +423,33 @@ TEST_CASE("UTF-8 validation and repair", "[io][utf8]") {
   CHECK(is_valid_utf8(sanitize_utf8("\xC0\xAF\xF4\x90\x80\x80 z")));
 }
 
+TEST_CASE("one_line: nothing a reader of lines splits or stops at survives", "[io][utf8]") {
+  using nmt::io::one_line;
+  CHECK(one_line("Grüße\t日本") == "Grüße\t日本");  // a tab is not a line break
+  for (const std::string br : std::vector<std::string>{"\n", "\r", std::string(1, '\0'), "\v", "\f",
+                                                        "\x1c", "\x1e", "\x7f", "\xc2\x85",
+                                                        "\xe2\x80\xa8", "\xe2\x80\xa9", "\x1b"})
+    CHECK(one_line("a" + br + "b") == "a b");
+  CHECK(one_line("a\xff" "b") == "a\xEF\xBF\xBD" "b");
+  CHECK(one_line("\xe2\x80\x99") == "\xe2\x80\x99");  // U+2019 is no separator
+}
+
+TEST_CASE("error messages print untrusted bytes escaped, on one line", "[io][utf8]") {
+  using nmt::printable;
+  CHECK(printable("plain, Grüße, 日本") == "plain, Grüße, 日本");
+  CHECK(printable(std::string("a\0b", 3)) == "a\\x00b");
+  CHECK(printable("a\nb\rc\td") == "a\\nb\\rc\\td");
+  CHECK(printable("\x1b[31mred") == "\\x1b[31mred");
+  CHECK(printable("\xc2\x9b" "1m") == "\\u009b1m");  // C1's CSI
+  CHECK(printable("\xe2\x80\xa8") == "\\u2028");
+  CHECK(printable("\xff\xc3") == "\\xff\\xc3");    // not UTF-8
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate
+  // Every nmt::Error's message is printable from the start: a NUL no longer
+  // ends what() early.
+  const nmt::InputError e(std::string("variable a\0b\x1b is bad", 20));
+  CHECK(std::string(e.what()) == "variable a\\x00b\\x1b is bad");
+}
+
 TEST_CASE("text checks: lines cut while read, UTF-8 repaired and warned about by line", "[io]") {
   // Short, long inside one read, long across many reads (1 MB, more than the
   // reader's chunk), a cut that would split a character, invalid UTF-8, and a
@@ -465,6 +492,33 @@ TEST_CASE("text checks: lines cut while read, UTF-8 repaired and warned about by
   CHECK(warnings[3] == path + " line 5: invalid UTF-8 replaced with U+FFFD");
   CHECK(warnings[4] == path + " line 6: " + std::to_string(big.size()) +
                            " bytes; only the first 16 are read (a test)");
+}
+
+TEST_CASE("text checks: a record too long to read whole is read as an empty line", "[io]") {
+  const std::string path = tmp_path("records.jsonl");
+  const std::string big(1 << 20, 'x');  // longer than one read
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "{\"text\": \"a\"}\n" << std::string(40, 'b') << "\n" << big << "\nlast";
+  }
+  std::vector<std::string> warnings;
+  nmt::io::TextChecks checks;
+  checks.max_line_bytes = 16;
+  checks.whole_lines = true;
+  checks.why_limit = "a test";
+  checks.warn = [&](const std::string& w) { warnings.push_back(w); };
+  nmt::io::LineReader in(path, checks);
+  std::string line;
+  for (const std::string& want : {std::string("{\"text\": \"a\"}"), std::string(), std::string(),
+                                  std::string("last")}) {
+    REQUIRE(in.next(line));
+    CHECK(line == want);
+  }
+  CHECK_FALSE(in.next(line));
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0] == path + " line 2: 40 bytes, more than the 16 a line may have (a test); " +
+                           "read as an empty line");
+  CHECK(warnings[1].find(path + " line 3: 1048576 bytes, more than the 16") == 0);
 }
 
 TEST_CASE("text files: plain, gzip, missing", "[io]") {

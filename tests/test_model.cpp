@@ -451,6 +451,19 @@ TEST_CASE(
   const Vocab plain = Vocab::from_tokens({"<unk>", "</s>", "a", "b@@", "c", "d", "e", "f"}, "", 0);
   CHECK(plain.encode("  a b@@ c\tx ") == std::vector<int32_t>{2, 3, 4, 0});
   CHECK(plain.decode({2, 3, 4}) == "a b@@ c");
+  // Whatever a token holds, a translation is one line: a model file that
+  // holds a line break in a token (which convert refuses) cannot split an
+  // output line.
+  const Vocab breaking = Vocab::from_tokens({"<unk>", "</s>", "x\ny", "a\r", "b"}, "", 0);
+  CHECK(breaking.decode({2, 3, 4}) == "x y a  b");
+  // The SentencePiece model against the list: every ordinary piece of it is
+  // a token here; none is in the tokenised list's.
+  const Vocab::Coverage own = v.tokeniser_coverage();
+  CHECK(own.pieces > 0);
+  CHECK(own.outside.empty());
+  const Vocab other = Vocab::from_tokens({"<unk>", "</s>", "a", "b"}, spm, 0);
+  CHECK(other.tokeniser_coverage().outside.size() >= own.outside.size() + 1);
+  CHECK(plain.tokeniser_coverage().pieces == 0);
   CHECK_THROWS_WITH(Vocab::from_tokens({"a", "b"}, "", -1).encode("c"),
                     "\"c\" is not in the vocabulary, which has no unknown token");
   CHECK_THROWS_WITH(Vocab::from_tokens({"a"}, "", 5),

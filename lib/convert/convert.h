@@ -31,6 +31,9 @@ struct Imported {
   // The files it was read from (or, for a model directory, that it may have
   // read), which nmt convert's output must not replace.
   std::vector<std::string> read_from;
+  // What the user should know of a conversion that went through (nmt
+  // convert prints each as a warning).
+  std::vector<std::string> warnings;
 };
 
 struct ConvertOptions {
@@ -47,6 +50,19 @@ std::string detect(const std::string& src);
 
 Imported import_marian(const std::string& src, const ConvertOptions& opts);
 Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts);
+
+// The model at src, read by opts.from's importer (detected when empty).
+// Every failure is an nmt::Error naming src: what a library under an
+// importer (libzip, yaml-cpp, nlohmann::json, the standard library) throws
+// is given the file's name, never passed on bare.
+Imported import_model(const std::string& src, const ConvertOptions& opts);
+
+// A SentencePiece model (spm_path) must cut text into the pieces of the
+// vocabulary (vocab_path) it serves: more than a tenth of its pieces outside
+// the vocabulary is another model's tokeniser, refused; fewer are warned
+// about in m.warnings.
+void check_tokeniser(const Vocab& v, const std::string& spm_path, const std::string& vocab_path,
+                     Imported& m);
 
 // Checks that the weights are exactly Transformer(config)'s and writes the
 // model file (atomically, as nmt train writes its own).

@@ -54,11 +54,17 @@ class Reader {
     at_ += sizeof(T);
     return v;
   }
+  // A name: its length with the terminating NUL, then its bytes and the
+  // NUL, which must be there (a damaged file must not lose a byte silently)
+  // and be the only one (CTranslate2 reads a name as a C string).
   std::string str() {
     const uint16_t n = get<uint16_t>();
     if (n == 0) fail("a string of length 0");
     need(n);
-    std::string s(b_.data() + at_, n - 1);  // without the terminating NUL
+    std::string s(b_.data() + at_, n - 1);
+    if (b_[at_ + n - 1] != '\0')
+      fail("a string without its terminating NUL (\"" + s + b_[at_ + n - 1] + "\")");
+    if (s.find('\0') != std::string::npos) fail("a string holding a NUL byte (\"" + s + "\")");
     at_ += n;
     return s;
   }
@@ -112,11 +118,15 @@ class Model {
       if (count * static_cast<uint64_t>(type_size(v.type)) != bytes)
         r.fail("variable " + name + " whose size does not match its shape");
       v.bytes = r.bytes(bytes);
-      vars_[name] = std::move(v);
+      // CTranslate2's converter writes each variable of its spec once.
+      if (!vars_.emplace(name, std::move(v)).second) r.fail("variable " + name + " given twice");
     }
     const uint32_t aliases = r.get<uint32_t>();
+    std::set<std::string> given;
     for (uint32_t i = 0; i < aliases; ++i) {
       std::string alias = r.str(), target = r.str();
+      if (vars_.count(alias) || !given.insert(alias).second)
+        r.fail("alias " + alias + " given twice, or also a variable");
       // CTranslate2 quantises after aliasing and skips aliases, so a tied
       // int8 weight's scale exists under the target's name only; its own
       // loader aliases the scale (and zero point) along with the weight.
@@ -184,7 +194,7 @@ class Model {
     const char* p = v->bytes.data();
     switch (v->type) {
       case 0:
-        std::memcpy(out.data(), p, out.size() * 4);
+        copy_bytes(out.data(), p, out.size() * 4);
         break;
       case 4:
         widen_f16(p, count, out.data());
@@ -209,6 +219,11 @@ class Model {
         if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != rows)
           throw InputError(path_ + ": " + n + "_scale has " + std::to_string(scale.size()) +
                            " values for " + std::to_string(rows) + " rows");
+        for (size_t r = 0; r < scale.size(); ++r)
+          if (!std::isfinite(scale[r]) || scale[r] == 0)
+            throw InputError(path_ + ": variable " + n + "_scale holds " +
+                             std::to_string(scale[r]) + " at element " + std::to_string(r) +
+                             " (a scale must be finite and not 0)");
         for (int64_t i = 0; i < count; ++i) {
           const float q = v->type == 1 ? static_cast<float>(static_cast<int8_t>(p[i])) : [&] {
             int16_t x;
@@ -222,12 +237,19 @@ class Model {
       default:
         throw InputError(path_ + ": variable " + n + " has type " + type_name(v->type));
     }
+    check_finite(out, path_ + ": variable " + n);
     return out;
   }
+  // The variables nothing read, directly or through an alias.
   std::vector<std::string> unused() const {
+    std::set<std::string> read;
+    for (const std::string& n : used_) {
+      const auto a = aliases_.find(n);
+      read.insert(a == aliases_.end() ? n : a->second);
+    }
     std::vector<std::string> out;
     for (const auto& [n, v] : vars_)
-      if (!used_.count(n) && !is_alias_target_used(n)) out.push_back(n);
+      if (!read.count(n)) out.push_back(n);
     return out;
   }
 
@@ -236,13 +258,8 @@ class Model {
     if (v.type != 0)
       throw InputError(path_ + ": " + n + " is " + type_name(v.type) + ", not float32");
     std::vector<float> out(static_cast<size_t>(v.size()));
-    std::memcpy(out.data(), v.bytes.data(), out.size() * 4);
+    copy_bytes(out.data(), v.bytes.data(), out.size() * 4);
     return out;
-  }
-  bool is_alias_target_used(const std::string& n) const {
-    for (const auto& [alias, target] : aliases_)
-      if (target == n && used_.count(alias)) return true;
-    return false;
   }
   std::string path_, spec_;
   uint32_t version_ = 0, revision_ = 0;
@@ -255,17 +272,71 @@ class Model {
 std::vector<std::string> read_tokens(const std::string& path) {
   const std::string text = io::read_whole_file(path, "vocabulary");
   std::vector<std::string> out;
-  if (fs::path(path).extension() == ".json") {
+  const bool json_list = fs::path(path).extension() == ".json";
+  if (json_list) {
     const json j = io::parse_json(text, path);
     if (!j.is_array()) throw InputError(path + ": expected a JSON list of tokens");
     for (const json& t : j) {
-      if (!t.is_string()) throw InputError(path + ": expected a JSON list of tokens");
+      if (!t.is_string())
+        throw InputError(path + ": token " + std::to_string(out.size()) + " is a " +
+                         t.type_name() + ", expected a string");
       out.push_back(t.get<std::string>());
     }
-    return out;
+  } else {
+    out = token_lines(text, /*first_field=*/false);
   }
-  return token_lines(text, /*first_field=*/false);
+  check_tokens(out, path, /*one_per_line=*/!json_list);
+  return out;
 }
+
+// config.json's values, each checked for its type where it is read: a
+// value of another type is refused by its key, never replaced by a default.
+class ConfigJson {
+ public:
+  ConfigJson(json j, std::string path) : j_(std::move(j)), path_(std::move(path)) {
+    if (!j_.is_object())
+      throw InputError(path_ + ": expected a JSON object, got " + j_.type_name());
+  }
+  bool has(const char* key) const { return j_.contains(key); }
+  std::string text(const char* key, const char* fallback) const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_string()) fail(key, "a string", *v);
+    return v->get<std::string>();
+  }
+  // A string, or "" for null (CTranslate2 writes null for "none").
+  std::string text_or_null(const char* key, const char* fallback) const {
+    const json* v = find(key);
+    return v && v->is_null() ? "" : text(key, fallback);
+  }
+  bool flag(const char* key, bool fallback) const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) fail(key, "true or false", *v);
+    return v->get<bool>();
+  }
+  // A number in (0, 1]; null is the default, as CTranslate2 writes it.
+  double fraction(const char* key, double fallback) const {
+    const json* v = find(key);
+    if (!v || v->is_null()) return fallback;
+    if (!v->is_number() || !(v->get<double>() > 0 && v->get<double>() <= 1))
+      fail(key, "a number in (0, 1]", *v);
+    return v->get<double>();
+  }
+  const json& raw() const { return j_; }
+
+ private:
+  const json* find(const char* key) const {
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  [[noreturn]] void fail(const char* key, const std::string& want, const json& v) const {
+    throw InputError(path_ + ": key \"" + key + "\": expected " + want + ", got " +
+                     v.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  json j_;
+  std::string path_;
+};
 
 std::string find_vocab(const fs::path& dir, const std::string& stem) {
   for (const char* ext : {".json", ".txt"}) {
@@ -302,11 +373,13 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   if (m.spec() != "TransformerSpec")
     throw refuse("spec " + m.spec(),
                  "only a TransformerSpec (an encoder-decoder Transformer) converts");
-  json config = json::object();
   const fs::path cfg_path = dir / "config.json";
   std::error_code ec;
-  if (fs::exists(cfg_path, ec))
-    config = io::parse_json(io::read_whole_file(cfg_path.string(), "config"), cfg_path.string());
+  const ConfigJson config(
+      fs::exists(cfg_path, ec)
+          ? io::parse_json(io::read_whole_file(cfg_path.string(), "config"), cfg_path.string())
+          : json::object(),
+      cfg_path.string());
 
   // Attributes that name a model nmt does not have.
   for (const char* side : {"encoder", "decoder"}) {
@@ -348,11 +421,25 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   const Variable* se = m.find("encoder/embeddings_0/weight");
   if (!se) se = m.find("encoder/embeddings/weight");
   const Variable* te = m.find("decoder/embeddings/weight");
-  if (!se || !te || se->shape.size() != 2 || te->shape.size() != 2)
+  if (!se || !te)
     throw InputError(m.path() + ": the model has no encoder and decoder embeddings");
   const std::string src_emb =
       m.has("encoder/embeddings_0/weight") ? "encoder/embeddings_0" : "encoder/embeddings";
-  const int64_t D = te->shape[1], Vs = se->shape[0], Vt = te->shape[0];
+  // Each size the model takes from a shape, checked against nmt's limits
+  // before any tensor is built from it.
+  auto size_of = [&](const Variable* v, const std::string& name, size_t axis, const char* what) {
+    if (v->shape.size() != 2)
+      throw InputError(m.path() + ": variable " + name + " has rank " +
+                       std::to_string(v->shape.size()) + ", expected 2");
+    const int64_t x = v->shape[axis];
+    if (x < 1 || x > kMaxModelSize)
+      throw InputError(m.path() + ": variable " + name + " has shape " + shape_text(v->shape) +
+                       ": its " + what + " must be from 1 to " + std::to_string(kMaxModelSize));
+    return x;
+  };
+  const int64_t D = size_of(te, "decoder/embeddings/weight", 1, "width (d_model)"),
+                Vs = size_of(se, src_emb + "/weight", 0, "rows (the source vocabulary)"),
+                Vt = size_of(te, "decoder/embeddings/weight", 0, "rows (the target vocabulary)");
   auto count_layers = [&](const std::string& side) {
     int n = 0;
     while (m.has(side + "/layer_" + std::to_string(n) + "/ffn/linear_0/weight")) ++n;
@@ -364,9 +451,9 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   c.decoder_layers = count_layers("decoder");
   if (!c.encoder_layers || !c.decoder_layers)
     throw InputError(m.path() + ": the model has no encoder or no decoder layers");
-  const Variable* ff = m.find("encoder/layer_0/ffn/linear_0/weight");
   c.d_model = static_cast<int>(D);
-  c.d_ff = static_cast<int>(ff->shape.at(0));
+  c.d_ff = static_cast<int>(size_of(m.find("encoder/layer_0/ffn/linear_0/weight"),
+                                    "encoder/layer_0/ffn/linear_0/weight", 0, "rows (d_ff)"));
   c.heads = heads_e;
   if (c.heads <= 0 || D % c.heads) throw refuse("num_heads", "d_model is not a multiple of it");
   c.d_k = c.d_v = static_cast<int>(D / c.heads);
@@ -376,10 +463,8 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   if (enc_pre && m.has("encoder/layer_norm/gamma") != m.has("decoder/layer_norm/gamma"))
     throw refuse("layer_norm", "only one of the encoder and the decoder has a final layer norm");
   c.activation = acts[act_e];
-  c.layer_norm_eps =
-      config.contains("layer_norm_epsilon") && config["layer_norm_epsilon"].is_number()
-          ? config["layer_norm_epsilon"].get<float>()
-          : 1e-5f;  // CTranslate2's default for a norm with a bias
+  // CTranslate2's default for a norm with a bias.
+  c.layer_norm_eps = static_cast<float>(config.fraction("layer_norm_epsilon", 1e-5));
   // As CTranslate2's build_embeddings_scale reads it: absent or an int8
   // flag set, times sqrt(depth); an int8 0 or a float 1, unscaled; another
   // float, that factor (which nmt has only as sqrt(depth)).
@@ -419,18 +504,10 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   if (static_cast<int64_t>(tgt_tokens.size()) != Vt)
     throw InputError(tv + ": " + std::to_string(tgt_tokens.size()) +
                      " tokens for a target embedding of " + std::to_string(Vt) + " rows");
-  auto text = [&](const char* key, const char* fallback) {
-    return config.contains(key) && config[key].is_string() ? config[key].get<std::string>()
-                                                           : std::string(fallback);
-  };
-  const std::string unk = text("unk_token", "<unk>"), bos = text("bos_token", "<s>"),
-                    eos = text("eos_token", "</s>");
+  const std::string unk = config.text("unk_token", "<unk>"),
+                    bos = config.text("bos_token", "<s>"), eos = config.text("eos_token", "</s>");
   const bool zero_start = m.scalar("decoder/start_from_zero_embedding", 0) != 0;
-  std::string start = bos;
-  if (config.contains("decoder_start_token"))
-    start = config["decoder_start_token"].is_string()
-                ? config["decoder_start_token"].get<std::string>()
-                : "";
+  const std::string start = config.text_or_null("decoder_start_token", bos.c_str());
   c.vocab_size = static_cast<int>(Vt);
   c.src_vocab_size = src_tokens == tgt_tokens ? 0 : static_cast<int>(Vs);
   c.eos_id = id_of(tgt_tokens, eos);
@@ -442,8 +519,8 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
                      std::to_string(c.unk_id) + " (nmt keeps one id for both sides)");
   c.pad_id = -1;  // CTranslate2 bans no token from its output
   if (c.eos_id < 0) throw InputError(tv + ": the vocabulary has no " + eos + " (eos_token)");
-  c.source_bos = config.value("add_source_bos", false);
-  c.source_eos = config.value("add_source_eos", false);
+  c.source_bos = config.flag("add_source_bos", false);
+  c.source_eos = config.flag("add_source_eos", false);
   if (zero_start) {
     c.decoder_start = "zero";
     c.bos_id = c.source_bos ? id_of(tgt_tokens, bos) : -1;
@@ -479,6 +556,16 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
         std::min({m.find("encoder/position_encodings/encodings")->shape[0],
                   m.find("decoder/position_encodings/encodings")->shape[0], int64_t{1} << 16}));
 
+  const bool tied_all =
+      c.src_vocab_size == 0 && m.find(src_emb + "/weight") == m.find("decoder/embeddings/weight");
+  const bool proj_is_emb =
+      m.find("decoder/projection/weight") == m.find("decoder/embeddings/weight");
+  c.tie_embeddings = tied_all && proj_is_emb;
+  c.tie_output = !c.tie_embeddings && proj_is_emb;
+  c.output_bias = m.has("decoder/projection/bias");
+  // The whole configuration is checked before any weight is built from it.
+  config_from_json(config_to_json(c), m.path() + " (converted config)");
+
   Imported out;
   auto& w = out.weights;
   auto positions = [&](const std::string& side) {
@@ -492,12 +579,6 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   };
   w["encoder/embed/positions"] = positions("encoder");
   w["decoder/embed/positions"] = positions("decoder");
-  const bool tied_all =
-      c.src_vocab_size == 0 && m.find(src_emb + "/weight") == m.find("decoder/embeddings/weight");
-  const bool proj_is_emb =
-      m.find("decoder/projection/weight") == m.find("decoder/embeddings/weight");
-  c.tie_embeddings = tied_all && proj_is_emb;
-  c.tie_output = !c.tie_embeddings && proj_is_emb;
   if (c.tie_embeddings) {
     w["embed/tokens"] = m.weight("decoder/embeddings/weight", {Vt, D});
     m.weight(src_emb + "/weight", {Vs, D});
@@ -506,7 +587,6 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
     w["decoder/embed/tokens"] = m.weight("decoder/embeddings/weight", {Vt, D});
     if (!c.tie_output) w["decoder/output/weight"] = m.weight("decoder/projection/weight", {Vt, D});
   }
-  c.output_bias = m.has("decoder/projection/bias");
   if (c.output_bias) w["decoder/output/bias"] = m.weight("decoder/projection/bias", {Vt});
 
   const int64_t F = c.d_ff;
@@ -568,13 +648,16 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   if (c.src_vocab_size || src_spm != tgt_spm)
     out.source_vocab =
         Vocab::from_tokens(src_tokens, src_spm, c.unk_id, src_spm.empty() ? "" : spm[0]);
+  if (!tgt_spm.empty()) check_tokeniser(out.vocab, spm[1], tv, out);
+  if (out.source_vocab && !src_spm.empty())
+    check_tokeniser(*out.source_vocab, spm[0], sv, out);
   out.config = c;
   out.provenance = {
       {"tool", "ctranslate2"},
       {"source", src},
       {"spec_revision", m.revision()},
       {"sentencepiece", spm},
-      {"config", config},
+      {"config", config.raw()},
       {"summary", "from CTranslate2 (" + m.spec() + " revision " + std::to_string(m.revision()) +
                       "), " +
                       (spm.empty() ? "space-separated tokens"

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"  // bf16_to_float
+#include "core/error.h"
+#include "io/text_file.h"  // is_valid_utf8
 
 namespace nmt::convert {
 
@@ -61,6 +64,49 @@ inline std::vector<std::string> token_lines(const std::string& text, bool first_
     at = end + 1;
   }
   return out;
+}
+
+// Throws unless every value is finite, naming the variable as the file
+// calls it: a converted model must load, and every command refuses a
+// non-finite weight.
+inline void check_finite(const std::vector<float>& v, const std::string& what) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw InputError(what + " holds a non-finite value (" + std::to_string(v[i]) +
+                       " at element " + std::to_string(i) + ")");
+}
+
+// n bytes at p as the start of out (memcpy's pointers must not be null, and
+// an empty vector's data() may be).
+inline void copy_bytes(void* out, const void* p, size_t n) {
+  if (n) std::memcpy(out, p, n);
+}
+
+// A vocabulary's tokens are written into translations: each must be UTF-8
+// and hold nothing that a reader of lines splits at (LF, CR, VT, FF, FS, GS,
+// RS, NEL, U+2028, U+2029) or that ends a C string (NUL), so that an output
+// line can never become two.
+// one_per_line: the file holds a token per line, which errors then name.
+inline void check_tokens(const std::vector<std::string>& tokens, const std::string& path,
+                         bool one_per_line) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    auto refuse = [&](const std::string& why) {
+      throw InputError(path + (one_per_line ? " line " + std::to_string(i + 1) : "") +
+                       ": token " + std::to_string(i) + " (\"" + t + "\") " + why);
+    };
+    if (!io::is_valid_utf8(t)) refuse("is not valid UTF-8");
+    for (size_t k = 0; k < t.size(); ++k) {
+      const auto c = static_cast<unsigned char>(t[k]);
+      const bool breaks = c == 0 || c == '\n' || c == '\r' || c == '\v' || c == '\f' ||
+                          (c >= 0x1c && c <= 0x1e) ||
+                          (c == 0xc2 && k + 1 < t.size() && t[k + 1] == '\x85') ||
+                          (c == 0xe2 && t.compare(k, 3, "\u2028") == 0) ||
+                          (c == 0xe2 && t.compare(k, 3, "\u2029") == 0);
+      if (breaks)
+        refuse("holds a line break or NUL, which would split a translation's output line");
+    }
+  }
 }
 
 // --spm as given: one SentencePiece model for both sides, or the source's

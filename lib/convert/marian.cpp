@@ -2,6 +2,7 @@
 // it: parameters named encoder_l1_self_Wq and so on, matrices stored
 // (in, out), the options in "special:model.yml" (or in MODEL.npz.yml beside
 // it). See convert.h.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -19,6 +20,23 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+
+// Marian's options as YAML: a few KB.
+constexpr uint64_t kMaxYaml = 1 << 24;
+
+// YAML text as a node; errors name the source and where in it.
+YAML::Node load_yaml(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    throw InputError(source + ": not readable YAML: line " + std::to_string(e.mark.line + 1) +
+                     ", column " + std::to_string(e.mark.column + 1) +
+                     ": collections nested too deep for yaml-cpp");
+  } catch (const YAML::Exception& e) {
+    throw InputError(source + ": not readable YAML: line " + std::to_string(e.mark.line + 1) +
+                     ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+}
 
 // Marian's options, read from its YAML with the defaults Marian has.
 class Options {
@@ -56,30 +74,32 @@ class Options {
 // one token per line (SentencePiece's .vocab, first field).
 std::vector<std::string> vocab_tokens(const std::string& path) {
   const std::string ext = fs::path(path).extension().string();
-  if (ext == ".spm" || ext == ".model")  // a SentencePiece model: its own ids
-    return Vocab::sentencepiece_pieces(io::read_whole_file(path, "vocabulary"), path);
+  if (ext == ".spm" || ext == ".model") {  // a SentencePiece model: its own ids
+    std::vector<std::string> pieces =
+        Vocab::sentencepiece_pieces(io::read_whole_file(path, "vocabulary"), path);
+    check_tokens(pieces, path, /*one_per_line=*/false);
+    return pieces;
+  }
   const std::string text = io::read_whole_file(path, "vocabulary");
   std::vector<std::string> out;
   if (ext == ".yml" || ext == ".yaml" || ext == ".json") {
-    YAML::Node n;
-    try {
-      n = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-      throw InputError(path + ": not a readable YAML vocabulary: " + e.what());
-    }
+    const YAML::Node n = load_yaml(text, path);
     if (!n.IsMap()) throw InputError(path + ": expected a map of token to id");
     std::vector<std::pair<int64_t, std::string>> ids;
     for (const auto& kv : n) {
+      if (!kv.first.IsScalar())
+        throw InputError(path + " line " + std::to_string(kv.first.Mark().line + 1) +
+                         ": a key that is not a token (a YAML " +
+                         (kv.first.IsSequence() ? "list" : "map or null") + ")");
       int64_t id;
       try {
         id = kv.second.as<int64_t>();
       } catch (const YAML::Exception&) {
-        throw InputError(path + ": the id of \"" + kv.first.as<std::string>() +
-                         "\" is not an integer");
+        throw InputError(path + ": the id of \"" + kv.first.Scalar() + "\" is not an integer");
       }
       if (id < 0 || id > (1 << 24))
         throw InputError(path + ": id " + std::to_string(id) + " is out of range");
-      ids.push_back({id, kv.first.as<std::string>()});
+      ids.push_back({id, kv.first.Scalar()});
     }
     std::sort(ids.begin(), ids.end());
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -90,9 +110,12 @@ std::vector<std::string> vocab_tokens(const std::string& path) {
                          ")");
       out.push_back(ids[i].second);
     }
+    check_tokens(out, path, /*one_per_line=*/false);
     return out;
   }
-  return token_lines(text, /*first_field=*/true);
+  out = token_lines(text, /*first_field=*/true);
+  check_tokens(out, path, /*one_per_line=*/true);
+  return out;
 }
 
 // Where the pieces are: the model, its vocabularies and SentencePiece models.
@@ -169,37 +192,56 @@ Files locate(const std::string& src, const ConvertOptions& opts, const Options* 
   return f;
 }
 
-// One parameter of the archive, checked for its shape, as f32.
+// The .npy header NumPy writes is padded to 64 bytes and rarely longer; a
+// parameter's entry may hold this much besides its values.
+constexpr uint64_t kMaxNpyHeader = 1 << 16;
+// One parameter of the archive, checked for its shape, as f32. An entry is
+// inflated only once the size its shape needs is known, and only if it
+// claims no more than that.
 class Params {
  public:
-  Params(std::map<std::string, NpyArray> a, std::string source)
-      : arrays_(std::move(a)), source_(std::move(source)) {}
-  bool has(const std::string& n) const { return arrays_.count(n) > 0; }
+  explicit Params(const std::string& path) : npz_(path) {}
+  bool has(const std::string& n) const { return npz_.has(n); }
+  std::vector<int64_t> shape(const std::string& n) const {
+    if (!has(n)) throw InputError(npz_.path() + ": the model has no parameter " + n);
+    return npz_.shape(n);
+  }
+  // An array of at most max_bytes of values, whatever its shape.
+  NpyArray read(const std::string& n, uint64_t max_bytes) {
+    if (!has(n)) throw InputError(npz_.path() + ": the model has no parameter " + n);
+    const uint64_t claimed = npz_.entries().at(n);
+    if (claimed > max_bytes + kMaxNpyHeader)
+      throw InputError(npz_.path() + ": " + n + " claims " + std::to_string(claimed) +
+                       " bytes, more than the " + std::to_string(max_bytes) +
+                       " its values can take");
+    used_.insert(n);
+    return npz_.read(n);
+  }
   std::vector<float> get(const std::string& n, std::vector<int64_t> shape) {
-    auto it = arrays_.find(n);
-    if (it == arrays_.end()) throw InputError(source_ + ": the model has no parameter " + n);
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    const NpyArray a = read(n, static_cast<uint64_t>(count) * 4);
     // Marian stores vectors as (1, n).
-    std::vector<int64_t> s = it->second.shape;
+    std::vector<int64_t> s = a.shape;
     if (s.size() == 2 && s[0] == 1 && shape.size() == 1) s.erase(s.begin());
     if (s != shape)
-      throw InputError(source_ + ": parameter " + n + " has shape " + shape_text(it->second.shape) +
+      throw InputError(npz_.path() + ": parameter " + n + " has shape " + shape_text(a.shape) +
                        ", expected " + shape_text(shape));
-    used_.insert(n);
-    return it->second.to_f32(source_ + ": " + n);
+    std::vector<float> v = a.to_f32(npz_.path() + ": " + n);
+    check_finite(v, npz_.path() + ": parameter " + n);
+    return v;
   }
   // Names of parameters nothing read: what the importer does not know.
   std::vector<std::string> unused() const {
     std::vector<std::string> out;
-    for (const auto& [n, a] : arrays_)
+    for (const auto& [n, size] : npz_.entries())
       if (!used_.count(n) && n.rfind("special:", 0) != 0) out.push_back(n);
     return out;
   }
-  const std::map<std::string, NpyArray>& arrays() const { return arrays_; }
 
  private:
-  std::map<std::string, NpyArray> arrays_;
+  NpzArchive npz_;
   std::set<std::string> used_;
-  std::string source_;
 };
 
 // (in, out) -> (out, in).
@@ -236,16 +278,14 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
              : std::vector<fs::path>{fs::path(src + ".decoder.yml"), here / "decoder.yml"};
   for (const fs::path& dyml : ymls) {
     if (!fs::is_regular_file(dyml, ec)) continue;
-    try {
-      decoder_yml.emplace(YAML::LoadFile(dyml.string()), dyml.string());
-      decoder_yml_path = dyml.string();
-    } catch (const YAML::Exception& e) {
-      throw InputError(dyml.string() + ": not readable YAML: " + e.what());
-    }
+    decoder_yml.emplace(
+        load_yaml(io::read_whole_file(dyml.string(), "Marian decoder options"), dyml.string()),
+        dyml.string());
+    decoder_yml_path = dyml.string();
     break;
   }
   const Files files = locate(src, opts, decoder_yml ? &*decoder_yml : nullptr);
-  Params p(read_npz(files.npz), files.npz);
+  Params p(files.npz);
   // The model's options: embedded in the archive as marian writes them
   // (special:model.yml), or, for models saved without them, the training
   // config marian writes beside the model (MODEL.npz.yml), which holds the
@@ -253,7 +293,7 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
   std::string yml_text, yml_source;
   const bool embedded = p.has("special:model.yml");
   if (embedded) {
-    const NpyArray& yml = p.arrays().at("special:model.yml");
+    const NpyArray yml = p.read("special:model.yml", kMaxYaml);
     yml_text.assign(yml.data.begin(), yml.data.end());
     yml_text = yml_text.substr(0, yml_text.find('\0'));
     yml_source = files.npz + ": special:model.yml";
@@ -266,12 +306,7 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
     yml_text = io::read_whole_file(beside, "Marian model options");
     yml_source = beside;
   }
-  YAML::Node node;
-  try {
-    node = YAML::Load(yml_text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(yml_source + " is not readable YAML: " + e.what());
-  }
+  const YAML::Node node = load_yaml(yml_text, yml_source);
   if (!node.IsMap()) throw InputError(yml_source + " is not a YAML map of Marian's options");
   const Options o(node, embedded ? files.npz : yml_source);
 
@@ -386,9 +421,15 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
   c.max_positions = 1024;
   std::vector<float> wpos;
   if (learned) {
-    const auto& a = p.arrays();
-    if (!a.count("Wpos")) throw InputError(files.npz + ": the model has no parameter Wpos");
-    c.max_positions = static_cast<int>(a.at("Wpos").shape.at(0));
+    const std::vector<int64_t> s = p.shape("Wpos");
+    if (s.size() != 2 || s[0] < 2 || s[0] > (1 << 16))
+      throw InputError(files.npz + ": parameter Wpos has shape " + shape_text(s) +
+                       ", expected (positions, dim-emb) with 2 to 65536 positions");
+    c.max_positions = static_cast<int>(s[0]);
+  }
+  // The whole configuration is checked before any weight is read.
+  config_from_json(config_to_json(c), yml_source + " (converted config)");
+  if (learned) {
     wpos = p.get("Wpos", {c.max_positions, c.d_model});
   }
   const int64_t D = c.d_model;
@@ -482,6 +523,9 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
   if (c.src_vocab_size || src_spm != tgt_spm)
     m.source_vocab =
         Vocab::from_tokens(src_tokens, src_spm, c.unk_id, src_spm.empty() ? "" : files.spms[0]);
+  if (!tgt_spm.empty()) check_tokeniser(m.vocab, files.spms[1], files.vocabs[1], m);
+  if (m.source_vocab && !src_spm.empty())
+    check_tokeniser(*m.source_vocab, files.spms[0], files.vocabs[0], m);
   m.config = c;
   m.provenance = {{"tool", "marian"},
                   {"source", files.npz},

@@ -2,6 +2,7 @@
 
 #include <zip.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -65,9 +66,9 @@ std::string dict_value(const std::string& h, const std::string& key, const std::
   return h.substr(b, e == std::string::npos ? std::string::npos : e - b);
 }
 
-}  // namespace
-
-NpyArray parse_npy(const std::string& bytes, const std::string& what) {
+// The array in `bytes`; with_data false: its header only (bytes may end
+// anywhere after it).
+NpyArray parse(const std::string& bytes, const std::string& what, bool with_data) {
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
     throw InputError(what + ": not a .npy array");
   const int major = static_cast<unsigned char>(bytes[6]);
@@ -96,19 +97,29 @@ NpyArray parse_npy(const std::string& bytes, const std::string& what) {
     throw InputError(what + ": big-endian arrays ('" + descr + "') are not supported");
   if (dict_value(h, "fortran_order", what) != "False")
     throw InputError(what + ": Fortran-order arrays are not supported");
+  // "(512, 512)", "(8,)" or "()": non-negative integers and nothing else.
   const std::string shape = dict_value(h, "shape", what);
-  for (size_t i = 1; i < shape.size();) {
-    const size_t b = shape.find_first_of("0123456789", i);
-    if (b == std::string::npos) break;
-    const size_t e = shape.find_first_not_of("0123456789", b);
-    if (e - b > 12) throw InputError(what + ": impossibly large .npy shape " + shape);
-    a.shape.push_back(std::stoll(shape.substr(b, e - b)));
-    i = e;
+  auto bad_shape = [&](const std::string& why) {
+    return InputError(what + ": .npy shape " + shape + " " + why);
+  };
+  if (shape.size() < 2 || shape.front() != '(' || shape.back() != ')')
+    throw bad_shape("is not a tuple");
+  for (size_t i = 1; i + 1 < shape.size();) {
+    i = shape.find_first_not_of(' ', i);
+    if (i + 1 >= shape.size()) break;
+    const size_t e = shape.find_first_not_of("0123456789", i);
+    if (e == i) throw bad_shape("holds something other than non-negative integers");
+    if (e - i > 12) throw bad_shape("is impossibly large");
+    a.shape.push_back(std::stoll(shape.substr(i, e - i)));
+    i = shape.find_first_not_of(' ', e);
+    if (i + 1 < shape.size() && shape[i] != ',') throw bad_shape("is not a tuple of integers");
+    ++i;
   }
   int64_t n = 1;
   for (int64_t d : a.shape)
     if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 40))
       throw InputError(what + ": impossibly large .npy shape " + shape);
+  if (!with_data) return a;
   const size_t need = static_cast<size_t>(n * elem), have = bytes.size() - start - hlen;
   if (have != need)
     throw InputError(what + ": " + std::to_string(have) + " bytes of data for shape " + shape +
@@ -117,11 +128,20 @@ NpyArray parse_npy(const std::string& bytes, const std::string& what) {
   return a;
 }
 
+// NumPy pads its header to 64 bytes; a longer one than this is no array's.
+constexpr uint64_t kMaxHeader = 1 << 16;
+
+}  // namespace
+
+NpyArray parse_npy(const std::string& bytes, const std::string& what) {
+  return parse(bytes, what, /*with_data=*/true);
+}
+
 std::vector<float> NpyArray::to_f32(const std::string& name) const {
   const int64_t n = size();
   std::vector<float> out(static_cast<size_t>(n));
   if (dtype == "f4") {
-    std::memcpy(out.data(), data.data(), out.size() * 4);
+    copy_bytes(out.data(), data.data(), out.size() * 4);
   } else if (dtype == "f2") {
     widen_f16(data.data(), n, out.data());
   } else {
@@ -130,46 +150,79 @@ std::vector<float> NpyArray::to_f32(const std::string& name) const {
   return out;
 }
 
-std::map<std::string, NpyArray> read_npz(const std::string& path) {
+// What an archive may inflate to, at most: this many times its own size.
+// Weights are floats, whose low bits are noise to deflate (trained weights
+// compress by 10% or so); only a forged or damaged archive comes near.
+constexpr uint64_t kMaxInflation = 64;
+
+struct NpzArchive::Zip {
+  std::unique_ptr<zip_t, void (*)(zip_t*)> z{nullptr, nullptr};
+};
+
+NpzArchive::NpzArchive(const std::string& path) : path_(path), zip_(std::make_unique<Zip>()) {
   int err = 0;
   const ZipApi& zx = zip_api();
-  std::unique_ptr<zip_t, decltype(zx.zip_discard)> z(zx.zip_open(path.c_str(), ZIP_RDONLY, &err),
-                                                     zx.zip_discard);
-  if (!z) {
+  zip_->z = {zx.zip_open(path.c_str(), ZIP_RDONLY, &err), zx.zip_discard};
+  if (!zip_->z) {
     zip_error_t ze;
     zx.zip_error_init_with_code(&ze, err);
     const std::string why = zx.zip_error_strerror(&ze);
     zx.zip_error_fini(&ze);
     throw InputError(path + ": not a readable .npz archive (" + why + ")");
   }
-  std::map<std::string, NpyArray> out;
-  // An entry inflates to at most 1032 times its stored size (deflate's
-  // limit), so a header promising more is a forgery: refused before any of
-  // it is allocated.
   std::error_code ec;
   const uint64_t archive = std::filesystem::file_size(path, ec);
-  const zip_int64_t n = zx.zip_get_num_entries(z.get(), 0);
+  const zip_int64_t n = zx.zip_get_num_entries(zip_->z.get(), 0);
+  uint64_t total = 0;
   for (zip_int64_t i = 0; i < n; ++i) {
     zip_stat_t st;
-    if (zx.zip_stat_index(z.get(), i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) ||
+    if (zx.zip_stat_index(zip_->z.get(), i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) ||
         !(st.valid & ZIP_STAT_NAME))
       throw InputError(path + ": entry " + std::to_string(i) + " of the archive is unreadable");
     std::string name = st.name;
-    if (st.size > (uint64_t{1} << 40) || (!ec && st.size > 1032 * archive + 4096))
-      throw InputError(path + ": " + name + " claims " + std::to_string(st.size) +
-                       " bytes, more than the archive could hold");
-    std::unique_ptr<zip_file_t, decltype(zx.zip_fclose)> f(zx.zip_fopen_index(z.get(), i, 0),
-                                                           zx.zip_fclose);
-    if (!f) throw InputError(path + ": cannot read " + name + ": " + zx.zip_strerror(z.get()));
-    std::string bytes(st.size, '\0');
-    const zip_int64_t got = zx.zip_fread(f.get(), bytes.data(), st.size);
-    if (got < 0 || static_cast<zip_uint64_t>(got) != st.size)
-      throw InputError(path + ": " + name + " is truncated or damaged");
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
       name.resize(name.size() - 4);
-    out[name] = parse_npy(bytes, path + ": " + name);
+    // NumPy writes each array once; of two, which one Marian would read is
+    // not defined.
+    if (!entries_.emplace(name, i).second)
+      throw InputError(path + ": the archive holds " + name + " twice");
+    sizes_[name] = st.size;
+    if (st.size > (uint64_t{1} << 40) || __builtin_add_overflow(total, st.size, &total))
+      throw InputError(path + ": " + name + " claims " + std::to_string(st.size) +
+                       " bytes, more than any archive could hold");
   }
-  return out;
+  if (!ec && total > kMaxInflation * archive + (1 << 20))
+    throw InputError(path + ": the archive's entries claim " + std::to_string(total) +
+                     " bytes in all, " + std::to_string(total / std::max<uint64_t>(archive, 1)) +
+                     " times the archive's " + std::to_string(archive) +
+                     " bytes; weights do not compress so far (a damaged or forged archive)");
+}
+
+NpzArchive::~NpzArchive() = default;
+
+NpyArray NpzArchive::read(const std::string& name) const {
+  if (!has(name)) throw InputError(path_ + ": the archive has no " + name);
+  return parse(inflate(name, sizes_.at(name)), path_ + ": " + name, /*with_data=*/true);
+}
+
+std::vector<int64_t> NpzArchive::shape(const std::string& name) const {
+  if (!has(name)) throw InputError(path_ + ": the archive has no " + name);
+  const uint64_t size = std::min<uint64_t>(sizes_.at(name), kMaxHeader + 12);
+  return parse(inflate(name, size), path_ + ": " + name, /*with_data=*/false).shape;
+}
+
+std::string NpzArchive::inflate(const std::string& name, uint64_t size) const {
+  const auto it = entries_.find(name);
+  const ZipApi& zx = zip_api();
+  std::unique_ptr<zip_file_t, decltype(zx.zip_fclose)> f(
+      zx.zip_fopen_index(zip_->z.get(), it->second, 0), zx.zip_fclose);
+  if (!f)
+    throw InputError(path_ + ": cannot read " + name + ": " + zx.zip_strerror(zip_->z.get()));
+  std::string bytes(size, '\0');
+  const zip_int64_t got = zx.zip_fread(f.get(), bytes.data(), size);
+  if (got < 0 || static_cast<zip_uint64_t>(got) != size)
+    throw InputError(path_ + ": " + name + " is truncated or damaged");
+  return bytes;
 }
 
 }  // namespace nmt::convert

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,43 @@ struct NpyArray {
   std::vector<float> to_f32(const std::string& name) const;
 };
 
-// Every array of the archive by name (without ".npy"). Throws InputError
-// naming the file and the entry for anything malformed: not a zip, a
-// truncated entry, an .npy header it cannot read, big-endian or Fortran
-// order data, a size that does not match the shape.
-std::map<std::string, NpyArray> read_npz(const std::string& path);
+// An archive opened for reading. Opening lists the entries and what each
+// says it inflates to, and refuses an archive whose entries together claim
+// more than weights stored in a file of its size could be (float weights
+// barely compress): nothing is inflated then. An entry is inflated only when
+// read, so that a caller checks names and sizes against what it expects
+// first. Throws InputError naming the file and the entry for anything
+// malformed: not a zip, a name given twice, a truncated entry, an .npy
+// header it cannot read, big-endian or Fortran order data, a size that does
+// not match the shape.
+class NpzArchive {
+ public:
+  explicit NpzArchive(const std::string& path);
+  ~NpzArchive();
+  NpzArchive(const NpzArchive&) = delete;
+  NpzArchive& operator=(const NpzArchive&) = delete;
 
-// One .npy file's bytes, as read_npz reads each entry.
+  const std::string& path() const { return path_; }
+  bool has(const std::string& name) const { return entries_.count(name) > 0; }
+  // Each array's name (without ".npy") and the bytes its entry inflates to,
+  // .npy header included.
+  const std::map<std::string, uint64_t>& entries() const { return sizes_; }
+  // One array, inflated and parsed now (names not in entries() throw).
+  NpyArray read(const std::string& name) const;
+  // Its shape, from its header alone.
+  std::vector<int64_t> shape(const std::string& name) const;
+
+ private:
+  // The first `size` bytes of an entry.
+  std::string inflate(const std::string& name, uint64_t size) const;
+  struct Zip;
+  std::string path_;
+  std::unique_ptr<Zip> zip_;
+  std::map<std::string, int64_t> entries_;  // name -> index in the zip
+  std::map<std::string, uint64_t> sizes_;
+};
+
+// One .npy file's bytes, as NpzArchive::read parses each entry.
 NpyArray parse_npy(const std::string& bytes, const std::string& what);
 
 }  // namespace nmt::convert

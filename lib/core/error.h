@@ -5,17 +5,71 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace nmt {
+
+// Text that came from a file or a command line, made safe to print on one
+// line of a terminal: control characters (C0, DEL, C1), the Unicode line and
+// paragraph separators and bytes that are not UTF-8 are written as escapes
+// (\n, \x1b, \u0085, \xff), so that a name read from a model can neither
+// end a message early (NUL), split it (a line break) nor reach the terminal
+// as an escape sequence. Everything else, non-ASCII text included, is kept.
+inline std::string printable(std::string_view s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  auto escape = [&](const char* prefix, unsigned v, int digits) {
+    out += prefix;
+    for (int d = digits - 1; d >= 0; --d) out += hex[(v >> (4 * d)) & 15];
+  };
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c == '\n') out += "\\n";
+      else if (c == '\r') out += "\\r";
+      else if (c == '\t') out += "\\t";
+      else if (c < 0x20 || c == 0x7f) escape("\\x", c, 2);
+      else out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // The length of a well-formed UTF-8 sequence starting here, or 0.
+    const int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                    : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    unsigned cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    bool ok = len > 0 && i + len <= s.size();
+    for (int k = 1; ok && k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      ok = (b & 0xc0) == 0x80;
+      cp = cp << 6 | (b & 0x3f);
+    }
+    ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) &&
+         !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
+    if (!ok) {
+      escape("\\x", c, 2);
+      ++i;
+    } else if (cp <= 0x9f || cp == 0x2028 || cp == 0x2029) {
+      escape("\\u", cp, 4);
+      i += len;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
 
 // Visible by default, so that their type information is one across the CUDA
 // library (lib/cuda, opened with dlopen, built with hidden visibility) and
 // the binary: an Error thrown there is caught here by type.
 #define NMT_ERROR_VISIBLE __attribute__((visibility("default")))
 
+// Its message is made printable() once, here: a message names files, keys
+// and tokens that came from untrusted files.
 class NMT_ERROR_VISIBLE Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what) : std::runtime_error(printable(what)) {}
 };
 
 // Thrown for input the user can fix (bad option, bad file); same handling.

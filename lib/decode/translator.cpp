@@ -176,6 +176,7 @@ std::vector<SearchRequest> Translator::encode(const std::vector<TranslationReque
     if (clean.find_first_not_of(" \t\r") == std::string::npos) continue;  // empty in, empty out
     std::vector<int32_t>& src = ids[i].src;
     src = model_.src_vocab().encode(clean);
+    warn_if_unknown(src, line_no);
     if (static_cast<int64_t>(src.size()) > max_src) {
       if (warn_)
         warn_("line " + std::to_string(line_no) + ": " + std::to_string(src.size()) +
@@ -186,6 +187,21 @@ std::vector<SearchRequest> Translator::encode(const std::vector<TranslationReque
     ids[i].sample_key = sample_key(line_no, requests[i].source);
   }
   return ids;
+}
+
+// Text that is mostly <unk> was not cut as the model expects (raw text into
+// a model that reads tokens, another tokeniser's pieces): said once a run,
+// at the first such line.
+void Translator::warn_if_unknown(const std::vector<int32_t>& src, int64_t line_no) const {
+  const int32_t unk = model_.config.unk_id;
+  if (unk < 0 || src.size() < 2 || !warn_ || warned_unknown_) return;
+  const auto n = std::count(src.begin(), src.end(), unk);
+  if (2 * n <= static_cast<int64_t>(src.size())) return;
+  warned_unknown_ = true;
+  warn_("line " + std::to_string(line_no) + ": " + std::to_string(n) + " of its " +
+        std::to_string(src.size()) +
+        " tokens are not in the model's vocabulary (read as <unk>); is the text tokenised as "
+        "the model expects? (said once)");
 }
 
 // The prefix and constraints of one line as tokens; false (with a warning)

@@ -141,6 +141,7 @@ class Translator {
   std::vector<SearchRequest> encode(const std::vector<TranslationRequest>& requests,
                                     int64_t first_line) const;
   bool encode_extras(const TranslationRequest& rq, int64_t line_no, SearchRequest& out) const;
+  void warn_if_unknown(const std::vector<int32_t>& src, int64_t line_no) const;
   std::vector<Batch> make_batches(std::vector<SearchRequest>& ids) const;
   void attend(Batch& b, Activations& acts) const;
   void run(std::vector<Batch>& batches);
@@ -158,6 +159,7 @@ class Translator {
   int workers_;
   bool adapt_threads_;  // threads were not given: share the cores among busy workers
   bool continuous_;     // sentences join running batches (not with attention maps)
+  mutable bool warned_unknown_ = false;  // encode() runs on the caller's thread only
 
   // The pool: a window's batches, handed out one at a time.
   mutable std::mutex mu_;

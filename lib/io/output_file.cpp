@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -43,8 +45,26 @@ bool ends_with(const std::string& s, std::string_view tail) {
 // The "nmt" in the name is what lets a later run remove the files a killed
 // one left without touching a user's own "NAME.tmp.1" or ".NAME.tmp.2".
 constexpr std::string_view kTempTag = ".nmt.tmp.";
+
+// What stands for the target's name in its temporary file's: the name, or,
+// where ".NAME.nmt.tmp.PID" would pass the 255 bytes a file name may have,
+// its first bytes and a hash of the whole, so that every name that is legal
+// for the output has a legal temporary file too.
+std::string temp_stem(const std::string& name) {
+  constexpr size_t kMaxName = 255, kPidDigits = 10;
+  constexpr size_t kRoom = kMaxName - 1 - kTempTag.size() - kPidDigits;
+  if (name.size() <= kRoom) return name;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  size_t n = kRoom - 17;
+  while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;  // a character's start
+  return name.substr(0, n) + "~" + hex;
+}
+
 std::string temp_prefix(const std::string& target) {
-  const std::string name = "." + name_of(target) + std::string(kTempTag);
+  const std::string name = "." + temp_stem(name_of(target)) + std::string(kTempTag);
   return target.find('/') == std::string::npos ? name : dir_of(target) + "/" + name;
 }
 
@@ -438,7 +458,7 @@ std::string temp_pid(const std::string& name, const std::string& target_name) {
     return "";
   if (name.find_first_not_of("0123456789", at + kTempTag.size()) != std::string::npos) return "";
   // compare() of a stem of another length is not 0 either.
-  if (!target_name.empty() && name.compare(1, at - 1, target_name) != 0) return "";
+  if (!target_name.empty() && name.compare(1, at - 1, temp_stem(target_name)) != 0) return "";
   return name.substr(at + kTempTag.size());
 }
 

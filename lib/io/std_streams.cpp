@@ -19,6 +19,7 @@ namespace nmt::io {
 namespace {
 
 int g_failure = 0;  // errno of the first failed write to stdout that nmt saw
+bool g_stdin_closed = false;
 
 // Why writes to stdout fail, when the failed write's errno was lost (a flush
 // that stdio made on its own, e.g. when std::cerr's tie flushed std::cout):
@@ -43,10 +44,13 @@ int probe_stdout() {
 void protect_standard_descriptors() {
   for (int fd = 0; fd <= 2; ++fd)
     if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      if (fd == STDIN_FILENO) g_stdin_closed = true;
       const int got = ::open("/dev/null", O_RDONLY);
       if (got >= 0 && got != fd) ::close(got);  // a lower one was free: not ours to fill
     }
 }
+
+bool stdin_was_closed() { return g_stdin_closed; }
 
 void check_stdout(bool flush) {
   if (!flush && !std::ferror(stdout)) return;

@@ -14,6 +14,9 @@ struct StdoutClosed {};
 // gets the output meant for stdout), while writes to a closed stdout still
 // fail and are reported.
 void protect_standard_descriptors();
+// Whether protect_standard_descriptors() found stdin closed (`nmt ... <&-`):
+// reading it then is an error, not an empty input.
+bool stdin_was_closed();
 
 // Throws Error("cannot write stdout: REASON") or StdoutClosed if a write to
 // stdout (printf, std::cout) has failed; with flush, flushes first, so that

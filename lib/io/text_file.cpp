@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "io/std_streams.h"
 
 namespace nmt::io {
 
@@ -159,6 +160,8 @@ LineReader::LineReader(const std::string& path, TextChecks checks)
     : impl_(std::make_unique<Impl>()), path_(path), checks_(std::move(checks)) {
   impl_->path = path == "-" ? std::string("<stdin>") : path;
   if (path == "-") {
+    if (stdin_was_closed())
+      throw InputError("cannot read stdin: it is closed (give the input as a file or a pipe)");
     impl_->fd = STDIN_FILENO;
     return;
   }
@@ -227,7 +230,7 @@ bool LineReader::next(std::string& line) {
   // A line longer than max: its first max bytes, ending on a character.
   auto take = [&](std::size_t from, std::size_t n) {
     if (max > 0 && n > max) {
-      line.assign(s.pending, from, max);
+      line.assign(s.pending, from, checks_.whole_lines ? 0 : max);
       line.resize(utf8_boundary(line));
       skipped = n - line.size();
       cutting = true;
@@ -287,10 +290,14 @@ bool LineReader::next(std::string& line) {
 void LineReader::check(std::string& line) {
   if (!checks_.warn) return;
   const std::string where = impl_->path + " line " + std::to_string(line_number_) + ": ";
+  const std::string why = checks_.why_limit.empty() ? "" : " (" + checks_.why_limit + ")";
   if (truncated_ && ++cut_ <= kWarningsPerFile)
-    checks_.warn(where + std::to_string(full_length_) + " bytes; only the first " +
-                 std::to_string(line.size()) + " are read" +
-                 (checks_.why_limit.empty() ? "" : " (" + checks_.why_limit + ")"));
+    checks_.warn(where + std::to_string(full_length_) +
+                 (checks_.whole_lines ? " bytes, more than the " +
+                                            std::to_string(checks_.max_line_bytes) +
+                                            " a line may have" + why + "; read as an empty line"
+                                      : " bytes; only the first " + std::to_string(line.size()) +
+                                            " are read" + why));
   if (!is_valid_utf8(line)) {
     line = checked_text(line, where.substr(0, where.size() - 2),
                         ++bad_utf8_ <= kWarningsPerFile ? checks_.warn : nullptr);
@@ -317,7 +324,7 @@ std::string checked_text(std::string_view s, const std::string& what,
 }
 
 void warn_on_stderr(const std::string& message) {
-  std::fprintf(stderr, "nmt: warning: %s\n", message.c_str());
+  std::fprintf(stderr, "nmt: warning: %s\n", printable(message).c_str());
 }
 
 std::string read_whole_file(const std::string& path, const std::string& what) {
@@ -411,6 +418,29 @@ std::string sanitize_utf8(std::string_view s, bool* had_invalid) {
     }
   }
   if (had_invalid) *had_invalid = bad;
+  return out;
+}
+
+std::string one_line(std::string_view s) {
+  std::string out = sanitize_utf8(s);
+  size_t w = 0;
+  for (size_t r = 0; r < out.size(); ++r) {
+    const auto c = static_cast<unsigned char>(out[r]);
+    const auto next = r + 1 < out.size() ? static_cast<unsigned char>(out[r + 1]) : 0;
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      out[w++] = ' ';
+    } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {  // U+0080..U+009F
+      out[w++] = ' ';
+      ++r;
+    } else if (c == 0xe2 && next == 0x80 && r + 2 < out.size() &&
+               (out[r + 2] == '\xa8' || out[r + 2] == '\xa9')) {  // U+2028, U+2029
+      out[w++] = ' ';
+      r += 2;
+    } else {
+      out[w++] = out[r];
+    }
+  }
+  out.resize(w);
   return out;
 }
 

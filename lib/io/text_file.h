@@ -22,6 +22,9 @@ namespace nmt::io {
 struct TextChecks {
   std::size_t max_line_bytes = 0;  // 0: no limit
   std::string why_limit;           // appended to the cut-line warning
+  // A line past max_line_bytes is read as an empty line, with a warning,
+  // rather than cut: a record (a JSON object) means nothing in part.
+  bool whole_lines = false;
   // Warnings, one line each ("FILE line N: ..."); none when empty, and then
   // the lines are left as they are.
   std::function<void(const std::string&)> warn;
@@ -112,5 +115,12 @@ std::string checked_text(std::string_view s, const std::string& what,
 // "best practice", as Python's errors="replace" does). *had_invalid, when
 // given, says whether anything was replaced.
 std::string sanitize_utf8(std::string_view s, bool* had_invalid = nullptr);
+
+// Text that is one line, whoever reads it: every character a reader of
+// lines may split at or stop at (C0 controls but TAB, DEL, C1 controls such
+// as NEL, U+2028, U+2029; NUL) becomes a space, and ill-formed UTF-8 becomes
+// U+FFFD. A translation is made of a model's tokens, and an imported model's
+// tokens are not to be trusted to hold none of these.
+std::string one_line(std::string_view s);
 
 }  // namespace nmt::io

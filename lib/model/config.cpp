@@ -44,7 +44,7 @@ class Reader {
     return &*it;
   }
 
-  void get(const std::string& key, int& out, bool required, int lo = 1, int hi = 1 << 20) {
+  void get(const std::string& key, int& out, bool required, int lo = 1, int hi = kMaxModelSize) {
     if (const json* v = find(key, required)) {
       if (!v->is_number_integer())
         fail(key, "expected an integer, got " + std::string(v->type_name()));
@@ -130,14 +130,14 @@ const std::vector<std::string> kConfigKeys = {"name",
 
 // Keeps every width and table size far from int overflow, computed in 64 bits.
 void check_sizes(const ModelConfig& c, Reader& r) {
-  constexpr int64_t kMaxWidth = 1 << 20;
+  constexpr int64_t kMaxWidth = kMaxModelSize;
   if (int64_t{c.heads} * c.d_k > kMaxWidth)
     r.fail("d_k", "heads x d_k = " + std::to_string(int64_t{c.heads} * c.d_k) + " exceeds " +
                       std::to_string(kMaxWidth));
   if (int64_t{c.heads} * c.d_v > kMaxWidth)
     r.fail("d_v", "heads x d_v = " + std::to_string(int64_t{c.heads} * c.d_v) + " exceeds " +
                       std::to_string(kMaxWidth));
-  constexpr int64_t kMaxTable = int64_t{1} << 31;  // elements of one matrix
+  constexpr int64_t kMaxTable = kMaxMatrixElements;
   if (int64_t{c.vocab_size} * c.d_model > kMaxTable)
     r.fail("vocab_size", "vocab_size x d_model is too large");
   if (int64_t{c.src_vocab_size} * c.d_model > kMaxTable)

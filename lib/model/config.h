@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -12,6 +13,13 @@
 #include "core/activation.h"
 
 namespace nmt {
+
+// The limits config_from_json holds every model to: each size and count
+// (layers, widths, vocabularies), and the elements of one matrix. Importers
+// check the sizes they read from another tool's shapes against them before
+// any tensor is built, naming the variable.
+inline constexpr int kMaxModelSize = 1 << 20;
+inline constexpr int64_t kMaxMatrixElements = int64_t{1} << 31;
 
 struct ModelConfig {
   std::string name;

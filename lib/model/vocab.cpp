@@ -68,6 +68,17 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& spm
   return v;
 }
 
+Vocab::Coverage Vocab::tokeniser_coverage() const {
+  Coverage c;
+  if (!imported() || !sp_) return c;
+  for (int i = 0; i < sp_->GetPieceSize(); ++i) {
+    if (sp_->IsControl(i) || sp_->IsUnknown(i) || sp_->IsUnused(i)) continue;
+    ++c.pieces;
+    if (!ids_.count(sp_->IdToPiece(i))) c.outside.push_back(sp_->IdToPiece(i));
+  }
+  return c;
+}
+
 std::vector<std::string> Vocab::sentencepiece_pieces(const std::string& spm_bytes,
                                                      const std::string& what) {
   sentencepiece::SentencePieceProcessor sp;
@@ -189,19 +200,17 @@ std::vector<int32_t> Vocab::encode(const std::string& text) const {
   return out;
 }
 
+// Always one line (io::one_line): each translation is one output line.
 std::string Vocab::decode(const std::vector<int32_t>& ids) const {
   std::string out;
   if (!imported()) {
     sp_->Decode(std::vector<int>(ids.begin(), ids.end()), &out).IgnoreError();
-    return out;
+  } else if (sp_) {
+    sp_->Decode(pieces(ids), &out).IgnoreError();
+  } else {
+    for (const std::string& t : pieces(ids)) out += (out.empty() ? "" : " ") + t;
   }
-  std::vector<std::string> p = pieces(ids);
-  if (sp_) {
-    sp_->Decode(p, &out).IgnoreError();
-    return out;
-  }
-  for (const std::string& t : p) out += (out.empty() ? "" : " ") + t;
-  return out;
+  return io::one_line(out);
 }
 
 std::vector<std::string> Vocab::pieces(const std::vector<int32_t>& ids) const {

@@ -7,6 +7,7 @@
 // text is already tokenised), and each piece is looked up in the list.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -53,6 +54,7 @@ class Vocab {
                      int threads = 1);
 
   std::vector<int32_t> encode(const std::string& text) const;
+  // The text of ids: always one line (io::one_line), as a translation is.
   std::string decode(const std::vector<int32_t>& ids) const;
   std::vector<std::string> pieces(const std::vector<int32_t>& ids) const;
   int size() const;
@@ -63,6 +65,15 @@ class Vocab {
   // An imported vocabulary's tokens in id order; empty for nmt's own.
   const std::vector<std::string>& tokens() const { return tokens_; }
   bool imported() const { return !tokens_.empty(); }
+  // An imported vocabulary's SentencePiece model against its tokens: its
+  // ordinary pieces (not control, unknown or unused ones), and those that
+  // are no token, which text holding them is read as <unk> for. Empty
+  // without a SentencePiece model.
+  struct Coverage {
+    int64_t pieces = 0;
+    std::vector<std::string> outside;
+  };
+  Coverage tokeniser_coverage() const;
 
  private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
