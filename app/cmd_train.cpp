@@ -3,9 +3,11 @@
 // nmt::train(). Progress goes to stderr: a live "\r" line on a terminal, a
 // plain line every --log-every steps otherwise.
 //
-// Exit status: 0 when training ends (step/epoch/time budget, early stop);
-// 128 + signal (130 for SIGINT, 143 for SIGTERM) when a signal stopped it
-// after saving a checkpoint; 1 on error.
+// Exit status: 0 when training ends (step/epoch/time budget, early stop)
+// and OUT is written; 128 + signal (130 for SIGINT, 143 for SIGTERM) when a
+// signal stopped it, during the updates or in the final phase (validation,
+// averaging, the shortlist: OUT is then not written), with a checkpoint of
+// the last step kept; 1 on error.
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,9 +57,11 @@ extern "C" void on_stop_signal(int sig) {
     std::raise(sig);  // delivered when the handler returns: exit status 128 + sig
     return;
   }
+  // The library's long loops (an update, validation, the final model and
+  // its shortlist) watch g_stop and end the run at their next step.
   g_stop.store(sig);
   static const char msg[] =
-      "\nnmt: stopping after this step and saving a checkpoint (again to abort)\n";
+      "\nnmt: stopping: a checkpoint of the last step is kept (again to abort)\n";
   ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)ignored;
   std::signal(sig, SIG_DFL);  // a second signal ends the process at once

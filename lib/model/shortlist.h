@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "core/stop.h"
+
 namespace nmt {
 
 // The defaults were chosen on Multi30k En-De (transformer-small, 8000
@@ -43,10 +45,12 @@ class Shortlist {
  public:
   Shortlist() = default;
   // From parallel id sequences, without framing (ids in [0, src_vocab) and
-  // [0, tgt_vocab); others are ignored).
+  // [0, tgt_vocab); others are ignored). A large corpus takes a while:
+  // once *stop is non-zero it throws Stopped.
   static Shortlist build(const std::vector<const std::vector<int32_t>*>& src,
                          const std::vector<const std::vector<int32_t>*>& tgt, int32_t src_vocab,
-                         int32_t tgt_vocab, const ShortlistOptions& opts = {});
+                         int32_t tgt_vocab, const ShortlistOptions& opts = {},
+                         const StopFlag* stop = nullptr);
 
   bool empty() const { return tgt_vocab_ == 0; }
   int32_t src_vocab() const { return src_vocab_; }

@@ -27,8 +27,10 @@ struct TrainProgress {
 struct TrainCallbacks {
   std::function<void(const std::string&)> log;         // one line, without "\n"
   std::function<void(const TrainProgress&)> progress;  // after every update
-  // When non-zero (set from a signal handler), training stops after the
-  // current update, saves a checkpoint and returns.
+  // When non-zero (set from a signal handler), the run stops: after the
+  // current update, or within a step of a validation, the averaging or the
+  // shortlist's measurement (throwing Stopped inside), then saves a
+  // checkpoint of the last update and returns interrupted, OUT unwritten.
   const std::atomic<int>* stop = nullptr;
   // Called when the run holds the lock on OUT (lock_path(out)), and when
   // the reading and checking is over and training is about to begin. Until

@@ -168,6 +168,7 @@ ValidStats Trainer::validate(const ParallelCorpus& valid, const Vocab* vocab,
   ValidStats v;
   double loss = 0, nll = 0;
   for (const auto& idx : sequential_batches(valid, opts_.batch_tokens)) {
+    throw_if_stopped(stop_);
     const TokenBatch b = gather_batch(valid, idx, cfg);
     model_.forward(b, acts_, false, 0);
     const ops::LossTotals l = ops::label_smoothed_xent(acts_.logits, acts_.tgt_out_ids,
@@ -201,6 +202,7 @@ void Trainer::greedy_bleu(const ParallelCorpus& valid, const Vocab* vocab,
   SearchOptions so;
   so.beam = 1;
   so.n_best = 1;
+  so.stop = stop_;
   constexpr int64_t kGroup = 64;
   for (int64_t g = 0; g < n; g += kGroup) {
     std::vector<std::vector<int32_t>> src;
@@ -378,13 +380,15 @@ TrainState Trainer::load(const FileContents& f) {
   return s;
 }
 
-void average_checkpoints(const std::vector<std::string>& paths, Transformer& model) {
+void average_checkpoints(const std::vector<std::string>& paths, Transformer& model,
+                         const StopFlag* stop) {
   if (paths.empty()) throw Error("average_checkpoints: no files");
   Tensor& values = model.params().values();
   const int64_t n = values.numel();
   std::vector<double> acc(n, 0.0);
   std::vector<float> staging;  // the values, on the host
   for (const std::string& p : paths) {
+    throw_if_stopped(stop);
     const FileContents f = read_safetensors(p);
     load_weights(f, model);
     const float* v = ops::host_data(values, staging);
