@@ -138,7 +138,13 @@ void register_train(CLI::App& app) {
             return "";
           },
           "0 or INT >= 8"));
-  cmd->add_flag("--resume", o.resume, "Continue from the latest checkpoint in OUT.ckpt/");
+  cmd->add_flag("--resume", o.resume,
+                "Continue from the latest checkpoint in OUT.ckpt/ (refused where a training or "
+                "validation file has changed since it was written)");
+  cmd->add_flag("--resume-with-new-data", o.resume_with_new_data,
+                "--resume, and go on where the training or validation data have changed since the "
+                "checkpoint (with a warning naming the files; the run then does not repeat an "
+                "uninterrupted one)");
   cmd->add_flag("--explain", o.explain,
                 "Print the recipe (every option chosen, with its reason) and stop before training");
   cmd->add_flag("--no-recipe", cli->no_recipe,
@@ -286,6 +292,7 @@ void register_train(CLI::App& app) {
     opts.recipe = !cli->no_recipe;
     opts.filter = !cli->no_filter;
     opts.shortlist = !cli->no_shortlist;
+    opts.resume = opts.resume || opts.resume_with_new_data;
     CLI::App* self = cli->app;
     if (self->count("--config")) {
       opts.config = config_path;
@@ -344,6 +351,11 @@ void register_train(CLI::App& app) {
     } catch (const OptionError& e) {
       restore();
       throw UsageError(e.what());
+    } catch (const DataChanged& e) {
+      restore();
+      throw InputError(std::string(e.what()) +
+                       ": resume with the data it was trained on, or pass "
+                       "--resume-with-new-data to go on with the data as they are now");
     } catch (...) {
       restore();
       throw;

@@ -6,8 +6,9 @@
 # the option as typed, with the range --help shows, and exit 2; a stop
 # signal before the first step ends the run at once, and later within a
 # step, the final phase included, where OUT appears once, whole; --resume
-# refuses a different model or vocabulary and names every other option that
-# differs; a damaged newest checkpoint is named and passed over.
+# refuses a different model or vocabulary, and data changed since the
+# checkpoint, and names every other option that differs; a damaged newest
+# checkpoint is named and passed over.
 # Usage: cli_train_checks.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
 NMT=$1 DATA=$2 WORK=$3
@@ -280,7 +281,7 @@ stop_at() {
   local pid=$! rc
   until grep -q -- "$pat" "$file" 2>/dev/null || ! kill -0 $pid 2>/dev/null; do sleep 0.02; done
   [ "$sig" = KILL ] && sleep 0.3  # into the shortlist's measurement
-  kill -"$sig" $pid; SECONDS=0; wait $pid; rc=$?
+  kill -"$sig" $pid; SECONDS=0; wait $pid 2>/dev/null; rc=$?
   [ "$rc" -eq "$want" ] && [ $SECONDS -le 1 ] ||
     fail "SIG$sig at '$pat': exit $rc after ${SECONDS}s, expected $want: $(tail -3 run.err)"
 }
@@ -300,6 +301,21 @@ stop_at KILL 137 "final model:" run.err --max-steps 6 --resume
 grep -q "removed [1-9][0-9]* temporary file(s)" run.err && [ ! -e m.nmt.partial ] ||
   fail "m.nmt.partial was not removed: $(ls m.nmt*)"
 "$NMT" info m.nmt 2>&1 | grep -q "^shortlist    [0-9]* entries" || fail "the finished m.nmt has no shortlist"
+
+# 10. --resume refuses data that changed since the checkpoint (here the
+# same number of lines, other text), naming the file;
+# --resume-with-new-data goes on, with a warning.
+cp c.src c.keep && sed -i '1,100s/s1/s2/g' c.src
+expect 1 "^nmt: error: c.src has changed since checkpoint step-000000006.nmt was written (the same 1000 lines in number, other text): .*--resume-with-new-data" \
+  "$NMT" train "${F[@]}" --max-steps 7 --resume
+mv c.keep c.src && cp v.tgt v.keep && sed -i '5s/$/ t7/' v.tgt
+expect 1 "^nmt: error: v.tgt has changed since checkpoint step-000000006.nmt was written (the same 500 lines in number, other text)" \
+  "$NMT" train "${F[@]}" --max-steps 7 --resume
+mv v.keep v.tgt && sed -i '1,100s/s1/s2/g' c.src
+"$NMT" train "${F[@]}" --max-steps 7 --no-shortlist --resume-with-new-data 2>run.err ||
+  fail "--resume-with-new-data: $(cat run.err)"
+grep -q "warning: c.src has changed since checkpoint step-000000006.nmt .*going on with the data as they are now" run.err &&
+  grep -q "wrote m.nmt after 7 steps" run.err || fail "--resume-with-new-data: $(cat run.err)"
 
 cd ..
 

@@ -4,6 +4,7 @@
 #include <unicode/utf8.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string_view>
@@ -68,6 +69,34 @@ bool has_usable_text(const std::string& line) {
     if (!u_isUWhiteSpace(c) && type != U_CONTROL_CHAR && type != U_FORMAT_CHAR) return true;
   }
   return false;
+}
+
+uint64_t lines_digest(const std::vector<std::string>& lines) {
+  // Blocks of lines hashed in parallel, then chained in order; each line
+  // eight bytes at a time through splitmix64, after its length.
+  constexpr int64_t kBlock = 4096;
+  const int64_t n = static_cast<int64_t>(lines.size());
+  std::vector<uint64_t> block((n + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t b = 0; b < static_cast<int64_t>(block.size()); ++b) {
+    uint64_t h = static_cast<uint64_t>(b);
+    for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) {
+      const std::string& line = lines[static_cast<size_t>(i)];
+      h = mix_seed(h, line.size());
+      size_t k = 0;
+      for (uint64_t w; k + 8 <= line.size(); k += 8) {
+        std::memcpy(&w, line.data() + k, 8);
+        h = mix_seed(h, w);
+      }
+      uint64_t tail = 0;
+      std::memcpy(&tail, line.data() + k, line.size() - k);
+      h = mix_seed(h, tail);
+    }
+    block[static_cast<size_t>(b)] = h;
+  }
+  uint64_t h = mix_seed(static_cast<uint64_t>(n), 0x6c696e6573ull);
+  for (uint64_t x : block) h = mix_seed(h, x);
+  return h;
 }
 
 int64_t clear_unusable_pairs(std::vector<std::string>& src, std::vector<std::string>& tgt) {

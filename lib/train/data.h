@@ -33,6 +33,12 @@ void read_parallel(const std::string& src_path, const std::string& tgt_path,
 // Unicode white space, control (Cc) and format (Cf) characters (zero-width
 // spaces, BOMs). A line without one encodes to nothing.
 bool has_usable_text(const std::string& line);
+
+// A 64-bit digest of text as read (its lines, their order and their ends),
+// which a checkpoint records of every data file so that a resumed run can
+// tell whether the data changed since. Over the lines already in memory, in
+// parallel: no second read of the file.
+uint64_t lines_digest(const std::vector<std::string>& lines);
 // Empties both sides of every pair where a side has no usable text, so the
 // pair is counted and skipped "with an empty side" before SentencePiece
 // sees it (it aborts the process on text with no usable character). Returns

@@ -186,6 +186,9 @@ class TrainRun {
 
   void clear_stale_temps();
   void read_data();
+  void record_digest(const char* role, const std::string& file,
+                     const std::vector<std::string>& lines);
+  void check_data_unchanged();
   void open_previous_run();
   void check_resume(const std::string& path, const ModelConfig& ccfg, const TrainState& rs);
   void make_vocabulary();
@@ -218,6 +221,11 @@ class TrainRun {
   const Clock::time_point start_ = Clock::now();
 
   std::vector<std::string> src_, tgt_, vsrc_, vtgt_;
+  // Each data file's role, name, lines and lines_digest(), as this run read
+  // them and as the checkpoint it resumes recorded them (its name in
+  // resumed_from_).
+  json digests_ = json::array(), resumed_digests_ = json::array();
+  std::string resumed_from_;
   int64_t train_lines_ = 0;
   std::vector<int64_t> file_starts_;  // first line of each training corpus
   std::vector<int64_t> line_of_;      // the input line of each pair still held as text
@@ -282,6 +290,8 @@ void TrainRun::read_data() {
   for (size_t k = 0; k < opts_.train_src.size(); ++k) {
     std::vector<std::string> s, t;
     read_parallel(opts_.train_src[k], opts_.train_tgt[k], s, t, checks);
+    record_digest("train_src", opts_.train_src[k], s);
+    record_digest("train_tgt", opts_.train_tgt[k], t);
     file_starts_.push_back(static_cast<int64_t>(src_.size()));
     if (src_.empty()) {
       src_ = std::move(s);
@@ -291,7 +301,12 @@ void TrainRun::read_data() {
       tgt_.insert(tgt_.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
     }
   }
-  if (has_valid()) read_parallel(opts_.valid_src, opts_.valid_tgt, vsrc_, vtgt_, checks);
+  if (has_valid()) {
+    read_parallel(opts_.valid_src, opts_.valid_tgt, vsrc_, vtgt_, checks);
+    record_digest("valid_src", opts_.valid_src, vsrc_);
+    record_digest("valid_tgt", opts_.valid_tgt, vtgt_);
+  }
+  check_data_unchanged();
   train_lines_ = static_cast<int64_t>(src_.size());
   // A side with nothing SentencePiece keeps (spaces, control or zero-width
   // characters) is an empty side: refused now if nothing else is left, not
@@ -313,6 +328,50 @@ void TrainRun::read_data() {
     duplicates_ = drop_duplicate_pairs(src_, tgt_, line_of_);
     usable_pairs_ -= duplicates_;
   }
+}
+
+void TrainRun::record_digest(const char* role, const std::string& file,
+                             const std::vector<std::string>& lines) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(lines_digest(lines)));
+  digests_.push_back({{"role", role}, {"file", file}, {"lines", lines.size()}, {"digest", hex}});
+}
+
+// A resumed run repeats the uninterrupted one only on the same data: each
+// file is compared, by its role and place, with what the checkpoint
+// recorded (one from before digests recorded nothing; a validation set
+// given or left out is named by the options' warning).
+void TrainRun::check_data_unchanged() {
+  std::string changed;
+  auto add = [&](const std::string& what) { changed += (changed.empty() ? "" : "; ") + what; };
+  for (const char* role : {"train_src", "train_tgt", "valid_src", "valid_tgt"}) {
+    std::vector<json> was, now;
+    for (const json& e : resumed_digests_)
+      if (e.is_object() && e.value("role", "") == role) was.push_back(e);
+    for (const json& e : digests_)
+      if (e["role"] == role) now.push_back(e);
+    if (was.empty() || now.empty()) continue;
+    if (was.size() != now.size()) {  // train_src and train_tgt alike: said once
+      if (std::string(role) == "train_src")
+        add("the training data is " + std::to_string(now.size()) + " file pair(s), but was " +
+            std::to_string(was.size()) + " when checkpoint " + resumed_from_ + " was written");
+      continue;
+    }
+    for (size_t i = 0; i < now.size(); ++i) {
+      if (was[i].value("digest", "") == now[i]["digest"].get<std::string>()) continue;
+      const int64_t then = was[i].value("lines", int64_t{-1}), lines = now[i]["lines"];
+      add(now[i]["file"].get<std::string>() + " has changed since checkpoint " + resumed_from_ +
+          " was written (" +
+          (then == lines
+               ? "the same " + std::to_string(lines) + " lines in number, other text"
+               : std::to_string(then) + " lines then, " + std::to_string(lines) + " now") +
+          ")");
+    }
+  }
+  if (changed.empty()) return;
+  if (!opts_.resume_with_new_data) throw DataChanged(changed);
+  log("warning: " + changed +
+      "; going on with the data as they are now, so the run will not repeat an uninterrupted one");
 }
 
 std::string TrainRun::train_files() const {
@@ -463,6 +522,9 @@ void TrainRun::open_previous_run() {
       log("warning: " + d + "; resuming from " + name_of(chosen) +
           (damaged.size() > 1 ? " (the newest whole checkpoint)" : ""));
     const TrainState rs = read_train_state(*resume_file_);
+    if (rs.extra.contains("data") && rs.extra["data"].is_array())
+      resumed_digests_ = rs.extra["data"];
+    resumed_from_ = name_of(chosen);
     if (opts_.recipe) {
       // A resumed run goes on as it began: the options it chose (or was
       // given then) stay, unless given now.
@@ -691,7 +753,7 @@ void TrainRun::build_model() {
   trainer_->set_stop(cb_.stop);
   trainer_->set_schedule_steps(recipe_updates_);
   if (resume_file_) {
-    const TrainState rs = trainer_->load(*resume_file_);
+    const TrainState rs = trainer_->load(*resume_file_, opts_.resume_with_new_data);
     const json& e = rs.extra;
     auto num = [&](const char* key, double fallback) {
       return e.contains(key) && e[key].is_number() ? e[key].get<double>() : fallback;
@@ -945,7 +1007,8 @@ json TrainRun::extra_state() const {
               {"last_metric", last_metric_},
               {"train_seconds", train_seconds_before_ + seconds_since(start_)},
               {"schedule_steps", trainer_->schedule_steps()},
-              {"recipe", recipe_.to_json()}};
+              {"recipe", recipe_.to_json()},
+              {"data", digests_}};
 }
 
 // Recorded in every model file a run writes, so `nmt info` can say how the

@@ -17,6 +17,14 @@
 
 namespace nmt {
 
+// --resume where a data file differs from what the checkpoint recorded of
+// it (TrainOptions::resume_with_new_data not set): the message names the
+// file and the checkpoint.
+class DataChanged : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 struct TrainProgress {
   StepStats stats;
   double tokens_per_second = 0;  // target tokens, recent average

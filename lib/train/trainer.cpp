@@ -352,7 +352,7 @@ TrainState read_train_state(const FileContents& f) {
   return s;
 }
 
-TrainState Trainer::load(const FileContents& f) {
+TrainState Trainer::load(const FileContents& f, bool new_data) {
   TrainState s = read_train_state(f);
   if (s.seed != opts_.seed)
     throw Error(f.source + ": checkpoint seed " + std::to_string(s.seed) +
@@ -363,7 +363,7 @@ TrainState Trainer::load(const FileContents& f) {
                      std::to_string(bt) + ", not " + std::to_string(opts_.batch_tokens) +
                      "; resume with the same value");
   const int64_t pairs = s.train_pairs;
-  if (pairs != train_.size())
+  if (pairs != train_.size() && !new_data)
     throw InputError(f.source + ": the checkpoint was trained on " + std::to_string(pairs) +
                      " sentence pairs but the training data now has " +
                      std::to_string(train_.size()) + "; resume with the same data");
@@ -376,7 +376,12 @@ TrainState Trainer::load(const FileContents& f) {
   }
   adam_.set_t(s.adam_t);
   step_ = s.step;
-  stream_.seek(s.epoch, s.batch_index);
+  try {
+    stream_.seek(s.epoch, s.batch_index);
+  } catch (const InputError&) {
+    if (!new_data) throw;
+    stream_.seek(s.epoch + 1, 0);  // fewer batches now: the epoch is over
+  }
   return s;
 }
 

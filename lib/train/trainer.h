@@ -98,8 +98,10 @@ class Trainer {
   // the Adam moments and the training state.
   void save(const std::string& path, const std::string& spm_model, const nlohmann::json& extra);
   // Restores weights, moments and position from a checkpoint; returns the
-  // state (extra holds what save() was given).
-  TrainState load(const FileContents& file);
+  // state (extra holds what save() was given). new_data: the corpus may
+  // differ from the one the checkpoint was trained on (its size is not
+  // compared, and a position past the end of its epoch starts the next).
+  TrainState load(const FileContents& file, bool new_data = false);
 
   // What validate() watches; null: nothing (it runs to its end).
   void set_stop(const StopFlag* stop) { stop_ = stop; }
