@@ -631,6 +631,24 @@ TEST_CASE("a stop in the final phase writes no OUT; --resume refuses changed dat
   CHECK(warned);
 }
 
+TEST_CASE("text tokenised otherwise than the vocabulary: refused when none is known, else warned",
+          "[train]") {
+  const int32_t unk = 1;
+  CHECK(check_known_tokens(token_coverage({{4, 5}, {6}}, unk), "source", "a.src").empty());
+  CHECK(check_known_tokens(token_coverage({{}, {}}, unk), "source", "blank").empty());
+  CHECK(check_known_tokens(token_coverage({{4, 1}, {5, 6, 7, 8, 9, 10, 11, 12, 13}}, unk),
+                           "source", "a.src")
+            .empty());  // one in ten: within kWarnUnknownShare
+  CHECK(check_known_tokens(token_coverage({{4, 1}, {1}}, unk), "target", "b.tgt") ==
+        "67% of the target tokens of b.tgt (2 of 3) are not in the model's vocabulary (<unk>): "
+        "is it tokenised as the model expects?");
+  CHECK_THROWS_WITH(check_known_tokens(token_coverage({{1, 1}, {1}}, unk), "source", "raw.src"),
+                    "no source token of raw.src is in the model's vocabulary (all 3 are <unk>): "
+                    "is it tokenised as the model expects?");
+  // A vocabulary without <unk> knows everything it encodes.
+  CHECK(check_known_tokens(token_coverage({{1, 1}}, -1), "source", "a.src").empty());
+}
+
 TEST_CASE("lines_digest tells text, order and line ends apart, and stays put", "[train]") {
   const std::vector<std::string> a = {"ein Haus", "zwei", ""};
   CHECK(lines_digest(a) == lines_digest(std::vector<std::string>(a)));

@@ -142,6 +142,14 @@ Shortlist Shortlist::build(const std::vector<const std::vector<int32_t>*>& src,
   return sl;
 }
 
+bool Shortlist::allows_other_than(const std::vector<int32_t>& special) const {
+  const auto other = [&](int32_t t) {
+    return std::find(special.begin(), special.end(), t) == special.end();
+  };
+  return std::any_of(by_frequency_.begin(), by_frequency_.begin() + n_frequent_, other) ||
+         std::any_of(targets_.begin(), targets_.end(), other);
+}
+
 int64_t Shortlist::round_width(int64_t n) {
   for (int64_t w = 64;; w *= 2) {
     if (n <= w) return w;

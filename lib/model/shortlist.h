@@ -73,6 +73,10 @@ class Shortlist {
   }
   // Candidates over all source pieces (the frequent ones not counted).
   int64_t entries() const { return static_cast<int64_t>(targets_.size()); }
+  // Whether it lets any piece through but these (the special ones): a table
+  // built from text the vocabulary does not know lets through <unk> alone,
+  // and a search restricted to it writes garbage.
+  bool allows_other_than(const std::vector<int32_t>& special) const;
 
   // The target ids a batch may output, ascending, into out: its sources'
   // candidates, the frequent pieces and `extra`; then the next most frequent

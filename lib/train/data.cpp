@@ -4,6 +4,7 @@
 #include <unicode/utf8.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -112,6 +113,31 @@ int64_t clear_unusable_pairs(std::vector<std::string>& src, std::vector<std::str
     }
   }
   return left;
+}
+
+TokenCoverage token_coverage(const std::vector<std::vector<int32_t>>& ids, int32_t unk_id) {
+  TokenCoverage c;
+  for (const auto& line : ids) {
+    c.tokens += static_cast<int64_t>(line.size());
+    if (unk_id >= 0) c.unknown += std::count(line.begin(), line.end(), unk_id);
+  }
+  return c;
+}
+
+std::string check_known_tokens(const TokenCoverage& c, const std::string& side,
+                               const std::string& file) {
+  if (c.tokens == 0 || c.unknown == 0) return "";
+  if (c.unknown == c.tokens)
+    throw InputError("no " + side + " token of " + file + " is in the model's vocabulary (all " +
+                     std::to_string(c.tokens) +
+                     " are <unk>): is it tokenised as the model expects?");
+  const double share = static_cast<double>(c.unknown) / static_cast<double>(c.tokens);
+  if (share <= kWarnUnknownShare) return "";
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%.0f%%", 100 * share);
+  return std::string(pct) + " of the " + side + " tokens of " + file + " (" +
+         std::to_string(c.unknown) + " of " + std::to_string(c.tokens) +
+         ") are not in the model's vocabulary (<unk>): is it tokenised as the model expects?";
 }
 
 int64_t ParallelCorpus::tgt_tokens() const {
