@@ -27,6 +27,23 @@ struct Opts {
   int threads = 0;
 };
 
+// Text whose tokens the model lacks (or none at all) would give a table
+// that lets nothing through and a measurement that means nothing: refused
+// by file before any work, or warned about with the share of unknown tokens.
+void check_tokens(const LoadedModel& m, const std::vector<std::vector<int32_t>>& src,
+                  const std::vector<std::vector<int32_t>>& tgt, const std::string& src_file,
+                  const std::string& tgt_file) {
+  bool pair = false;
+  for (size_t i = 0; i < src.size() && !pair; ++i) pair = !src[i].empty() && !tgt[i].empty();
+  if (!pair)
+    throw InputError(src_file + " and " + tgt_file + ": no line pair has text on both sides (" +
+                     std::to_string(src.size()) + " lines, blank or only spaces)");
+  const int32_t unk = m.config.unk_id;
+  for (const std::string& w : {check_known_tokens(token_coverage(src, unk), "source", src_file),
+                               check_known_tokens(token_coverage(tgt, unk), "target", tgt_file)})
+    if (!w.empty()) io::warn_on_stderr(w);
+}
+
 // The pairs of several corpora, encoded with the model's vocabularies.
 void read_encoded(const LoadedModel& m, const std::vector<std::string>& src_files,
                   const std::vector<std::string>& tgt_files, std::vector<std::vector<int32_t>>& src,
@@ -36,11 +53,15 @@ void read_encoded(const LoadedModel& m, const std::vector<std::string>& src_file
     io::TextChecks checks;
     checks.warn = io::warn_on_stderr;
     read_parallel(src_files[k], tgt_files[k], s, t, checks);
+    std::vector<std::vector<int32_t>> es(s.size()), et(t.size());
     for (size_t i = 0; i < s.size(); ++i) {
-      src.push_back(m.src_vocab().encode(s[i]));
-      tgt.push_back(m.tgt_vocab().encode(t[i]));
+      es[i] = m.src_vocab().encode(s[i]);
+      et[i] = m.tgt_vocab().encode(t[i]);
       s[i].clear(), s[i].shrink_to_fit();
     }
+    check_tokens(m, es, et, src_files[k], tgt_files[k]);
+    src.insert(src.end(), std::make_move_iterator(es.begin()), std::make_move_iterator(es.end()));
+    tgt.insert(tgt.end(), std::make_move_iterator(et.begin()), std::make_move_iterator(et.end()));
   }
 }
 
@@ -64,6 +85,18 @@ void run(const Opts& o) {
   metrics::parse_tokenizer(o.tokenize);  // a bad name fails before any work
 
   const LoadedModel m = load_model(o.model);
+  // The set to measure on first: a blank one (BLEU against empty
+  // references) is refused by option before the table is built.
+  std::vector<std::string> vs, refs;
+  if (!o.valid_src.empty()) {
+    io::TextChecks checks;
+    checks.warn = io::warn_on_stderr;
+    read_parallel(o.valid_src, o.valid_tgt, vs, refs, checks);
+    std::vector<std::vector<int32_t>> es, et;
+    for (size_t i = 0; i < vs.size(); ++i)
+      es.push_back(m.src_vocab().encode(vs[i])), et.push_back(m.tgt_vocab().encode(refs[i]));
+    check_tokens(m, es, et, "--valid-src " + o.valid_src, "--valid-tgt " + o.valid_tgt);
+  }
   std::vector<std::vector<int32_t>> src, tgt;
   read_encoded(m, o.src, o.tgt, src, tgt);
   std::vector<const std::vector<int32_t>*> sp, tp;
@@ -71,14 +104,15 @@ void run(const Opts& o) {
   const Shortlist sl = Shortlist::build(sp, tp, m.config.source_vocab(), m.config.vocab_size, o.table);
   const std::string from = std::to_string(src.size()) + " pairs of " + o.src[0] +
                            (o.src.size() > 1 ? " and " + std::to_string(o.src.size() - 1) + " more" : "");
+  const ModelConfig& c = m.config;
+  if (!sl.allows_other_than({c.pad_id, c.unk_id, c.bos_id, c.eos_id}))
+    throw InputError("the shortlist from " + from +
+                     " lets no target piece through but <unk> and the special ones: is the text "
+                     "tokenised as the model expects?");
   std::fprintf(stderr, "nmt shortlist: %lld entries from %s\n",
                static_cast<long long>(sl.entries()), from.c_str());
   std::optional<ShortlistCost> cost;
   if (!o.valid_src.empty()) {
-    std::vector<std::string> vs, refs;
-    io::TextChecks checks;
-    checks.warn = io::warn_on_stderr;
-    read_parallel(o.valid_src, o.valid_tgt, vs, refs, checks);
     SearchOptions so;
     so.beam = o.beam;
     cost = measure_shortlist(m, sl, vs, refs, so, o.tokenize);

@@ -3,9 +3,11 @@
 // nmt::train(). Progress goes to stderr: a live "\r" line on a terminal, a
 // plain line every --log-every steps otherwise.
 //
-// Exit status: 0 when training ends (step/epoch/time budget, early stop);
-// 128 + signal (130 for SIGINT, 143 for SIGTERM) when a signal stopped it
-// after saving a checkpoint; 1 on error.
+// Exit status: 0 when training ends (step/epoch/time budget, early stop)
+// and OUT is written; 128 + signal (130 for SIGINT, 143 for SIGTERM) when a
+// signal stopped it, during the updates or in the final phase (validation,
+// averaging, the shortlist: OUT is then not written), with a checkpoint of
+// the last step kept; 1 on error.
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,9 +57,11 @@ extern "C" void on_stop_signal(int sig) {
     std::raise(sig);  // delivered when the handler returns: exit status 128 + sig
     return;
   }
+  // The library's long loops (an update, validation, the final model and
+  // its shortlist) watch g_stop and end the run at their next step.
   g_stop.store(sig);
   static const char msg[] =
-      "\nnmt: stopping after this step and saving a checkpoint (again to abort)\n";
+      "\nnmt: stopping: a checkpoint of the last step is kept (again to abort)\n";
   ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)ignored;
   std::signal(sig, SIG_DFL);  // a second signal ends the process at once
@@ -134,7 +138,13 @@ void register_train(CLI::App& app) {
             return "";
           },
           "0 or INT >= 8"));
-  cmd->add_flag("--resume", o.resume, "Continue from the latest checkpoint in OUT.ckpt/");
+  cmd->add_flag("--resume", o.resume,
+                "Continue from the latest checkpoint in OUT.ckpt/ (refused where a training or "
+                "validation file has changed since it was written)");
+  cmd->add_flag("--resume-with-new-data", o.resume_with_new_data,
+                "--resume, and go on where the training or validation data have changed since the "
+                "checkpoint (with a warning naming the files; the run then does not repeat an "
+                "uninterrupted one)");
   cmd->add_flag("--explain", o.explain,
                 "Print the recipe (every option chosen, with its reason) and stop before training");
   cmd->add_flag("--no-recipe", cli->no_recipe,
@@ -282,6 +292,7 @@ void register_train(CLI::App& app) {
     opts.recipe = !cli->no_recipe;
     opts.filter = !cli->no_filter;
     opts.shortlist = !cli->no_shortlist;
+    opts.resume = opts.resume || opts.resume_with_new_data;
     CLI::App* self = cli->app;
     if (self->count("--config")) {
       opts.config = config_path;
@@ -340,6 +351,11 @@ void register_train(CLI::App& app) {
     } catch (const OptionError& e) {
       restore();
       throw UsageError(e.what());
+    } catch (const DataChanged& e) {
+      restore();
+      throw InputError(std::string(e.what()) +
+                       ": resume with the data it was trained on, or pass "
+                       "--resume-with-new-data to go on with the data as they are now");
     } catch (...) {
       restore();
       throw;

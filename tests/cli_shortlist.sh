@@ -6,7 +6,10 @@
 #  - nmt translate --shortlist on|off|auto, and its refusals;
 #  - nmt shortlist adds one to any model, measured when given a set, without
 #    touching its input; nmt quantize keeps it;
-#  - a model whose shortlist bytes are damaged is refused by name.
+#  - a model whose shortlist bytes are damaged is refused by name;
+#  - text the model's vocabulary does not know, blank text and a blank
+#    validation set are refused before any work, and a table that lets
+#    nothing through but <unk> is refused when loaded.
 # Usage: cli_shortlist.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
 NMT=$1 DATA=$2 WORK=$3
@@ -109,4 +112,54 @@ expect 1 "^nmt: error: bad.nmt: the shortlist is malformed" "$NMT" info bad.nmt
 "$NMT" shortlist -m bad.nmt --src "$toy/train.en" --tgt "$toy/train.de" -o mended.nmt 2>/dev/null ||
   fail "nmt shortlist could not replace a damaged shortlist"
 "$NMT" info mended.nmt >/dev/null 2>&1 || fail "info of the mended model"
+
+# 7. Text the model's vocabulary does not know (raw words for a model that
+# reads space-separated tokens) is refused by file before any work, or warned
+# about with its share of unknown tokens; so are blank text and a blank
+# validation set (by option, before the table is built). A model whose
+# shortlist lets nothing through but <unk> is refused, not run.
+for i in $(seq 0 40); do printf 'w%d\t0\n' "$i"; done >tok.vocab
+python3 "$(dirname "$0")/convert_synthetic.py" ct2 ct tok.vocab || fail "convert_synthetic.py"
+"$NMT" convert ct -o tok.nmt 2>/dev/null || fail "convert tok.nmt"
+printf 'hello world\nthe cat sat\n' >raw.src; printf 'hallo welt\ndie katze\n' >raw.tgt
+printf 'w3 w4\nw5 w6 w7\n' >tok.src; printf 'w8 w9\nw10\n' >tok.tgt; printf '\n \n' >blank.txt
+expect 1 "^nmt: error: no source token of raw.src is in the model's vocabulary (all 5 are <unk>): is it tokenised" \
+  "$NMT" shortlist -m tok.nmt --src raw.src --tgt raw.tgt -o x.nmt
+expect 1 "^nmt: error: no target token of raw.tgt is in the model's vocabulary" \
+  "$NMT" shortlist -m tok.nmt --src tok.src --tgt raw.tgt -o x.nmt
+expect 1 "^nmt: error: blank.txt and blank.txt: no line pair has text on both sides (2 lines" \
+  "$NMT" shortlist -m tok.nmt --src blank.txt --tgt blank.txt -o x.nmt
+expect 1 "^nmt: error: --valid-src blank.txt and --valid-tgt blank.txt: no line pair has text on both sides" \
+  "$NMT" shortlist -m tok.nmt --src tok.src --tgt tok.tgt --valid-src blank.txt --valid-tgt blank.txt -o x.nmt
+expect 1 "^nmt: error: no source token of --valid-src raw.src is in the model's vocabulary" \
+  "$NMT" shortlist -m tok.nmt --src tok.src --tgt tok.tgt --valid-src raw.src --valid-tgt tok.tgt -o x.nmt
+[ ! -e x.nmt ] || fail "a refused nmt shortlist wrote x.nmt"
+printf 'w3 hello w4 world x\nw5 a b c\n' >mostly.src
+"$NMT" shortlist -m tok.nmt --src mostly.src --tgt tok.tgt -o mostly.nmt 2>mostly.err || fail "mostly: $(cat mostly.err)"
+has "^nmt: warning: 67% of the source tokens of mostly.src (6 of 9) are not in the model's vocabulary" mostly.err
+# A table whose frequent pieces are <unk> alone, as one built from text the
+# vocabulary does not know was: every target w8 (frequent), then <unk> put
+# first in the frequency order.
+printf 'w8\nw8\n' >w8.tgt
+"$NMT" shortlist -m tok.nmt --src tok.src --tgt w8.tgt --per-source 0 --frequent 1 -o one.nmt 2>/dev/null ||
+  fail "a frequent-only shortlist"
+"$NMT" translate -m one.nmt -i tok.src --shortlist on >/dev/null 2>&1 || fail "a frequent-only shortlist is refused"
+python3 - one.nmt unk.nmt <<'PY' || fail "could not make the <unk>-only table"
+import json, struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+begin, end = json.loads(data[8:8 + n])["shortlist"]["data_offsets"]
+sl = list(struct.unpack("<%di" % ((end - begin) // 4), data[8 + n + begin:8 + n + end]))
+src_vocab, tgt_vocab, entries = sl[2], sl[3], sl[7]
+at = 8 + src_vocab + 1 + entries  # the frequency order
+order = sl[at:at + tgt_vocab]
+i = order.index(1)
+order[0], order[i] = order[i], order[0]
+sl[at:at + tgt_vocab] = order
+data[8 + n + begin:8 + n + end] = struct.pack("<%di" % len(sl), *sl)
+open(sys.argv[2], "wb").write(data)
+PY
+expect 1 "^nmt: error: unk.nmt: its vocabulary shortlist lets no target piece through but <unk>" \
+  "$NMT" translate -m unk.nmt -i tok.src --shortlist on
+"$NMT" translate -m unk.nmt -i tok.src --shortlist off >/dev/null 2>&1 || fail "--shortlist off read the <unk>-only table"
 echo "cli_shortlist: ok"

@@ -4,9 +4,11 @@
 # option is wrong. No output may be an input (the config included); text
 # with nothing SentencePiece keeps is an empty side; option messages name
 # the option as typed, with the range --help shows, and exit 2; a stop
-# signal before the first step ends the run at once; --resume refuses a
-# different model or vocabulary and names every other option that differs;
-# a damaged newest checkpoint is named and passed over.
+# signal before the first step ends the run at once, and later within a
+# step, the final phase included, where OUT appears once, whole; --resume
+# refuses a different model or vocabulary, and data changed since the
+# checkpoint, and names every other option that differs; a damaged newest
+# checkpoint is named and passed over.
 # Usage: cli_train_checks.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
 NMT=$1 DATA=$2 WORK=$3
@@ -252,4 +254,69 @@ rm -r side/m.nmt side/m.nmt.ckpt && echo "pid 999999999 on elsewhere" >side/m.nm
 "$NMT" train "${A[@]}" "${T[@]}" --max-steps 2 --out side/m.nmt 2>err.txt ||
   fail "a new run beside an earlier run's log and a dead nmt's lock: $(cat err.txt)"
 [ -s side/m.nmt ] && [ ! -e side/m.nmt.lock ] || fail "side: no model, or the lock was left"
+# 9. A stop signal ends the run within a step of whatever runs, a validation
+# included, with 128 + the signal and a checkpoint of the last step; in the
+# final phase (validation, averaging, the shortlist) it writes no OUT. OUT
+# appears once, whole: kill -9 in the final phase leaves OUT.partial, which
+# the next run removes. --resume finishes the run, validation included.
+# Synthetic words, so that the vocabulary trains in no time.
+mkdir fin && cd fin || fail "mkdir fin"
+python3 - <<'PY'
+import random
+r = random.Random(1)
+def pairs(n, fs, ft):
+    with open(fs, 'w') as s, open(ft, 'w') as t:
+        for i in range(n):
+            w = ['s%d' % r.randrange(60) for _ in range(r.randrange(3, 12))]
+            s.write(' '.join(w) + '\n'); t.write(' '.join('t' + x[1:] for x in reversed(w)) + '\n')
+pairs(1000, 'c.src', 'c.tgt'); pairs(500, 'v.src', 'v.tgt')
+PY
+F=(-c "$CFG" --threads 1 --vocab-size 200 --train-src c.src --train-tgt c.tgt --valid-src v.src
+  --valid-tgt v.tgt --valid-sentences 0 --valid-every 5 --checkpoint-every 3 --average-last 2 --out m.nmt)
+# stop_at SIGNAL STATUS PATTERN FILE ARGS...: a run, signalled once FILE has
+# a line matching PATTERN; it must end within a second with STATUS.
+stop_at() {
+  local sig=$1 want=$2 pat=$3 file=$4; shift 4
+  "$NMT" train "${F[@]}" "$@" 2>run.err &
+  local pid=$! rc
+  until grep -q -- "$pat" "$file" 2>/dev/null || ! kill -0 $pid 2>/dev/null; do sleep 0.02; done
+  [ "$sig" = KILL ] && sleep 0.3  # into the shortlist's measurement
+  kill -"$sig" $pid; SECONDS=0; wait $pid 2>/dev/null; rc=$?
+  [ "$rc" -eq "$want" ] && [ $SECONDS -le 1 ] ||
+    fail "SIG$sig at '$pat': exit $rc after ${SECONDS}s, expected $want: $(tail -3 run.err)"
+}
+step_logged() { echo "\"step\":$1,\"step_seconds\""; }  # the log's "train" line of a step
+# In the validation at step 5, then in the final validation at step 6.
+stop_at INT 130 "$(step_logged 5)" m.nmt.log.jsonl --max-steps 6
+grep -q "validation at step 5 stopped" run.err && [ -e m.nmt.ckpt/step-000000005.nmt ] ||
+  fail "SIGINT in a validation: $(tail -3 run.err; ls m.nmt.ckpt)"
+stop_at TERM 143 "$(step_logged 6)" m.nmt.log.jsonl --max-steps 6 --resume
+grep -q "^nmt train: validation at step 5: loss" run.err || fail "the resumed run did not validate step 5"
+grep -q "interrupted at step 6, before m.nmt was written" run.err && [ -e m.nmt.ckpt/step-000000006.nmt ] ||
+  fail "SIGTERM in the final phase: $(tail -3 run.err; ls m.nmt.ckpt)"
+[ ! -e m.nmt ] && [ ! -e m.nmt.partial ] || fail "a stopped final phase left $(ls m.nmt m.nmt.partial 2>&1)"
+stop_at KILL 137 "final model:" run.err --max-steps 6 --resume
+[ ! -e m.nmt ] || fail "kill -9 in the final phase left m.nmt, without its shortlist"
+"$NMT" train "${F[@]}" --max-steps 6 --resume 2>run.err || fail "finishing the run: $(cat run.err)"
+grep -q "removed [1-9][0-9]* temporary file(s)" run.err && [ ! -e m.nmt.partial ] ||
+  fail "m.nmt.partial was not removed: $(ls m.nmt*)"
+"$NMT" info m.nmt 2>&1 | grep -q "^shortlist    [0-9]* entries" || fail "the finished m.nmt has no shortlist"
+
+# 10. --resume refuses data that changed since the checkpoint (here the
+# same number of lines, other text), naming the file;
+# --resume-with-new-data goes on, with a warning.
+cp c.src c.keep && sed -i '1,100s/s1/s2/g' c.src
+expect 1 "^nmt: error: c.src has changed since checkpoint step-000000006.nmt was written (the same 1000 lines in number, other text): .*--resume-with-new-data" \
+  "$NMT" train "${F[@]}" --max-steps 7 --resume
+mv c.keep c.src && cp v.tgt v.keep && sed -i '5s/$/ t7/' v.tgt
+expect 1 "^nmt: error: v.tgt has changed since checkpoint step-000000006.nmt was written (the same 500 lines in number, other text)" \
+  "$NMT" train "${F[@]}" --max-steps 7 --resume
+mv v.keep v.tgt && sed -i '1,100s/s1/s2/g' c.src
+"$NMT" train "${F[@]}" --max-steps 7 --no-shortlist --resume-with-new-data 2>run.err ||
+  fail "--resume-with-new-data: $(cat run.err)"
+grep -q "warning: c.src has changed since checkpoint step-000000006.nmt .*going on with the data as they are now" run.err &&
+  grep -q "wrote m.nmt after 7 steps" run.err || fail "--resume-with-new-data: $(cat run.err)"
+
+cd ..
+
 echo "cli train checks: all checks passed"

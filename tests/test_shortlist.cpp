@@ -163,6 +163,25 @@ TEST_CASE("a shortlist's bytes read back, and malformed ones are refused by name
   CHECK_THROWS_AS(Shortlist::parse(bytes, 61, 60, "m.nmt"), InputError);
 }
 
+TEST_CASE("a table built from text the vocabulary does not know lets nothing through",
+          "[shortlist]") {
+  // Every token <unk> (1) on both sides: no candidates, and <unk> the one
+  // frequent piece. A search restricted to it writes garbage.
+  const Seqs unk_src = {{1, 1}, {1}}, unk_tgt = {{1, 1, 1}, {1}};
+  const Shortlist none = Shortlist::build(ptrs(unk_src), ptrs(unk_tgt), 40, 40);
+  CHECK(none.entries() == 0);
+  CHECK(!none.allows_other_than({0, 1, 2, 3}));
+  CHECK(none.allows_other_than({0, 2, 3}));
+  // A table of frequent pieces alone (no per-source candidates) is a table.
+  const Seqs src = {{5, 6}, {7}}, tgt = {{8}, {8}};
+  ShortlistOptions o;
+  o.per_source = 0;
+  o.frequent = 1;
+  const Shortlist frequent_only = Shortlist::build(ptrs(src), ptrs(tgt), 40, 40, o);
+  CHECK(frequent_only.entries() == 0);
+  CHECK(frequent_only.allows_other_than({0, 1, 2, 3}));
+}
+
 TEST_CASE("a batch's vocabulary: every sentence's pieces, in a few widths", "[shortlist]") {
   Seqs src, tgt;
   dictionary_corpus(3000, 1000, 8, src, tgt);

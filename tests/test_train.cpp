@@ -25,6 +25,7 @@
 #include "model/model_file.h"
 #include "ops/ops.h"
 #include "test_helpers.h"
+#include "train/checkpoints.h"
 #include "train/data.h"
 #include "train/learning_curve.h"
 #include "train/optimizer.h"
@@ -555,6 +556,114 @@ TEST_CASE("nmt train end to end: interrupt, resume, logs, best model, averaging"
   // Final models agree too.
   const auto fa = read_safetensors(full.out), fb = read_safetensors(part.out);
   CHECK(fa.data.str(0, fa.data.size()) == fb.data.str(0, fb.data.size()));
+}
+
+TEST_CASE("a stop in the final phase writes no OUT; --resume refuses changed data", "[train]") {
+  ops::set_num_threads(2);
+  TempDir dir("final-stop");
+  std::vector<std::string> src, tgt, vsrc, vtgt;
+  make_text(300, 51, src, tgt);
+  make_text(30, 52, vsrc, vtgt);
+  write_lines(dir / "train.src", src);
+  write_lines(dir / "train.tgt", tgt);
+  write_lines(dir / "valid.src", vsrc);
+  write_lines(dir / "valid.tgt", vtgt);
+  ModelConfig cfg = small_config(0.f);
+  cfg.max_positions = 32;
+  cfg.vocab_size = 60;
+  TrainOptions o;
+  o.train_src = {dir / "train.src"};
+  o.train_tgt = {dir / "train.tgt"};
+  o.valid_src = dir / "valid.src";
+  o.valid_tgt = dir / "valid.tgt";
+  o.out = dir / "m.nmt";
+  o.batch_tokens = 300;
+  o.max_steps = 4;
+  o.valid_every = 2;
+  o.checkpoint_every = 2;
+  o.average_last = 2;
+  o.shortlist = true;
+  // Stopped once the final weights are chosen: inside the shortlist's build
+  // or measurement.
+  std::atomic<int> stop{0};
+  std::vector<std::string> lines;
+  TrainCallbacks cb;
+  cb.stop = &stop;
+  cb.log = [&](const std::string& l) {
+    lines.push_back(l);
+    if (l.rfind("final model:", 0) == 0) stop = 15;
+  };
+  const TrainResult r = train(cfg, o, cb);
+  CHECK(r.interrupted);
+  CHECK(r.steps == 4);
+  CHECK(r.model_path.empty());
+  CHECK(!fs::exists(o.out));
+  CHECK(!fs::exists(partial_path(o.out)));
+  REQUIRE(!list_checkpoints(o.out).empty());
+  CHECK(checkpoint_step(list_checkpoints(o.out).back()) == 4);
+  CHECK(lines.back().find("interrupted at step 4, before") == 0);
+
+  // The training text changed since (the same number of lines): refused,
+  // naming the file, unless the run is told to go on with new data.
+  src[7] += " garden";
+  write_lines(dir / "train.src", src);
+  o.resume = true;
+  o.max_steps = 5;
+  std::string why;
+  try {
+    train(cfg, o, {});
+  } catch (const DataChanged& e) {
+    why = e.what();
+  }
+  CHECK(why.find(dir / "train.src" + " has changed since checkpoint step-000000004.nmt was " +
+                 "written (the same 300 lines in number, other text)") == 0);
+  CHECK(!fs::exists(o.out));
+  o.resume_with_new_data = true;
+  lines.clear();
+  TrainCallbacks quiet;
+  quiet.log = [&](const std::string& l) { lines.push_back(l); };
+  const TrainResult r2 = train(cfg, o, quiet);
+  CHECK(!r2.interrupted);
+  CHECK(r2.steps == 5);
+  CHECK(fs::exists(o.out));
+  bool warned = false;
+  for (const auto& l : lines) warned |= l.find("warning: " + dir / "train.src" + " has changed") == 0;
+  CHECK(warned);
+}
+
+TEST_CASE("text tokenised otherwise than the vocabulary: refused when none is known, else warned",
+          "[train]") {
+  const int32_t unk = 1;
+  CHECK(check_known_tokens(token_coverage({{4, 5}, {6}}, unk), "source", "a.src").empty());
+  CHECK(check_known_tokens(token_coverage({{}, {}}, unk), "source", "blank").empty());
+  CHECK(check_known_tokens(token_coverage({{4, 1}, {5, 6, 7, 8, 9, 10, 11, 12, 13}}, unk),
+                           "source", "a.src")
+            .empty());  // one in ten: within kWarnUnknownShare
+  CHECK(check_known_tokens(token_coverage({{4, 1}, {1}}, unk), "target", "b.tgt") ==
+        "67% of the target tokens of b.tgt (2 of 3) are not in the model's vocabulary (<unk>): "
+        "is it tokenised as the model expects?");
+  CHECK_THROWS_WITH(check_known_tokens(token_coverage({{1, 1}, {1}}, unk), "source", "raw.src"),
+                    "no source token of raw.src is in the model's vocabulary (all 3 are <unk>): "
+                    "is it tokenised as the model expects?");
+  // A vocabulary without <unk> knows everything it encodes.
+  CHECK(check_known_tokens(token_coverage({{1, 1}}, -1), "source", "a.src").empty());
+}
+
+TEST_CASE("lines_digest tells text, order and line ends apart, and stays put", "[train]") {
+  const std::vector<std::string> a = {"ein Haus", "zwei", ""};
+  CHECK(lines_digest(a) == lines_digest(std::vector<std::string>(a)));
+  CHECK(lines_digest(a) != lines_digest({"ein Haus", "zwei"}));
+  CHECK(lines_digest(a) != lines_digest({"zwei", "ein Haus", ""}));
+  CHECK(lines_digest({"ab", "c"}) != lines_digest({"a", "bc"}));
+  CHECK(lines_digest({"ein Haus!"}) != lines_digest({"ein Haus?"}));
+  CHECK(lines_digest({}) != lines_digest({""}));
+  // Past one block of lines (hashed in parallel): the last line counts.
+  std::vector<std::string> many(10000, "a longer line of text");
+  const uint64_t d = lines_digest(many);
+  many.back() += ".";
+  CHECK(lines_digest(many) != d);
+  // Checkpoints record it: a change to the function refuses every resume.
+  CHECK(lines_digest({"ein Haus", "zwei", ""}) == 0x3d705366ac3e2b95ull);
 }
 
 TEST_CASE("bad training inputs give one clear error before training", "[train]") {

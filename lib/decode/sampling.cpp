@@ -87,6 +87,7 @@ std::vector<std::vector<Hypothesis>> sample(const Decodable& model,
   std::vector<float> lp;
   std::vector<Live> next;
   for (int64_t t = 0; !live.empty(); ++t) {
+    throw_if_stopped(opts.stop);
     const Tensor& logits = model.step(st, tokens.data());
     const int64_t beam = st.beam;  // 1 at the first step, then N
     rows.clear(), u.clear(), forced.clear();

@@ -152,6 +152,7 @@ class BeamSearch {
     feed_ = &feed;
     start();
     for (int64_t t = 0; !live_.empty(); ++t) {
+      throw_if_stopped(opts_.stop);
       candidates_per_row(model_.step(st_, tokens_.data()), t);
       keep_.clear(), rows_.clear(), next_tokens_.clear(), next_live_.clear();
       for (size_t j = 0; j < live_.size(); ++j) advance(live_[j], j, t);

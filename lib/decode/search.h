@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stop.h"
 #include "model/transformer.h"
 
 namespace nmt {
@@ -44,6 +45,9 @@ struct SearchOptions {
   // </s> and the requests' prefix and constraint tokens; log-probabilities
   // are normalised over those. Null: the whole vocabulary.
   const Shortlist* shortlist = nullptr;
+  // Once this is non-zero, search and sampling throw Stopped at their next
+  // step (a stop signal during a long validation or measurement).
+  const StopFlag* stop = nullptr;
 };
 
 // Throws InputError naming the option unless every value is in range (NaN

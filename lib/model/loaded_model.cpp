@@ -26,9 +26,17 @@ LoadedModel load_model(const std::string& path, const std::string& compute, File
                               : parse_compute_type(compute);
   if (f.has(kShortlistTensor) &&
       (shortlist == ShortlistLoad::Read ||
-       (shortlist == ShortlistLoad::IfOnByDefault && shortlist_on_by_default(m.metadata))))
+       (shortlist == ShortlistLoad::IfOnByDefault && shortlist_on_by_default(m.metadata)))) {
     m.shortlist = Shortlist::parse(f.read_bytes(kShortlistTensor), m.config.source_vocab(),
                                    m.config.vocab_size, path);
+    const ModelConfig& c = m.config;
+    if (!m.shortlist->allows_other_than({c.pad_id, c.unk_id, c.bos_id, c.eos_id}))
+      throw InputError(path +
+                       ": its vocabulary shortlist lets no target piece through but <unk> and the "
+                       "special ones (it was built from text the model's vocabulary does not "
+                       "know), so every translation with it would be garbage; build it again from "
+                       "text tokenised as the model expects");
+  }
   require_compute_type(device, m.compute);  // before any work
   m.net = std::make_unique<Transformer>(m.config, device);
   // int8 holds the matrices as s8 rows from the start, never as floats (an

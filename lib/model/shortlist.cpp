@@ -36,7 +36,7 @@ std::vector<int32_t> Shortlist::frequent() const {
 
 Shortlist Shortlist::build(const std::vector<const std::vector<int32_t>*>& src,
                            const std::vector<const std::vector<int32_t>*>& tgt, int32_t src_vocab,
-                           int32_t tgt_vocab, const ShortlistOptions& opts) {
+                           int32_t tgt_vocab, const ShortlistOptions& opts, const StopFlag* stop) {
   if (src.size() != tgt.size()) throw Error("shortlist: sources and targets differ in number");
   if (src_vocab <= 0 || tgt_vocab <= 0) throw Error("shortlist: an empty vocabulary");
   if (opts.per_source < 0 || (opts.frequent < 0 && opts.frequent != ShortlistOptions::kEighth))
@@ -52,7 +52,10 @@ Shortlist Shortlist::build(const std::vector<const std::vector<int32_t>*>& src,
   std::vector<int64_t> cs(src_vocab, 0), ct(tgt_vocab, 0), tokens(tgt_vocab, 0);
   std::vector<int64_t> tgt_off(n + 1, 0);
   std::vector<int32_t> tgt_types, types;
+  // Stop checks every 4096 pairs, and for every source piece below: each
+  // costs a relaxed load.
   for (int64_t i = 0; i < n; ++i) {
+    if (i % 4096 == 0) throw_if_stopped(stop);
     distinct(*src[i], src_vocab, stamp_s, i, types);
     for (int32_t s : types) ++cs[s];
     distinct(*tgt[i], tgt_vocab, stamp_t, i, types);
@@ -89,6 +92,7 @@ Shortlist Shortlist::build(const std::vector<const std::vector<int32_t>*>& src,
   std::vector<int64_t> count(tgt_vocab, 0);
   std::vector<int32_t> touched;
   for (int32_t s = 0; s < src_vocab; ++s) {
+    throw_if_stopped(stop);
     touched.clear();
     for (int64_t j = sent_off[s]; j < sent_off[s + 1]; ++j) {
       const int64_t i = sents[j];
@@ -113,6 +117,7 @@ Shortlist Shortlist::build(const std::vector<const std::vector<int32_t>*>& src,
   std::fill(stamp_s.begin(), stamp_s.end(), -1);
   std::fill(stamp_t.begin(), stamp_t.end(), -1);
   for (int64_t i = 0; i < n; ++i) {
+    if (i % 4096 == 0) throw_if_stopped(stop);
     distinct(*src[i], src_vocab, stamp_s, i, types);
     if (types.empty()) continue;  // nothing to hang a piece on
     int32_t rarest = types[0];
@@ -135,6 +140,14 @@ Shortlist Shortlist::build(const std::vector<const std::vector<int32_t>*>& src,
     sl.offsets_[s + 1] = static_cast<int64_t>(sl.targets_.size());
   }
   return sl;
+}
+
+bool Shortlist::allows_other_than(const std::vector<int32_t>& special) const {
+  const auto other = [&](int32_t t) {
+    return std::find(special.begin(), special.end(), t) == special.end();
+  };
+  return std::any_of(by_frequency_.begin(), by_frequency_.begin() + n_frequent_, other) ||
+         std::any_of(targets_.begin(), targets_.end(), other);
 }
 
 int64_t Shortlist::round_width(int64_t n) {

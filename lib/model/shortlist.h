@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "core/stop.h"
+
 namespace nmt {
 
 // The defaults were chosen on Multi30k En-De (transformer-small, 8000
@@ -43,10 +45,12 @@ class Shortlist {
  public:
   Shortlist() = default;
   // From parallel id sequences, without framing (ids in [0, src_vocab) and
-  // [0, tgt_vocab); others are ignored).
+  // [0, tgt_vocab); others are ignored). A large corpus takes a while:
+  // once *stop is non-zero it throws Stopped.
   static Shortlist build(const std::vector<const std::vector<int32_t>*>& src,
                          const std::vector<const std::vector<int32_t>*>& tgt, int32_t src_vocab,
-                         int32_t tgt_vocab, const ShortlistOptions& opts = {});
+                         int32_t tgt_vocab, const ShortlistOptions& opts = {},
+                         const StopFlag* stop = nullptr);
 
   bool empty() const { return tgt_vocab_ == 0; }
   int32_t src_vocab() const { return src_vocab_; }
@@ -69,6 +73,10 @@ class Shortlist {
   }
   // Candidates over all source pieces (the frequent ones not counted).
   int64_t entries() const { return static_cast<int64_t>(targets_.size()); }
+  // Whether it lets any piece through but these (the special ones): a table
+  // built from text the vocabulary does not know lets through <unk> alone,
+  // and a search restricted to it writes garbage.
+  bool allows_other_than(const std::vector<int32_t>& special) const;
 
   // The target ids a batch may output, ascending, into out: its sources'
   // candidates, the frequent pieces and `extra`; then the next most frequent

@@ -44,6 +44,8 @@ int64_t checkpoint_step(const std::string& path) {
 
 std::string lock_path(const std::string& out) { return out + ".lock"; }
 
+std::string partial_path(const std::string& out) { return out + ".partial"; }
+
 void prune_checkpoints(const std::string& out, int64_t keep) {
   if (keep <= 0) return;
   const auto all = list_checkpoints(out);

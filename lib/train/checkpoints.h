@@ -16,6 +16,8 @@ std::vector<std::string> list_checkpoints(const std::string& out);  // oldest fi
 int64_t checkpoint_step(const std::string& path);
 // OUT.lock, the lock a run holds on OUT for its whole length.
 std::string lock_path(const std::string& out);
+// OUT.partial: the final model until it is whole, then renamed onto OUT.
+std::string partial_path(const std::string& out);
 // Removes all but the newest `keep` checkpoints (keep 0: none removed).
 void prune_checkpoints(const std::string& out, int64_t keep);
 

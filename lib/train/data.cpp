@@ -4,6 +4,8 @@
 #include <unicode/utf8.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string_view>
@@ -70,6 +72,34 @@ bool has_usable_text(const std::string& line) {
   return false;
 }
 
+uint64_t lines_digest(const std::vector<std::string>& lines) {
+  // Blocks of lines hashed in parallel, then chained in order; each line
+  // eight bytes at a time through splitmix64, after its length.
+  constexpr int64_t kBlock = 4096;
+  const int64_t n = static_cast<int64_t>(lines.size());
+  std::vector<uint64_t> block((n + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t b = 0; b < static_cast<int64_t>(block.size()); ++b) {
+    uint64_t h = static_cast<uint64_t>(b);
+    for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) {
+      const std::string& line = lines[static_cast<size_t>(i)];
+      h = mix_seed(h, line.size());
+      size_t k = 0;
+      for (uint64_t w; k + 8 <= line.size(); k += 8) {
+        std::memcpy(&w, line.data() + k, 8);
+        h = mix_seed(h, w);
+      }
+      uint64_t tail = 0;
+      std::memcpy(&tail, line.data() + k, line.size() - k);
+      h = mix_seed(h, tail);
+    }
+    block[static_cast<size_t>(b)] = h;
+  }
+  uint64_t h = mix_seed(static_cast<uint64_t>(n), 0x6c696e6573ull);
+  for (uint64_t x : block) h = mix_seed(h, x);
+  return h;
+}
+
 int64_t clear_unusable_pairs(std::vector<std::string>& src, std::vector<std::string>& tgt) {
   const int64_t n = static_cast<int64_t>(std::min(src.size(), tgt.size()));
   int64_t left = 0;
@@ -83,6 +113,31 @@ int64_t clear_unusable_pairs(std::vector<std::string>& src, std::vector<std::str
     }
   }
   return left;
+}
+
+TokenCoverage token_coverage(const std::vector<std::vector<int32_t>>& ids, int32_t unk_id) {
+  TokenCoverage c;
+  for (const auto& line : ids) {
+    c.tokens += static_cast<int64_t>(line.size());
+    if (unk_id >= 0) c.unknown += std::count(line.begin(), line.end(), unk_id);
+  }
+  return c;
+}
+
+std::string check_known_tokens(const TokenCoverage& c, const std::string& side,
+                               const std::string& file) {
+  if (c.tokens == 0 || c.unknown == 0) return "";
+  if (c.unknown == c.tokens)
+    throw InputError("no " + side + " token of " + file + " is in the model's vocabulary (all " +
+                     std::to_string(c.tokens) +
+                     " are <unk>): is it tokenised as the model expects?");
+  const double share = static_cast<double>(c.unknown) / static_cast<double>(c.tokens);
+  if (share <= kWarnUnknownShare) return "";
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%.0f%%", 100 * share);
+  return std::string(pct) + " of the " + side + " tokens of " + file + " (" +
+         std::to_string(c.unknown) + " of " + std::to_string(c.tokens) +
+         ") are not in the model's vocabulary (<unk>): is it tokenised as the model expects?";
 }
 
 int64_t ParallelCorpus::tgt_tokens() const {

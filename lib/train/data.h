@@ -33,11 +33,34 @@ void read_parallel(const std::string& src_path, const std::string& tgt_path,
 // Unicode white space, control (Cc) and format (Cf) characters (zero-width
 // spaces, BOMs). A line without one encodes to nothing.
 bool has_usable_text(const std::string& line);
+
+// A 64-bit digest of text as read (its lines, their order and their ends),
+// which a checkpoint records of every data file so that a resumed run can
+// tell whether the data changed since. Over the lines already in memory, in
+// parallel: no second read of the file.
+uint64_t lines_digest(const std::vector<std::string>& lines);
 // Empties both sides of every pair where a side has no usable text, so the
 // pair is counted and skipped "with an empty side" before SentencePiece
 // sees it (it aborts the process on text with no usable character). Returns
 // the number of pairs left with text on both sides.
 int64_t clear_unusable_pairs(std::vector<std::string>& src, std::vector<std::string>& tgt);
+
+// How much of an encoded text a vocabulary knows: its tokens, and how many
+// of them are unk_id (none where unk_id < 0).
+struct TokenCoverage {
+  int64_t tokens = 0, unknown = 0;
+};
+TokenCoverage token_coverage(const std::vector<std::vector<int32_t>>& ids, int32_t unk_id);
+// Text that is not tokenised as the vocabulary expects (raw words for a
+// model that reads pieces, or the other way) encodes mostly to unk_id, and
+// what is built from it (a shortlist, a measurement) means nothing. Throws
+// InputError when there are tokens and the vocabulary knows none of them
+// ("no source token of FILE is in the model's vocabulary: ..."); returns a
+// warning naming the share when more than kWarnUnknownShare of them are
+// unknown, else "". side: "source" or "target".
+constexpr double kWarnUnknownShare = 0.1;
+std::string check_known_tokens(const TokenCoverage& c, const std::string& side,
+                               const std::string& file);
 
 struct ParallelCorpus {
   std::vector<std::vector<int32_t>> src, tgt;  // without </s>, <s>

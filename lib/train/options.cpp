@@ -13,6 +13,7 @@
 #include "io/text_file.h"
 #include "model/config.h"
 #include "ops/ops.h"
+#include "train/checkpoints.h"
 
 namespace nmt {
 
@@ -163,8 +164,8 @@ void validate_options(const TrainOptions& o) {
   for (const std::string& f : o.train_src) inputs.emplace_back(f, "--train-src");
   for (const std::string& f : o.train_tgt) inputs.emplace_back(f, "--train-tgt");
   const std::string ckpt = o.out + ".ckpt";
-  for (const std::string& out :
-       {o.out, o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg", o.out + ".lock", ckpt})
+  for (const std::string& out : {o.out, o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg",
+                                 o.out + ".lock", partial_path(o.out), ckpt})
     for (const auto& [in, name] : inputs)
       if (!in.empty() && io::file_id(out) == io::file_id(in))
         throw OptionError("--out: " + out + " would overwrite the " + name + " file " + in);
@@ -178,7 +179,8 @@ void validate_options(const TrainOptions& o) {
   }
   // Checked now, not at the first checkpoint, validation or the end, when
   // the work would be lost.
-  for (const std::string& out : {o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg"})
+  for (const std::string& out :
+       {o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg", partial_path(o.out)})
     if (fs::is_directory(out, ec))
       throw InputError("--out: " + out + " is a directory (nmt train writes a file there): " +
                        "remove it or choose another --out");

@@ -36,6 +36,9 @@ struct TrainOptions {
   std::string config;
   int vocab_size = 0;   // 0: the config's vocab_size
   bool resume = false;  // continue from the latest checkpoint in OUT.ckpt/
+  // With resume: go on where the training or validation data differ from
+  // what the checkpoint recorded of them (a warning), instead of refusing.
+  bool resume_with_new_data = false;
 
   // The command line turns these on (--no-recipe, --no-filter turn them
   // off); a run made in code has neither unless it asks.

@@ -13,7 +13,10 @@
 //      build the Trainer; open the log;
 //   4. the loop: an update, then validation, checkpoint and stop checks;
 //   5. the end: a last checkpoint and validation, then the final model (the
-//      better of the last weights and the checkpoint average, if asked).
+//      better of the last weights and the checkpoint average, if asked),
+//      written as OUT.partial and renamed onto OUT once whole, shortlist
+//      included. A stop signal is honoured up to that rename: the run ends
+//      as interrupted, its checkpoints kept, OUT not written.
 //
 // In a distributed run every process trains (Trainer::step sums their
 // gradients); only rank 0 locks, logs, validates and writes files, and the
@@ -24,9 +27,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -41,6 +46,7 @@
 #include "core/format.h"
 #include "core/memory.h"
 #include "core/rng.h"
+#include "core/stop.h"
 #include "decode/shortlist_cost.h"
 #include "io/file_lock.h"
 #include "io/output_file.h"
@@ -180,6 +186,9 @@ class TrainRun {
 
   void clear_stale_temps();
   void read_data();
+  void record_digest(const char* role, const std::string& file,
+                     const std::vector<std::string>& lines);
+  void check_data_unchanged();
   void open_previous_run();
   void check_resume(const std::string& path, const ModelConfig& ccfg, const TrainState& rs);
   void make_vocabulary();
@@ -192,8 +201,11 @@ class TrainRun {
   void report_progress(const StepStats& s);
   void save_checkpoint();
   Metric validate(bool averaged);
+  bool validate_unless_stopped();  // false: a stop signal cut it short
   void choose_final_weights();
-  void attach_shortlist();
+  void add_shortlist(const std::string& model_path, VocabTensors& tensors,
+                     std::map<std::string, std::string>& meta);
+  void write_final_model();
   void finish();
   json extra_state() const;
   json data_summary() const;
@@ -209,6 +221,11 @@ class TrainRun {
   const Clock::time_point start_ = Clock::now();
 
   std::vector<std::string> src_, tgt_, vsrc_, vtgt_;
+  // Each data file's role, name, lines and lines_digest(), as this run read
+  // them and as the checkpoint it resumes recorded them (its name in
+  // resumed_from_).
+  json digests_ = json::array(), resumed_digests_ = json::array();
+  std::string resumed_from_;
   int64_t train_lines_ = 0;
   std::vector<int64_t> file_starts_;  // first line of each training corpus
   std::vector<int64_t> line_of_;      // the input line of each pair still held as text
@@ -247,9 +264,15 @@ class TrainRun {
 void TrainRun::clear_stale_temps() {
   // Safe only under the lock: no other nmt is writing these names.
   int removed = 0;
-  for (const std::string& target :
-       {opts_.out, opts_.out + ".best", opts_.out + ".log.jsonl", opts_.out + ".curve.svg"})
+  for (const std::string& target : {opts_.out, opts_.out + ".best", opts_.out + ".log.jsonl",
+                                    opts_.out + ".curve.svg", partial_path(opts_.out)})
     removed += io::remove_stale_temps_of(target);
+  // The final model of a run killed before it was whole; only where a run
+  // of this OUT left checkpoints (it wrote one before it), so that a file
+  // of that name beside a new run is not removed but refused
+  // (check_side_outputs).
+  std::error_code ec;
+  if (!list_checkpoints(opts_.out).empty() && fs::remove(partial_path(opts_.out), ec)) ++removed;
   if (fs::is_directory(checkpoint_dir(opts_.out)))
     removed += io::remove_stale_temps_in(checkpoint_dir(opts_.out));
   if (removed)
@@ -267,6 +290,8 @@ void TrainRun::read_data() {
   for (size_t k = 0; k < opts_.train_src.size(); ++k) {
     std::vector<std::string> s, t;
     read_parallel(opts_.train_src[k], opts_.train_tgt[k], s, t, checks);
+    record_digest("train_src", opts_.train_src[k], s);
+    record_digest("train_tgt", opts_.train_tgt[k], t);
     file_starts_.push_back(static_cast<int64_t>(src_.size()));
     if (src_.empty()) {
       src_ = std::move(s);
@@ -276,7 +301,12 @@ void TrainRun::read_data() {
       tgt_.insert(tgt_.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
     }
   }
-  if (has_valid()) read_parallel(opts_.valid_src, opts_.valid_tgt, vsrc_, vtgt_, checks);
+  if (has_valid()) {
+    read_parallel(opts_.valid_src, opts_.valid_tgt, vsrc_, vtgt_, checks);
+    record_digest("valid_src", opts_.valid_src, vsrc_);
+    record_digest("valid_tgt", opts_.valid_tgt, vtgt_);
+  }
+  check_data_unchanged();
   train_lines_ = static_cast<int64_t>(src_.size());
   // A side with nothing SentencePiece keeps (spaces, control or zero-width
   // characters) is an empty side: refused now if nothing else is left, not
@@ -298,6 +328,50 @@ void TrainRun::read_data() {
     duplicates_ = drop_duplicate_pairs(src_, tgt_, line_of_);
     usable_pairs_ -= duplicates_;
   }
+}
+
+void TrainRun::record_digest(const char* role, const std::string& file,
+                             const std::vector<std::string>& lines) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(lines_digest(lines)));
+  digests_.push_back({{"role", role}, {"file", file}, {"lines", lines.size()}, {"digest", hex}});
+}
+
+// A resumed run repeats the uninterrupted one only on the same data: each
+// file is compared, by its role and place, with what the checkpoint
+// recorded (one from before digests recorded nothing; a validation set
+// given or left out is named by the options' warning).
+void TrainRun::check_data_unchanged() {
+  std::string changed;
+  auto add = [&](const std::string& what) { changed += (changed.empty() ? "" : "; ") + what; };
+  for (const char* role : {"train_src", "train_tgt", "valid_src", "valid_tgt"}) {
+    std::vector<json> was, now;
+    for (const json& e : resumed_digests_)
+      if (e.is_object() && e.value("role", "") == role) was.push_back(e);
+    for (const json& e : digests_)
+      if (e["role"] == role) now.push_back(e);
+    if (was.empty() || now.empty()) continue;
+    if (was.size() != now.size()) {  // train_src and train_tgt alike: said once
+      if (std::string(role) == "train_src")
+        add("the training data is " + std::to_string(now.size()) + " file pair(s), but was " +
+            std::to_string(was.size()) + " when checkpoint " + resumed_from_ + " was written");
+      continue;
+    }
+    for (size_t i = 0; i < now.size(); ++i) {
+      if (was[i].value("digest", "") == now[i]["digest"].get<std::string>()) continue;
+      const int64_t then = was[i].value("lines", int64_t{-1}), lines = now[i]["lines"];
+      add(now[i]["file"].get<std::string>() + " has changed since checkpoint " + resumed_from_ +
+          " was written (" +
+          (then == lines
+               ? "the same " + std::to_string(lines) + " lines in number, other text"
+               : std::to_string(then) + " lines then, " + std::to_string(lines) + " now") +
+          ")");
+    }
+  }
+  if (changed.empty()) return;
+  if (!opts_.resume_with_new_data) throw DataChanged(changed);
+  log("warning: " + changed +
+      "; going on with the data as they are now, so the run will not repeat an uninterrupted one");
 }
 
 std::string TrainRun::train_files() const {
@@ -397,7 +471,7 @@ void check_side_outputs(const std::string& out) {
     }
   }
   if (earlier_run) return;
-  for (const std::string& p : {log, out + ".curve.svg", out + ".best"})
+  for (const std::string& p : {log, out + ".curve.svg", out + ".best", partial_path(out)})
     if (regular(p))
       throw InputError("--out " + out + ": " + p +
                        " already exists and is not from an earlier nmt run of this --out; " +
@@ -448,6 +522,9 @@ void TrainRun::open_previous_run() {
       log("warning: " + d + "; resuming from " + name_of(chosen) +
           (damaged.size() > 1 ? " (the newest whole checkpoint)" : ""));
     const TrainState rs = read_train_state(*resume_file_);
+    if (rs.extra.contains("data") && rs.extra["data"].is_array())
+      resumed_digests_ = rs.extra["data"];
+    resumed_from_ = name_of(chosen);
     if (opts_.recipe) {
       // A resumed run goes on as it began: the options it chose (or was
       // given then) stay, unless given now.
@@ -673,9 +750,10 @@ void TrainRun::build_model() {
   }
   if (opts_.explain) return;
   trainer_ = std::make_unique<Trainer>(*model_, train_c_, opts_);
+  trainer_->set_stop(cb_.stop);
   trainer_->set_schedule_steps(recipe_updates_);
   if (resume_file_) {
-    const TrainState rs = trainer_->load(*resume_file_);
+    const TrainState rs = trainer_->load(*resume_file_, opts_.resume_with_new_data);
     const json& e = rs.extra;
     auto num = [&](const char* key, double fallback) {
       return e.contains(key) && e[key].is_number() ? e[key].get<double>() : fallback;
@@ -854,6 +932,12 @@ bool TrainRun::stop_now() {
 void TrainRun::loop() {
   loop_start_ = Clock::now();
   loop_start_step_ = trainer_->steps();
+  // A validation that a stop cut short left its step's checkpoint without
+  // it: run it now, as the uninterrupted run did at this step.
+  const int64_t step = trainer_->steps();
+  if (root() && has_valid() && opts_.valid_every > 0 && step > 0 && step % opts_.valid_every == 0 &&
+      last_valid_step_ < step)
+    validate_unless_stopped();
   while (!stop_now()) {
     const StepStats s = trainer_->step();
     if (!std::isfinite(s.loss))
@@ -883,7 +967,11 @@ void TrainRun::after_update(const StepStats& s) {
                {"elapsed_s", seconds_since(start_)}});
   log_->add_train(s.step, s.loss);
   report_progress(s);
-  if (has_valid() && opts_.valid_every > 0 && s.step % opts_.valid_every == 0) validate(false);
+  // Stopped: the loop stops at once, and finish() saves this step's
+  // checkpoint (without this validation, which a resumed run makes).
+  if (has_valid() && opts_.valid_every > 0 && s.step % opts_.valid_every == 0 &&
+      !validate_unless_stopped())
+    return;
   if ((opts_.checkpoint_every > 0 && s.step % opts_.checkpoint_every == 0) ||
       (opts_.checkpoint_minutes > 0 &&
        seconds_since(last_ckpt_time_) >= opts_.checkpoint_minutes * 60))
@@ -919,7 +1007,8 @@ json TrainRun::extra_state() const {
               {"last_metric", last_metric_},
               {"train_seconds", train_seconds_before_ + seconds_since(start_)},
               {"schedule_steps", trainer_->schedule_steps()},
-              {"recipe", recipe_.to_json()}};
+              {"recipe", recipe_.to_json()},
+              {"data", digests_}};
 }
 
 // Recorded in every model file a run writes, so `nmt info` can say how the
@@ -1035,6 +1124,16 @@ Metric TrainRun::validate(bool averaged) {
   return m;
 }
 
+bool TrainRun::validate_unless_stopped() {
+  try {
+    validate(false);
+    return true;
+  } catch (const Stopped&) {
+    log("validation at step " + std::to_string(trainer_->steps()) + " stopped");
+    return false;
+  }
+}
+
 // With --average-last, the average of the last checkpoints usually beats the
 // last weights, but not when the checkpoints span much of the run: keep
 // whichever validates better, and say which and why.
@@ -1044,7 +1143,7 @@ void TrainRun::choose_final_weights() {
   if (opts_.average_last <= 1 || all.size() <= 1) return;
   const size_t k = std::min<size_t>(all.size(), static_cast<size_t>(opts_.average_last));
   const std::vector<std::string> last(all.end() - static_cast<std::ptrdiff_t>(k), all.end());
-  average_checkpoints(last, *model_);
+  average_checkpoints(last, *model_, cb_.stop);
   const std::string what = "the average of the last " + std::to_string(k) + " checkpoints";
   json entry = {{"type", "final"}, {"step", trainer_->steps()}, {"averaged_checkpoints", k}};
   std::string why;
@@ -1074,33 +1173,34 @@ void TrainRun::choose_final_weights() {
 
 // The vocabulary shortlist, from the training pairs, and what it costs: the
 // validation set (its first kShortlistSentences) translated at beam 4 with
-// and without it by the model as `nmt translate` loads it. Translation uses
-// it by default only if that cost is at most kMaxDefaultShortlistCost BLEU.
-// The model file is written again with the table and the measurement.
-void TrainRun::attach_shortlist() {
+// and without it by the model at model_path (the final weights), as `nmt
+// translate` loads it. Translation uses it by default only if that cost is
+// at most kMaxDefaultShortlistCost BLEU. The table goes into tensors, the
+// measurement into meta.
+void TrainRun::add_shortlist(const std::string& model_path, VocabTensors& tensors,
+                             std::map<std::string, std::string>& meta) {
   constexpr int64_t kShortlistSentences = 1000;
   const auto t0 = Clock::now();
   std::vector<const std::vector<int32_t>*> src, tgt;
-  for (int64_t i = 0; i < train_c_.size(); ++i) src.push_back(&train_c_.src[i]), tgt.push_back(&train_c_.tgt[i]);
-  const Shortlist sl = Shortlist::build(src, tgt, cfg_.source_vocab(), cfg_.vocab_size);
+  for (int64_t i = 0; i < train_c_.size(); ++i)
+    src.push_back(&train_c_.src[i]), tgt.push_back(&train_c_.tgt[i]);
+  const Shortlist sl =
+      Shortlist::build(src, tgt, cfg_.source_vocab(), cfg_.vocab_size, {}, cb_.stop);
   std::optional<ShortlistCost> cost;
   if (has_valid() && valid_c_.size() > 0) {
-    const LoadedModel m = load_model(opts_.out, "", nullptr, opts_.device);
+    const LoadedModel m = load_model(model_path, "", nullptr, opts_.device);
     const int64_t n = std::min(valid_c_.size(), kShortlistSentences);
     std::vector<std::string> src, refs;
     for (int64_t i = 0; i < n; ++i)
       src.push_back(vsrc_[valid_c_.line[i]]), refs.push_back(vtgt_[valid_c_.line[i]]);
     SearchOptions so;
     so.beam = 4;
+    so.stop = cb_.stop;
     cost = measure_shortlist(m, sl, src, refs, so, opts_.valid_tokenize);
   }
   const std::string from = std::to_string(train_c_.size()) + " training pairs";
-  std::map<std::string, std::string> meta = model_metadata();
   meta["shortlist"] = shortlist_metadata(sl, from, cost ? &*cost : nullptr);
-  VocabTensors tensors;
-  if (!spm_.empty()) tensors["vocab/sentencepiece"] = spm_;
   tensors[kShortlistTensor] = sl.serialise();
-  save_model(opts_.out, *model_, tensors, meta);
   std::string line = "shortlist: the " + std::to_string(sl.options().per_source) +
                      " likeliest target pieces of each source piece and the " +
                      std::to_string(sl.options().frequent) + " most frequent, from " + from + " (" +
@@ -1128,22 +1228,60 @@ void TrainRun::attach_shortlist() {
   log(line);
 }
 
+// OUT appears once, whole (its shortlist included), as the run's last act:
+// the final model is written as OUT.partial, where the shortlist is also
+// measured, and renamed onto OUT. A kill before then leaves OUT.partial
+// (the next run into OUT removes it), never an OUT that looks final; a stop
+// signal is honoured up to the rename, by every long loop on the way.
+void TrainRun::write_final_model() {
+  throw_if_stopped(cb_.stop);
+  if (has_valid() && last_valid_step_ != trainer_->steps()) validate(false);
+  choose_final_weights();
+  const std::string partial = partial_path(opts_.out);
+  std::map<std::string, std::string> meta = model_metadata();
+  VocabTensors tensors;
+  if (!spm_.empty()) tensors["vocab/sentencepiece"] = spm_;
+  save_model(partial, *model_, tensors, meta);
+  if (opts_.shortlist) {
+    add_shortlist(partial, tensors, meta);
+    save_model(partial, *model_, tensors, meta);
+  }
+  throw_if_stopped(cb_.stop);
+  // A symlink, device or FIFO at OUT is written through, as every output is.
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(opts_.out, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    save_model(opts_.out, *model_, tensors, meta);
+    fs::remove(partial, ec);
+    return;
+  }
+  if (::rename(partial.c_str(), opts_.out.c_str()) != 0)
+    throw Error("cannot rename " + partial + " to " + opts_.out + ": " + std::strerror(errno));
+  io::fsync_parent_dir(opts_.out);
+}
+
 void TrainRun::finish() {
   const int64_t steps = trainer_->steps();
-  result_.interrupted = result_.stop_reason == "interrupted";
   if (steps > last_ckpt_step_ || list_checkpoints(opts_.out).empty()) save_checkpoint();
-  if (!result_.interrupted) {
-    if (has_valid() && last_valid_step_ != steps) validate(false);
-    choose_final_weights();
-    save_model(opts_.out, *model_, spm_, model_metadata());
-    if (opts_.shortlist) attach_shortlist();
-    result_.model_path = opts_.out;
-    log("wrote " + opts_.out + " after " + std::to_string(steps) + " steps (" +
-        result_.stop_reason + ")");
-  } else {
-    log("interrupted at step " + std::to_string(steps) + "; checkpoint saved in " +
-        checkpoint_dir(opts_.out) + "; continue with --resume");
+  bool in_final_phase = false;
+  if (result_.stop_reason != "interrupted") {
+    in_final_phase = true;
+    try {
+      write_final_model();
+      result_.model_path = opts_.out;
+      log("wrote " + opts_.out + " after " + std::to_string(steps) + " steps (" +
+          result_.stop_reason + ")");
+    } catch (const Stopped&) {
+      result_.stop_reason = "interrupted";
+      std::error_code ec;
+      fs::remove(partial_path(opts_.out), ec);
+    }
   }
+  result_.interrupted = result_.stop_reason == "interrupted";
+  if (result_.interrupted)
+    log("interrupted at step " + std::to_string(steps) +
+        (in_final_phase ? ", before " + opts_.out + " was written" : std::string()) +
+        "; checkpoint saved in " + checkpoint_dir(opts_.out) + "; continue with --resume");
   if (best_step_ >= 0) {
     result_.best_path = opts_.out + ".best";
     result_.best = best_;

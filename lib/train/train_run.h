@@ -17,6 +17,14 @@
 
 namespace nmt {
 
+// --resume where a data file differs from what the checkpoint recorded of
+// it (TrainOptions::resume_with_new_data not set): the message names the
+// file and the checkpoint.
+class DataChanged : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 struct TrainProgress {
   StepStats stats;
   double tokens_per_second = 0;  // target tokens, recent average
@@ -27,8 +35,10 @@ struct TrainProgress {
 struct TrainCallbacks {
   std::function<void(const std::string&)> log;         // one line, without "\n"
   std::function<void(const TrainProgress&)> progress;  // after every update
-  // When non-zero (set from a signal handler), training stops after the
-  // current update, saves a checkpoint and returns.
+  // When non-zero (set from a signal handler), the run stops: after the
+  // current update, or within a step of a validation, the averaging or the
+  // shortlist's measurement (throwing Stopped inside), then saves a
+  // checkpoint of the last update and returns interrupted, OUT unwritten.
   const std::atomic<int>* stop = nullptr;
   // Called when the run holds the lock on OUT (lock_path(out)), and when
   // the reading and checking is over and training is about to begin. Until

@@ -168,6 +168,7 @@ ValidStats Trainer::validate(const ParallelCorpus& valid, const Vocab* vocab,
   ValidStats v;
   double loss = 0, nll = 0;
   for (const auto& idx : sequential_batches(valid, opts_.batch_tokens)) {
+    throw_if_stopped(stop_);
     const TokenBatch b = gather_batch(valid, idx, cfg);
     model_.forward(b, acts_, false, 0);
     const ops::LossTotals l = ops::label_smoothed_xent(acts_.logits, acts_.tgt_out_ids,
@@ -201,6 +202,7 @@ void Trainer::greedy_bleu(const ParallelCorpus& valid, const Vocab* vocab,
   SearchOptions so;
   so.beam = 1;
   so.n_best = 1;
+  so.stop = stop_;
   constexpr int64_t kGroup = 64;
   for (int64_t g = 0; g < n; g += kGroup) {
     std::vector<std::vector<int32_t>> src;
@@ -350,7 +352,7 @@ TrainState read_train_state(const FileContents& f) {
   return s;
 }
 
-TrainState Trainer::load(const FileContents& f) {
+TrainState Trainer::load(const FileContents& f, bool new_data) {
   TrainState s = read_train_state(f);
   if (s.seed != opts_.seed)
     throw Error(f.source + ": checkpoint seed " + std::to_string(s.seed) +
@@ -361,7 +363,7 @@ TrainState Trainer::load(const FileContents& f) {
                      std::to_string(bt) + ", not " + std::to_string(opts_.batch_tokens) +
                      "; resume with the same value");
   const int64_t pairs = s.train_pairs;
-  if (pairs != train_.size())
+  if (pairs != train_.size() && !new_data)
     throw InputError(f.source + ": the checkpoint was trained on " + std::to_string(pairs) +
                      " sentence pairs but the training data now has " +
                      std::to_string(train_.size()) + "; resume with the same data");
@@ -374,17 +376,24 @@ TrainState Trainer::load(const FileContents& f) {
   }
   adam_.set_t(s.adam_t);
   step_ = s.step;
-  stream_.seek(s.epoch, s.batch_index);
+  try {
+    stream_.seek(s.epoch, s.batch_index);
+  } catch (const InputError&) {
+    if (!new_data) throw;
+    stream_.seek(s.epoch + 1, 0);  // fewer batches now: the epoch is over
+  }
   return s;
 }
 
-void average_checkpoints(const std::vector<std::string>& paths, Transformer& model) {
+void average_checkpoints(const std::vector<std::string>& paths, Transformer& model,
+                         const StopFlag* stop) {
   if (paths.empty()) throw Error("average_checkpoints: no files");
   Tensor& values = model.params().values();
   const int64_t n = values.numel();
   std::vector<double> acc(n, 0.0);
   std::vector<float> staging;  // the values, on the host
   for (const std::string& p : paths) {
+    throw_if_stopped(stop);
     const FileContents f = read_safetensors(p);
     load_weights(f, model);
     const float* v = ops::host_data(values, staging);

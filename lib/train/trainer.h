@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "core/stop.h"
 #include "model/config.h"
 #include "model/transformer.h"
 #include "train/data.h"
@@ -88,7 +89,8 @@ class Trainer {
   // Teacher-forced loss over `valid`, and BLEU of greedy translations of its
   // first max_bleu sentences (0: all, <0: none). Hypotheses and references
   // are decoded with vocab, or, without one, written as space-separated ids
-  // (then refs may be null).
+  // (then refs may be null). Throws Stopped, between batches or decoding
+  // steps, once the flag given to set_stop() is non-zero.
   ValidStats validate(const ParallelCorpus& valid, const Vocab* vocab,
                       const std::vector<std::string>* ref_lines, int64_t max_bleu);
 
@@ -96,8 +98,13 @@ class Trainer {
   // the Adam moments and the training state.
   void save(const std::string& path, const std::string& spm_model, const nlohmann::json& extra);
   // Restores weights, moments and position from a checkpoint; returns the
-  // state (extra holds what save() was given).
-  TrainState load(const FileContents& file);
+  // state (extra holds what save() was given). new_data: the corpus may
+  // differ from the one the checkpoint was trained on (its size is not
+  // compared, and a position past the end of its epoch starts the next).
+  TrainState load(const FileContents& file, bool new_data = false);
+
+  // What validate() watches; null: nothing (it runs to its end).
+  void set_stop(const StopFlag* stop) { stop_ = stop; }
 
   int64_t steps() const { return step_; }
   // The update at which a linear or cosine schedule reaches 0 (0: none
@@ -131,6 +138,7 @@ class Trainer {
   int64_t step_ = 0;
   LrShape shape_;
   int64_t schedule_steps_ = 0;
+  const StopFlag* stop_ = nullptr;
   Tensor dlogits_;
   // (loss, nll, tokens, the gradient's sum of squares) of a step, on the
   // model's device.
@@ -156,7 +164,9 @@ TrainState read_train_state(const FileContents& file);
 // missing, non-finite or (the second) negative, or a non-finite weight.
 std::string checkpoint_problem(const FileContents& file, int64_t expected_step);
 
-// Averages the weights of the given model files (checkpoints) into model.
-void average_checkpoints(const std::vector<std::string>& paths, Transformer& model);
+// Averages the weights of the given model files (checkpoints) into model;
+// throws Stopped between files once *stop is non-zero.
+void average_checkpoints(const std::vector<std::string>& paths, Transformer& model,
+                         const StopFlag* stop = nullptr);
 
 }  // namespace nmt
