@@ -410,6 +410,23 @@ SystemStats system_stats(const MetricRun& m, const std::vector<std::string>& hyp
   return out;
 }
 
+// The printed result of one system's corpus score, as corpus_score gives
+// it in sacreBLEU's table of several systems.
+Printed corpus_printed(const ScoreCli& cli, const std::string& key,
+                       const std::vector<std::string>& hyps,
+                       const std::vector<std::vector<std::string>>& refs) {
+  if (key == "bleu") {
+    const metrics::BleuScore s = metrics::corpus_bleu(hyps, refs, bleu_options(cli));
+    return {"BLEU", s.score, s.signature(), s.verbose()};
+  }
+  if (key == "ter") {
+    const metrics::TerScore s = metrics::corpus_ter(hyps, refs, ter_options(cli));
+    return {"TER", s.score, s.signature(), ""};
+  }
+  const metrics::ChrfScore s = metrics::corpus_chrf(hyps, refs, chrf_options(cli));
+  return {s.name(), s.score, s.signature(), ""};
+}
+
 // sacreBLEU's Signature puts bs, ar and seed right after nrefs.
 std::string with_test_fields(const std::string& sig, const std::string& fields) {
   const std::size_t bar = sig.find('|');
@@ -591,26 +608,36 @@ void run_several_systems(const ScoreCli& cli, const Inputs& in) {
   const std::size_t n_sys = in.systems.size();
   // Paired tests keep the command line's metric order, the table sorts.
   const std::vector<std::string> keys = paired_mode(cli) ? cli.metrics : sorted_metrics(cli);
+  // Per-segment statistics only where the paired tests resample them: the
+  // table alone needs each corpus score, and rows as wide as chrF's orders
+  // (up to 600 numbers a line) for every system would cost lines x orders.
   std::vector<MetricRun> runs;
-  std::vector<std::vector<SystemStats>> stats(keys.size());  // [m][s]
+  std::vector<std::vector<Printed>> printed(keys.size());            // [m][s]
+  std::vector<std::vector<metrics::SegmentStats>> seg(keys.size());  // [m][s], paired tests
   for (std::size_t m = 0; m < keys.size(); ++m) {
     runs.push_back(make_metric(keys[m], cli, static_cast<int>(in.refs.size())));
     for (std::size_t s = 0; s < n_sys; ++s)
-      stats[m].push_back(
-          doing("computing " + metric_name(keys[m]) + " of " + display_name(in.hyp_paths[s]),
-                [&] { return system_stats(runs[m], in.systems[s], in.refs); }));
+      doing("computing " + metric_name(keys[m]) + " of " + display_name(in.hyp_paths[s]), [&] {
+        if (!paired_mode(cli)) {
+          printed[m].push_back(corpus_printed(cli, keys[m], in.systems[s], in.refs));
+          return;
+        }
+        SystemStats st = system_stats(runs[m], in.systems[s], in.refs);
+        printed[m].push_back(std::move(st.printed));
+        seg[m].push_back(std::move(st.stats));
+      });
   }
   std::vector<std::string> metric_names, signatures;
   std::vector<std::vector<std::string>> cells(keys.size());
   for (std::size_t m = 0; m < keys.size(); ++m) {
-    metric_names.push_back(stats[m][0].printed.name);
-    signatures.push_back(stats[m][0].printed.signature);
+    metric_names.push_back(printed[m][0].name);
+    signatures.push_back(printed[m][0].signature);
   }
 
   if (!paired_mode(cli)) {
     for (std::size_t m = 0; m < keys.size(); ++m)
       for (std::size_t s = 0; s < n_sys; ++s)
-        cells[m].push_back(metrics::format_fixed(stats[m][s].printed.score, cli.width));
+        cells[m].push_back(metrics::format_fixed(printed[m][s].score, cli.width));
     if (cli.format == "json") {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       for (std::size_t s = 0; s < n_sys; ++s) {
@@ -630,10 +657,8 @@ void run_several_systems(const ScoreCli& cli, const Inputs& in) {
   opt.seed = metrics::numpy_random::seed_from_environment();
   const int n = metrics::paired_test_samples(opt.kind, opt.n_samples);
   std::vector<const metrics::StatsMetric*> seams;
-  std::vector<std::vector<metrics::SegmentStats>> seg(keys.size());
   for (std::size_t m = 0; m < keys.size(); ++m) {
     seams.push_back(runs[m].seam.get());
-    for (std::size_t s = 0; s < n_sys; ++s) seg[m].push_back(std::move(stats[m][s].stats));
     signatures[m] =
         with_test_fields(signatures[m], (cli.paired_bs ? "bs:" : "ar:") + std::to_string(n) +
                                             "|seed:" + opt.seed.text);
@@ -680,7 +705,7 @@ void run_several_systems(const ScoreCli& cli, const Inputs& in) {
     if (is_bootstrap) metric_names[m] += " (μ ± 95% CI)";
   }
   std::vector<std::string> sig_names;
-  for (std::size_t m = 0; m < keys.size(); ++m) sig_names.push_back(stats[m][0].printed.name);
+  for (std::size_t m = 0; m < keys.size(); ++m) sig_names.push_back(printed[m][0].name);
   print_table(cli, in.names, metric_names, cells, sig_names, signatures);
 }
 
