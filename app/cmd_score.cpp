@@ -13,12 +13,14 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "io/output_file.h"
 #include "io/std_streams.h"
 #include "io/text_file.h"
@@ -82,6 +84,21 @@ struct ScoreCli {
 
 std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
+// Memory that runs out is told with what was being done (the file, the
+// metric, the option), not as a bare "out of memory".
+template <typename F>
+decltype(auto) doing(const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    throw Error("score: out of memory " + what);
+  }
+}
+
+std::string metric_name(const std::string& key) {
+  return key == "bleu" ? "BLEU" : key == "ter" ? "TER" : "chrF";
+}
+
 // Reads a file as the sacrebleu CLI does (each line right-stripped), with
 // ill-formed UTF-8 replaced rather than fatal, and said so on stderr by line,
 // as every nmt command reads text.
@@ -89,7 +106,8 @@ std::vector<std::string> read_text(const std::string& path, const std::string& o
   io::check_input_path(path, option);
   io::TextChecks checks;
   checks.warn = io::warn_on_stderr;
-  std::vector<std::string> lines = io::read_lines(path, checks);
+  std::vector<std::string> lines =
+      doing("reading " + display_name(path), [&] { return io::read_lines(path, checks); });
   for (std::string& line : lines) line.resize(metrics::rstrip_whitespace(line).size());
   return lines;
 }
@@ -106,6 +124,49 @@ struct Inputs {
 };
 
 bool paired_mode(const ScoreCli& cli) { return cli.paired_bs || cli.paired_ar; }
+
+metrics::PairedTestOptions paired_options(const ScoreCli& cli) {
+  metrics::PairedTestOptions opt;
+  opt.kind =
+      cli.paired_bs ? metrics::PairedTestKind::kBootstrap : metrics::PairedTestKind::kRandomization;
+  opt.n_samples = cli.paired_bs ? cli.paired_bs_n : cli.paired_ar_n;
+  return opt;
+}
+
+// The option that sets the number of resamples or trials.
+std::string resampling_option(const ScoreCli& cli) {
+  return cli.paired_bs ? "--paired-bs-n" : cli.paired_ar ? "--paired-ar-n" : "--confidence-n";
+}
+
+// Each resample or trial keeps its scores (8 bytes per metric, and per
+// system for the bootstrap) for the interval's sort and the p-value; the
+// draws themselves are made a block at a time. A count whose scores could
+// take more than the machine has is refused before any file is read, as
+// --beam is in translate.
+void check_resampling_memory(const ScoreCli& cli) {
+  const uint64_t phys = physical_memory_bytes();
+  double bytes = 0;
+  int n = 0;
+  if (paired_mode(cli)) {
+    const metrics::PairedTestOptions opt = paired_options(cli);
+    n = metrics::paired_test_samples(opt.kind, opt.n_samples);
+    bytes = metrics::paired_test_bytes(opt, cli.metrics.size());
+  } else if (cli.confidence) {
+    n = cli.confidence_n;
+    bytes = metrics::confidence_interval_bytes(n);
+  }
+  if (phys == 0 || bytes <= static_cast<double>(phys)) return;
+  std::string metric_list;
+  for (const std::string& m : cli.metrics) metric_list += " " + m;
+  const auto most =
+      static_cast<long long>(static_cast<double>(n) * static_cast<double>(phys) / bytes);
+  throw UsageError(
+      "score: " + resampling_option(cli) + " " + std::to_string(n) + " needs " + gigabytes(bytes) +
+      " to keep the scores of its " + (cli.paired_ar ? "trials" : "resamples") + " (" +
+      std::to_string(static_cast<long long>(bytes / n)) + " bytes each with --metrics" +
+      metric_list + "), more than this machine's " + gigabytes(static_cast<double>(phys)) +
+      "; expected at most " + std::to_string(most));
+}
 
 Inputs read_inputs(const ScoreCli& cli) {
   Inputs in;
@@ -204,20 +265,24 @@ std::string render(const Score& s, const ScoreCli& cli, bool one_line_json) {
   return cli.signature ? s.line(cli.width) : s.text(cli.width);
 }
 
+std::string sentence_result(const ScoreCli& cli, const std::string& hyp,
+                            const std::vector<std::string>& refs) {
+  if (cli.metrics[0] == "bleu")
+    return render(metrics::sentence_bleu(hyp, refs, bleu_options(cli)), cli, true);
+  if (cli.metrics[0] == "ter")
+    return render(metrics::sentence_ter(hyp, refs, ter_options(cli)), cli, true);
+  return render(metrics::sentence_chrf(hyp, refs, chrf_options(cli)), cli, true);
+}
+
 void print_sentence_scores(const ScoreCli& cli, const Inputs& in) {
   const std::vector<std::string>& hyps = in.systems[0];
   std::vector<std::string> seg_refs(in.refs.size());
   for (std::size_t i = 0; i < hyps.size(); ++i) {
     for (std::size_t r = 0; r < in.refs.size(); ++r) seg_refs[r] = in.refs[r][i];
-    if (cli.metrics[0] == "bleu")
-      std::cout << render(metrics::sentence_bleu(hyps[i], seg_refs, bleu_options(cli)), cli, true)
-                << "\n";
-    else if (cli.metrics[0] == "ter")
-      std::cout << render(metrics::sentence_ter(hyps[i], seg_refs, ter_options(cli)), cli, true)
-                << "\n";
-    else
-      std::cout << render(metrics::sentence_chrf(hyps[i], seg_refs, chrf_options(cli)), cli, true)
-                << "\n";
+    std::cout << doing("computing " + metric_name(cli.metrics[0]) + " of " +
+                           display_name(in.hyp_paths[0]) + " line " + std::to_string(i + 1),
+                       [&] { return sentence_result(cli, hyps[i], seg_refs); })
+              << "\n";
     io::check_stdout();
   }
 }
@@ -345,6 +410,23 @@ SystemStats system_stats(const MetricRun& m, const std::vector<std::string>& hyp
   return out;
 }
 
+// The printed result of one system's corpus score, as corpus_score gives
+// it in sacreBLEU's table of several systems.
+Printed corpus_printed(const ScoreCli& cli, const std::string& key,
+                       const std::vector<std::string>& hyps,
+                       const std::vector<std::vector<std::string>>& refs) {
+  if (key == "bleu") {
+    const metrics::BleuScore s = metrics::corpus_bleu(hyps, refs, bleu_options(cli));
+    return {"BLEU", s.score, s.signature(), s.verbose()};
+  }
+  if (key == "ter") {
+    const metrics::TerScore s = metrics::corpus_ter(hyps, refs, ter_options(cli));
+    return {"TER", s.score, s.signature(), ""};
+  }
+  const metrics::ChrfScore s = metrics::corpus_chrf(hyps, refs, chrf_options(cli));
+  return {s.name(), s.score, s.signature(), ""};
+}
+
 // sacreBLEU's Signature puts bs, ar and seed right after nrefs.
 std::string with_test_fields(const std::string& sig, const std::string& fields) {
   const std::size_t bar = sig.find('|');
@@ -427,28 +509,33 @@ std::vector<std::string> sorted_metrics(const ScoreCli& cli) {
   return names;
 }
 
+std::string corpus_result(const ScoreCli& cli, const std::string& metric, const Inputs& in) {
+  const std::vector<std::string>& hyps = in.systems[0];
+  if (metric == "bleu")
+    return render(metrics::corpus_bleu(hyps, in.refs, bleu_options(cli)), cli, false);
+  if (metric == "ter")
+    return render(metrics::corpus_ter(hyps, in.refs, ter_options(cli)), cli, false);
+  return render(metrics::corpus_chrf(hyps, in.refs, chrf_options(cli)), cli, false);
+}
+
 void run_single_system(const ScoreCli& cli, const Inputs& in) {
   std::vector<std::string> results;
   const bool ci = cli.confidence && cli.confidence_n > 1;
   const metrics::numpy_random::Seed seed =
       ci ? metrics::numpy_random::seed_from_environment() : metrics::numpy_random::Seed{};
   for (const std::string& m : sorted_metrics(cli)) {
+    const std::string computing =
+        "computing " + metric_name(m) + " of " + display_name(in.hyp_paths[0]);
     if (!ci) {  // the plain path, as before several systems were taken
-      if (m == "bleu")
-        results.push_back(
-            render(metrics::corpus_bleu(in.systems[0], in.refs, bleu_options(cli)), cli, false));
-      else if (m == "ter")
-        results.push_back(
-            render(metrics::corpus_ter(in.systems[0], in.refs, ter_options(cli)), cli, false));
-      else
-        results.push_back(
-            render(metrics::corpus_chrf(in.systems[0], in.refs, chrf_options(cli)), cli, false));
+      results.push_back(doing(computing, [&] { return corpus_result(cli, m, in); }));
       continue;
     }
     const MetricRun run = make_metric(m, cli, static_cast<int>(in.refs.size()));
-    const SystemStats s = system_stats(run, in.systems[0], in.refs);
-    const metrics::MeanCi interval =
-        metrics::confidence_interval(*run.seam, s.stats, cli.confidence_n, seed);
+    const SystemStats s =
+        doing(computing, [&] { return system_stats(run, in.systems[0], in.refs); });
+    const metrics::MeanCi interval = doing(
+        "resampling for --confidence-n " + std::to_string(cli.confidence_n),
+        [&] { return metrics::confidence_interval(*run.seam, s.stats, cli.confidence_n, seed); });
     const std::string sig = with_test_fields(
         s.printed.signature, "bs:" + std::to_string(cli.confidence_n) + "|seed:" + seed.text);
     results.push_back(format_score(s.printed, sig, cli, interval));
@@ -521,24 +608,36 @@ void run_several_systems(const ScoreCli& cli, const Inputs& in) {
   const std::size_t n_sys = in.systems.size();
   // Paired tests keep the command line's metric order, the table sorts.
   const std::vector<std::string> keys = paired_mode(cli) ? cli.metrics : sorted_metrics(cli);
+  // Per-segment statistics only where the paired tests resample them: the
+  // table alone needs each corpus score, and rows as wide as chrF's orders
+  // (up to 600 numbers a line) for every system would cost lines x orders.
   std::vector<MetricRun> runs;
-  std::vector<std::vector<SystemStats>> stats(keys.size());  // [m][s]
+  std::vector<std::vector<Printed>> printed(keys.size());            // [m][s]
+  std::vector<std::vector<metrics::SegmentStats>> seg(keys.size());  // [m][s], paired tests
   for (std::size_t m = 0; m < keys.size(); ++m) {
     runs.push_back(make_metric(keys[m], cli, static_cast<int>(in.refs.size())));
     for (std::size_t s = 0; s < n_sys; ++s)
-      stats[m].push_back(system_stats(runs[m], in.systems[s], in.refs));
+      doing("computing " + metric_name(keys[m]) + " of " + display_name(in.hyp_paths[s]), [&] {
+        if (!paired_mode(cli)) {
+          printed[m].push_back(corpus_printed(cli, keys[m], in.systems[s], in.refs));
+          return;
+        }
+        SystemStats st = system_stats(runs[m], in.systems[s], in.refs);
+        printed[m].push_back(std::move(st.printed));
+        seg[m].push_back(std::move(st.stats));
+      });
   }
   std::vector<std::string> metric_names, signatures;
   std::vector<std::vector<std::string>> cells(keys.size());
   for (std::size_t m = 0; m < keys.size(); ++m) {
-    metric_names.push_back(stats[m][0].printed.name);
-    signatures.push_back(stats[m][0].printed.signature);
+    metric_names.push_back(printed[m][0].name);
+    signatures.push_back(printed[m][0].signature);
   }
 
   if (!paired_mode(cli)) {
     for (std::size_t m = 0; m < keys.size(); ++m)
       for (std::size_t s = 0; s < n_sys; ++s)
-        cells[m].push_back(metrics::format_fixed(stats[m][s].printed.score, cli.width));
+        cells[m].push_back(metrics::format_fixed(printed[m][s].score, cli.width));
     if (cli.format == "json") {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       for (std::size_t s = 0; s < n_sys; ++s) {
@@ -554,23 +653,19 @@ void run_several_systems(const ScoreCli& cli, const Inputs& in) {
     return;
   }
 
-  metrics::PairedTestOptions opt;
-  opt.kind =
-      cli.paired_bs ? metrics::PairedTestKind::kBootstrap : metrics::PairedTestKind::kRandomization;
-  opt.n_samples = cli.paired_bs ? cli.paired_bs_n : cli.paired_ar_n;
+  metrics::PairedTestOptions opt = paired_options(cli);
   opt.seed = metrics::numpy_random::seed_from_environment();
   const int n = metrics::paired_test_samples(opt.kind, opt.n_samples);
   std::vector<const metrics::StatsMetric*> seams;
-  std::vector<std::vector<metrics::SegmentStats>> seg(keys.size());
   for (std::size_t m = 0; m < keys.size(); ++m) {
     seams.push_back(runs[m].seam.get());
-    for (std::size_t s = 0; s < n_sys; ++s) seg[m].push_back(stats[m][s].stats);
     signatures[m] =
         with_test_fields(signatures[m], (cli.paired_bs ? "bs:" : "ar:") + std::to_string(n) +
                                             "|seed:" + opt.seed.text);
   }
   const std::vector<std::vector<metrics::TestResult>> results =
-      metrics::paired_test(seams, seg, opt);
+      doing("resampling for " + resampling_option(cli) + " " + std::to_string(n),
+            [&] { return metrics::paired_test(seams, seg, opt); });
 
   if (cli.format == "json") {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -610,12 +705,13 @@ void run_several_systems(const ScoreCli& cli, const Inputs& in) {
     if (is_bootstrap) metric_names[m] += " (μ ± 95% CI)";
   }
   std::vector<std::string> sig_names;
-  for (std::size_t m = 0; m < keys.size(); ++m) sig_names.push_back(stats[m][0].printed.name);
+  for (std::size_t m = 0; m < keys.size(); ++m) sig_names.push_back(printed[m][0].name);
   print_table(cli, in.names, metric_names, cells, sig_names, signatures);
 }
 
 void run_metric_score(const ScoreCli& cli) {
   check_metric_options(cli);
+  check_resampling_memory(cli);
   const Inputs in = read_inputs(cli);
   if (cli.sentence_level)
     print_sentence_scores(cli, in);
@@ -645,7 +741,9 @@ void run(ScoreCli& cli) {
     if (cli.model.batch_tokens <= 0)
       throw UsageError("score: --batch-tokens must be positive, got " +
                        std::to_string(cli.model.batch_tokens));
-    const int rc = run_model_score(cli.model);
+    const int rc = doing("scoring with -m " + cli.model.models[0] + " (--batch-tokens " +
+                             std::to_string(cli.model.batch_tokens) + ")",
+                         [&] { return run_model_score(cli.model); });
     if (rc != 0) exit_code() = rc;
     return;
   }

@@ -82,5 +82,43 @@ grep -q "SACREBLEU_SEED must be a non-negative integer or 'none', got 'x'" "$WOR
 grep -q 'bad.de.*line 3' "$WORK/h7.err" || { fail "invalid UTF-8: no warning naming bad.de line 3"; cat "$WORK/h7.err" >&2; }
 grep -q 'Baseline: sysA.de' "$WORK/h7.out" || fail "invalid UTF-8: no table"
 
+# Resamples are drawn a block at a time: memory follows their number, not
+# their number times the lines (50,000 resamples of these 400 lines held
+# 160 MB of indices, 10^7 of 1000 lines ran out of memory).
+peak_kb() {  # OUT command...: the command's peak resident memory, -1 if it failed
+  python3 -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "w"), stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r.returncode == 0 else -1)' "$@"
+}
+for args in "-i sysA.de sysB.de --paired-bs -pbsn 50000" "-i sysA.de -ci -cin 50000" \
+            "-i sysA.de sysB.de --paired-ar -parn 200000"; do
+  # shellcheck disable=SC2086
+  kb=$(peak_kb "$WORK/m.out" "$NMT" score ref.de $args)
+  { [[ $kb -ge 0 ]] && grep -q BLEU "$WORK/m.out"; } || fail "score $args failed"
+  [[ $kb -lt 60000 ]] || fail "score $args took $kb KB"
+done
+# A count whose scores alone could not fit in this machine's memory is
+# refused at once, naming the option (2^31 resamples of 3 metrics: 96 GiB).
+mem_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+if ((mem_kb < 96 * 1024 * 1024)); then
+  "$NMT" score ref.de -i sysA.de sysB.de --paired-bs -pbsn 2147483647 --metrics bleu chrf ter \
+    >"$WORK/b1.out" 2>"$WORK/b1.err"; rc=$?
+  [[ $rc == 2 ]] || fail "--paired-bs-n 2147483647: exit $rc, expected 2"
+  grep -q '^nmt score: error: score: --paired-bs-n 2147483647 needs 96.0 GiB to keep the scores of its resamples (48 bytes each with --metrics bleu chrf ter), more than this machine.s .*; expected at most [0-9]*' "$WORK/b1.err" ||
+    { fail "--paired-bs-n 2147483647: message"; cat "$WORK/b1.err" >&2; }
+else
+  echo "cli_score_sig: skipped the --paired-bs-n bound (this machine has $mem_kb KB, more than it needs)" >&2
+fi
+# Memory that runs out anyway (here under a ulimit) is told with what was
+# being done. AddressSanitizer reserves more address space than any limit.
+if ldd "$NMT" 2>/dev/null | grep -q asan; then
+  echo "cli_score_sig: skipped out-of-memory under ulimit -v (an AddressSanitizer build)" >&2
+else
+  (ulimit -v 400000; "$NMT" score ref.de -i sysA.de -ci -cin 60000000) >/dev/null 2>"$WORK/o1.err"; rc=$?
+  [[ $rc == 1 ]] || fail "-cin 60000000 under 400 MB: exit $rc, expected 1"
+  grep -qx 'nmt: error: score: out of memory resampling for --confidence-n 60000000' "$WORK/o1.err" ||
+    { fail "-cin 60000000 under 400 MB: message"; cat "$WORK/o1.err" >&2; }
+fi
+
 if ((failures)); then echo "$failures failure(s)" >&2; exit 1; fi
 echo "cli_score_sig: all cases match sacreBLEU 2.6.0"

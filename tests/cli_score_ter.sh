@@ -53,4 +53,21 @@ expect_error 2 "^nmt score: error: score: only one metric can be used with --sen
 : >"$WORK/empty.ref"
 expect_error 1 "^nmt: error: score: $WORK/empty.hyp has no lines: nothing to score$" \
   "$NMT" score "$WORK/empty.ref" -i "$WORK/empty.hyp" --metrics ter
+# A document-length segment costs its band of the edit-distance table, not
+# the whole table: 10,000 words took 890 MB that way (30,000 words 8 GB).
+python3 - "$WORK" <<'PY'
+import random, sys
+r = random.Random(1); vocab = ['w%d' % i for i in range(3000)]
+ref = [r.choice(vocab) for _ in range(10000)]
+hyp = [w if r.random() > 0.1 else r.choice(vocab) for w in ref]
+open(sys.argv[1] + '/long.ref', 'w').write(' '.join(ref) + '\n')
+open(sys.argv[1] + '/long.hyp', 'w').write(' '.join(hyp) + '\n')
+PY
+peak=$(python3 -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "w"))
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r.returncode == 0 else -1)' \
+  "$WORK/long.out" "$NMT" score "$WORK/long.ref" -i "$WORK/long.hyp" --metrics ter -b -w 4)
+[ "$peak" -ge 0 ] || fail "a 10,000-word segment: nmt score failed"
+[ "$(cat "$WORK/long.out")" = 9.7300 ] || fail "a 10,000-word segment: TER $(cat "$WORK/long.out"), expected 9.7300"
+[ "$peak" -lt 200000 ] || fail "a 10,000-word segment took $peak KB"
 echo "cli_score_ter: $n sacreBLEU cases identical"

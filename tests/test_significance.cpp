@@ -261,6 +261,42 @@ TEST_CASE("approximate randomization equals sacreBLEU's to the last bit",
   }
 }
 
+TEST_CASE("resampling a block at a time draws what one call draws", "[metrics][significance]") {
+  // Blocks of one resample (and 32 trials), of a few, and ones that end
+  // inside a resample's or a trial's worth of values, against the same
+  // sacreBLEU numbers as above: the 400 lines' resamples and trials are
+  // drawn in 1000 calls, or 5, or 13.
+  const auto bleu = nmt::metrics::bleu_stats_metric({});
+  const auto chrf = nmt::metrics::chrf_stats_metric({});
+  const Systems three = load({"sysA.de", "sysB.de", "sysC.de"});
+  for (const std::size_t block : {std::size_t{1}, std::size_t{90000}, std::size_t{33000}}) {
+    INFO("blocks of " << block << " values");
+    nmt::metrics::PairedTestOptions opt;
+    opt.block_values = block;
+    opt.kind = nmt::metrics::PairedTestKind::kBootstrap;
+    check_against(run_test(three, {bleu.get(), chrf.get()}, opt), {"BLEU", "chrF2"},
+                  expected_json("bs1000_json"));
+    opt.kind = nmt::metrics::PairedTestKind::kRandomization;
+    opt.n_samples = 200;
+    check_against(run_test(three, {bleu.get(), chrf.get()}, opt), {"BLEU", "chrF2"},
+                  expected_json("ar200_json"));
+    // The interval's resamples follow the trials' masks in the same generator.
+    opt.n_ar_confidence = 100;
+    const auto r = run_test(load({"sysA.de", "sysB.de"}), {bleu.get()}, opt);
+    CHECK(r[0][1].p_value == 0.17412935323383086);
+    CHECK(r[0][1].mean == 29.35952144114485);
+    CHECK(r[0][1].ci == 2.241020771105479);
+    // One system's interval (--confidence), against the single call.
+    const SegmentStats st = bleu->segment_stats(three.hyps[0], three.refs);
+    const nmt::metrics::MeanCi whole =
+        nmt::metrics::confidence_interval(*bleu, st, 1000, npr::parse_seed("12345"), 1 << 30);
+    const nmt::metrics::MeanCi blocks =
+        nmt::metrics::confidence_interval(*bleu, st, 1000, npr::parse_seed("12345"), block);
+    CHECK(blocks.mean == whole.mean);
+    CHECK(blocks.ci == whole.ci);
+  }
+}
+
 TEST_CASE("summed statistics give the corpus scores", "[metrics][significance]") {
   const Systems sys = load({"sysC.de"});
   nmt::metrics::ChrfOptions co;

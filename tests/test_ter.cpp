@@ -6,10 +6,15 @@
 // through the binary, with BLEU and chrF beside TER, in cli_score_ter.sh.)
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -235,6 +240,211 @@ TEST_CASE("TER: shifts never cost more than the plain edit distance", "[metrics]
             static_cast<int64_t>(std::max(h.size(), r.size()) - std::min(h.size(), r.size())));
     }
   }
+}
+
+namespace {
+
+// sacreBLEU 2.6.0's lib_ter.py as written (without its row cache, which
+// changes no result): the whole (n+1)(m+1) table with the band left at
+// infinity, the trace as a string, the shifts ranked as Python tuples.
+// ter.cpp keeps only the band and searches differently; this is what it
+// must equal.
+namespace naive {
+
+using Words = std::vector<int>;
+constexpr int64_t kInf = 10000000000000000;  // int(1e16)
+
+int64_t edit_distance(const Words& h, const Words& r, std::string& trace) {
+  const std::size_t n = h.size(), m = r.size();
+  std::vector<std::vector<std::pair<int64_t, char>>> d(
+      n + 1, std::vector<std::pair<int64_t, char>>(m + 1, {kInf, 'x'}));
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = {static_cast<int64_t>(j), 'i'};
+  const double ratio = n ? static_cast<double>(m) / static_cast<double>(n) : 1.0;
+  const int64_t beam = 25 < ratio / 2 ? static_cast<int64_t>(std::ceil(ratio / 2 + 25)) : 25;
+  for (std::size_t i = 1; i <= n; ++i) {
+    const auto diag = static_cast<int64_t>(std::floor(static_cast<double>(i) * ratio));
+    const int64_t min_j = std::max<int64_t>(0, diag - beam);
+    int64_t max_j = std::min<int64_t>(static_cast<int64_t>(m) + 1, diag + beam);
+    if (i == n) max_j = static_cast<int64_t>(m) + 1;
+    for (auto j = static_cast<std::size_t>(min_j); j < static_cast<std::size_t>(max_j); ++j) {
+      if (j == 0) {
+        d[i][0] = {d[i - 1][0].first + 1, 'd'};
+        continue;
+      }
+      const bool same = h[i - 1] == r[j - 1];
+      const std::pair<int64_t, char> ops[] = {
+          {d[i - 1][j - 1].first + (same ? 0 : 1), same ? ' ' : 's'},
+          {d[i - 1][j].first + 1, 'd'},
+          {d[i][j - 1].first + 1, 'i'}};
+      for (const auto& op : ops)
+        if (d[i][j].first > op.first) d[i][j] = op;
+    }
+  }
+  trace.clear();
+  for (std::size_t i = n, j = m; i > 0 || j > 0;) {
+    const char op = d[i][j].second;
+    trace.insert(trace.begin(), op);
+    if (op == 's' || op == ' ') {
+      --i;
+      --j;
+    } else if (op == 'i') {
+      --j;
+    } else if (op == 'd') {
+      --i;
+    } else {
+      throw std::runtime_error("naive TER: the band lost the path");
+    }
+  }
+  return d[n][m].first;
+}
+
+Words perform_shift(const Words& w, std::size_t start, std::size_t length, std::size_t target) {
+  const auto slice = [&](std::size_t a, std::size_t b) {
+    a = std::min(a, w.size());
+    b = std::min(b, w.size());
+    return a < b ? Words(w.begin() + static_cast<std::ptrdiff_t>(a),
+                         w.begin() + static_cast<std::ptrdiff_t>(b))
+                 : Words();
+  };
+  std::vector<Words> parts;
+  if (target < start)
+    parts = {slice(0, target), slice(start, start + length), slice(target, start),
+             slice(start + length, w.size())};
+  else if (target > start + length)
+    parts = {slice(0, start), slice(start + length, target), slice(start, start + length),
+             slice(target, w.size())};
+  else
+    parts = {slice(0, start), slice(start + length, length + target), slice(start, start + length),
+             slice(length + target, w.size())};
+  Words out;
+  for (const Words& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+int64_t translation_edit_rate(Words h, const Words& r) {
+  if (r.empty()) return static_cast<int64_t>(h.size());
+  int64_t shifts = 0, checked = 0;
+  std::string trace;
+  for (;;) {
+    // _shift
+    const int64_t pre = edit_distance(h, r, trace);
+    std::map<int64_t, int64_t> align;
+    std::vector<int> ref_err, hyp_err;
+    int64_t ph = -1, pr = -1;
+    for (char op : trace) {  // the flipped trace: 'i' and 'd' swapped
+      if (op == ' ' || op == 's') {
+        align[++pr] = ++ph;
+        hyp_err.push_back(op == 's');
+        ref_err.push_back(op == 's');
+      } else if (op == 'd') {  // flipped: an insertion into the hypothesis
+        ++ph;
+        hyp_err.push_back(1);
+      } else {
+        align[++pr] = ph;
+        ref_err.push_back(1);
+      }
+    }
+    const auto sum = [](const std::vector<int>& v, std::size_t a, std::size_t b) {
+      int s = 0;
+      for (std::size_t k = a; k < std::min(b, v.size()); ++k) s += v[k];
+      return s;
+    };
+    bool found = false;
+    std::tuple<int64_t, std::size_t, int64_t, int64_t, Words> best;
+    const std::size_t n = h.size(), m = r.size();
+    for (std::size_t sh = 0; sh < n && checked < 1000; ++sh)
+      for (std::size_t sr = 0; sr < m && checked < 1000; ++sr) {
+        if (std::max(sh, sr) - std::min(sh, sr) > 50) continue;
+        for (std::size_t len = 0; h[sh + len] == r[sr + len] && len < 10 && checked < 1000;) {
+          ++len;
+          if (sum(hyp_err, sh, sh + len) != 0 && sum(ref_err, sr, sr + len) != 0 &&
+              !(static_cast<int64_t>(sh) <= align.at(static_cast<int64_t>(sr)) &&
+                align.at(static_cast<int64_t>(sr)) < static_cast<int64_t>(sh + len))) {
+            int64_t prev_idx = -1;
+            for (int64_t off = -1; off < static_cast<int64_t>(len); ++off) {
+              const int64_t pos = static_cast<int64_t>(sr) + off;
+              const int64_t idx = pos == -1 ? 0 : align.at(pos) + 1;
+              if (idx == prev_idx) continue;
+              prev_idx = idx;
+              Words shifted = perform_shift(h, sh, len, static_cast<std::size_t>(idx));
+              std::string unused;
+              auto candidate = std::make_tuple(pre - edit_distance(shifted, r, unused), len,
+                                               -static_cast<int64_t>(sh), -idx, shifted);
+              ++checked;
+              if (!found || candidate > best) {
+                found = true;
+                best = std::move(candidate);
+              }
+            }
+          }
+          if (sh + len == n || sr + len == m) break;
+        }
+      }
+    const int64_t delta = found ? std::get<0>(best) : 0;
+    if (checked >= 1000 || delta <= 0) break;
+    ++shifts;
+    h = std::get<4>(best);
+  }
+  return shifts + edit_distance(h, r, trace);
+}
+
+}  // namespace naive
+
+}  // namespace
+
+TEST_CASE("TER: the banded search equals sacreBLEU's full-table algorithm", "[metrics][ter]") {
+  // Segments longer than the band (50 words) and far apart in length, where
+  // the band is cut and, beyond a length ratio of 50, widened; made from
+  // the reference by moving blocks, so that shifts are found and taken.
+  std::mt19937 rng(11);
+  const auto below = [&rng](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  int banded = 0, widened = 0, shifted = 0;
+  for (int trial = 0; trial < 160; ++trial) {
+    const std::size_t vocab = 2 + below(12);
+    std::size_t m = below(4) == 0 ? below(12) : 20 + below(110);
+    naive::Words r(m);
+    for (int& w : r) w = static_cast<int>(below(vocab));
+    naive::Words h = r;
+    switch (trial % 4) {
+      case 0:  // blocks moved, some words replaced
+        for (std::size_t k = below(6); k > 0 && h.size() > 2; --k) {
+          const std::size_t a = below(h.size()),
+                            len = 1 + below(std::min<std::size_t>(8, h.size() - a));
+          h = naive::perform_shift(h, a, len, below(h.size() + 1));
+        }
+        for (int& w : h)
+          if (below(8) == 0) w = static_cast<int>(below(vocab));
+        break;
+      case 1:  // far shorter than the reference
+        h.resize(std::min(h.size(), 1 + below(2)));
+        break;
+      case 2:  // far longer: the reference shortened
+        r.resize(std::min(r.size(), 1 + below(3)));
+        break;
+      default:  // unrelated
+        h.resize(below(130));
+        for (int& w : h) w = static_cast<int>(below(vocab));
+    }
+    m = r.size();
+    const std::size_t n = h.size();
+    const double ratio = n ? static_cast<double>(m) / static_cast<double>(n) : 1.0;
+    banded += m + 1 > 50;
+    widened += ratio > 50;
+    std::vector<std::string> hs, rs;
+    for (int w : h) hs.push_back("w" + std::to_string(w));
+    for (int w : r) rs.push_back("w" + std::to_string(w));
+    const std::vector<std::string_view> hv(hs.begin(), hs.end()), rv(rs.begin(), rs.end());
+    const int64_t want = naive::translation_edit_rate(h, r);
+    std::string trace;
+    shifted += !r.empty() && want < naive::edit_distance(h, r, trace);
+    INFO("trial " << trial << ": " << n << " words against " << m);
+    CHECK(nmt::metrics::translation_edit_rate(hv, rv).edits == want);
+  }
+  // The cases are what they claim to be.
+  INFO(banded << " banded, " << widened << " widened, " << shifted << " shifted");
+  CHECK(banded > 60);
+  CHECK(widened > 10);
+  CHECK(shifted > 20);
 }
 
 TEST_CASE("TER: hostile input as sacreBLEU treats it", "[metrics][ter]") {

@@ -85,13 +85,12 @@ class Preprocessor {
   char32_t next_id_ = 1;
 };
 
-// n-gram counts per order: character orders first, then word orders.
-std::vector<NgramCounts> all_ngrams(const Segment& seg, const ChrfOptions& opt) {
-  std::vector<NgramCounts> out;
-  out.reserve(static_cast<std::size_t>(opt.char_order + opt.word_order));
-  for (int n = 1; n <= opt.char_order; ++n) out.push_back(count_ngrams(seg.chars, n));
-  for (int n = 1; n <= opt.word_order; ++n) out.push_back(count_ngrams(seg.words, n));
-  return out;
+// The n-grams of order `o` (0-based): character orders first, then word
+// orders.
+NgramCounts order_ngrams(const Segment& seg, const ChrfOptions& opt, int o) {
+  return o < opt.char_order
+             ? count_ngrams(seg.chars, static_cast<std::size_t>(o + 1))
+             : count_ngrams(seg.words, static_cast<std::size_t>(o - opt.char_order + 1));
 }
 
 // Flattened [hyp, ref, match] per order, as sacreBLEU keeps them.
@@ -157,24 +156,28 @@ struct Accumulator {
 void add_segment(Accumulator& acc, Preprocessor& prep, const ChrfOptions& opt, std::string_view hyp,
                  const std::vector<std::string_view>& refs, std::size_t line_no) {
   const Segment hyp_seg = prep(hyp);
-  const std::vector<NgramCounts> hyp_ngrams = all_ngrams(hyp_seg, opt);
-
+  std::vector<Segment> ref_segs;
+  for (std::string_view ref : refs)
+    if (!ref.empty()) ref_segs.push_back(prep(ref));  // fewer references for this segment
+  const auto n_here = static_cast<int>(ref_segs.size());
+  // One order at a time, so that memory follows the line and not the line
+  // times the orders (a 1 MB line at 100 character and 100 word orders took
+  // 5 GB with every order's counts held at once).
+  const int orders = opt.char_order + opt.word_order;
+  std::vector<Stats> stats(ref_segs.size());
+  for (Stats& st : stats) st.reserve(3 * static_cast<std::size_t>(orders));
+  for (int o = 0; o < orders && n_here > 0; ++o) {
+    const NgramCounts hyp_ngrams = order_ngrams(hyp_seg, opt, o);
+    for (std::size_t r = 0; r < ref_segs.size(); ++r)
+      add_match_stats(stats[r], hyp_ngrams, order_ngrams(ref_segs[r], opt, o));
+  }
   Stats best;
   double best_f = -1.0;
-  int n_here = 0;
-  for (std::string_view ref : refs) {
-    if (ref.empty()) continue;  // fewer references for this segment
-    ++n_here;
-    const Segment ref_seg = prep(ref);
-    const std::vector<NgramCounts> ref_ngrams = all_ngrams(ref_seg, opt);
-    Stats stats;
-    stats.reserve(3 * hyp_ngrams.size());
-    for (std::size_t o = 0; o < hyp_ngrams.size(); ++o)
-      add_match_stats(stats, hyp_ngrams[o], ref_ngrams[o]);
-    const double f = f_score(stats.data(), opt);
+  for (Stats& st : stats) {
+    const double f = f_score(st.data(), opt);
     if (f > best_f) {  // the first reference wins ties
       best_f = f;
-      best = std::move(stats);
+      best = std::move(st);
     }
   }
   if (n_here == 0)

@@ -55,11 +55,65 @@ double p_value(const std::vector<double>& sample_stats, double real_difference) 
   return static_cast<double>(c + 1) / static_cast<double>(sample_stats.size() + 1);
 }
 
-std::vector<int64_t> draw_indices(numpy_random::Pcg64& rng, std::size_t n_samples,
-                                  std::size_t segments) {
-  std::vector<int64_t> idxs(n_samples * segments);
-  rng.integers(segments, idxs.size(), idxs.data());
-  return idxs;
+// Resamples and trials are drawn and scored a block at a time, so that
+// memory does not follow their number times the segments (10^7 resamples
+// of 1000 lines were 80 GB of indices). The blocks draw what one call
+// draws: rng.choice(N, size=(n, N)) takes its values one after another
+// from the generator's state alone, and rng.integers(2, size, dtype=bool)
+// takes a fresh 32-bit draw every 32 values of one call, so blocks of a
+// multiple of 32 values give the same bits.
+std::size_t block_values(std::size_t asked) { return asked > 0 ? asked : std::size_t{1} << 20; }
+
+// One series of bootstrap scores: a metric's statistics of one system, as
+// np.array(stats, dtype='float32') holds them, and the scores of its
+// resamples.
+struct Resampled {
+  Resampled(const StatsMetric& m, const SegmentStats& s)
+      : metric(&m), width(s.width), table(s.values.begin(), s.values.end()) {}
+  const StatsMetric* metric;
+  std::size_t width;
+  std::vector<float> table;  // (segments, width)
+  std::vector<double> scores;
+};
+
+// _bootstrap_resample's rng.choice(N, size=(n, N)) with N = `segments`,
+// every series scored on the same resamples: the rows of a resample added
+// in order in float32, as numpy's .sum(0) adds them.
+void resample(numpy_random::Pcg64& rng, std::size_t n, std::size_t segments,
+              std::vector<Resampled>& series, std::size_t block) {
+  const std::size_t rows = std::min(n, std::max<std::size_t>(1, block_values(block) / segments));
+  std::vector<int64_t> idxs(rows * segments);
+  std::vector<float> acc;
+  std::vector<int64_t> sums;
+  for (Resampled& s : series) s.scores.resize(n);
+  for (std::size_t j0 = 0; j0 < n; j0 += rows) {
+    const std::size_t count = std::min(rows, n - j0);
+    rng.integers(segments, count * segments, idxs.data());
+    for (Resampled& s : series) {
+      const std::size_t k = s.width;
+      acc.resize(k);
+      sums.resize(k);
+      for (std::size_t j = 0; j < count; ++j) {
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        const int64_t* idx = idxs.data() + j * segments;
+        for (std::size_t i = 0; i < segments; ++i) {
+          const float* row = s.table.data() + static_cast<std::size_t>(idx[i]) * k;
+          for (std::size_t c = 0; c < k; ++c) acc[c] += row[c];
+        }
+        for (std::size_t c = 0; c < k; ++c) sums[c] = static_cast<int64_t>(acc[c]);
+        s.scores[j0 + j] = s.metric->score(sums.data(), StatsArithmetic::kNumpyFloat32);
+      }
+    }
+  }
+}
+
+// The scores of n resamples of one system.
+std::vector<double> resample_scores(numpy_random::Pcg64& rng, std::size_t n,
+                                    const StatsMetric& metric, const SegmentStats& stats,
+                                    std::size_t block) {
+  std::vector<Resampled> series{Resampled(metric, stats)};
+  resample(rng, n, stats.segments, series, block);
+  return std::move(series[0].scores);
 }
 
 // PairedTest.__call__ seeds each comparison with `self._seed if self._seed
@@ -102,46 +156,33 @@ MeanCi estimate_ci_python(std::vector<double> scores) {
   return r;
 }
 
-std::vector<double> resample_scores(const StatsMetric& metric, const SegmentStats& stats,
-                                    const std::vector<int64_t>& idxs, std::size_t n_samples) {
-  const std::size_t n = stats.segments, k = stats.width;
-  // np.array(stats, dtype='float32'); the rows of a resample added in order.
-  std::vector<float> f(stats.values.begin(), stats.values.end());
-  std::vector<float> acc(k);
-  std::vector<int64_t> sums(k);
-  std::vector<double> scores(n_samples);
-  for (std::size_t j = 0; j < n_samples; ++j) {
-    std::fill(acc.begin(), acc.end(), 0.0f);
-    const int64_t* idx = idxs.data() + j * n;
-    for (std::size_t i = 0; i < n; ++i) {
-      const float* row = f.data() + static_cast<std::size_t>(idx[i]) * k;
-      for (std::size_t c = 0; c < k; ++c) acc[c] += row[c];
-    }
-    for (std::size_t c = 0; c < k; ++c) sums[c] = static_cast<int64_t>(acc[c]);
-    scores[j] = metric.score(sums.data(), StatsArithmetic::kNumpyFloat32);
-  }
-  return scores;
-}
-
 double corpus_score(const StatsMetric& metric, const SegmentStats& stats) {
   const std::vector<int64_t> sums = stats.sums();
   return metric.score(sums.data(), StatsArithmetic::kPython);
 }
 
 MeanCi confidence_interval(const StatsMetric& metric, const SegmentStats& stats, int n_samples,
-                           const numpy_random::Seed& seed) {
+                           const numpy_random::Seed& seed, std::size_t block) {
   if (n_samples <= 0) throw InputError("confidence_interval: needs a positive number of resamples");
   // _bootstrap_resample: default_rng(seed).choice(N, size=(n, N)).
   numpy_random::Pcg64 rng = numpy_random::default_rng(seed.value);
-  const auto n = static_cast<std::size_t>(n_samples);
-  const std::vector<int64_t> idxs = draw_indices(rng, n, stats.segments);
-  return estimate_ci_python(resample_scores(metric, stats, idxs, n));
+  return estimate_ci_python(
+      resample_scores(rng, static_cast<std::size_t>(n_samples), metric, stats, block));
 }
 
 int paired_test_samples(PairedTestKind kind, int n_samples) {
   if (n_samples > 0) return n_samples;
   return kind == PairedTestKind::kBootstrap ? 1000 : 10000;
 }
+
+double paired_test_bytes(const PairedTestOptions& options, std::size_t n_metrics) {
+  const double n = paired_test_samples(options.kind, options.n_samples);
+  if (options.kind == PairedTestKind::kBootstrap) return 8.0 * 2.0 * double(n_metrics) * n;
+  const double n_ar_conf = options.n_ar_confidence == 0 ? 1000 : options.n_ar_confidence;
+  return 8.0 * double(n_metrics) * std::max(n, n_ar_conf);
+}
+
+double confidence_interval_bytes(int n_samples) { return 8.0 * std::max(n_samples, 0); }
 
 std::vector<std::vector<TestResult>> paired_test(
     const std::vector<const StatsMetric*>& metrics,
@@ -175,9 +216,9 @@ std::vector<std::vector<TestResult>> paired_test(
     r.score = baseline_scores[m] = corpus_score(*metrics[m], stats[m][0]);
     if (confidence_n > 0) {
       numpy_random::Pcg64 rng = numpy_random::default_rng(options.seed.value);
-      const auto n = static_cast<std::size_t>(confidence_n);
-      const std::vector<int64_t> idxs = draw_indices(rng, n, segments);
-      const MeanCi ci = estimate_ci_numpy(resample_scores(*metrics[m], stats[m][0], idxs, n));
+      const MeanCi ci =
+          estimate_ci_numpy(resample_scores(rng, static_cast<std::size_t>(confidence_n),
+                                            *metrics[m], stats[m][0], options.block_values));
       r.mean = ci.mean;
       r.ci = ci.ci;
     }
@@ -187,67 +228,96 @@ std::vector<std::vector<TestResult>> paired_test(
   for (std::size_t s = 1; s < n_systems; ++s) {
     numpy_random::Pcg64 rng = numpy_random::default_rng(comparison_seed(options.seed));
     if (bs) {
-      // _paired_bs_test: one index matrix for every metric.
-      const std::vector<int64_t> idxs = draw_indices(rng, n_samples, segments);
+      // _paired_bs_test: one index matrix for every metric, the baseline
+      // and the system scored on it.
+      std::vector<Resampled> series;
       for (std::size_t m = 0; m < metrics.size(); ++m) {
-        const StatsMetric& metric = *metrics[m];
+        series.emplace_back(*metrics[m], stats[m][0]);
+        series.emplace_back(*metrics[m], stats[m][s]);
+      }
+      resample(rng, n_samples, segments, series, options.block_values);
+      for (std::size_t m = 0; m < metrics.size(); ++m) {
+        std::vector<double>& diffs = series[2 * m].scores;  // the baseline's, overwritten
+        std::vector<double>& sys = series[2 * m + 1].scores;
         TestResult r;
-        r.score = corpus_score(metric, stats[m][s]);
+        r.score = corpus_score(*metrics[m], stats[m][s]);
         const double diff = std::fabs(baseline_scores[m] - r.score);
-        const std::vector<double> bl = resample_scores(metric, stats[m][0], idxs, n_samples);
-        const std::vector<double> sys = resample_scores(metric, stats[m][s], idxs, n_samples);
-        const MeanCi ci = estimate_ci_numpy(sys);
+        for (std::size_t j = 0; j < n_samples; ++j) diffs[j] = std::fabs(sys[j] - diffs[j]);
+        const MeanCi ci = estimate_ci_numpy(std::move(sys));
         r.mean = ci.mean;
         r.ci = ci.ci;
-        std::vector<double> diffs(n_samples);
-        for (std::size_t j = 0; j < n_samples; ++j) diffs[j] = std::fabs(sys[j] - bl[j]);
         const double mean_diff = numpy_mean(diffs);
         for (double& d : diffs) d -= mean_diff;
         r.p_value = p_value(diffs, diff);
         results[m].push_back(r);
+        std::vector<double>().swap(diffs);
       }
     } else {
       // _paired_ar_test: a swap mask per trial, then (optionally) indices.
-      std::vector<uint8_t> pos(n_samples * segments);
-      rng.bools(pos.size(), pos.data());
-      std::vector<int64_t> bs_idxs;
-      if (n_ar_conf > 0) bs_idxs = draw_indices(rng, static_cast<std::size_t>(n_ar_conf), segments);
+      // shuf_a = pos @ bl + ~pos @ sys = sum(sys) + pos @ (bl - sys);
+      // shuf_b = sum(bl) - pos @ (bl - sys): exact in int64, one pass.
+      struct Shuffled {
+        std::vector<int64_t> sum_a, sum_b, delta;  // delta: (segments, width)
+        std::vector<double> trial_stats;
+      };
+      std::vector<Shuffled> shuf(metrics.size());
       for (std::size_t m = 0; m < metrics.size(); ++m) {
-        const StatsMetric& metric = *metrics[m];
         const SegmentStats& a = stats[m][0];
         const SegmentStats& b = stats[m][s];
-        const std::size_t k = a.width;
-        TestResult r;
-        r.score = corpus_score(metric, b);
-        const double diff = std::fabs(baseline_scores[m] - r.score);
-        // shuf_a = pos @ bl + ~pos @ sys = sum(sys) + pos @ (bl - sys);
-        // shuf_b = sum(bl) - pos @ (bl - sys): exact in int64, one pass.
-        const std::vector<int64_t> sum_a = a.sums(), sum_b = b.sums();
-        std::vector<int64_t> delta(a.values.size());
-        for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = a.values[i] - b.values[i];
-        std::vector<int64_t> moved(k), shuf_a(k), shuf_b(k);
-        std::vector<double> trial_stats(n_samples);
-        for (std::size_t t = 0; t < n_samples; ++t) {
-          std::fill(moved.begin(), moved.end(), 0);
-          const uint8_t* sel = pos.data() + t * segments;
-          for (std::size_t i = 0; i < segments; ++i)
-            if (sel[i])
-              for (std::size_t c = 0; c < k; ++c) moved[c] += delta[i * k + c];
-          for (std::size_t c = 0; c < k; ++c) {
-            shuf_a[c] = sum_b[c] + moved[c];
-            shuf_b[c] = sum_a[c] - moved[c];
+        shuf[m].sum_a = a.sums();
+        shuf[m].sum_b = b.sums();
+        shuf[m].delta.resize(a.values.size());
+        for (std::size_t i = 0; i < a.values.size(); ++i)
+          shuf[m].delta[i] = a.values[i] - b.values[i];
+        shuf[m].trial_stats.resize(n_samples);
+      }
+      const std::size_t block = std::min(
+          n_samples,
+          32 * std::max<std::size_t>(1, block_values(options.block_values) / (32 * segments)));
+      std::vector<uint8_t> pos(block * segments);
+      std::vector<int64_t> moved, shuf_a, shuf_b;
+      for (std::size_t t0 = 0; t0 < n_samples; t0 += block) {
+        const std::size_t count = std::min(block, n_samples - t0);
+        rng.bools(count * segments, pos.data());
+        for (std::size_t m = 0; m < metrics.size(); ++m) {
+          const std::size_t k = stats[m][0].width;
+          const Shuffled& sh = shuf[m];
+          moved.resize(k);
+          shuf_a.resize(k);
+          shuf_b.resize(k);
+          for (std::size_t t = 0; t < count; ++t) {
+            std::fill(moved.begin(), moved.end(), 0);
+            const uint8_t* sel = pos.data() + t * segments;
+            for (std::size_t i = 0; i < segments; ++i)
+              if (sel[i])
+                for (std::size_t c = 0; c < k; ++c) moved[c] += sh.delta[i * k + c];
+            for (std::size_t c = 0; c < k; ++c) {
+              shuf_a[c] = sh.sum_b[c] + moved[c];
+              shuf_b[c] = sh.sum_a[c] - moved[c];
+            }
+            shuf[m].trial_stats[t0 + t] =
+                std::fabs(metrics[m]->score(shuf_a.data(), StatsArithmetic::kNumpyInt64) -
+                          metrics[m]->score(shuf_b.data(), StatsArithmetic::kNumpyInt64));
           }
-          trial_stats[t] = std::fabs(metric.score(shuf_a.data(), StatsArithmetic::kNumpyInt64) -
-                                     metric.score(shuf_b.data(), StatsArithmetic::kNumpyInt64));
         }
-        r.p_value = p_value(trial_stats, diff);
-        if (n_ar_conf > 0) {
-          const MeanCi ci = estimate_ci_numpy(
-              resample_scores(metric, b, bs_idxs, static_cast<std::size_t>(n_ar_conf)));
-          r.mean = ci.mean;
-          r.ci = ci.ci;
-        }
+      }
+      for (std::size_t m = 0; m < metrics.size(); ++m) {
+        TestResult r;
+        r.score = corpus_score(*metrics[m], stats[m][s]);
+        r.p_value = p_value(shuf[m].trial_stats, std::fabs(baseline_scores[m] - r.score));
         results[m].push_back(r);
+      }
+      shuf.clear();
+      if (n_ar_conf > 0) {
+        std::vector<Resampled> series;
+        for (std::size_t m = 0; m < metrics.size(); ++m)
+          series.emplace_back(*metrics[m], stats[m][s]);
+        resample(rng, static_cast<std::size_t>(n_ar_conf), segments, series, options.block_values);
+        for (std::size_t m = 0; m < metrics.size(); ++m) {
+          const MeanCi ci = estimate_ci_numpy(std::move(series[m].scores));
+          results[m].back().mean = ci.mean;
+          results[m].back().ci = ci.ci;
+        }
       }
     }
   }

@@ -3,8 +3,9 @@
 // resampling, paired approximate randomisation, and the bootstrap 95%
 // interval of one system, with numpy's generator drawn exactly as sacreBLEU
 // draws it, so that the same SACREBLEU_SEED gives the same p-values,
-// means and intervals. Resamples sum per-segment statistics; no text is
-// scored twice.
+// means and intervals. Resamples sum per-segment statistics, no text is
+// scored twice, and they are drawn a block at a time: memory grows with
+// their number only by their scores.
 #pragma once
 
 #include <cstddef>
@@ -41,18 +42,15 @@ MeanCi estimate_ci_numpy(std::vector<double> scores);
 // statistics.mean, the exact mean rounded once.
 MeanCi estimate_ci_python(std::vector<double> scores);
 
-// Scores of bootstrap resamples: resample j is segments idxs[j*N .. j*N+N)
-// of `stats`, summed in float32 in that order as numpy's .sum(0) does.
-std::vector<double> resample_scores(const StatsMetric& metric, const SegmentStats& stats,
-                                    const std::vector<int64_t>& idxs, std::size_t n_samples);
-
 // The score from statistics summed over every segment (Python arithmetic).
 double corpus_score(const StatsMetric& metric, const SegmentStats& stats);
 
 // corpus_score(..., n_bootstrap=n) of one system: `n` resamples drawn by
 // default_rng(seed), the interval by Score.estimate_ci.
+// `block_values`: indices drawn at a time (0: 2^20, 8 MB); the results do
+// not depend on it.
 MeanCi confidence_interval(const StatsMetric& metric, const SegmentStats& stats, int n_samples,
-                           const numpy_random::Seed& seed);
+                           const numpy_random::Seed& seed, std::size_t block_values = 0);
 
 enum class PairedTestKind { kBootstrap, kRandomization };
 
@@ -65,10 +63,21 @@ struct PairedTestOptions {
   // 0: 1000). sacreBLEU's command line always passes -1.
   int n_ar_confidence = -1;
   numpy_random::Seed seed{12345, "12345"};
+  // Indices or swap-mask values drawn at a time (0: 2^20, at most 8 MB);
+  // the results do not depend on it.
+  std::size_t block_values = 0;
 };
 
 // What PairedTest resolves n_samples to.
 int paired_test_samples(PairedTestKind kind, int n_samples);
+
+// The memory that grows with the number of resamples or trials: their
+// scores, 8 bytes each, kept for the interval's sort and the p-value
+// (paired_test keeps a baseline and a system series per metric for the
+// bootstrap, one series per metric for randomisation). The segments do not
+// multiply it; for a bound on the counts a user asks for.
+double paired_test_bytes(const PairedTestOptions& options, std::size_t n_metrics);
+double confidence_interval_bytes(int n_samples);
 
 // PairedTest()(): stats[m][s] are metric m's statistics of system s, system
 // 0 the baseline. Returns results[m][s]. Every system has the baseline's

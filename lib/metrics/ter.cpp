@@ -8,14 +8,16 @@
 // hypotheses of one search have the same length, so the band is the same),
 // so here the matrix of the current hypothesis is kept and a candidate
 // shift recomputes only the rows after its first changed word, in one
-// preallocated scratch matrix, without an operation trace. Words are
-// interned to integers once per segment.
+// preallocated scratch table, without an operation trace. Both tables keep
+// only the band (see ShiftSearch::span_lo_). Words are interned to integers
+// once per segment.
 #include "metrics/ter.h"
 
 #include <unicode/utf8.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -199,20 +201,32 @@ class ShiftSearch {
  private:
   void prepare(std::size_t n, std::size_t m);
   // Rows from+1..n of `words`' banded edit distance into `cost` (and `op`
-  // when given), row `from` read from `first_prev`. Returns the last cell.
+  // when given), row `from` read from `first_prev` (that row of a table laid
+  // out as these). Returns the last cell.
   int32_t fill_rows(const int* words, std::size_t from, const int32_t* first_prev, int32_t* cost,
                     uint8_t* op) const;
+  // Where cell (i, j) is kept; j within row i's span.
+  std::size_t cell(std::size_t i, std::size_t j) const { return off_[i] + (j - span_lo_[i]); }
   void trace_alignment();
   // Edit distance of shifted_ (which differs from words_ from some word on).
   int32_t candidate_cost();
   void perform_shift(std::size_t start, std::size_t length, std::size_t target);
 
   const std::vector<int>* ref_ = nullptr;
-  std::size_t n_ = 0, m_ = 0, w_ = 0;  // hypothesis length, reference length, row width m+1
-  std::vector<std::size_t> lo_, hi_;   // band of row i: columns [lo_[i], hi_[i])
+  std::size_t n_ = 0, m_ = 0;         // hypothesis length, reference length
+  std::vector<std::size_t> lo_, hi_;  // band of row i: columns [lo_[i], hi_[i])
+  // Only the band is kept, so memory follows the work (n times the band, plus
+  // the full first and last rows), not n times m: a document-length segment
+  // of 30,000 words would otherwise take 8 GB. Row i keeps columns
+  // [span_lo_[i], span_hi_[i]): its band, one column to the left (read as
+  // the left neighbour of the band's first cell), and as far right as the
+  // next row's band reaches (read as that row's upper neighbours). Bands
+  // only move right, so every cell a row reads is kept; cells outside a band
+  // stay kInf and kUndef.
+  std::vector<std::size_t> span_lo_, span_hi_, off_;
   std::vector<int> words_, shifted_, best_words_;
-  std::vector<int32_t> base_cost_, cand_cost_;  // (n+1, m+1)
-  std::vector<uint8_t> base_op_;                // (n+1, m+1)
+  std::vector<int32_t> base_cost_, cand_cost_;  // the kept cells
+  std::vector<uint8_t> base_op_;                // the kept cells
   std::vector<uint8_t> trace_;
   std::vector<int64_t> align_;              // (m) hypothesis position of each reference word
   std::vector<int32_t> hyp_err_, ref_err_;  // prefix sums, (n+1) and (m+1)
@@ -221,19 +235,9 @@ class ShiftSearch {
 void ShiftSearch::prepare(std::size_t n, std::size_t m) {
   n_ = n;
   m_ = m;
-  w_ = m + 1;
-  const std::size_t cells = (n + 1) * w_;
-  // Cells outside a row's band stay kInf for the whole search: every
-  // hypothesis of it has the same length, so the bands never move.
-  base_cost_.assign(cells, kInf);
-  cand_cost_.assign(cells, kInf);
-  base_op_.assign(cells, kUndef);
-  for (std::size_t j = 0; j <= m; ++j) {
-    base_cost_[j] = static_cast<int32_t>(j);
-    base_op_[j] = kIns;
-  }
+  const std::size_t w = m + 1;  // a full row
   lo_.assign(n + 1, 0);
-  hi_.assign(n + 1, w_);
+  hi_.assign(n + 1, w);
   const double ratio = n > 0 ? static_cast<double>(m) / static_cast<double>(n) : 1.0;
   // "in some crazy sentences, the difference in length is so large that we
   // may end up with zero overlap with previous row"
@@ -242,7 +246,26 @@ void ShiftSearch::prepare(std::size_t n, std::size_t m) {
   for (std::size_t i = 1; i <= n; ++i) {
     const auto diag = static_cast<int64_t>(std::floor(static_cast<double>(i) * ratio));
     lo_[i] = static_cast<std::size_t>(std::max<int64_t>(0, diag - beam));
-    hi_[i] = i == n ? w_ : static_cast<std::size_t>(std::min<int64_t>(w_, diag + beam));
+    hi_[i] = i == n ? w : static_cast<std::size_t>(std::min<int64_t>(w, diag + beam));
+  }
+  span_lo_.resize(n + 1);
+  span_hi_.resize(n + 1);
+  off_.resize(n + 2);
+  off_[0] = 0;
+  for (std::size_t i = 0; i <= n; ++i) {
+    span_lo_[i] = lo_[i] > 0 ? lo_[i] - 1 : 0;
+    span_hi_[i] = i < n ? std::max(hi_[i], hi_[i + 1]) : hi_[i];
+    off_[i + 1] = off_[i] + (span_hi_[i] - span_lo_[i]);
+  }
+  // Bands never move within a search (every hypothesis of it has the same
+  // length), so what lies outside them is set once.
+  const std::size_t cells = off_[n + 1];
+  base_cost_.assign(cells, kInf);
+  cand_cost_.assign(cells, kInf);
+  base_op_.assign(cells, kUndef);
+  for (std::size_t j = 0; j <= m; ++j) {
+    base_cost_[j] = static_cast<int32_t>(j);
+    base_op_[j] = kIns;
   }
   align_.resize(m);
   hyp_err_.resize(n + 1);
@@ -254,49 +277,54 @@ void ShiftSearch::prepare(std::size_t n, std::size_t m) {
 int32_t ShiftSearch::fill_rows(const int* words, std::size_t from, const int32_t* first_prev,
                                int32_t* cost, uint8_t* op) const {
   const int* ref = ref_->data();
-  const int32_t* prev = first_prev;
+  const int32_t* prev_row = first_prev;
   for (std::size_t i = from + 1; i <= n_; ++i) {
-    int32_t* cur = cost + i * w_;
-    uint8_t* cur_op = op ? op + i * w_ : nullptr;
+    const std::size_t lo = lo_[i];
+    const auto width = static_cast<std::ptrdiff_t>(hi_[i] - lo);
+    // prev[k], cur[k]: column lo + k of rows i-1 and i; prev[-1] and
+    // cur[-1] (read only when lo > 0) are kept too (see span_lo_).
+    const int32_t* prev = prev_row + (lo - span_lo_[i - 1]);
+    int32_t* cur = cost + cell(i, lo);
+    uint8_t* cur_op = op ? op + cell(i, lo) : nullptr;
     const int word = words[i - 1];
-    std::size_t j = lo_[i];
-    if (j == 0) {
+    std::ptrdiff_t k = 0;  // signed: [k - 1] is read at k = 0
+    if (lo == 0) {
       cur[0] = prev[0] + 1;
       if (cur_op) cur_op[0] = kDel;
-      j = 1;
+      k = 1;
     }
     // Tercom prefers match/substitution, then deletion, then insertion (as
     // sacreBLEU orders them for the flipped trace); strict '<' keeps the first.
-    for (const std::size_t end = hi_[i]; j < end; ++j) {
-      const bool match = word == ref[j - 1];
+    for (; k < width; ++k) {
+      const bool match = word == ref[static_cast<std::ptrdiff_t>(lo) + k - 1];
       int32_t best = kInf;
       uint8_t best_op = kUndef;
-      const int32_t sub = prev[j - 1] + (match ? 0 : 1);
+      const int32_t sub = prev[k - 1] + (match ? 0 : 1);
       if (sub < best) {
         best = sub;
         best_op = match ? kNop : kSub;
       }
-      if (prev[j] + 1 < best) {
-        best = prev[j] + 1;
+      if (prev[k] + 1 < best) {
+        best = prev[k] + 1;
         best_op = kDel;
       }
-      if (cur[j - 1] + 1 < best) {
-        best = cur[j - 1] + 1;
+      if (cur[k - 1] + 1 < best) {
+        best = cur[k - 1] + 1;
         best_op = kIns;
       }
-      cur[j] = best;
-      if (cur_op) cur_op[j] = best_op;
+      cur[k] = best;
+      if (cur_op) cur_op[k] = best_op;
     }
-    prev = cur;
+    prev_row = cost + off_[i];
   }
-  return prev[m_];
+  return cost[cell(n_, m_)];
 }
 
 void ShiftSearch::trace_alignment() {
   trace_.clear();
   std::size_t i = n_, j = m_;
   while (i > 0 || j > 0) {
-    const uint8_t op = base_op_[i * w_ + j];
+    const uint8_t op = j >= span_lo_[i] && j < span_hi_[i] ? base_op_[cell(i, j)] : uint8_t{kUndef};
     trace_.push_back(op);
     if (op == kNop || op == kSub) {
       --i;
@@ -368,8 +396,8 @@ void ShiftSearch::perform_shift(std::size_t start, std::size_t length, std::size
 int32_t ShiftSearch::candidate_cost() {
   std::size_t p = 0;
   while (p < n_ && shifted_[p] == words_[p]) ++p;
-  if (p == n_) return base_cost_[n_ * w_ + m_];
-  return fill_rows(shifted_.data(), p, base_cost_.data() + p * w_, cand_cost_.data(), nullptr);
+  if (p == n_) return base_cost_[cell(n_, m_)];
+  return fill_rows(shifted_.data(), p, base_cost_.data() + off_[p], cand_cost_.data(), nullptr);
 }
 
 int64_t ShiftSearch::edits(const std::vector<int>& hyp, const std::vector<int>& ref) {
@@ -383,7 +411,7 @@ int64_t ShiftSearch::edits(const std::vector<int>& hyp, const std::vector<int>& 
   int64_t checked = 0;
   const int* r = ref.data();
   for (;;) {
-    const int32_t pre = base_cost_[n_ * w_ + m_];
+    const int32_t pre = base_cost_[cell(n_, m_)];
     trace_alignment();
     bool found = false;
     int32_t best_delta = 0;
@@ -437,9 +465,9 @@ int64_t ShiftSearch::edits(const std::vector<int>& hyp, const std::vector<int>& 
     std::size_t p = 0;
     while (p < n_ && best_words_[p] == words_[p]) ++p;
     words_.swap(best_words_);
-    fill_rows(words_.data(), p, base_cost_.data() + p * w_, base_cost_.data(), base_op_.data());
+    fill_rows(words_.data(), p, base_cost_.data() + off_[p], base_cost_.data(), base_op_.data());
   }
-  return shifts + base_cost_[n_ * w_ + m_];
+  return shifts + base_cost_[cell(n_, m_)];
 }
 
 // Per-segment word interning: equal strings, equal ids.
