@@ -1,6 +1,7 @@
 // `nmt score -m`: teacher-forced log-probabilities of targets given sources.
 #include "score_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -8,6 +9,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "decode/ensemble.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
@@ -75,6 +77,24 @@ int run_model_score(const ModelScoreArgs& args) {
       if (static_cast<int64_t>(s[i].size()) > max_src) s[i].resize(max_src);
       if (static_cast<int64_t>(t[i].size()) > max_len) t[i].resize(max_len);
     }
+  }
+  // --batch-tokens may be far more than the machine holds: a batch is refused
+  // before any work when it could be as large as the pairs make it (all of
+  // them, padded, at most) and would not fit.
+  if (const uint64_t phys = physical_memory_bytes()) {
+    int64_t padded = 0;
+    for (size_t i = 0; i < s.size(); ++i)
+      padded += static_cast<int64_t>(std::max(s[i].size(), t[i].size())) + 1;
+    const int64_t tokens = std::min<int64_t>(args.batch_tokens, padded);
+    const double need = double(nets.size()) * score_batch_memory(m.config, tokens);
+    if (need > double(phys))
+      throw UsageError("--batch-tokens " + std::to_string(args.batch_tokens) + ": a batch of " +
+                       std::to_string(tokens) + " padded tokens would need at least " +
+                       gigabytes(need) + " for its logits and activations (vocabulary " +
+                       std::to_string(m.config.vocab_size) + ", d_model " +
+                       std::to_string(m.config.d_model) + "), more than this machine's " +
+                       gigabytes(double(phys)) + "; expected at most " +
+                       std::to_string(static_cast<int64_t>(double(tokens) * double(phys) / need)));
   }
   // Every line is read before scoring starts: the share done is the pairs'.
   Progress progress("nmt score -m " + args.models[0], args.progress, /*sized=*/true,

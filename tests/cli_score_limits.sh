@@ -42,4 +42,23 @@ kb=$(peak_kb "$WORK/many.out" "$NMT" score "$WORK/many.ref" -i "$WORK/many.1" "$
 [ "$kb" -ge 0 ] || fail "two systems' chrF at orders 100 and 100 failed"
 grep -q '"chrF2+.*": "[0-9]' "$WORK/many.out" || fail "two systems' chrF: $(cat "$WORK/many.out")"
 [ "$kb" -lt 50000 ] || fail "two systems' chrF at orders 100 and 100 of 10,000 lines took $kb KB"
+
+# score -m: --batch-tokens (up to 2^24) could ask for more than the process
+# may use; a batch that could not fit is refused before any work, naming the
+# option. A model of 50,000 tokens takes 0.4 MB of logits a target token:
+# under a 1 GB ulimit, batches of 4000 tokens cannot fit, and 300 pairs of
+# 10 tokens make them that large.
+HERE=$(cd "$(dirname "$0")" && pwd)
+python3 "$HERE/hostile_models.py" ct2 "$WORK/wide" V=50000 || fail "hostile_models.py"
+"$NMT" convert "$WORK/wide" -o "$WORK/wide.nmt" 2>"$WORK/wide.err" || fail "convert: $(cat "$WORK/wide.err")"
+python3 -c "
+for i in range(300): print(' '.join('w%d' % ((i * 7 + k) % 900 + 3) for k in range(10)))" >"$WORK/pairs.txt"
+(ulimit -v 1000000; "$NMT" score -m "$WORK/wide.nmt" --src "$WORK/pairs.txt" --tgt "$WORK/pairs.txt" \
+  --batch-tokens 1000000 --threads 1) >/dev/null 2>"$WORK/bt.err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "score -m --batch-tokens 1000000 under 1 GB: exit $rc, expected 2 ($(cat "$WORK/bt.err"))"
+grep -qF -- "--batch-tokens 1000000: a batch of 3300 padded tokens would need at least" "$WORK/bt.err" ||
+  fail "score -m --batch-tokens: $(cat "$WORK/bt.err")"
+(ulimit -v 1000000; "$NMT" score -m "$WORK/wide.nmt" --src "$WORK/pairs.txt" --tgt "$WORK/pairs.txt" \
+  --batch-tokens 500 --threads 1) >/dev/null 2>"$WORK/bt.err" || fail "score -m --batch-tokens 500: $(cat "$WORK/bt.err")"
 echo "cli_score_limits: all passed"

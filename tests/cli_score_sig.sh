@@ -114,10 +114,17 @@ fi
 if ldd "$NMT" 2>/dev/null | grep -q asan; then
   echo "cli_score_sig: skipped out-of-memory under ulimit -v (an AddressSanitizer build)" >&2
 else
+  # The bound is the memory the process may use: under the ulimit, 60M
+  # resamples (480 MB of scores) are refused before any work; 45M pass the
+  # bound and run out with the rest of what the run holds.
   (ulimit -v 400000; "$NMT" score ref.de -i sysA.de -ci -cin 60000000) >/dev/null 2>"$WORK/o1.err"; rc=$?
-  [[ $rc == 1 ]] || fail "-cin 60000000 under 400 MB: exit $rc, expected 1"
-  grep -qx 'nmt: error: score: out of memory resampling for --confidence-n 60000000' "$WORK/o1.err" ||
+  [[ $rc == 2 ]] || fail "-cin 60000000 under 400 MB: exit $rc, expected 2"
+  grep -q -- '--confidence-n 60000000 needs 0.4 GiB' "$WORK/o1.err" ||
     { fail "-cin 60000000 under 400 MB: message"; cat "$WORK/o1.err" >&2; }
+  (ulimit -v 400000; "$NMT" score ref.de -i sysA.de -ci -cin 45000000) >/dev/null 2>"$WORK/o2.err"; rc=$?
+  [[ $rc == 1 ]] || fail "-cin 45000000 under 400 MB: exit $rc, expected 1"
+  grep -qx 'nmt: error: score: out of memory resampling for --confidence-n 45000000' "$WORK/o2.err" ||
+    { fail "-cin 45000000 under 400 MB: message"; cat "$WORK/o2.err" >&2; }
 fi
 
 if ((failures)); then echo "$failures failure(s)" >&2; exit 1; fi

@@ -12,7 +12,22 @@ namespace nmt {
 
 uint64_t physical_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  uint64_t bytes =
+      pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  auto at_most = [&](uint64_t limit) {
+    if (limit > 0 && (bytes == 0 || limit < bytes)) bytes = limit;
+  };
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) at_most(as.rlim_cur);
+  // cgroup v2 ("max" when unlimited); v1's limit where v2 is not mounted.
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"})
+    if (std::FILE* f = std::fopen(path, "r")) {
+      unsigned long long limit = 0;
+      if (std::fscanf(f, "%llu", &limit) == 1) at_most(limit);
+      std::fclose(f);
+      break;
+    }
+  return bytes;
 }
 
 uint64_t peak_resident_bytes() {

@@ -8,7 +8,10 @@
 
 namespace nmt {
 
-// Physical memory in bytes (sysconf), or 0 if it cannot be told.
+// The memory this process may use, in bytes: the machine's physical memory
+// (sysconf), or less where a limit says so (a cgroup's memory.max, as a
+// container sets it; RLIMIT_AS, as `ulimit -v` sets it); 0 if none of these
+// can be told. Every option that multiplies memory is bounded by it.
 uint64_t physical_memory_bytes();
 
 // The most resident memory this process has held so far (getrusage), in

@@ -63,4 +63,11 @@ std::vector<ForcedScore> score_pairs(const Transformer& model,
   return out;
 }
 
+double score_batch_memory(const ModelConfig& cfg, int64_t tokens) {
+  const double per_token =
+      4.0 * (2.0 * double(cfg.vocab_size) +
+             4.0 * double(cfg.d_model) * double(cfg.encoder_layers + cfg.decoder_layers));
+  return per_token * static_cast<double>(tokens);
+}
+
 }  // namespace nmt

@@ -26,4 +26,10 @@ std::vector<ForcedScore> score_pairs(const Transformer& model,
                                      int64_t batch_tokens = 4096,
                                      const std::function<void(int64_t)>& on_batch = {});
 
+// A lower estimate of the memory a batch of this many padded target tokens
+// takes in score_pairs: its logits and their log-softmax (f32, one per
+// vocabulary entry) and a few vectors of the model's width per layer. A
+// batch size refused by it would not have fitted.
+double score_batch_memory(const ModelConfig& cfg, int64_t tokens);
+
 }  // namespace nmt
