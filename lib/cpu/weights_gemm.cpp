@@ -12,6 +12,10 @@
 //   with its own dynamic scale (so no row depends on its batch), multiplies
 //   by the weights' channel scales in a post-op, and applies the row scales,
 //   bias and activation in one pass over the result.
+// - Where oneDNN 2.6 falls short, f32 runs on nmt's own AVX2 kernel
+//   (rows_gemm.h) instead of a primitive: below AVX-512, where oneDNN's
+//   sums would depend on the batch. The choice is the instruction set's,
+//   made once (f32_rows_kernel), and --version prints it.
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/mman.h>
@@ -34,6 +38,7 @@
 #include "cpu/onednn.h"
 #include "cpu/parallel.h"
 #include "cpu/primitive_cache.h"
+#include "cpu/rows_gemm.h"
 
 namespace nmt::cpu {
 namespace {
@@ -555,20 +560,48 @@ bool sparse_pays(int64_t K, int64_t N) {
   return K * N * static_cast<int64_t>(sizeof(float)) <= l2;
 }
 
-// The weights b (K, N) as plain rows, the layout sparse_rows_product reads.
-const Packed& rows_of_weights(const MatDesc& b, const GemmAttr& attr) {
-  const auto want = [&b] {
-    return memory::desc({b.dims[2], b.dims[3]}, dt::f32, memory::format_tag::ab);
-  };
-  // Its layout id per shape, so that a call builds no descriptor and takes
-  // no lock once the shape has been seen on this thread.
-  thread_local std::vector<std::pair<std::array<int64_t, 2>, int>> ids;
-  const std::array<int64_t, 2> shape{b.dims[2], b.dims[3]};
+// The weights b (K, N) packed as elements of `type` in oneDNN's layout
+// `tag`, for the products that read them without a primitive.
+const Packed& weights_as(const MatDesc& b, const GemmAttr& attr, dt type, memory::format_tag tag) {
+  const auto want = [&b, type, tag] { return memory::desc({b.dims[2], b.dims[3]}, type, tag); };
+  // Its layout id per shape, type and tag, so that a call builds no
+  // descriptor and takes no lock once the shape has been seen on this thread.
+  thread_local std::vector<std::pair<std::array<int64_t, 4>, int>> ids;
+  const std::array<int64_t, 4> shape{b.dims[2], b.dims[3], static_cast<int64_t>(type),
+                                     static_cast<int64_t>(tag)};
   int layout = 0;
   for (const auto& [s, id] : ids)
     if (s == shape) layout = id;
   if (!layout) ids.emplace_back(shape, layout = layout_id(want()));
   return packed_weights(attr.constant_b, b, attr, layout, want);
+}
+
+// The weights b (K, N) as plain rows, the layout sparse_rows_product reads.
+const Packed& rows_of_weights(const MatDesc& b, const GemmAttr& attr) {
+  return weights_as(b, attr, dt::f32, memory::format_tag::ab);
+}
+
+// ---- f32 rows that do not depend on their batch ----------------------------
+
+// Whether f32 products against weights run on rows_gemm rather than on
+// oneDNN: where oneDNN's f32 matmul has no brgemm kernel (below
+// AVX-512, in 2.6), its jit gemm sums a row in an order that depends on
+// the number of rows and the row's place among them (a 6th-digit change
+// of a sentence's score with its batch, on an AVX2 EPYC), so there the
+// products run on the row kernel. Fixed for the process; --version says
+// which (weights_paths).
+bool f32_rows_kernel() {
+  static const bool use = !isa_has(dnnl_cpu_isa_avx512_core) && rows_gemm_runs();
+  return use;
+}
+
+void rows_product(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
+  const Packed& w = weights_as(b, attr, dt::f32, memory::format_tag::BA16a16b);
+  if (w.md.data.padded_dims[0] != rows_gemm_depth(b.dims[2]))
+    throw Error("gemm: the row kernel's packed weights have an unexpected depth");
+  rows_gemm(a.ptr, a.strides[2], static_cast<const float*>(w.data.get()), a.dims[2], a.dims[3],
+            b.dims[3], const_cast<float*>(dst.ptr), dst.strides[2], attr.alpha, attr.bias,
+            attr.act);
 }
 
 // ---- Primitives per row count ---------------------------------------------
@@ -779,6 +812,11 @@ int64_t constant_bytes() {
 
 bool has_bf16() { return isa_has(dnnl_cpu_isa_avx512_core_bf16); }
 
+std::string weights_paths() {
+  return std::string("products against weights: f32 on ") +
+         (f32_rows_kernel() ? "nmt's AVX2 kernel" : "oneDNN");
+}
+
 void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
   const ComputeType ct = attr.compute;
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
@@ -792,6 +830,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
   if (attr.a_sparse && ct == ComputeType::F32 && sparse_pays(K, N))
     return sparse_rows_product(a, static_cast<const float*>(rows_of_weights(b, attr).data.get()),
                                dst, attr);
+  if (ct == ComputeType::F32 && f32_rows_kernel()) return rows_product(a, b, dst, attr);
   // The activations as the primitive reads them.
   thread_local std::vector<uint16_t> a_bf16;
   thread_local std::vector<int8_t> a_s8;
