@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "cpu/parallel.h"
 
@@ -146,7 +147,108 @@ NMT_AVX2 void rows(int R, const float* a, int64_t lda, const float* w, int64_t p
   }
 }
 
+// int8: R rows against one panel of 16 columns. The sums' chains are
+// integer adds of one cycle, so two registers of sums per row keep the
+// multipliers busy; the panel's pair of rows, widened once, serves all R.
+// (R = 6: 12 sums, 2 weights, a row's pair and a product: 16 registers.)
+template <int R>
+NMT_AVX2 __attribute__((noinline)) void sums_s8(const int16_t* a, int64_t lda, const int8_t* w,
+                                                int64_t pairs, int32_t* acc) {
+  __m256i c[R][2];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) c[r][0] = c[r][1] = _mm256_setzero_si256();
+  for (int64_t j = 0; j < pairs; ++j) {
+    const int8_t* wj = w + j * 2 * kRowsPanel;
+    const __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wj)));
+    const __m256i b1 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wj + 16)));
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      int32_t pair;  // (a[m, 2j], a[m, 2j + 1])
+      std::memcpy(&pair, a + r * lda + 2 * j, sizeof pair);
+      const __m256i x = _mm256_set1_epi32(pair);
+      c[r][0] = _mm256_add_epi32(c[r][0], _mm256_madd_epi16(x, b0));
+      c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(x, b1));
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(acc + 16 * r), c[r][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(acc + 16 * r + 8), c[r][1]);
+  }
+}
+
+// Panels [p0, p1) for R rows: dst = scale[n] * sum, `cols` columns real.
+template <int R>
+NMT_AVX2 void panels_s8(const int16_t* a, int64_t lda, const int8_t* w, int64_t pairs, int64_t N,
+                        int64_t p0, int64_t p1, float* dst, int64_t ldc, const float* scale) {
+  for (int64_t p = p0; p < p1; ++p) {
+    alignas(32) int32_t acc[R * 16];
+    sums_s8<R>(a, lda, w + p * pairs * 2 * kRowsPanel, pairs, acc);
+    const int64_t n0 = p * kRowsPanel, cols = std::min<int64_t>(kRowsPanel, N - n0);
+    for (int r = 0; r < R; ++r) {
+      float* y = dst + r * ldc + n0;
+      if (cols == kRowsPanel) {
+        for (int h = 0; h < 2; ++h) {
+          const __m256 s = _mm256_cvtepi32_ps(
+              _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + 16 * r + 8 * h)));
+          _mm256_storeu_ps(y + 8 * h, _mm256_mul_ps(s, _mm256_loadu_ps(scale + n0 + 8 * h)));
+        }
+      } else {
+        for (int64_t n = 0; n < cols; ++n)
+          y[n] = _mm_cvtss_f32(_mm_mul_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), acc[16 * r + n]),
+                                          _mm_set_ss(scale[n0 + n])));
+      }
+    }
+  }
+}
+
+NMT_AVX2 void rows_s8(int R, const int16_t* a, int64_t lda, const int8_t* w, int64_t pairs,
+                      int64_t N, int64_t p0, int64_t p1, float* dst, int64_t ldc,
+                      const float* scale) {
+  switch (R) {
+    case 1:
+      return panels_s8<1>(a, lda, w, pairs, N, p0, p1, dst, ldc, scale);
+    case 2:
+      return panels_s8<2>(a, lda, w, pairs, N, p0, p1, dst, ldc, scale);
+    case 3:
+      return panels_s8<3>(a, lda, w, pairs, N, p0, p1, dst, ldc, scale);
+    case 4:
+      return panels_s8<4>(a, lda, w, pairs, N, p0, p1, dst, ldc, scale);
+    case 5:
+      return panels_s8<5>(a, lda, w, pairs, N, p0, p1, dst, ldc, scale);
+    default:
+      return panels_s8<6>(a, lda, w, pairs, N, p0, p1, dst, ldc, scale);
+  }
+}
+
 }  // namespace
+
+void pack_rows_s8(const int8_t* q, int64_t K, int64_t N, int64_t sk, int64_t sn, int8_t* dst) {
+  const int64_t pairs = rows_gemm_pairs(K), panels = (N + kRowsPanel - 1) / kRowsPanel;
+  parallel_for(panels, K * N > 65536, [&](int64_t p) {
+    int8_t* out = dst + p * pairs * 2 * kRowsPanel;
+    for (int64_t j = 0; j < pairs; ++j)
+      for (int64_t c = 0; c < kRowsPanel; ++c)
+        for (int64_t h = 0; h < 2; ++h) {
+          const int64_t k = 2 * j + h, n = p * kRowsPanel + c;
+          out[(j * kRowsPanel + c) * 2 + h] = k < K && n < N ? q[k * sk + n * sn] : 0;
+        }
+  });
+}
+
+void rows_gemm_s8(const int16_t* a, int64_t lda, const int8_t* w, int64_t M, int64_t K, int64_t N,
+                  float* dst, int64_t ldc, const float* scale) {
+  const int64_t pairs = rows_gemm_pairs(K), panels = (N + kRowsPanel - 1) / kRowsPanel;
+  constexpr int64_t kChunk = 6;  // panels per task, as rows_gemm
+  const int64_t chunks = (panels + kChunk - 1) / kChunk;
+  parallel_for(chunks, M * K * N >= (int64_t{1} << 22), [&](int64_t c) {
+    const int64_t p0 = c * kChunk, p1 = std::min(panels, p0 + kChunk);
+    for (int64_t m = 0; m < M; m += 6)
+      rows_s8(static_cast<int>(std::min<int64_t>(6, M - m)), a + m * lda, lda, w, pairs, N, p0, p1,
+              dst + m * ldc, ldc, scale);
+  });
+}
 
 bool rows_gemm_runs() {
   static const bool runs = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
