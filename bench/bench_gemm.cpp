@@ -2,7 +2,8 @@
 // transformer-base, against this machine's FP32 peak, and a linear layer's
 // training backward pass in f32 and bf16 (against the bf16 dot-product peak
 // for bf16), the FFN's second product while decoding, dense against
-// reading only its non-zero inputs, and a decoding step's attention. Run:
+// reading only its non-zero inputs, products against frozen weights in f32
+// and int8 at decoding's row counts, and a decoding step's attention. Run:
 //   build/bench/bench_gemm [threads]
 #include <algorithm>
 #include <cmath>
@@ -136,6 +137,35 @@ int main(int argc, char** argv) {
       std::printf("%-34s %8.3f %10.1f %8.1f%%\n", label, sec * 1e3, gf, 100 * gf / measured);
     }
   }
+  // Products against a frozen model's weights (constant_b, as translation
+  // runs them), f32 and int8, at the row counts of decoding (1: greedy,
+  // batch 1; 8: a beam of 4 over 2 sentences; 88: a Multi30k
+  // transformer-small step's average) and of encoding (256), with a bias.
+  // Which kernels run them depends on the CPU (nmt --version says).
+  std::printf("\n%-34s %8s %10s %8s %10s\n", "against weights (M x K -> N)", "f32 ms", "GFLOP/s",
+              "int8 ms", "GOP/s");
+  for (auto [name, K, N] : {std::tuple<const char*, int64_t, int64_t>{"small qkv", 256, 768},
+                            {"small ffn2", 1024, 256},
+                            {"small output", 256, 8000},
+                            {"base ffn1", 512, 2048},
+                            {"base output", 512, 32000}})
+    for (int64_t M : {1, 8, 88, 256}) {
+      Tensor a(Shape{M, K}), w(Shape{N, K}), bias(Shape{N}), c(Shape{M, N});
+      fill(a), fill(w), fill(bias);
+      double sec[2];
+      for (ComputeType ct : {ComputeType::F32, ComputeType::INT8}) {
+        ++owner;
+        sec[ct == ComputeType::INT8] = time_it([&] {
+          ops::linear(a, w, &bias, c, Activation::None, owner, ct, nullptr, false, false);
+        });
+        backend(Device::CPU).forget_constants(owner);
+      }
+      char label[64];
+      std::snprintf(label, sizeof label, "%s %ldx%ld->%ld", name, (long)M, (long)K, (long)N);
+      const double ops = 2.0 * M * K * N / 1e9;
+      std::printf("%-34s %8.3f %10.1f %8.3f %10.1f\n", label, sec[0] * 1e3, ops / sec[0],
+                  sec[1] * 1e3, ops / sec[1]);
+    }
   // Attention in a decoding step, from cached keys and values laid out as
   // decoding keeps them (a cache of 64 positions per row, heads side by
   // side): self-attention of 88 rows (a Multi30k step's average) over 13

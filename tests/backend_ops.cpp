@@ -316,6 +316,52 @@ TEST_CASE("matmul with constant weights on mostly-zero rows (a ReLU's output), f
     }
 }
 
+TEST_CASE("f32 products against weights: a row's result is the same in any batch", "[ops][gemm]") {
+  if (!runs({Op::Gemm})) return;
+  // Translations and scores must not depend on what shares a sentence's
+  // batch: each row of 40, multiplied alone and inside batches of other
+  // sizes and at other places (tails of 1-5 rows, blocks of 6, several
+  // column tasks), bit for bit, with a bias and ReLU. Depths and widths
+  // off the kernels' blocks; 40 x 512 x 512 is threaded on 2 threads.
+  // (oneDNN's AVX2 gemm failed this at every shape: its kernels for 1, 2-3
+  // and 4 or more rows sum in different orders.)
+  const int before = ops::num_threads();
+  for (auto [K, N] : {std::array<int64_t, 2>{32, 300}, {37, 45}, {130, 200}, {512, 512}})
+    for (int threads : {1, 2}) {
+      ops::set_num_threads(threads);
+      const uint64_t owner = 9191;
+      const int64_t R = 40;
+      auto W = randv(N * K, 41), A = randv(R * K, 42), bv = randv(N, 43);
+      Tensor w = dev(W, Shape{N, K}), bt = dev(bv, Shape{N});
+      ops::MatmulOpts o;
+      o.bias = &bt;
+      o.act = Activation::Relu;
+      o.constant_b = owner;
+      auto product = [&](int64_t first, int64_t rows) {
+        Tensor a = dev(std::vector<float>(A.begin() + first * K, A.begin() + (first + rows) * K),
+                       Shape{rows, K});
+        Tensor c(Shape{rows, N}, g_device);
+        ops::matmul(a, false, w, true, c, o);
+        return host(c);
+      };
+      std::vector<std::vector<float>> alone(R);
+      for (int64_t i = 0; i < R; ++i) alone[i] = product(i, 1);
+      // (first row, rows) of each batch
+      const int64_t batches[][2] = {{0, 40}, {0, 2},   {1, 3},  {3, 5}, {5, 6},
+                                    {7, 7},  {11, 13}, {2, 31}, {9, 17}};
+      for (const auto& [first, rows] : batches) {
+        const auto got = product(first, rows);
+        for (int64_t i = 0; i < rows; ++i) {
+          INFO("K=" << K << " N=" << N << " threads " << threads << ": row " << first + i
+                    << " as row " << i << " of " << rows);
+          REQUIRE(std::memcmp(got.data() + i * N, alone[first + i].data(), N * sizeof(float)) == 0);
+        }
+      }
+      backend(g_device).forget_constants(owner);
+    }
+  ops::set_num_threads(before);
+}
+
 // Resident bytes of this process (/proc/self/statm), or -1 where unreadable.
 int64_t resident_now() {
   FILE* f = std::fopen("/proc/self/statm", "r");
@@ -542,6 +588,55 @@ TEST_CASE("int8 products of a row do not depend on the other rows of the batch",
     for (int64_t i = 0; i < n * N; ++i) REQUIRE(h[i] == hw[i]);
   }
   backend(g_device).forget_constants(6262);
+}
+
+TEST_CASE("int8 products against weights sum the 8-bit weights and activations exactly",
+          "[ops][gemm][int8]") {
+  require_compute(g_device, ComputeType::INT8);
+  // s8 weights with their scales, and activations that are s8 values times
+  // a row scale, so that quantising a row gives back its values: every
+  // product must be row scale x column scale x the exact integer sum. The
+  // values sit near +-127 with runs of one sign, where u8 x s8 pairs
+  // (vpmaddubsw without VNNI) saturate 16 bits; weights cut to 7 bits to
+  // avoid that are off by up to a 127th of a weight.
+  const int64_t M = 7, K = 67, N = 40;
+  std::mt19937 g(51);
+  std::vector<int8_t> Wq(N * K);
+  std::vector<int32_t> Aq(M * K);
+  for (auto& v : Wq)
+    v = static_cast<int8_t>((g() % 2 ? 1 : -1) * (100 + static_cast<int>(g() % 28)));
+  for (int64_t n = 0; n < N; ++n) Wq[n * K] = 127;  // each row's maximum is 127
+  for (int64_t k = 0; k < K; ++k) Wq[k] = static_cast<int8_t>(k % 3 ? 127 : -127);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      Aq[i * K + k] = k == 0 ? 127 : static_cast<int32_t>(g() % 255) - 127;
+  std::vector<float> ws(N), rs(M), A(M * K), bv = randv(N, 52);
+  for (int64_t n = 0; n < N; ++n) ws[n] = 0.001f * static_cast<float>(1 + n % 5);
+  for (int64_t i = 0; i < M; ++i) {
+    rs[i] = 0.25f * static_cast<float>(1 + i);  // powers of two and their small multiples
+    for (int64_t k = 0; k < K; ++k)
+      A[i * K + k] = static_cast<float>(Aq[i * K + k]) * rs[i];  // exact
+  }
+  Tensor w(Shape{N, K}, g_device, DType::S8), scales = dev(ws, Shape{N}), bt = dev(bv, Shape{N});
+  ops::upload(Wq.data(), w);
+  Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
+  ops::MatmulOpts o;
+  o.bias = &bt;
+  o.constant_b = 8383;
+  o.compute = ComputeType::INT8;
+  o.b_scales = &scales;
+  ops::matmul(a, false, w, true, c, o);
+  const auto got = host(c);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t sum = 0;
+      for (int64_t k = 0; k < K; ++k) sum += int64_t{Aq[i * K + k]} * Wq[n * K + k];
+      // The row's scale as quantised: its maximum, 127 rs, over 127, is rs.
+      const double want = static_cast<double>(rs[i]) * ws[n] * static_cast<double>(sum) + bv[n];
+      INFO("row " << i << " column " << n << ": exact " << want << ", got " << got[i * N + n]);
+      REQUIRE(std::fabs(got[i * N + n] - want) <= 1e-5 * (std::fabs(want) + 1));
+    }
+  backend(g_device).forget_constants(8383);
 }
 
 TEST_CASE("int8 products against weights are the same on one thread and on several",

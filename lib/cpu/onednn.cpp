@@ -162,7 +162,7 @@ std::string isa_name() {
 std::string backend_version() {
   const dnnl_version_t* v = dnnl_version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch) + " (ISA " + isa_name() + ")";
+         std::to_string(v->patch) + " (ISA " + isa_name() + "; " + weights_paths() + ")";
 }
 
 namespace {

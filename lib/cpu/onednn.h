@@ -52,6 +52,9 @@ void forget_constants(uint64_t owner);
 int64_t constant_bytes();  // of the packed copies kept
 // Whether this CPU (as oneDNN may use it) has AVX512-BF16 or AMX.
 bool has_bf16();
+// Which kernels run products against constant weights here, in words
+// (chosen once by the instruction set: see weights_gemm.cpp).
+std::string weights_paths();
 
 // Softmax (or log-softmax) over the last axis of a (rows, cols) matrix.
 void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log = false);
@@ -70,7 +73,7 @@ void layer_norm_backward(const float* src, const float* diff_dst, const float* g
 
 // The instruction set oneDNN uses here: "avx2", "avx512_core_amx", ...
 std::string isa_name();
-// "oneDNN 2.6.3 (cpu runtime OMP, ISA avx512_core_amx)" for --version.
+// "oneDNN 2.6.3 (ISA avx2; products against weights: f32 on ...)" for --version.
 std::string backend_version();
 
 // Number of primitives built so far, by every thread (tests check that a warm

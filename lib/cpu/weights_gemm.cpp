@@ -12,6 +12,11 @@
 //   with its own dynamic scale (so no row depends on its batch), multiplies
 //   by the weights' channel scales in a post-op, and applies the row scales,
 //   bias and activation in one pass over the result.
+// - Where oneDNN 2.6 falls short, f32 and int8 run on nmt's own AVX2
+//   kernels (rows_gemm.h) instead of a primitive: f32 below AVX-512, whose
+//   sums would depend on the batch, and int8 without VNNI, which would
+//   need 7-bit weights. The choice is the instruction set's, made once
+//   (f32_rows_kernel, s8_rows_kernel), and --version prints it.
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/mman.h>
@@ -34,6 +39,7 @@
 #include "cpu/onednn.h"
 #include "cpu/parallel.h"
 #include "cpu/primitive_cache.h"
+#include "cpu/rows_gemm.h"
 
 namespace nmt::cpu {
 namespace {
@@ -185,6 +191,31 @@ bool has_vnni() {
   return isa_has(dnnl_cpu_isa_avx512_core_vnni) || isa_has(dnnl_cpu_isa_avx2_vnni);
 }
 
+// Whether int8 products against weights run on rows_gemm_s8 rather than on
+// oneDNN: without VNNI, where oneDNN needs 7-bit weights. On the
+// Marian-trained fixture model (tests/fixtures/peers/marian-opus, its 2262
+// reference tokens), the 7-bit weights put nmt score's log-probabilities
+// 0.0182 on average from the f32 model's (greedy: 62 of 100 lines equal),
+// exact sums of the 8-bit weights 0.0117 (73 of 100), as CTranslate2's own
+// int8 does on the same model (0.0116). Fixed for the process; --version
+// says which (weights_paths).
+bool s8_rows_kernel() {
+  static const bool use = !has_vnni() && rows_gemm_runs();
+  return use;
+}
+
+// The layout rows_gemm_s8 reads (BA16b2a), for weights (K, N).
+memory::desc s8_pairs_desc(int64_t K, int64_t N) {
+  return memory::desc({K, N}, dt::s8, memory::format_tag::BA16b2a);
+}
+bool is_s8_pairs(const memory::desc& d) {
+  return d.data.ndims == 2 && d == s8_pairs_desc(d.data.dims[0], d.data.dims[1]);
+}
+
+// Whether s8 weights packed into `want` are first cut to 7 bits: for
+// oneDNN's kernels without VNNI alone.
+bool narrows(const memory::desc& want) { return !has_vnni() && !is_s8_pairs(want); }
+
 // AMX multiplies tiles of 16 rows (see for_each_piece).
 bool has_amx() { return isa_has(dnnl_cpu_isa_avx512_core_amx); }
 
@@ -204,6 +235,7 @@ const void* weights_of(const MatDesc& b, const GemmAttr& attr) {
 // sources, to multiply them as u8), one int32 per column after the
 // elements.
 void reorder_s8(const int8_t* q, int64_t K, int64_t N, int64_t sk, int64_t sn, const Packed& p) {
+  if (is_s8_pairs(p.md)) return pack_rows_s8(q, K, N, sk, sn, static_cast<int8_t*>(p.data.get()));
   memory from(memory::desc({K, N}, dt::s8, {sk, sn}), ctx().engine, const_cast<int8_t*>(q));
   const auto& extra = p.md.data.extra;
   const bool columns_only = p.md.data.ndims == 2 &&
@@ -224,14 +256,15 @@ void reorder_s8(const int8_t* q, int64_t K, int64_t N, int64_t sk, int64_t sn, c
 }
 
 // Reorders int8 weights (attr.b_s8 with its channel scales) into `want`:
-// as they are with VNNI, else rounded again to 7 bits (see has_vnni).
+// as they are with VNNI or for rows_gemm_s8, else rounded again to 7 bits
+// (see has_vnni).
 Packed pack_s8(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
   const int64_t K = b.dims[2], N = b.dims[3], sk = b.strides[2], sn = b.strides[3];
   Packed p = packed_copy(want);
   p.scales.assign(attr.b_scales, attr.b_scales + N);
   const int8_t* from_q = attr.b_s8;
   std::shared_ptr<void> narrowed;
-  if (!has_vnni()) {
+  if (narrows(want)) {
     narrowed = aligned_buffer(static_cast<size_t>(K * N));
     auto* q = static_cast<int8_t*>(narrowed.get());
 #pragma omp parallel for
@@ -252,7 +285,7 @@ Packed pack_s8(const MatDesc& b, const GemmAttr& attr, const memory::desc& want)
 
 // Reorders the weights b (K, N), f32 at b's strides, into `want`; int8
 // first rounds each output channel n to s8 with scale max|b[:, n]| / 127
-// (or / 63 without VNNI).
+// (or / 63 where narrows(want)).
 Packed pack(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
   if (attr.b_s8) return pack_s8(b, attr, want);
   const int64_t K = b.dims[2], N = b.dims[3], sk = b.strides[2], sn = b.strides[3];
@@ -261,7 +294,7 @@ Packed pack(const MatDesc& b, const GemmAttr& attr, const memory::desc& want) {
     std::shared_ptr<void> quantised = aligned_buffer(K * N);
     auto* q = static_cast<int8_t*>(quantised.get());
     p.scales.resize(N);
-    const float qmax = has_vnni() ? 127.f : 63.f;
+    const float qmax = narrows(want) ? 63.f : 127.f;
 #pragma omp parallel for
     for (int64_t n = 0; n < N; ++n) {
       float amax = 0;
@@ -307,7 +340,7 @@ Packed repack(const Packed& from, const MatDesc& b, const GemmAttr& attr,
   else
     w.ptr = static_cast<const float*>(rows.get());
   Packed p = pack(w, a, want);
-  // Without VNNI pack narrows again: the same 7-bit values, but a scale
+  // Where pack narrows again: the same 7-bit values, but a scale
   // recomputed as 63 * s / 63 may be an ulp off the copy's.
   if (s8) p.scales = from.scales;
   return p;
@@ -555,20 +588,48 @@ bool sparse_pays(int64_t K, int64_t N) {
   return K * N * static_cast<int64_t>(sizeof(float)) <= l2;
 }
 
-// The weights b (K, N) as plain rows, the layout sparse_rows_product reads.
-const Packed& rows_of_weights(const MatDesc& b, const GemmAttr& attr) {
-  const auto want = [&b] {
-    return memory::desc({b.dims[2], b.dims[3]}, dt::f32, memory::format_tag::ab);
-  };
-  // Its layout id per shape, so that a call builds no descriptor and takes
-  // no lock once the shape has been seen on this thread.
-  thread_local std::vector<std::pair<std::array<int64_t, 2>, int>> ids;
-  const std::array<int64_t, 2> shape{b.dims[2], b.dims[3]};
+// The weights b (K, N) packed as elements of `type` in oneDNN's layout
+// `tag`, for the products that read them without a primitive.
+const Packed& weights_as(const MatDesc& b, const GemmAttr& attr, dt type, memory::format_tag tag) {
+  const auto want = [&b, type, tag] { return memory::desc({b.dims[2], b.dims[3]}, type, tag); };
+  // Its layout id per shape, type and tag, so that a call builds no
+  // descriptor and takes no lock once the shape has been seen on this thread.
+  thread_local std::vector<std::pair<std::array<int64_t, 4>, int>> ids;
+  const std::array<int64_t, 4> shape{b.dims[2], b.dims[3], static_cast<int64_t>(type),
+                                     static_cast<int64_t>(tag)};
   int layout = 0;
   for (const auto& [s, id] : ids)
     if (s == shape) layout = id;
   if (!layout) ids.emplace_back(shape, layout = layout_id(want()));
   return packed_weights(attr.constant_b, b, attr, layout, want);
+}
+
+// The weights b (K, N) as plain rows, the layout sparse_rows_product reads.
+const Packed& rows_of_weights(const MatDesc& b, const GemmAttr& attr) {
+  return weights_as(b, attr, dt::f32, memory::format_tag::ab);
+}
+
+// ---- f32 rows that do not depend on their batch ----------------------------
+
+// Whether f32 products against weights run on rows_gemm rather than on
+// oneDNN: where oneDNN's f32 matmul has no brgemm kernel (below
+// AVX-512, in 2.6), its jit gemm sums a row in an order that depends on
+// the number of rows and the row's place among them (a 6th-digit change
+// of a sentence's score with its batch, on an AVX2 EPYC), so there the
+// products run on the row kernel. Fixed for the process; --version says
+// which (weights_paths).
+bool f32_rows_kernel() {
+  static const bool use = !isa_has(dnnl_cpu_isa_avx512_core) && rows_gemm_runs();
+  return use;
+}
+
+void rows_product(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
+  const Packed& w = weights_as(b, attr, dt::f32, memory::format_tag::BA16a16b);
+  if (w.md.data.padded_dims[0] != rows_gemm_depth(b.dims[2]))
+    throw Error("gemm: the row kernel's packed weights have an unexpected depth");
+  rows_gemm(a.ptr, a.strides[2], static_cast<const float*>(w.data.get()), a.dims[2], a.dims[3],
+            b.dims[3], const_cast<float*>(dst.ptr), dst.strides[2], attr.alpha, attr.bias,
+            attr.act);
 }
 
 // ---- Primitives per row count ---------------------------------------------
@@ -684,7 +745,10 @@ constexpr Cut kDefaultCut{256, 32, 4}, kAmxCut{256, 16, 16};
 // other rows in its batch. (Written so that the loops vectorise: a select
 // for the maximum, and rounding to nearest even by adding and subtracting
 // 1.5 * 2^23.)
-void quantise_rows_s8(const MatDesc& a, int8_t* out, float* row_scale) {
+// Rows of T (int8_t for oneDNN, int16_t for rows_gemm_s8) ldo apart, the
+// elements past K zeros.
+template <typename T>
+void quantise_rows_s8(const MatDesc& a, T* out, int64_t ldo, float* row_scale) {
   const int64_t M = a.dims[2], K = a.dims[3], ld = a.strides[2];
   constexpr float kRound = 12582912.f;
   parallel_for(M, M * K > 65536, [&](int64_t m) {
@@ -712,10 +776,11 @@ void quantise_rows_s8(const MatDesc& a, int8_t* out, float* row_scale) {
     }
     const float scale = amax > 0 ? amax / 127.f : 1.f, inv = 1.f / scale;
     row_scale[m] = scale;
-    int8_t* q = out + m * K;
+    T* q = out + m * ldo;
 #pragma omp simd
     for (int64_t k = 0; k < K; ++k)
-      q[k] = static_cast<int8_t>(static_cast<int32_t>((x[k] * inv + kRound) - kRound));
+      q[k] = static_cast<T>(static_cast<int32_t>((x[k] * inv + kRound) - kRound));
+    for (int64_t k = K; k < ldo; ++k) q[k] = 0;
   });
 }
 
@@ -752,6 +817,27 @@ void scale_rows(float* c, int64_t ldc, int64_t rows, int64_t N, const float* rs,
   }
 }
 
+// dst = act(alpha * a b + bias) on rows_gemm_s8: a's rows quantised as
+// for oneDNN (each with its own scale), held as int16.
+void s8_rows_product(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
+  const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
+  const Packed& w = weights_as(b, attr, dt::s8, memory::format_tag::BA16b2a);
+  thread_local std::vector<int16_t> a16;
+  thread_local std::vector<float> row_scales, col_scales;
+  const int64_t lda = 2 * rows_gemm_pairs(K);
+  quantise_rows_s8(a, scratch(a16, M * lda), lda, scratch(row_scales, M));
+  const float* cs = w.scales.data();
+  if (attr.alpha != 1.f) {
+    float* sc = scratch(col_scales, N);
+    for (int64_t n = 0; n < N; ++n) sc[n] = attr.alpha * w.scales[n];
+    cs = sc;
+  }
+  float* c = const_cast<float*>(dst.ptr);
+  rows_gemm_s8(a16.data(), lda, static_cast<const int8_t*>(w.data.get()), M, K, N, c,
+               dst.strides[2], cs);
+  scale_rows(c, dst.strides[2], M, N, row_scales.data(), attr.bias, attr.act);
+}
+
 }  // namespace
 
 void forget_constants(uint64_t owner) {
@@ -779,6 +865,14 @@ int64_t constant_bytes() {
 
 bool has_bf16() { return isa_has(dnnl_cpu_isa_avx512_core_bf16); }
 
+std::string weights_paths() {
+  return std::string("products against weights: f32 on ") +
+         (f32_rows_kernel() ? "nmt's AVX2 kernel" : "oneDNN") + ", int8 on " +
+         (s8_rows_kernel() ? "nmt's AVX2 kernel (exact 16-bit products)"
+          : has_vnni()     ? "oneDNN (VNNI)"
+                           : "oneDNN (7-bit weights)");
+}
+
 void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
   const ComputeType ct = attr.compute;
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
@@ -792,6 +886,8 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
   if (attr.a_sparse && ct == ComputeType::F32 && sparse_pays(K, N))
     return sparse_rows_product(a, static_cast<const float*>(rows_of_weights(b, attr).data.get()),
                                dst, attr);
+  if (ct == ComputeType::F32 && f32_rows_kernel()) return rows_product(a, b, dst, attr);
+  if (ct == ComputeType::INT8 && s8_rows_kernel()) return s8_rows_product(a, b, dst, attr);
   // The activations as the primitive reads them.
   thread_local std::vector<uint16_t> a_bf16;
   thread_local std::vector<int8_t> a_s8;
@@ -803,7 +899,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     convert_to_bf16(a, scratch(a_bf16, M * K));  // row-major: strides (K, 1)
     src = a_bf16.data(), lda = K, elem = 2;
   } else if (ct == ComputeType::INT8) {
-    quantise_rows_s8(a, scratch(a_s8, M * K), scratch(row_scales, M));
+    quantise_rows_s8(a, scratch(a_s8, M * K), K, scratch(row_scales, M));
     src = a_s8.data(), lda = K, elem = 1;
   }
   // int8 runs the bare product times the weights' column scales; the row
