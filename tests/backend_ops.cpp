@@ -316,7 +316,8 @@ TEST_CASE("matmul with constant weights on mostly-zero rows (a ReLU's output), f
     }
 }
 
-TEST_CASE("f32 products against weights: a row's result is the same in any batch", "[ops][gemm]") {
+TEST_CASE("f32 products against weights: a row's result is the same in any batch",
+          "[ops][gemm][rows]") {
   if (!runs({Op::Gemm})) return;
   // Translations and scores must not depend on what shares a sentence's
   // batch: each row of 40, multiplied alone and inside batches of other
@@ -591,7 +592,7 @@ TEST_CASE("int8 products of a row do not depend on the other rows of the batch",
 }
 
 TEST_CASE("int8 products against weights sum the 8-bit weights and activations exactly",
-          "[ops][gemm][int8]") {
+          "[ops][gemm][int8][rows]") {
   require_compute(g_device, ComputeType::INT8);
   // s8 weights with their scales, and activations that are s8 values times
   // a row scale, so that quantising a row gives back its values: every

@@ -145,7 +145,7 @@ class CpuBackend final : public Backend {
   }
   void gather_rows(const void* src, int64_t src_ld, const int64_t* idx, int64_t n, int64_t len,
                    void* dst, int64_t dst_ld, const int64_t* dst_idx) override {
-    cpu::gather_rows(src, src_ld, idx, n, len, dst, dst_ld, dst_idx);
+    cpu::loops().gather_rows(src, src_ld, idx, n, len, dst, dst_ld, dst_idx);
   }
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) override {
@@ -181,7 +181,7 @@ class CpuBackend final : public Backend {
     // oneDNN's kernel for vocabulary-wide rows (a primitive per row count,
     // which stays bounded); loops for attention's short, ever-changing rows.
     if (!log && cols <= kLoopSoftmaxCols)
-      cpu::softmax_rows(src, dst, rows, cols);
+      cpu::loops().softmax_rows(src, dst, rows, cols);
     else
       cpu::softmax(src, dst, rows, cols, log);
   }
@@ -191,15 +191,15 @@ class CpuBackend final : public Backend {
   }
   void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
                             int64_t cols) override {
-    cpu::log_softmax_backward(y, dy, dx, rows, cols);
+    cpu::loops().log_softmax_backward(y, dy, dx, rows, cols);
   }
   void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
                 const std::array<int64_t, 4>& mask_dims) override {
-    cpu::add_mask(scores, dims, mask, mask_dims);
+    cpu::loops().add_mask(scores, dims, mask, mask_dims);
   }
   void attend(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float* mask, float scale,
               const MatDesc& ctx) override {
-    cpu::attend(q, k, v, mask, scale, ctx);
+    cpu::loops().attend(q, k, v, mask, scale, ctx);
   }
   void padding_mask(const int32_t* ids, int64_t n, int32_t pad, float* mask) override {
     for (int64_t i = 0; i < n; ++i) mask[i] = ids[i] == pad ? kMasked : 0.f;
@@ -213,11 +213,11 @@ class CpuBackend final : public Backend {
     if (mean)
       cpu::layer_norm(x, y, gamma, beta, mean, var, rows, D, eps, true);
     else
-      cpu::layer_norm_rows(x, y, gamma, beta, rows, D, eps);
+      cpu::loops().layer_norm_rows(x, y, gamma, beta, rows, D, eps);
   }
   void add_layer_norm(const float* x, const float* a, const float* gamma, const float* beta,
                       float* sum, float* y, int64_t rows, int64_t D, float eps) override {
-    cpu::add_layer_norm_rows(x, a, gamma, beta, sum, y, rows, D, eps);
+    cpu::loops().add_layer_norm_rows(x, a, gamma, beta, sum, y, rows, D, eps);
   }
   void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
                            const float* var, float* dx, float* dgamma, float* dbeta, int64_t rows,
@@ -226,43 +226,43 @@ class CpuBackend final : public Backend {
   }
 
   void add(const float* a, const float* b, float* dst, int64_t n) override {
-    cpu::add(a, b, dst, n);
+    cpu::loops().add(a, b, dst, n);
   }
   void add_inplace(float* dst, const float* src, int64_t n) override {
-    cpu::add_inplace(dst, src, n);
+    cpu::loops().add_inplace(dst, src, n);
   }
-  void scale(float* x, int64_t n, float s) override { cpu::scale(x, n, s); }
+  void scale(float* x, int64_t n, float s) override { cpu::loops().scale(x, n, s); }
   void dropout(float* x, int64_t n, float p, uint64_t seed) override {
-    cpu::dropout(x, n, p, seed);
+    cpu::loops().dropout(x, n, p, seed);
   }
   void activate(const float* x, float* y, int64_t n, Activation act) override {
-    cpu::activate(x, y, n, act);
+    cpu::loops().activate(x, y, n, act);
   }
   void activation_backward(const float* x, float* dy, int64_t n, Activation act) override {
-    cpu::activation_backward(x, dy, n, act);
+    cpu::loops().activation_backward(x, dy, n, act);
   }
   void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) override {
-    cpu::add_column_sums(src, dst, rows, cols);
+    cpu::loops().add_column_sums(src, dst, rows, cols);
   }
   void log_add_exp(float* dst, const float* src, int64_t n) override {
-    cpu::log_add_exp(dst, src, n);
+    cpu::loops().log_add_exp(dst, src, n);
   }
   void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t D, float scale,
                  const float* positions, int64_t pos0, int64_t T, float* out) override {
-    cpu::embedding(table, tokens, n, D, scale, positions, pos0, T, out);
+    cpu::loops().embedding(table, tokens, n, D, scale, positions, pos0, T, out);
   }
   void embedding_s8(const int8_t* table, const float* row_scales, const int32_t* tokens, int64_t n,
                     int64_t D, float scale, const float* positions, int64_t pos0, int64_t T,
                     float* out) override {
-    cpu::embedding_s8(table, row_scales, tokens, n, D, scale, positions, pos0, T, out);
+    cpu::loops().embedding_s8(table, row_scales, tokens, n, D, scale, positions, pos0, T, out);
   }
   void embedding_backward(const int32_t* tokens, int64_t n, int64_t D, float scale, const float* dy,
                           float* dtable, float* dpositions, int64_t T) override {
-    cpu::embedding_backward(tokens, n, D, scale, dy, dtable, dpositions, T);
+    cpu::loops().embedding_backward(tokens, n, D, scale, dy, dtable, dpositions, T);
   }
   void xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, float eps,
             int32_t pad, float* dlogits, float grad_scale, double* totals) override {
-    const XentRow t = cpu::xent(logits, targets, N, V, eps, pad, dlogits, grad_scale);
+    const XentRow t = cpu::loops().xent(logits, targets, N, V, eps, pad, dlogits, grad_scale);
     totals[0] += t.loss;
     totals[1] += t.nll;
     totals[2] += static_cast<double>(t.tokens);
@@ -270,11 +270,11 @@ class CpuBackend final : public Backend {
   void adam(float* p, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
             float step, float inv_sqrt_c2, float eps, const double* clip_sumsq,
             double clip_norm) override {
-    cpu::adam(p, g, m, v, n, beta1, beta2, step, inv_sqrt_c2, eps,
+    cpu::loops().adam(p, g, m, v, n, beta1, beta2, step, inv_sqrt_c2, eps,
               clip_scale(clip_sumsq ? *clip_sumsq : 0.0, clip_norm));
   }
   void sum_squares(const float* x, int64_t n, double* out) override {
-    *out = cpu::sum_squares(x, n);
+    *out = cpu::loops().sum_squares(x, n);
   }
   void pick(const float* x, int64_t N, int64_t V, const int32_t* cols, float* out) override {
     for (int64_t i = 0; i < N; ++i) out[i] = cols[i] < 0 ? 0.f : x[i * V + cols[i]];
@@ -283,14 +283,14 @@ class CpuBackend final : public Backend {
                      float temperature, int64_t top_k, float top_p, const double* u,
                      const int32_t* forced, const int32_t* banned, int64_t n_banned, int32_t* ids,
                      float* lp) override {
-    cpu::sample_tokens(logits, V, rows, n, temperature, top_k, top_p, u, forced, banned, n_banned,
+    cpu::loops().sample_tokens(logits, V, rows, n, temperature, top_k, top_p, u, forced, banned, n_banned,
                        ids, lp);
   }
   void topk_log_softmax(const float* logits, const double* base, int64_t rows, int64_t V, int64_t k,
                         const int32_t* banned, int64_t n_banned, const int32_t* cols,
                         int64_t n_cols, double* values, int32_t* indices, float* col_lp,
                         const ColumnGroups* allowed) override {
-    cpu::topk_log_softmax(logits, base, rows, V, k, banned, n_banned, cols, n_cols, values, indices,
+    cpu::loops().topk_log_softmax(logits, base, rows, V, k, banned, n_banned, cols, n_cols, values, indices,
                           col_lp, allowed);
   }
 

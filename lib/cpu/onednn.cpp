@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "cpu/isa.h"
 #include "cpu/primitive_cache.h"
 
 namespace nmt::cpu {
@@ -142,6 +143,10 @@ int64_t primitives_created() { return created; }
 
 std::string isa_name() {
   switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
     case dnnl::cpu_isa::avx2:
       return "avx2";
     case dnnl::cpu_isa::avx2_vnni:
@@ -162,7 +167,8 @@ std::string isa_name() {
 std::string backend_version() {
   const dnnl_version_t* v = dnnl_version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch) + " (ISA " + isa_name() + "; " + weights_paths() + ")";
+         std::to_string(v->patch) + " (ISA " + isa_name() + "; nmt's kernels " +
+         cpu::isa_name(cpu::isa()) + "; " + weights_paths() + ")";
 }
 
 namespace {

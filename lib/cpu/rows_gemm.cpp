@@ -14,10 +14,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cpu/isa.h"
 #include "cpu/parallel.h"
 
 namespace nmt::cpu {
-namespace {
+// The kernels, compiled for AVX2 and FMA whatever the build's flags (the
+// namespace marks them for tests/isa_check.sh).
+namespace avx2 {
 
 #define NMT_AVX2 __attribute__((target("avx2,fma")))
 
@@ -222,7 +225,7 @@ NMT_AVX2 void rows_s8(int R, const int16_t* a, int64_t lda, const int8_t* w, int
   }
 }
 
-}  // namespace
+}  // namespace avx2
 
 void pack_rows_s8(const int8_t* q, int64_t K, int64_t N, int64_t sk, int64_t sn, int8_t* dst) {
   const int64_t pairs = rows_gemm_pairs(K), panels = (N + kRowsPanel - 1) / kRowsPanel;
@@ -245,15 +248,12 @@ void rows_gemm_s8(const int16_t* a, int64_t lda, const int8_t* w, int64_t M, int
   parallel_for(chunks, M * K * N >= (int64_t{1} << 22), [&](int64_t c) {
     const int64_t p0 = c * kChunk, p1 = std::min(panels, p0 + kChunk);
     for (int64_t m = 0; m < M; m += 6)
-      rows_s8(static_cast<int>(std::min<int64_t>(6, M - m)), a + m * lda, lda, w, pairs, N, p0, p1,
+      avx2::rows_s8(static_cast<int>(std::min<int64_t>(6, M - m)), a + m * lda, lda, w, pairs, N, p0, p1,
               dst + m * ldc, ldc, scale);
   });
 }
 
-bool rows_gemm_runs() {
-  static const bool runs = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return runs;
-}
+bool rows_gemm_runs() { return isa() != Isa::scalar; }
 
 void rows_gemm(const float* a, int64_t lda, const float* w, int64_t M, int64_t K, int64_t N,
                float* dst, int64_t ldc, float alpha, const float* bias, Activation act) {
@@ -264,14 +264,14 @@ void rows_gemm(const float* a, int64_t lda, const float* w, int64_t M, int64_t K
   // each block of rows runs over the same panels while they are in cache.
   constexpr int64_t kChunk = 6;
   const int64_t chunks = (panels + kChunk - 1) / kChunk;
-  const Epilogue e{alpha, bias, act};
+  const avx2::Epilogue e{alpha, bias, act};
   // Two threads paid from about 2M multiply-adds (as for oneDNN's f32
   // product, weights_gemm.cpp); below that a team costs more than it saves.
   parallel_for(chunks, M * K * N >= (int64_t{1} << 21), [&](int64_t c) {
     const int64_t p0 = c * kChunk, p1 = std::min(panels, p0 + kChunk);
     for (int64_t m = 0; m < M; m += 6)
-      rows(static_cast<int>(std::min<int64_t>(6, M - m)), a + m * lda, lda, w, ps, K, N, p0, p1,
-           dst + m * ldc, ldc, e);
+      avx2::rows(static_cast<int>(std::min<int64_t>(6, M - m)), a + m * lda, lda, w, ps, K, N, p0,
+                 p1, dst + m * ldc, ldc, e);
   });
 }
 

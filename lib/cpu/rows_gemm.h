@@ -23,7 +23,7 @@
 
 namespace nmt::cpu {
 
-// Whether this CPU runs these kernels (AVX2 and FMA).
+// Whether this process runs these kernels: its class (cpu/isa.h) has AVX2.
 bool rows_gemm_runs();
 
 // The weights (K, N) as the kernel reads them: panels of 16 columns, each

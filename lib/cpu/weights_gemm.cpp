@@ -17,7 +17,6 @@
 //   sums would depend on the batch, and int8 without VNNI, which would
 //   need 7-bit weights. The choice is the instruction set's, made once
 //   (f32_rows_kernel, s8_rows_kernel), and --version prints it.
-#include <immintrin.h>
 #include <omp.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -36,6 +35,7 @@
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "cpu/loops.h"
 #include "cpu/onednn.h"
 #include "cpu/parallel.h"
 #include "cpu/primitive_cache.h"
@@ -439,137 +439,6 @@ const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& a
                         [&e] { return e.args.at(DNNL_ARG_WEIGHTS).get_desc(); });
 }
 
-// ---- Products with sparse activations -------------------------------------
-
-// The non-zero elements of x[0, K), in order: their columns and values.
-// Whole vectors at a time where the build has AVX-512 or AVX2: a pass of
-// one element at a time was about a quarter of the sparse product's time
-// (perf), and AVX-512's compress took the whole of test_2016_flickr from
-// 2.40-2.46 s to 2.35-2.37 s (f32, shortlisted).
-int64_t nonzeros(const float* x, int64_t K, int32_t* col, float* val) {
-  int64_t n = 0, k = 0;
-#if defined(__AVX512F__)
-  const __m512i step = _mm512_set1_epi32(16);
-  __m512i cols = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  for (; k + 16 <= K; k += 16, cols = _mm512_add_epi32(cols, step)) {
-    const __m512 v = _mm512_loadu_ps(x + k);
-    const __mmask16 mask = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_UQ);
-    // Compressed in registers and stored whole (col and val hold K
-    // elements, so the stores stay inside them); n moves by the count.
-    _mm512_storeu_ps(val + n, _mm512_maskz_compress_ps(mask, v));
-    _mm512_storeu_si512(col + n, _mm512_maskz_compress_epi32(mask, cols));
-    n += __builtin_popcount(mask);
-  }
-#elif defined(__AVX2__)
-  for (; k + 8 <= K; k += 8) {
-    unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(
-        _mm256_cmp_ps(_mm256_loadu_ps(x + k), _mm256_setzero_ps(), _CMP_NEQ_UQ)));
-    for (; mask; mask &= mask - 1) {
-      const int64_t j = k + __builtin_ctz(mask);
-      col[n] = static_cast<int32_t>(j), val[n++] = x[j];
-    }
-  }
-#endif
-  for (; k < K; ++k)
-    if (x[k] != 0.f) col[n] = static_cast<int32_t>(k), val[n++] = x[k];
-  return n;
-}
-
-// 16 floats, as GCC's vector extension lowers them for the target (one
-// AVX-512 register, two AVX ones), read and written at any alignment.
-using v16 = float __attribute__((vector_size(64)));
-using v16u = float __attribute__((vector_size(64), aligned(4), may_alias));
-inline v16 load16(const float* p) { return *reinterpret_cast<const v16u*>(p); }
-inline void store16(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
-
-// acc[0, 16 * V) = sum over j of val[j] * w[col[j] * ldw + (0, 16 * V)], the
-// V vectors held in registers through the sum where the target has them
-// (V = 16 takes half of AVX-512's 32; AVX2 has sparse_block_avx2).
-template <int V>
-void sparse_block(const int32_t* col, const float* val, int64_t nnz, const float* w, int64_t ldw,
-                  float* acc) {
-  v16 s[V];
-  for (int i = 0; i < V; ++i) s[i] = v16{};
-  for (int64_t j = 0; j < nnz; ++j) {
-    const float* wr = w + static_cast<int64_t>(col[j]) * ldw;
-    const v16 x = v16{} + val[j];
-    for (int i = 0; i < V; ++i) s[i] += x * load16(wr + 16 * i);
-  }
-  for (int i = 0; i < V; ++i) store16(acc + 16 * i, s[i]);
-}
-
-#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
-// sparse_block for AVX2, 8 * R columns: GCC lowers sparse_block<16>'s
-// vectors of 16 to pairs of AVX registers and spilled them at every
-// non-zero, 4x slower than these 16 (a quarter of an AVX2 build's f32
-// translation, perf). The same sums in the same order.
-template <int R>
-void sparse_block_avx2(const int32_t* col, const float* val, int64_t nnz, const float* w,
-                       int64_t ldw, float* acc) {
-  __m256 s[R];
-  for (int i = 0; i < R; ++i) s[i] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < nnz; ++j) {
-    const float* wr = w + static_cast<int64_t>(col[j]) * ldw;
-    const __m256 x = _mm256_broadcast_ss(val + j);
-    for (int i = 0; i < R; ++i) s[i] = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr + 8 * i), s[i]);
-  }
-  for (int i = 0; i < R; ++i) _mm256_storeu_ps(acc + 8 * i, s[i]);
-}
-#endif
-
-// dst = act(alpha * a w + bias) for f32 rows a (M, K) that are mostly
-// zeros and w (K, N) row-major: each row sums, over its non-zero elements
-// in column order, that element times its row of w, 256 output columns at
-// a time. At 10% non-zeros (the 1024 -> 256 product of the Multi30k
-// transformer-small while it translates) that is a tenth of the dense
-// product's multiply-adds. Rows are independent: the result of one is the
-// same in any batch and on any number of threads. (Four rows at a time
-// over the union of their non-zeros, so that beam siblings share each
-// weight row read, was slower, 2.48-2.58 s against 2.43-2.53 s for
-// test_2016_flickr: the union of four holds 2.3 rows' worth, all
-// multiplied.)
-void sparse_rows_product(const MatDesc& a, const float* w, const MatDesc& dst,
-                         const GemmAttr& attr) {
-  const int64_t M = a.dims[2], K = a.dims[3], N = dst.dims[3];
-  const int64_t lda = a.strides[2], ldc = dst.strides[2];
-  parallel_for(M, M * K * N > (int64_t{1} << 24), [&](int64_t m) {
-    thread_local std::vector<int32_t> col;
-    thread_local std::vector<float> val;
-    if (static_cast<int64_t>(col.size()) < K) col.resize(K), val.resize(K);
-    const int64_t nnz = nonzeros(a.ptr + m * lda, K, col.data(), val.data());
-    float* y = const_cast<float*>(dst.ptr) + m * ldc;
-    alignas(64) float acc[256];
-    for (int64_t n0 = 0; n0 < N; n0 += 256) {
-      const int64_t nb = std::min<int64_t>(256, N - n0);
-      int64_t c = 0;
-      if (nb == 256) {
-#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
-        sparse_block_avx2<16>(col.data(), val.data(), nnz, w + n0, N, acc);
-        sparse_block_avx2<16>(col.data(), val.data(), nnz, w + n0 + 128, N, acc + 128);
-#else
-        sparse_block<16>(col.data(), val.data(), nnz, w + n0, N, acc);
-#endif
-        c = nb;
-      }
-      for (; c + 16 <= nb; c += 16)
-        sparse_block<1>(col.data(), val.data(), nnz, w + n0 + c, N, acc + c);
-      for (; c < nb; ++c) {
-        float sum = 0.f;
-        for (int64_t j = 0; j < nnz; ++j) sum += val[j] * w[col[j] * N + n0 + c];
-        acc[c] = sum;
-      }
-      const float* bias = attr.bias ? attr.bias + n0 : nullptr;
-      if (attr.act == Activation::None && bias) {
-#pragma omp simd
-        for (int64_t i = 0; i < nb; ++i) y[n0 + i] = attr.alpha * acc[i] + bias[i];
-      } else {
-        for (int64_t i = 0; i < nb; ++i)
-          y[n0 + i] = activate(attr.act, attr.alpha * acc[i] + (bias ? bias[i] : 0.f));
-      }
-    }
-  });
-}
-
 // Whether reading only the non-zero inputs pays for weights (K, N): where
 // their rows stay in the core's L2 cache. Each non-zero reads a row of the
 // weights, which from L2 cost 3-5 times a dense multiply-add's share and
@@ -740,83 +609,6 @@ constexpr Cut kDefaultCut{256, 32, 4}, kAmxCut{256, 16, 16};
 
 // ---- Activation conversion -------------------------------------------------
 
-// One symmetric scale per row, as CTranslate2 quantises activations: a
-// row's rounding, and so a sentence's translation, does not depend on the
-// other rows in its batch. (Written so that the loops vectorise: a select
-// for the maximum, and rounding to nearest even by adding and subtracting
-// 1.5 * 2^23.)
-// Rows of T (int8_t for oneDNN, int16_t for rows_gemm_s8) ldo apart, the
-// elements past K zeros.
-template <typename T>
-void quantise_rows_s8(const MatDesc& a, T* out, int64_t ldo, float* row_scale) {
-  const int64_t M = a.dims[2], K = a.dims[3], ld = a.strides[2];
-  constexpr float kRound = 12582912.f;
-  parallel_for(M, M * K > 65536, [&](int64_t m) {
-    const float* x = a.ptr + m * ld;
-    // The maximum over 32 lanes, so that the vector maxima form several
-    // independent chains: one reduction variable made one chain, whose
-    // latency held this loop to a fraction of its loads (perf).
-    float lane[32] = {};
-    int64_t k0 = 0;
-    for (; k0 + 32 <= K; k0 += 32)
-#pragma omp simd
-      for (int l = 0; l < 32; ++l) {
-        const float v = x[k0 + l] < 0 ? -x[k0 + l] : x[k0 + l];
-        lane[l] = v > lane[l] ? v : lane[l];
-      }
-    // The lanes folded in halves (a scalar pass over them was one chain of
-    // 32 dependent maxima, a third of this function's time).
-    for (int w = 16; w > 0; w /= 2)
-#pragma omp simd
-      for (int l = 0; l < w; ++l) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
-    float amax = lane[0];
-    for (int64_t k = k0; k < K; ++k) {
-      const float v = x[k] < 0 ? -x[k] : x[k];
-      amax = v > amax ? v : amax;
-    }
-    const float scale = amax > 0 ? amax / 127.f : 1.f, inv = 1.f / scale;
-    row_scale[m] = scale;
-    T* q = out + m * ldo;
-#pragma omp simd
-    for (int64_t k = 0; k < K; ++k)
-      q[k] = static_cast<T>(static_cast<int32_t>((x[k] * inv + kRound) - kRound));
-    for (int64_t k = K; k < ldo; ++k) q[k] = 0;
-  });
-}
-
-// int8's epilogue: y = act(r_i * y + bias) over rows x N of the result.
-// One loop per case, so that the common ones (no activation, ReLU)
-// vectorise: with the activation chosen inside the loop the compiler kept
-// it scalar, and this pass took a fifth of an int8 translation (perf, over
-// the vocabulary projection's 8000 columns).
-template <typename Act>
-void scale_rows_with(float* c, int64_t ldc, int64_t rows, int64_t N, const float* rs,
-                     const float* bias, Act act) {
-  parallel_for(rows, rows * N > 65536, [&](int64_t i) {
-    float* y = c + i * ldc;
-    const float r = rs[i];
-    if (bias) {
-#pragma omp simd
-      for (int64_t n = 0; n < N; ++n) y[n] = act(r * y[n] + bias[n]);
-    } else {
-#pragma omp simd
-      for (int64_t n = 0; n < N; ++n) y[n] = act(r * y[n]);
-    }
-  });
-}
-
-void scale_rows(float* c, int64_t ldc, int64_t rows, int64_t N, const float* rs, const float* bias,
-                Activation a) {
-  switch (a) {
-    case Activation::None:
-      return scale_rows_with(c, ldc, rows, N, rs, bias, [](float v) { return v; });
-    case Activation::Relu:
-      return scale_rows_with(c, ldc, rows, N, rs, bias, [](float v) { return v > 0.f ? v : 0.f; });
-    default:
-      return scale_rows_with(c, ldc, rows, N, rs, bias, [a](float v) { return activate(a, v); });
-  }
-}
-
 // dst = act(alpha * a b + bias) on rows_gemm_s8: a's rows quantised as
 // for oneDNN (each with its own scale), held as int16.
 void s8_rows_product(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
@@ -825,7 +617,7 @@ void s8_rows_product(const MatDesc& a, const MatDesc& b, const MatDesc& dst, con
   thread_local std::vector<int16_t> a16;
   thread_local std::vector<float> row_scales, col_scales;
   const int64_t lda = 2 * rows_gemm_pairs(K);
-  quantise_rows_s8(a, scratch(a16, M * lda), lda, scratch(row_scales, M));
+  loops().quantise_rows_s16(a, scratch(a16, M * lda), lda, scratch(row_scales, M));
   const float* cs = w.scales.data();
   if (attr.alpha != 1.f) {
     float* sc = scratch(col_scales, N);
@@ -835,7 +627,7 @@ void s8_rows_product(const MatDesc& a, const MatDesc& b, const MatDesc& dst, con
   float* c = const_cast<float*>(dst.ptr);
   rows_gemm_s8(a16.data(), lda, static_cast<const int8_t*>(w.data.get()), M, K, N, c,
                dst.strides[2], cs);
-  scale_rows(c, dst.strides[2], M, N, row_scales.data(), attr.bias, attr.act);
+  loops().scale_rows(c, dst.strides[2], M, N, row_scales.data(), attr.bias, attr.act);
 }
 
 }  // namespace
@@ -884,7 +676,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
   if (attr.b_s8 && (ct != ComputeType::INT8 || !attr.constant_b || !attr.b_scales))
     throw Error("gemm: int8 weights need their scales, an owner and compute int8");
   if (attr.a_sparse && ct == ComputeType::F32 && sparse_pays(K, N))
-    return sparse_rows_product(a, static_cast<const float*>(rows_of_weights(b, attr).data.get()),
+    return loops().sparse_rows_product(a, static_cast<const float*>(rows_of_weights(b, attr).data.get()),
                                dst, attr);
   if (ct == ComputeType::F32 && f32_rows_kernel()) return rows_product(a, b, dst, attr);
   if (ct == ComputeType::INT8 && s8_rows_kernel()) return s8_rows_product(a, b, dst, attr);
@@ -899,7 +691,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     convert_to_bf16(a, scratch(a_bf16, M * K));  // row-major: strides (K, 1)
     src = a_bf16.data(), lda = K, elem = 2;
   } else if (ct == ComputeType::INT8) {
-    quantise_rows_s8(a, scratch(a_s8, M * K), K, scratch(row_scales, M));
+    loops().quantise_rows_s8(a, scratch(a_s8, M * K), K, scratch(row_scales, M));
     src = a_s8.data(), lda = K, elem = 1;
   }
   // int8 runs the bare product times the weights' column scales; the row
@@ -947,7 +739,7 @@ void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const 
     if (ct == ComputeType::INT8) e.set(kScalesArg, col_scales);
     e.run();
     if (ct != ComputeType::INT8) return;
-    scale_rows(c_rows, s.ldc, rows, N, row_scales.data() + row, attr.bias, attr.act);
+    loops().scale_rows(c_rows, s.ldc, rows, N, row_scales.data() + row, attr.bias, attr.act);
   };
   // A small product runs on the calling thread alone: a second thread cost
   // more than it saved, on AMX about 0.08 ms per int8 call, 7x the whole
