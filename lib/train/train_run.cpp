@@ -41,6 +41,7 @@
 #include <utility>
 
 #include "core/backend.h"
+#include "core/device.h"
 #include "core/comm.h"
 #include "core/error.h"
 #include "core/format.h"
@@ -888,7 +889,10 @@ void TrainRun::open_log() {
                {"options", options_to_json(opts_)},
                {"config", config_to_json(cfg_)},
                {"parameters", model_->parameter_count()},
-               {"batches_per_epoch", bpe}});
+               {"batches_per_epoch", bpe},
+               // The arithmetic this run chose (nmt's kernel class, oneDNN's
+               // instruction set, the products' paths), as --version prints it.
+               {"backends", backends_info()}});
   json data = data_summary();
   data["type"] = "data";
   data["step"] = trainer_->steps();
