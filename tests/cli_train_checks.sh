@@ -254,6 +254,12 @@ rm -r side/m.nmt side/m.nmt.ckpt && echo "pid 999999999 on elsewhere" >side/m.nm
 "$NMT" train "${A[@]}" "${T[@]}" --max-steps 2 --out side/m.nmt 2>err.txt ||
   fail "a new run beside an earlier run's log and a dead nmt's lock: $(cat err.txt)"
 [ -s side/m.nmt ] && [ ! -e side/m.nmt.lock ] || fail "side: no model, or the lock was left"
+# An empty log is what a run killed before its first record leaves (the
+# kill -9 soak of train_crash.sh hit it): the next run starts, as a resumed
+# one goes on.
+: >side/e.nmt.log.jsonl
+"$NMT" train "${A[@]}" "${T[@]}" --max-steps 2 --out side/e.nmt 2>err.txt ||
+  fail "a run beside an empty log (a run killed at its start): $(cat err.txt)"
 # 9. A stop signal ends the run within a step of whatever runs, a validation
 # included, with 128 + the signal and a checkpoint of the last step; in the
 # final phase (validation, averaging, the shortlist) it writes no OUT. OUT

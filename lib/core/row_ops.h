@@ -17,8 +17,11 @@
 
 namespace nmt {
 
-// A score at or below this is masked: the masks add -1e9, and a score plus
-// -1e9 stays well under -1e8.
+// What an additive mask adds to a score it hides: large but finite, so that
+// no inf - inf appears in a backward pass. The one definition: every
+// backend's masks and the decoder's step masks use it.
+constexpr float kMask = -1e9f;
+// A score at or below this is masked: a score plus kMask stays well under.
 constexpr float kMaskedScore = -1e8f;
 
 // Masked columns at the end of a row (source padding, future positions),

@@ -24,7 +24,6 @@ const char* const kF32Operands =
     "the CPU's products take f32 operands (--compute-type bf16 rounds them to bf16 inside "
     "the product)";
 
-constexpr float kMasked = -1e9f;
 constexpr int64_t kLoopSoftmaxCols = 1024;
 
 // Blocks of 64 KB and more are mappings of their own, so that one that
@@ -202,11 +201,11 @@ class CpuBackend final : public Backend {
     cpu::loops().attend(q, k, v, mask, scale, ctx);
   }
   void padding_mask(const int32_t* ids, int64_t n, int32_t pad, float* mask) override {
-    for (int64_t i = 0; i < n; ++i) mask[i] = ids[i] == pad ? kMasked : 0.f;
+    for (int64_t i = 0; i < n; ++i) mask[i] = ids[i] == pad ? kMask : 0.f;
   }
   void causal_mask(int64_t T, float* mask) override {
     for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = 0; j < T; ++j) mask[i * T + j] = j > i ? kMasked : 0.f;
+      for (int64_t j = 0; j < T; ++j) mask[i * T + j] = j > i ? kMask : 0.f;
   }
   void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                   float* var, int64_t rows, int64_t D, float eps) override {

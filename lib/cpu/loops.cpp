@@ -110,15 +110,6 @@ void add_mask(float* scores, const std::array<int64_t, 4>& d, const float* mask,
   });
 }
 
-// Masked columns at the end of a row (the masks' -1e9 added to a score):
-// source padding, or future positions. Leaving them out, rather than
-// summing their zeros, keeps each sum in the same order however far the
-// batch is padded, so a sentence's numbers never depend on its neighbours.
-static int64_t unmasked_length(const float* x, int64_t n) {
-  while (n > 1 && x[n - 1] <= -1e8f) --n;
-  return n;
-}
-
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 namespace {
 

@@ -119,12 +119,12 @@ __global__ void activation_backward_kernel(const float* x, float* dy, int64_t n,
 
 __global__ void padding_mask_kernel(const int32_t* ids, int64_t n, int32_t pad, float* mask) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < n) mask[i] = ids[i] == pad ? -1e9f : 0.f;
+  if (i < n) mask[i] = ids[i] == pad ? kMask : 0.f;
 }
 
 __global__ void causal_mask_kernel(int64_t T, float* mask) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < T * T) mask[i] = (i % T) > (i / T) ? -1e9f : 0.f;
+  if (i < T * T) mask[i] = (i % T) > (i / T) ? kMask : 0.f;
 }
 
 // The clipping factor from the norm on the device: no host round trip.

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/row_ops.h"
 #include "ops/ops.h"
 
 namespace nmt {
@@ -356,7 +357,7 @@ const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) con
     st.self_mask_host.assign(static_cast<size_t>(N * L), 0.f);
     for (int64_t r = 0; r < N; ++r)
       std::fill(st.self_mask_host.begin() + r * L + st.pos[r] + 1, st.self_mask_host.begin() + (r + 1) * L,
-                -1e9f);
+                kMask);
     st.self_mask.resize(Shape{N, L}, store_.device());
     ops::upload(st.self_mask_host.data(), st.self_mask);
   }

@@ -462,18 +462,22 @@ void check_side_outputs(const std::string& out) {
     struct stat st;
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
   };
-  bool earlier_run = false;
+  bool earlier_run = false, empty_log = false;
   if (regular(log)) {
     std::ifstream in(log);
     std::string line;
     if (std::getline(in, line)) {
       const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
       earlier_run = j.is_object() && j.contains("type") && j["type"] == "start";
+    } else {
+      // Empty: what a run killed before its first record leaves, and
+      // nothing to lose either way.
+      empty_log = true;
     }
   }
   if (earlier_run) return;
   for (const std::string& p : {log, out + ".curve.svg", out + ".best", partial_path(out)})
-    if (regular(p))
+    if (regular(p) && !(p == log && empty_log))
       throw InputError("--out " + out + ": " + p +
                        " already exists and is not from an earlier nmt run of this --out; " +
                        "refusing to overwrite it: move it away or choose another --out");
