@@ -50,8 +50,10 @@ inline float exp_simd(float x) {
   const float y = p * r * r + r + 1.f;
   // 2^n by building the exponent field of 2^(n-1), so that n = 128 (at the
   // upper clamp) stays in range; n = -126 gives a zero field, i.e. 0.
-  const int32_t e = static_cast<int32_t>(n) + 126;
-  int32_t bits = e << 23;
+  // (A NaN x leaves y NaN whatever the exponent, which is then built from
+  // 0: converting a NaN to an integer is undefined, UBSan said.)
+  const int32_t e = static_cast<int32_t>(n == n ? n : 0.f) + 126;  // 0 to 254
+  const uint32_t bits = static_cast<uint32_t>(e) << 23;
   float two_n;
   std::memcpy(&two_n, &bits, sizeof two_n);
   return y * two_n * 2.f;
