@@ -8,6 +8,10 @@ set -uo pipefail
 NMT=$1 WORK=$3
 rm -rf "$WORK" && mkdir -p "$WORK"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# AddressSanitizer (NMT_SANITIZE=ON): its peak memory says nothing of nmt's,
+# and no ulimit -v fits its reserved address space; those checks skip.
+asan=0
+ldd "$NMT" 2>/dev/null | grep -q asan && asan=1
 peak_kb() {  # OUT command...: the command's peak resident memory, -1 if it failed
   python3 -c 'import resource, subprocess, sys
 r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "w"))
@@ -33,7 +37,7 @@ kb=$(peak_kb "$WORK/chrf.out" "$NMT" score "$WORK/long.ref" -i "$WORK/long.hyp" 
   --chrf-char-order 100 --chrf-word-order 100 -b -w 4)
 [ "$kb" -ge 0 ] || fail "chrF at orders 100 and 100 failed"
 [ "$(cat "$WORK/chrf.out")" = 22.5525 ] || fail "chrF at orders 100 and 100: $(cat "$WORK/chrf.out"), expected 22.5525"
-[ "$kb" -lt 50000 ] || fail "chrF at orders 100 and 100 of a 23 KB line took $kb KB"
+[ $asan = 1 ] || [ "$kb" -lt 50000 ] || fail "chrF at orders 100 and 100 of a 23 KB line took $kb KB"
 # The table of several systems keeps each system's corpus statistics, not a
 # row per line as wide as the orders (600 numbers): 10,000 lines of two
 # systems took 107 MB that way.
@@ -41,7 +45,7 @@ kb=$(peak_kb "$WORK/many.out" "$NMT" score "$WORK/many.ref" -i "$WORK/many.1" "$
   --metrics chrf --chrf-char-order 100 --chrf-word-order 100 -f json -w 4)
 [ "$kb" -ge 0 ] || fail "two systems' chrF at orders 100 and 100 failed"
 grep -q '"chrF2+.*": "[0-9]' "$WORK/many.out" || fail "two systems' chrF: $(cat "$WORK/many.out")"
-[ "$kb" -lt 50000 ] || fail "two systems' chrF at orders 100 and 100 of 10,000 lines took $kb KB"
+[ $asan = 1 ] || [ "$kb" -lt 50000 ] || fail "two systems' chrF at orders 100 and 100 of 10,000 lines took $kb KB"
 
 # score -m: --batch-tokens (up to 2^24) could ask for more than the process
 # may use; a batch that could not fit is refused before any work, naming the
@@ -53,6 +57,10 @@ python3 "$HERE/hostile_models.py" ct2 "$WORK/wide" V=50000 || fail "hostile_mode
 "$NMT" convert "$WORK/wide" -o "$WORK/wide.nmt" 2>"$WORK/wide.err" || fail "convert: $(cat "$WORK/wide.err")"
 python3 -c "
 for i in range(300): print(' '.join('w%d' % ((i * 7 + k) % 900 + 3) for k in range(10)))" >"$WORK/pairs.txt"
+if [ $asan = 1 ]; then
+  echo "cli_score_limits: skipped --batch-tokens under ulimit -v (an AddressSanitizer build)" >&2
+  exit 0
+fi
 (ulimit -v 1000000; "$NMT" score -m "$WORK/wide.nmt" --src "$WORK/pairs.txt" --tgt "$WORK/pairs.txt" \
   --batch-tokens 1000000 --threads 1) >/dev/null 2>"$WORK/bt.err"
 rc=$?
