@@ -19,3 +19,16 @@ expect() {
   [ "$(wc -l <err.txt)" -eq 1 ] || fail "$*: expected one line on stderr, got: $(cat err.txt)"
   grep -q -- "$pat" err.txt || fail "$*: expected '$pat', got: $(cat err.txt)"
 }
+
+# peak_kb OUT command...: the command's peak resident memory in KB (its
+# stdout in OUT), -1 if it failed.
+peak_kb() {
+  python3 -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "w"))
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r.returncode == 0 else -1)' "$@"
+}
+
+# asan_build NMT: whether NMT is an AddressSanitizer build (NMT_SANITIZE=ON),
+# whose reserved address space fits no ulimit -v and whose peak memory says
+# nothing of nmt's.
+asan_build() { ldd "$1" 2>/dev/null | grep -q asan; }

@@ -8,15 +8,9 @@ set -uo pipefail
 NMT=$1 WORK=$3
 rm -rf "$WORK" && mkdir -p "$WORK"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# AddressSanitizer (NMT_SANITIZE=ON): its peak memory says nothing of nmt's,
-# and no ulimit -v fits its reserved address space; those checks skip.
+source "$(cd "$(dirname "$0")" && pwd)/cli_common.sh"
 asan=0
-ldd "$NMT" 2>/dev/null | grep -q asan && asan=1
-peak_kb() {  # OUT command...: the command's peak resident memory, -1 if it failed
-  python3 -c 'import resource, subprocess, sys
-r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "w"))
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r.returncode == 0 else -1)' "$@"
-}
+asan_build "$NMT" && asan=1
 python3 - "$WORK" <<'PY'
 import random, sys
 r = random.Random(3); vocab = ['w%d' % i for i in range(5000)]

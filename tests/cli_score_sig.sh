@@ -85,17 +85,13 @@ grep -q 'Baseline: sysA.de' "$WORK/h7.out" || fail "invalid UTF-8: no table"
 # Resamples are drawn a block at a time: memory follows their number, not
 # their number times the lines (50,000 resamples of these 400 lines held
 # 160 MB of indices, 10^7 of 1000 lines ran out of memory).
-peak_kb() {  # OUT command...: the command's peak resident memory, -1 if it failed
-  python3 -c 'import resource, subprocess, sys
-r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "w"), stderr=subprocess.DEVNULL)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r.returncode == 0 else -1)' "$@"
-}
+source "$(cd "$(dirname "$0")" && pwd)/cli_common.sh"
 for args in "-i sysA.de sysB.de --paired-bs -pbsn 50000" "-i sysA.de -ci -cin 50000" \
             "-i sysA.de sysB.de --paired-ar -parn 200000"; do
   # shellcheck disable=SC2086
   kb=$(peak_kb "$WORK/m.out" "$NMT" score ref.de $args)
   { [[ $kb -ge 0 ]] && grep -q BLEU "$WORK/m.out"; } || fail "score $args failed"
-  ldd "$NMT" 2>/dev/null | grep -q asan || [[ $kb -lt 60000 ]] || fail "score $args took $kb KB"
+  asan_build "$NMT" || [[ $kb -lt 60000 ]] || fail "score $args took $kb KB"
 done
 # A count whose scores alone could not fit in this machine's memory is
 # refused at once, naming the option (2^31 resamples of 3 metrics: 96 GiB).
@@ -111,7 +107,7 @@ else
 fi
 # Memory that runs out anyway (here under a ulimit) is told with what was
 # being done. AddressSanitizer reserves more address space than any limit.
-if ldd "$NMT" 2>/dev/null | grep -q asan; then
+if asan_build "$NMT"; then
   echo "cli_score_sig: skipped out-of-memory under ulimit -v (an AddressSanitizer build)" >&2
 else
   # The bound is the memory the process may use: under the ulimit, 60M

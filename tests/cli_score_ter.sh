@@ -63,13 +63,9 @@ hyp = [w if r.random() > 0.1 else r.choice(vocab) for w in ref]
 open(sys.argv[1] + '/long.ref', 'w').write(' '.join(ref) + '\n')
 open(sys.argv[1] + '/long.hyp', 'w').write(' '.join(hyp) + '\n')
 PY
-peak=$(python3 -c 'import resource, subprocess, sys
-r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "w"))
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r.returncode == 0 else -1)' \
-  "$WORK/long.out" "$NMT" score "$WORK/long.ref" -i "$WORK/long.hyp" --metrics ter -b -w 4)
+source "$(cd "$(dirname "$0")" && pwd)/cli_common.sh"
+peak=$(peak_kb "$WORK/long.out" "$NMT" score "$WORK/long.ref" -i "$WORK/long.hyp" --metrics ter -b -w 4)
 [ "$peak" -ge 0 ] || fail "a 10,000-word segment: nmt score failed"
 [ "$(cat "$WORK/long.out")" = 9.7300 ] || fail "a 10,000-word segment: TER $(cat "$WORK/long.out"), expected 9.7300"
-asan=0  # AddressSanitizer's peak memory says nothing of nmt's
-ldd "$NMT" 2>/dev/null | grep -q asan && asan=1
-[ $asan = 1 ] || [ "$peak" -lt 200000 ] || fail "a 10,000-word segment took $peak KB"
+asan_build "$NMT" || [ "$peak" -lt 200000 ] || fail "a 10,000-word segment took $peak KB"
 echo "cli_score_ter: $n sacreBLEU cases identical"
