@@ -129,11 +129,6 @@ class GuardedDevice final : public Backend {
     Open o(*this, "softmax_backward", {y, dy, dx});
     cpu_.softmax_backward(y, dy, dx, rows, cols);
   }
-  void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
-                            int64_t cols) override {
-    Open o(*this, "log_softmax_backward", {y, dy, dx});
-    cpu_.log_softmax_backward(y, dy, dx, rows, cols);
-  }
   void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
                 const std::array<int64_t, 4>& mask_dims) override {
     Open o(*this, "add_mask", {scores, mask});

@@ -96,15 +96,15 @@ std::vector<double> softmax_reference(const std::vector<float>& x, bool log) {
   return r;
 }
 
-// dx of softmax(x) (or log-softmax) against dy in double: the parity
-// harness's reference, from the exact probabilities.
+// dx of softmax(x) against dy in double: the parity harness's reference,
+// from the exact probabilities.
 std::vector<double> softmax_backward_reference(const std::vector<float>& x,
-                                               const std::vector<float>& dy, bool log) {
+                                               const std::vector<float>& dy) {
   const auto p = softmax_reference(x, false);
-  double pdy = 0, sum_dy = 0;
-  for (size_t c = 0; c < x.size(); ++c) pdy += p[c] * dy[c], sum_dy += dy[c];
+  double pdy = 0;
+  for (size_t c = 0; c < x.size(); ++c) pdy += p[c] * dy[c];
   std::vector<double> ref(x.size());
-  for (size_t c = 0; c < x.size(); ++c) ref[c] = log ? dy[c] - p[c] * sum_dy : p[c] * (dy[c] - pdy);
+  for (size_t c = 0; c < x.size(); ++c) ref[c] = p[c] * (dy[c] - pdy);
   return ref;
 }
 
@@ -177,29 +177,23 @@ TEST_CASE("softmax_row gives masked tails exactly 0 and a fully masked row its f
   CHECK(q == 0.f);
 }
 
-TEST_CASE("softmax and log-softmax backward rows: reference formulas and finite differences",
-          "[row_ops]") {
-  for (int64_t cols : {1, 2, 7, 64, 300})
-    for (bool log : {false, true}) {
-      const std::string what =
-          std::string(log ? "log_softmax" : "softmax") + "_backward cols " + std::to_string(cols);
-      auto x = randv(cols, 11, 2.f), dy = randv(cols, 12);
-      std::vector<float> y(cols), dx(cols, 99.f);
-      softmax_row(x.data(), y.data(), cols, log);
-      if (log)
-        log_softmax_backward_row(y.data(), dy.data(), dx.data(), cols);
-      else
-        softmax_backward_row(y.data(), dy.data(), dx.data(), cols);
-      expect_close(dx, softmax_backward_reference(x, dy, log), 1e-5, what);
-      // d/dx of L = sum(dy * forward(x)), the forward being softmax_row itself.
-      std::vector<float> out(cols);
-      auto loss = [&] {
-        softmax_row(x.data(), out.data(), cols, log);
-        return dot(out, dy);
-      };
-      expect_close(dx, numeric_gradient(loss, x.data(), cols, 1e-2f), 2e-3,
-                   what + " (finite differences)");
-    }
+TEST_CASE("softmax backward rows: reference formula and finite differences", "[row_ops]") {
+  for (int64_t cols : {1, 2, 7, 64, 300}) {
+    const std::string what = "softmax_backward cols " + std::to_string(cols);
+    auto x = randv(cols, 11, 2.f), dy = randv(cols, 12);
+    std::vector<float> y(cols), dx(cols, 99.f);
+    softmax_row(x.data(), y.data(), cols, false);
+    softmax_backward_row(y.data(), dy.data(), dx.data(), cols);
+    expect_close(dx, softmax_backward_reference(x, dy), 1e-5, what);
+    // d/dx of L = sum(dy * forward(x)), the forward being softmax_row itself.
+    std::vector<float> out(cols);
+    auto loss = [&] {
+      softmax_row(x.data(), out.data(), cols, false);
+      return dot(out, dy);
+    };
+    expect_close(dx, numeric_gradient(loss, x.data(), cols, 1e-2f), 2e-3,
+                 what + " (finite differences)");
+  }
 }
 
 TEST_CASE("mask_index broadcasts padding, causal and full masks as add_mask does", "[row_ops]") {
@@ -661,19 +655,17 @@ TEST_CASE("layer norm by lanes and its parameter gradients by row chunks against
 }
 
 TEST_CASE("softmax backward by lanes against the reference formulas", "[row_ops]") {
-  for (int64_t cols : {int64_t{1}, int64_t{7}, int64_t{256}, int64_t{257}, int64_t{3000}})
-    for (bool log : {false, true}) {
-      const std::string what = std::string(log ? "lanes log_softmax" : "lanes softmax") +
-                               "_backward cols " + std::to_string(cols);
-      auto x = randv(cols, 71, 2.f), dy = randv(cols, 72);
-      std::vector<float> y(cols), dx(cols, 99.f);
-      softmax_row(x.data(), y.data(), cols, log);
-      softmax_backward_row_lanes(y.data(), dy.data(), dx.data(), cols, log);
-      expect_close(dx, softmax_backward_reference(x, dy, log), 1e-5, what);
-      std::vector<float> in_place = dy;  // dx may be dy, as the ops tier calls it
-      softmax_backward_row_lanes(y.data(), in_place.data(), in_place.data(), cols, log);
-      CHECK(in_place == dx);
-    }
+  for (int64_t cols : {int64_t{1}, int64_t{7}, int64_t{256}, int64_t{257}, int64_t{3000}}) {
+    const std::string what = "lanes softmax_backward cols " + std::to_string(cols);
+    auto x = randv(cols, 71, 2.f), dy = randv(cols, 72);
+    std::vector<float> y(cols), dx(cols, 99.f);
+    softmax_row(x.data(), y.data(), cols, false);
+    softmax_backward_row_lanes(y.data(), dy.data(), dx.data(), cols);
+    expect_close(dx, softmax_backward_reference(x, dy), 1e-5, what);
+    std::vector<float> in_place = dy;  // dx may be dy, as the ops tier calls it
+    softmax_backward_row_lanes(y.data(), in_place.data(), in_place.data(), cols);
+    CHECK(in_place == dx);
+  }
 }
 
 TEST_CASE("column sums by row chunks: the CPU's add_column_sums to rounding", "[row_ops]") {

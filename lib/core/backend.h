@@ -198,8 +198,6 @@ class Backend {
   virtual void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log) = 0;
   virtual void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
                                 int64_t cols) = 0;
-  virtual void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
-                                    int64_t cols) = 0;
   // scores (B, H, T, S) += mask broadcast from mask_dims (a dim of 1 broadcasts).
   virtual void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
                         const std::array<int64_t, 4>& mask_dims) = 0;

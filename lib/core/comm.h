@@ -69,8 +69,6 @@ void abort_if_distributed(int code);
 // the ranks a launcher (Open MPI, MPICH) started there, so that ranks left
 // unbound or bound together to one socket do not each take all its cores.
 int cores_per_rank();
-// True when the build has MPI.
-bool mpi_built();
 // "not built" or the MPI library's version, for --version.
 std::string mpi_build_info();
 

@@ -64,14 +64,6 @@ NMT_HOST_DEVICE inline void softmax_backward_row(const float* y, const float* dy
   for (int64_t c = 0; c < cols; ++c) dx[c] = y[c] * (dy[c] - dot);
 }
 
-// dx = dy - exp(y) * sum(dy) over one row, from the log-softmax's output y.
-NMT_HOST_DEVICE inline void log_softmax_backward_row(const float* y, const float* dy, float* dx,
-                                                     int64_t cols) {
-  float sum = 0.f;
-  for (int64_t c = 0; c < cols; ++c) sum += dy[c];
-  for (int64_t c = 0; c < cols; ++c) dx[c] = dy[c] - expf(y[c]) * sum;
-}
-
 // Where element i of scores (B, H, T, S) finds its mask value, for a mask
 // broadcast from mask_dims (a dim of 1 broadcasts): the mask's strides, 0
 // along a broadcast dim, fixed once per call.
@@ -450,14 +442,12 @@ inline void layer_norm_backward_row_lanes(const float* x, const float* dy, const
     dx[i] = layer_norm_dx_element(x[i], dy[i], gamma[i], mean, rstd, mg, mgx);
 }
 
-// softmax_backward_row's and log_softmax_backward_row's semantics by lanes
-// (dx may be dy).
-inline void softmax_backward_row_lanes(const float* y, const float* dy, float* dx, int64_t cols,
-                                       bool log) {
+// softmax_backward_row's semantics by lanes (dx may be dy).
+inline void softmax_backward_row_lanes(const float* y, const float* dy, float* dx, int64_t cols) {
   float part[kRowLanes];
-  for (int t = 0; t < kRowLanes; ++t) part[t] = log ? lane_sum(dy, cols, t) : lane_dot(dy, y, cols, t);
+  for (int t = 0; t < kRowLanes; ++t) part[t] = lane_dot(dy, y, cols, t);
   const float s = static_cast<float>(lanes_sum(part));
-  for (int64_t c = 0; c < cols; ++c) dx[c] = log ? dy[c] - expf(y[c]) * s : y[c] * (dy[c] - s);
+  for (int64_t c = 0; c < cols; ++c) dx[c] = y[c] * (dy[c] - s);
 }
 
 // Column reductions over many rows (a bias's gradient, layer norm's

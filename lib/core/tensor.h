@@ -98,7 +98,6 @@ class Tensor {
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
-  bool owns() const { return owned_; }
   bool empty() const { return numel() == 0; }
 
  private:

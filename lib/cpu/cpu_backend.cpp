@@ -188,10 +188,6 @@ class CpuBackend final : public Backend {
                         int64_t cols) override {
     cpu::softmax_backward(y, dy, dx, rows, cols);
   }
-  void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
-                            int64_t cols) override {
-    cpu::loops().log_softmax_backward(y, dy, dx, rows, cols);
-  }
   void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,
                 const std::array<int64_t, 4>& mask_dims) override {
     cpu::loops().add_mask(scores, dims, mask, mask_dims);

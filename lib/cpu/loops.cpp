@@ -548,20 +548,6 @@ void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {
   });
 }
 
-void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols) {
-#pragma omp parallel for if (rows * cols > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* yr = y + r * cols;
-    const float* g = dy + r * cols;
-    float* o = dx + r * cols;
-    float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t c = 0; c < cols; ++c) sum += g[c];
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) o[c] = g[c] - exp_simd(yr[c]) * sum;
-  }
-}
-
 namespace {
 
 // One row of layer_norm_rows; y may be x.
@@ -1131,7 +1117,7 @@ void quantise_rows_s16(const MatDesc& a, int16_t* out, int64_t ldo, float* row_s
 
 extern const Loops kLoops = {
     Isa::NMT_CPU_VARIANT, add, add_inplace, scale, dropout, activate, activation_backward,
-    add_column_sums, log_add_exp, add_mask, attend, softmax_rows, log_softmax_backward,
+    add_column_sums, log_add_exp, add_mask, attend, softmax_rows,
     layer_norm_rows, add_layer_norm_rows, embedding, embedding_s8, embedding_backward, xent, adam,
     sum_squares, topk_log_softmax, sample_tokens, gather_rows, sparse_rows_product,
     quantise_rows_s8, quantise_rows_s16, scale_rows, column_sum_scratch};

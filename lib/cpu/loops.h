@@ -34,8 +34,6 @@ struct Loops {
   // normalisation without statistics (inference): plain vectorised loops, so
   // the row counts and lengths of real text need no primitive per shape.
   void (*softmax_rows)(const float* src, float* dst, int64_t rows, int64_t cols);
-  // dx = dy - exp(y) * sum(dy), per row of log-probabilities y.
-  void (*log_softmax_backward)(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols);
   void (*layer_norm_rows)(const float* src, float* dst, const float* gamma, const float* beta,
                        int64_t rows, int64_t D, float eps);
   // sum = x + a (where given; may be x), dst = LN(x + a): layer_norm_rows's

@@ -198,19 +198,18 @@ __global__ void softmax_kernel(const float* src, float* dst, int64_t rows, int64
   }
 }
 
-// Softmax's and log-softmax's backward passes by lanes, as softmax_kernel
+// Softmax's backward pass by lanes, as softmax_kernel
 // (softmax_backward_row_lanes). dx may be dy.
 __global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, int64_t rows,
-                                        int64_t cols, bool log) {
+                                        int64_t cols) {
   __shared__ float part[kRowLanes];
   const int t = threadIdx.x;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float *yr = y + r * cols, *g = dy + r * cols;
     float* o = dx + r * cols;
     const float sum = static_cast<float>(
-        block_lanes_sum(log ? lane_sum(g, cols, t) : lane_dot(g, yr, cols, t), part));
-    for (int64_t c = t; c < cols; c += kRowLanes)
-      o[c] = log ? g[c] - expf(yr[c]) * sum : yr[c] * (g[c] - sum);
+        block_lanes_sum(lane_dot(g, yr, cols, t), part));
+    for (int64_t c = t; c < cols; c += kRowLanes) o[c] = yr[c] * (g[c] - sum);
   }
 }
 
@@ -636,13 +635,7 @@ class CudaBackend final : public Backend {
   void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
                         int64_t cols) override {
     if (rows == 0) return;
-    softmax_backward_kernel<<<row_blocks(rows), kRowLanes>>>(y, dy, dx, rows, cols, false);
-    check_launch();
-  }
-  void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
-                            int64_t cols) override {
-    if (rows == 0) return;
-    softmax_backward_kernel<<<row_blocks(rows), kRowLanes>>>(y, dy, dx, rows, cols, true);
+    softmax_backward_kernel<<<row_blocks(rows), kRowLanes>>>(y, dy, dx, rows, cols);
     check_launch();
   }
   void add_mask(float* scores, const std::array<int64_t, 4>& dims, const float* mask,

@@ -29,8 +29,6 @@ Comm* make_mpi_comm() {
   return m.entry<Comm* (*)()>("nmt_mpi_comm")();
 }
 
-bool mpi_built() { return true; }
-
 std::string mpi_build_info() { return mpi_module().describe("nmt_mpi_build_info"); }
 
 }  // namespace nmt

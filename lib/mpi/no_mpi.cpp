@@ -7,7 +7,6 @@
 namespace nmt {
 
 Comm* make_mpi_comm() { return nullptr; }
-bool mpi_built() { return false; }
 std::string mpi_build_info() { return "not built"; }
 
 }  // namespace nmt

@@ -243,12 +243,6 @@ void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   be(y).softmax_backward(y.data(), dy.data(), dx.data(), rows_of(y), y.dim(-1));
 }
 
-void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
-  if (y.shape() != dy.shape()) fail("log_softmax_backward", "y and dy differ in shape");
-  dx.resize(y.shape(), y.device());
-  be(y).log_softmax_backward(y.data(), dy.data(), dx.data(), rows_of(y), y.dim(-1));
-}
-
 void masked_softmax_(Tensor& scores, const Tensor* mask) {
   if (scores.ndim() != 4) fail("masked_softmax", "expected (B, H, T, S) scores");
   need_contiguous("masked_softmax", {&scores, mask});

@@ -82,9 +82,6 @@ void softmax(const Tensor& x, Tensor& y);
 void log_softmax(const Tensor& x, Tensor& y);
 // dx = softmax backward, from the forward output y.
 void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
-// dx = log-softmax backward, from the forward output y (log-probabilities):
-// dx = dy - exp(y) * sum(dy) per row.
-void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
 // scores (B, H, T, S) += mask, a 4-D tensor broadcast over its size-1 dims
 // ({B,1,1,S} source padding, {1,1,T,T} causal), then softmax over S.
 void masked_softmax_(Tensor& scores, const Tensor* mask);

@@ -1,7 +1,6 @@
 #include "train/grad_sync.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace nmt {
 
@@ -23,7 +22,6 @@ void GradSync::ready(int64_t begin, int64_t end) {
 
 void GradSync::finish() {
   if (comm_.size() <= 1) return;
-  const auto t0 = std::chrono::steady_clock::now();
   std::sort(sent_.begin(), sent_.end());
   int64_t at = 0;
   const int64_t n = grads_.buffer().numel();
@@ -34,7 +32,6 @@ void GradSync::finish() {
   if (at < n) comm_.start_sum(grads_.buffer().data() + at, n - at);
   comm_.wait_all();
   armed_ = false;
-  wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace nmt

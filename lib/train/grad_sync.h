@@ -22,7 +22,6 @@ class GradSync {
   void arm();
   // After that backward pass: sums the rest and waits for everything.
   void finish();
-  double seconds_waiting() const { return wait_seconds_; }  // in finish(), last update
 
  private:
   void ready(int64_t begin, int64_t end);
@@ -31,7 +30,6 @@ class GradSync {
   Grads& grads_;
   bool armed_ = false;
   std::vector<std::pair<int64_t, int64_t>> sent_;
-  double wait_seconds_ = 0;
 };
 
 }  // namespace nmt
