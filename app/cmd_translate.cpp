@@ -24,6 +24,7 @@
 #include <stdexcept>
 
 #include "commands.h"
+#include "core/backend.h"
 #include "core/comm.h"
 #include "core/error.h"
 #include "core/memory.h"
@@ -71,6 +72,7 @@ struct Opts {
   bool beam_given = false;
   std::string sampling;   // "topk:K", "topp:P" or "full" as given
   bool progress = false;  // plain progress lines where stderr is no terminal
+  bool verbose = false;   // how it will translate, on stderr
   std::string shortlist = "auto";
 };
 
@@ -567,6 +569,16 @@ void run(Opts& o) {
                        "; use a smaller --beam, --batch-tokens or --workers");
     }
   }
+  if (o.verbose && root)
+    std::fprintf(stderr,
+                 "nmt translate: %s in %s on the %s, %d worker(s) x %d thread(s), batches of %lld "
+                 "tokens, %s%s\nnumerics: %s\n",
+                 o.models[0].c_str(), compute_type_name(model.compute), device_name(device),
+                 tr.workers(), tr.threads_per_worker(), static_cast<long long>(tr.batch_tokens()),
+                 o.search.sampling.empty() ? ("beam " + std::to_string(o.search.beam)).c_str()
+                                           : ("sampling " + o.sampling).c_str(),
+                 o.search.shortlist ? ", vocabulary shortlist" : "",
+                 backend(device).numerics().c_str());
   // A line is cut while it is read at what the model could take of it (more
   // for tsv and jsonl, which carry a prefix and constraints too), so that a
   // 10 MB line costs a few times the model's length and not 1.7 GB.
@@ -687,6 +699,9 @@ void register_translate(CLI::App& app) {
       ->check(unsigned_integer())
       ->needs(sampling)
       ->capture_default_str();
+  cmd->add_flag("--verbose", o->verbose,
+                "Print how it will translate (compute type, device, workers, threads, batch size, "
+                "the backend's numerics) on stderr before it starts");
   cmd->add_flag("--progress", o->progress,
                 "Print a progress line (lines, lines/s, share of the file, ETA) every 10 s on "
                 "stderr; on a terminal a live line is shown anyway for a file input");

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "core/backend.h"
 #include "core/device.h"
 #include "core/format.h"
 #include "core/memory.h"
@@ -240,6 +241,8 @@ nlohmann::ordered_json model_info(const std::string& path) {
     sl["default"] = shortlist_on_by_default(m.metadata);
     j["shortlist"] = sl;
   }
+  // How this machine computes with it (every model there alike).
+  j["numerics"] = backend(Device::CPU).numerics();
   return j;
 }
 
@@ -349,6 +352,7 @@ void print_info(const nlohmann::ordered_json& j) {
                   v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str(),
                   c.value("reason", std::string()).c_str());
     }
+  std::printf("numerics     %s (on this machine)\n", j["numerics"].get<std::string>().c_str());
 }
 
 void register_info_impl(CLI::App& app) {

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "commands.h"
+#include "core/backend.h"
 #include "core/comm.h"
 #include "core/error.h"
 #include "core/suggest.h"
@@ -143,6 +144,9 @@ int main(int argc, char** argv) {
           "started as one of several ranks (mpirun, srun), but only train and translate run "
           "distributed; run this command as one process");
     if (args[0] == "score") args = sacrebleu_aliases(args);
+    // A malformed NMT_NUMERICS (cpu/numerics.h) is refused before any
+    // command reads or writes a file, not at its first product.
+    nmt::backend(nmt::Device::CPU).numerics();
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
     app.parse(reversed);
     nmt::io::check_stdout(/*flush=*/true);  // every command that prints, alike

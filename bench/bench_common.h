@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/backend.h"
+
 namespace nmt::bench {
 
 inline double now() {
@@ -145,6 +147,7 @@ inline void print_peak(int threads, double* nominal, double* measured) {
       "AVX2"
 #endif
   );
+  std::printf("numerics: %s\n", nmt::backend(nmt::Device::CPU).numerics().c_str());
 }
 
 // A benchmark's command line, read once (CLI11, as nmt's own).

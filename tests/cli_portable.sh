@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One binary for every x86-64 CPU (lib/cpu/isa.h): nmt's kernels are
 # compiled once per instruction-set class (scalar, AVX2, AVX-512) and one is
-# chosen at start, printed by --version and forced with ONEDNN_MAX_CPU_ISA.
+# chosen at start, printed by --version (cpu/numerics.h) and forced with
+# ONEDNN_MAX_CPU_ISA.
 #   cli_portable.sh NMT DATA WORK: no wide register outside the classes'
 #     kernels, each class this CPU has is chosen when forced and translates.
 #   cli_portable.sh NMT DATA WORK qemu: the binary run as CPUs without AVX
@@ -14,7 +15,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$WORK" && mkdir -p "$WORK"
 cd "$WORK" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
-class_of() { sed -n "s/.*nmt's kernels \([a-z0-9]*\).*/\1/p"; }
+class_of() { sed -n 's/.*numerics: kernels \([a-z0-9]*\).*/\1/p'; }
 has() { grep -qw "$1" /proc/cpuinfo; }
 
 zcat "$DATA/multi30k/test_2016_flickr.en.gz" | head -20 >test.en

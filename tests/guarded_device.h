@@ -35,6 +35,7 @@ class GuardedDevice final : public Backend {
 
   Device device() const override { return Device::CUDA; }
   std::string version() const override { return "guarded host memory (a test stand-in)"; }
+  std::string numerics() const override { return cpu_.numerics(); }
   void set_num_threads(int n) override { cpu_.set_num_threads(n); }
   int num_threads() const override { return cpu_.num_threads(); }
   int64_t primitives_created() const override { return cpu_.primitives_created(); }

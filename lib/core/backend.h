@@ -117,6 +117,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual std::string version() const = 0;
+  // The arithmetic this backend runs, in one line: every choice of kernel
+  // and precision it makes, fixed for the process (CPU: cpu/numerics.h).
+  virtual std::string numerics() const = 0;
   virtual void set_num_threads(int n) = 0;  // 0: all cores (a per-thread setting)
   virtual int num_threads() const = 0;
   // Primitives (GEMM plans, kernels' launch set-ups) built so far by every

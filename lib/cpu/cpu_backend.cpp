@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/row_ops.h"
 #include "cpu/loops.h"
+#include "cpu/numerics.h"
 #include "cpu/onednn.h"
 
 namespace nmt {
@@ -104,6 +105,7 @@ class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device::CPU; }
   std::string version() const override { return cpu::backend_version(); }
+  std::string numerics() const override { return cpu::describe(cpu::numerics()); }
   void set_num_threads(int n) override { cpu::set_num_threads(n); }
   int num_threads() const override { return cpu::num_threads(); }
   int64_t primitives_created() const override { return cpu::primitives_created(); }

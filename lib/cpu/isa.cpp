@@ -1,7 +1,5 @@
 #include "cpu/isa.h"
 
-#include <dnnl.hpp>
-
 #include "cpu/loops.h"
 
 namespace nmt::cpu {
@@ -18,20 +16,6 @@ bool cpu_runs(Isa want) {
              __builtin_cpu_supports("avx512vl");
   }
   return false;
-}
-
-Isa isa() {
-  static const Isa chosen = [] {
-    // oneDNN's instruction sets are sets of bits, each holding those below.
-    const auto has = [](dnnl::cpu_isa want) {
-      const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-      return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want);
-    };
-    if (has(dnnl::cpu_isa::avx512_core) && cpu_runs(Isa::avx512)) return Isa::avx512;
-    if (has(dnnl::cpu_isa::avx2) && cpu_runs(Isa::avx2)) return Isa::avx2;
-    return Isa::scalar;
-  }();
-  return chosen;
 }
 
 const char* isa_name(Isa isa) {

@@ -8,10 +8,10 @@ namespace nmt::cpu {
 
 enum class Isa { scalar, avx2, avx512 };
 
-// The class this process runs: the widest the CPU has (AVX-512 means
-// F, BW, DQ and VL; AVX2 means AVX2 and FMA), capped as oneDNN's own
-// instruction set is (ONEDNN_MAX_CPU_ISA=AVX2 or SSE41 forces the AVX2 or
-// the scalar kernels, to test or compare them). Fixed for the process.
+// The class this process runs (numerics().kernels, numerics.h): the widest
+// the CPU has (AVX-512 means F, BW, DQ and VL; AVX2 means AVX2 and FMA),
+// capped as oneDNN's own instruction set is (ONEDNN_MAX_CPU_ISA=AVX2 or
+// SSE41), or as NMT_NUMERICS=kernels=... says. Fixed for the process.
 Isa isa();
 const char* isa_name(Isa isa);
 // Whether this CPU can run class `want` (a cap aside).

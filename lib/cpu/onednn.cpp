@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "cpu/isa.h"
+#include "cpu/numerics.h"
 #include "cpu/primitive_cache.h"
 
 namespace nmt::cpu {
@@ -167,8 +168,8 @@ std::string isa_name() {
 std::string backend_version() {
   const dnnl_version_t* v = dnnl_version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch) + " (ISA " + isa_name() + "; nmt's kernels " +
-         cpu::isa_name(cpu::isa()) + "; " + weights_paths() + ")";
+         std::to_string(v->patch) + " (ISA " + isa_name() + "; numerics: " +
+         cpu::describe(cpu::numerics()) + ")";
 }
 
 namespace {

@@ -52,9 +52,6 @@ void forget_constants(uint64_t owner);
 int64_t constant_bytes();  // of the packed copies kept
 // Whether this CPU (as oneDNN may use it) has AVX512-BF16 or AMX.
 bool has_bf16();
-// Which kernels run products against constant weights here, in words
-// (chosen once by the instruction set: see weights_gemm.cpp).
-std::string weights_paths();
 
 // Softmax (or log-softmax) over the last axis of a (rows, cols) matrix.
 void softmax(const float* src, float* dst, int64_t rows, int64_t cols, bool log = false);

@@ -15,15 +15,13 @@
 // - Where oneDNN 2.6 falls short, f32 and int8 run on nmt's own AVX2
 //   kernels (rows_gemm.h) instead of a primitive: f32 below AVX-512, whose
 //   sums would depend on the batch, and int8 without VNNI, which would
-//   need 7-bit weights. The choice is the instruction set's, made once
-//   (f32_rows_kernel, s8_rows_kernel), and --version prints it.
+//   need 7-bit weights. The choice is numerics()'s (numerics.h).
 #include <omp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +34,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "cpu/loops.h"
+#include "cpu/numerics.h"
 #include "cpu/onednn.h"
 #include "cpu/parallel.h"
 #include "cpu/primitive_cache.h"
@@ -176,33 +175,14 @@ Packed packed_copy(const memory::desc& want) {
   return p;
 }
 
-// Whether the instruction set oneDNN runs here includes `want` (its ISA
-// values are sets of bits, each including those below it). Read once: it
-// is fixed for the process.
-bool isa_has(dnnl_cpu_isa_t want) {
-  static const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  return (isa & want) == static_cast<unsigned>(want);
-}
-
-// Without VNNI, oneDNN multiplies u8 by s8 with vpmaddubsw, whose pairwise
-// sums saturate at 16 bits; weights of 7 bits keep every pair in range
-// (oneDNN's "int8 computation" guide gives the same advice).
-bool has_vnni() {
-  return isa_has(dnnl_cpu_isa_avx512_core_vnni) || isa_has(dnnl_cpu_isa_avx2_vnni);
-}
-
 // Whether int8 products against weights run on rows_gemm_s8 rather than on
-// oneDNN: without VNNI, where oneDNN needs 7-bit weights. On the
-// Marian-trained fixture model (tests/fixtures/peers/marian-opus, its 2262
-// reference tokens), the 7-bit weights put nmt score's log-probabilities
-// 0.0182 on average from the f32 model's (greedy: 62 of 100 lines equal),
-// exact sums of the 8-bit weights 0.0117 (73 of 100), as CTranslate2's own
-// int8 does on the same model (0.0116). Fixed for the process; --version
-// says which (weights_paths).
-bool s8_rows_kernel() {
-  static const bool use = !has_vnni() && rows_gemm_runs();
-  return use;
-}
+// oneDNN (numerics.h). On the Marian-trained fixture model
+// (tests/fixtures/peers/marian-opus, its 2262 reference tokens), oneDNN's
+// 7-bit weights put nmt score's log-probabilities 0.0182 on average from
+// the f32 model's (greedy: 62 of 100 lines equal), exact sums of the 8-bit
+// weights 0.0117 (73 of 100), as CTranslate2's own int8 does on the same
+// model (0.0116).
+bool s8_rows_kernel() { return numerics().int8 == Int8Products::nmt_rows; }
 
 // The layout rows_gemm_s8 reads (BA16b2a), for weights (K, N).
 memory::desc s8_pairs_desc(int64_t K, int64_t N) {
@@ -213,11 +193,12 @@ bool is_s8_pairs(const memory::desc& d) {
 }
 
 // Whether s8 weights packed into `want` are first cut to 7 bits: for
-// oneDNN's kernels without VNNI alone.
-bool narrows(const memory::desc& want) { return !has_vnni() && !is_s8_pairs(want); }
-
-// AMX multiplies tiles of 16 rows (see for_each_piece).
-bool has_amx() { return isa_has(dnnl_cpu_isa_avx512_core_amx); }
+// oneDNN's kernels without VNNI alone, which multiply u8 by s8 with
+// vpmaddubsw, whose pairwise sums saturate at 16 bits (oneDNN's "int8
+// computation" guide gives the same advice).
+bool narrows(const memory::desc& want) {
+  return numerics().int8 == Int8Products::onednn_7bit && !is_s8_pairs(want);
+}
 
 // The weights' address, whichever form they come in.
 const void* weights_of(const MatDesc& b, const GemmAttr& attr) {
@@ -439,22 +420,11 @@ const Packed& packed_weights(uint64_t owner, const MatDesc& b, const GemmAttr& a
                         [&e] { return e.args.at(DNNL_ARG_WEIGHTS).get_desc(); });
 }
 
-// Whether reading only the non-zero inputs pays for weights (K, N): where
-// their rows stay in the core's L2 cache. Each non-zero reads a row of the
-// weights, which from L2 cost 3-5 times a dense multiply-add's share and
-// from L3 about 8 times (bench_gemm's "decoding ffn2" rows, 88 rows: at
-// 92% zeros 1024 -> 256 ran 3.4x faster than dense, 1024 -> 512 and
-// 2048 -> 256 (2 MB) 3.2x and 2.6x, 2048 -> 512 (4 MB) 1.6x; at 84% zeros,
-// a 25-minute transformer-base's share, 1024 -> 256 1.9x faster and
-// 2048 -> 512 1.3-1.45x slower (two runs), with a 2 MB L2). The choice is per shape and
-// machine, never per batch, so a row's result does not depend on its
-// batch; a machine with another L2 size may choose otherwise.
+// Whether reading only the non-zero inputs pays for weights (K, N)
+// (numerics.h's rule, by their size). Per shape, never per batch, so a
+// row's result does not depend on its batch.
 bool sparse_pays(int64_t K, int64_t N) {
-  static const int64_t l2 = [] {
-    const long b = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
-  }();
-  return K * N * static_cast<int64_t>(sizeof(float)) <= l2;
+  return K * N * static_cast<int64_t>(sizeof(float)) <= numerics().sparse_bytes;
 }
 
 // The weights b (K, N) packed as elements of `type` in oneDNN's layout
@@ -481,16 +451,8 @@ const Packed& rows_of_weights(const MatDesc& b, const GemmAttr& attr) {
 // ---- f32 rows that do not depend on their batch ----------------------------
 
 // Whether f32 products against weights run on rows_gemm rather than on
-// oneDNN: where oneDNN's f32 matmul has no brgemm kernel (below
-// AVX-512, in 2.6), its jit gemm sums a row in an order that depends on
-// the number of rows and the row's place among them (a 6th-digit change
-// of a sentence's score with its batch, on an AVX2 EPYC), so there the
-// products run on the row kernel. Fixed for the process; --version says
-// which (weights_paths).
-bool f32_rows_kernel() {
-  static const bool use = !isa_has(dnnl_cpu_isa_avx512_core) && rows_gemm_runs();
-  return use;
-}
+// oneDNN (numerics.h).
+bool f32_rows_kernel() { return numerics().f32 == F32Products::nmt_rows; }
 
 void rows_product(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
   const Packed& w = weights_as(b, attr, dt::f32, memory::format_tag::BA16a16b);
@@ -508,12 +470,14 @@ struct Shape2 {
   int64_t rows, K, N, lda, ldc;
 };
 
-void build(Entry& e, const Shape2& s, const MatDesc& b, const GemmAttr& attr, ComputeType ct,
-           bool packed_b) {
+// A primitive for rows of s against weights in the layout it prefers (its
+// packed copy: f32 packed was as fast as plain on test_2016_flickr, and
+// transformer-base's peak memory fell from 707-733 MiB to 514-532 with f32
+// weights held packed alone).
+void build(Entry& e, const Shape2& s, const GemmAttr& attr, ComputeType ct) {
   const dt src_type = weight_type(ct);
   memory::desc a_md({s.rows, s.K}, src_type, {s.lda, 1});
-  memory::desc b_md = packed_b ? memory::desc({s.K, s.N}, weight_type(ct), memory::format_tag::any)
-                               : memory::desc({s.K, s.N}, dt::f32, {b.strides[2], b.strides[3]});
+  memory::desc b_md({s.K, s.N}, weight_type(ct), memory::format_tag::any);
   memory::desc c_md({s.rows, s.N}, dt::f32, {s.ldc, 1});
   memory::desc bias_md({1, s.N}, dt::f32, memory::format_tag::ab);
   memory::desc scales_md({1, s.N}, dt::f32, memory::format_tag::ab);
@@ -531,66 +495,8 @@ void build(Entry& e, const Shape2& s, const MatDesc& b, const GemmAttr& attr, Co
   e.args.emplace(DNNL_ARG_DST, mem(c_md));
   if (attr.bias) e.args.emplace(DNNL_ARG_BIAS, mem(bias_md));
   if (ct == ComputeType::INT8) e.args.emplace(kScalesArg, mem(scales_md));
-  if (packed_b) e.packed = layout_id(pd.weights_desc());
+  e.packed = layout_id(pd.weights_desc());
 }
-
-// The fastest of three runs, in seconds.
-double time_runs(Entry& e) {
-  double best = 1e30;
-  e.run();  // warm-up
-  for (int r = 0; r < 3; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    e.run();
-    ctx().stream.wait();
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
-// Repacked f32 weights are not always faster: at some shapes oneDNN's
-// kernel on the plain layout wins (measured: 20-30% for a (2048 -> 512)
-// projection at M <= 32, while the vocabulary projection runs 1.5x faster
-// packed). So the first call of each shape times both on the real operands
-// and keeps the faster. (bf16 and int8 weights are always packed: they
-// must be converted anyway. So are f32 weights held packed alone
-// (GemmAttr::b_packed_only): on test_2016_flickr that was no slower, and
-// transformer-base's peak memory fell from 707-733 MiB to 514-532.)
-// The choice is made once per weight, class of row counts (see row_class)
-// and thread count for every thread (the translation workers meet the same
-// shapes), and the packed candidate uses the shared packed copy, so a new
-// shape costs no reorder of the weights. (Timed per exact row count, the
-// choices took 0.85 s of the first pass over test_2016_flickr, a fifth of
-// the whole run, for some 250 shapes.)
-std::mutex choice_mu;
-std::unordered_map<Key, bool, KeyHash> packed_is_faster;
-
-void choose_f32_layout(Entry& e, const Key& key, const Shape2& s, const float* a, const MatDesc& b,
-                       float* c, const GemmAttr& attr) {
-  {
-    std::lock_guard<std::mutex> lock(choice_mu);
-    const auto it = packed_is_faster.find(key);
-    if (it != packed_is_faster.end()) return build(e, s, b, attr, ComputeType::F32, it->second);
-  }
-  build(e, s, b, attr, ComputeType::F32, /*packed_b=*/false);
-  Entry p;
-  build(p, s, b, attr, ComputeType::F32, /*packed_b=*/true);
-  for (Entry* x : {&e, &p}) {
-    x->set(DNNL_ARG_SRC, a);
-    x->set(DNNL_ARG_DST, c);
-    if (attr.bias) x->set(DNNL_ARG_BIAS, attr.bias);
-  }
-  e.set(DNNL_ARG_WEIGHTS, b.ptr);
-  p.set(DNNL_ARG_WEIGHTS, packed_weights(attr.constant_b, b, attr, p).data.get());
-  const bool packed_wins = time_runs(p) < 0.95 * time_runs(e);
-  if (packed_wins) e = std::move(p);
-  std::lock_guard<std::mutex> lock(choice_mu);
-  packed_is_faster.emplace(key, packed_wins);
-}
-
-// Row counts whose f32 layout choice is shared: the layouts' speeds change
-// with the row count in steps, not from one count to the next.
-int64_t row_class(int64_t rows) { return rows <= 8 ? 0 : rows <= 32 ? 1 : rows <= 128 ? 2 : 3; }
 
 // Row pieces (for_each_piece), 256 rows at a time, then:
 // - (32, 4) by default: at most 88 counts. Multiples of 4 because beam
@@ -630,6 +536,111 @@ void s8_rows_product(const MatDesc& a, const MatDesc& b, const MatDesc& dst, con
   loops().scale_rows(c, dst.strides[2], M, N, row_scales.data(), attr.bias, attr.act);
 }
 
+void check_operands(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
+  const ComputeType ct = attr.compute;
+  if (a.dims[3] != b.dims[2] || a.dims[2] != dst.dims[2] || b.dims[3] != dst.dims[3] ||
+      a.strides[3] != 1 || dst.strides[3] != 1 || a.dims[0] * a.dims[1] != 1 || attr.accumulate)
+    throw Error("gemm: constant weights need row-major 2-D operands and no accumulation");
+  if (ct == ComputeType::BF16 && !numerics().bf16)
+    throw Error("bf16 needs a CPU with AVX512-BF16 or AMX");
+  if (attr.b_s8 && (ct != ComputeType::INT8 || !attr.constant_b || !attr.b_scales))
+    throw Error("gemm: int8 weights need their scales, an owner and compute int8");
+}
+
+// The activations a (M, K) as a primitive in compute type ct reads them:
+// f32 as they are, bf16 rounded, int8 quantised per row (each row its own
+// scale, so that no row depends on its batch).
+struct Activations {
+  const void* rows;
+  int64_t ld;
+  size_t elem;                        // bytes per element
+  const float* row_scales = nullptr;  // int8
+  ComputeType ct;
+};
+
+Activations activations_in(const MatDesc& a, ComputeType ct) {
+  const int64_t M = a.dims[2], K = a.dims[3];
+  thread_local std::vector<uint16_t> a_bf16;
+  thread_local std::vector<int8_t> a_s8;
+  thread_local std::vector<float> row_scales;
+  if (ct == ComputeType::BF16) {
+    convert_to_bf16(a, scratch(a_bf16, M * K));  // row-major: strides (K, 1)
+    return {a_bf16.data(), K, 2, nullptr, ct};
+  }
+  if (ct == ComputeType::INT8) {
+    loops().quantise_rows_s8(a, scratch(a_s8, M * K), K, scratch(row_scales, M));
+    return {a_s8.data(), K, 1, row_scales.data(), ct};
+  }
+  return {a.ptr, a.strides[2], sizeof(float), nullptr, ct};
+}
+
+// Rows [row, row + rows) of dst = act(alpha * in b + bias) on a oneDNN
+// primitive. int8 runs the bare product times the weights' column scales
+// (col_scales, set by the first piece); the row scales, the bias and the
+// activation follow in one pass over the result (a per-row post-op would
+// put oneDNN 2.6 on its reference kernel, and the bias cannot be folded
+// into the product once each row has its own scale).
+void onednn_piece(const Activations& in, const MatDesc& b, const MatDesc& dst,
+                  const GemmAttr& attr, int64_t row, int64_t rows, const float*& col_scales) {
+  const ComputeType ct = in.ct;
+  const int64_t K = b.dims[2], N = b.dims[3];
+  GemmAttr fused = attr;
+  if (ct == ComputeType::INT8) fused.bias = nullptr, fused.act = Activation::None;
+  float* c_rows = const_cast<float*>(dst.ptr) + row * dst.strides[2];
+  const Shape2 s{rows, K, N, in.ld, dst.strides[2]};
+  Key key;
+  key.add(8);
+  key.add(std::array<int64_t, 7>{rows, K, N, in.ld, s.ldc, b.strides[2], b.strides[3]});
+  key.add(bits(fused.alpha));
+  key.add((fused.bias != nullptr) + static_cast<int>(fused.act) * 2 + static_cast<int>(ct) * 16);
+  Entry& e = lookup(key, [&](Entry& e) { build(e, s, fused, ct); });
+  const Packed& w = packed_weights(attr.constant_b, b, attr, e);
+  if (ct == ComputeType::INT8 && !col_scales) {
+    col_scales = w.scales.data();
+    if (attr.alpha != 1.f) {  // the linears' alpha is 1: no pass over N per call
+      thread_local std::vector<float> alpha_scales;
+      float* sc = scratch(alpha_scales, N);
+      for (int64_t n = 0; n < N; ++n) sc[n] = attr.alpha * w.scales[n];
+      col_scales = sc;
+    }
+  }
+  e.set(DNNL_ARG_SRC, static_cast<const char*>(in.rows) + row * in.ld * in.elem);
+  e.set(DNNL_ARG_WEIGHTS, w.data.get());
+  e.set(DNNL_ARG_DST, c_rows);
+  if (fused.bias) e.set(DNNL_ARG_BIAS, fused.bias);
+  if (ct == ComputeType::INT8) e.set(kScalesArg, col_scales);
+  e.run();
+  if (ct == ComputeType::INT8)
+    loops().scale_rows(c_rows, s.ldc, rows, N, in.row_scales + row, attr.bias, attr.act);
+}
+
+// A small product runs on the calling thread alone, for the object's
+// lifetime (however the call ends: a primitive that fails to build
+// throws): a second thread cost more than it saved, on AMX about 0.08 ms
+// per int8 call, 7x the whole product at 4 rows of 512 x 512
+// (transformer-base, batch 1, beam 4: its latency was 60 ms on 2 threads,
+// 26 ms on 1), and 0.04 ms, half of it, for f32 (ONEDNN_VERBOSE). Above
+// about 16M multiply-adds in int8 (the 21k-piece vocabulary projection)
+// and 2M in f32, two threads win. int8 sums are exact, so there the thread
+// count changes no result; in f32, translations of test_2016_flickr on 1
+// and 2 threads were identical.
+class SerialIfSmall {
+ public:
+  SerialIfSmall(int64_t multiply_adds, ComputeType ct) {
+    const int64_t below = ct == ComputeType::INT8 ? int64_t{1} << 24 : int64_t{1} << 21;
+    const int n = omp_get_max_threads();
+    if (n > 1 && multiply_adds < below) threads_ = n, omp_set_num_threads(1);
+  }
+  ~SerialIfSmall() {
+    if (threads_ > 0) omp_set_num_threads(threads_);
+  }
+  SerialIfSmall(const SerialIfSmall&) = delete;
+  SerialIfSmall& operator=(const SerialIfSmall&) = delete;
+
+ private:
+  int threads_ = 0;
+};
+
 }  // namespace
 
 void forget_constants(uint64_t owner) {
@@ -655,112 +666,24 @@ int64_t constant_bytes() {
   return n;
 }
 
-bool has_bf16() { return isa_has(dnnl_cpu_isa_avx512_core_bf16); }
-
-std::string weights_paths() {
-  return std::string("products against weights: f32 on ") +
-         (f32_rows_kernel() ? "nmt's AVX2 kernel" : "oneDNN") + ", int8 on " +
-         (s8_rows_kernel() ? "nmt's AVX2 kernel (exact 16-bit products)"
-          : has_vnni()     ? "oneDNN (VNNI)"
-                           : "oneDNN (7-bit weights)");
-}
+bool has_bf16() { return numerics().bf16; }
 
 void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr) {
   const ComputeType ct = attr.compute;
   const int64_t M = a.dims[2], K = a.dims[3], N = b.dims[3];
-  if (K != b.dims[2] || M != dst.dims[2] || N != dst.dims[3] || a.strides[3] != 1 ||
-      dst.strides[3] != 1 || a.dims[0] * a.dims[1] != 1 || attr.accumulate)
-    throw Error("gemm: constant weights need row-major 2-D operands and no accumulation");
-  if (ct == ComputeType::BF16 && !has_bf16())
-    throw Error("bf16 needs a CPU with AVX512-BF16 or AMX");
-  if (attr.b_s8 && (ct != ComputeType::INT8 || !attr.constant_b || !attr.b_scales))
-    throw Error("gemm: int8 weights need their scales, an owner and compute int8");
+  check_operands(a, b, dst, attr);
   if (attr.a_sparse && ct == ComputeType::F32 && sparse_pays(K, N))
-    return loops().sparse_rows_product(a, static_cast<const float*>(rows_of_weights(b, attr).data.get()),
-                               dst, attr);
+    return loops().sparse_rows_product(
+        a, static_cast<const float*>(rows_of_weights(b, attr).data.get()), dst, attr);
   if (ct == ComputeType::F32 && f32_rows_kernel()) return rows_product(a, b, dst, attr);
   if (ct == ComputeType::INT8 && s8_rows_kernel()) return s8_rows_product(a, b, dst, attr);
-  // The activations as the primitive reads them.
-  thread_local std::vector<uint16_t> a_bf16;
-  thread_local std::vector<int8_t> a_s8;
-  thread_local std::vector<float> alpha_scales, row_scales;
-  const void* src = a.ptr;
-  int64_t lda = a.strides[2];
-  size_t elem = sizeof(float);
-  if (ct == ComputeType::BF16) {
-    convert_to_bf16(a, scratch(a_bf16, M * K));  // row-major: strides (K, 1)
-    src = a_bf16.data(), lda = K, elem = 2;
-  } else if (ct == ComputeType::INT8) {
-    loops().quantise_rows_s8(a, scratch(a_s8, M * K), K, scratch(row_scales, M));
-    src = a_s8.data(), lda = K, elem = 1;
-  }
-  // int8 runs the bare product times the weights' column scales; the row
-  // scales, the bias and the activation follow in one pass over the result (a per-row
-  // post-op would put oneDNN 2.6 on its reference kernel, and the bias
-  // cannot be folded into the product once each row has its own scale).
-  GemmAttr fused = attr;
-  if (ct == ComputeType::INT8) fused.bias = nullptr, fused.act = Activation::None;
-  const float* col_scales = nullptr;  // int8: the weights' channel scales times alpha
-  auto piece = [&](int64_t row, int64_t rows) {
-    float* c_rows = const_cast<float*>(dst.ptr) + row * dst.strides[2];
-    const Shape2 s{rows, K, N, lda, dst.strides[2]};
-    Key key;
-    key.add(8);
-    key.add(std::array<int64_t, 7>{rows, K, N, lda, s.ldc, b.strides[2], b.strides[3]});
-    key.add(bits(fused.alpha));
-    // f32 weights held packed alone never run on a plain-layout primitive.
-    const bool packed_only = attr.b_packed_only && ct == ComputeType::F32;
-    key.add((fused.bias != nullptr) + static_cast<int>(fused.act) * 2 + static_cast<int>(ct) * 16 +
-            packed_only * 256);
-    const auto* a_rows = static_cast<const char*>(src) + row * lda * elem;
-    Entry& e = lookup(key, [&](Entry& e) {
-      if (ct == ComputeType::F32 && !packed_only) {
-        Key choice;
-        choice.add(9);
-        choice.add(std::array<int64_t, 5>{row_class(rows), K, N, b.strides[2], b.strides[3]});
-        choice.add((fused.bias != nullptr) + static_cast<int>(fused.act) * 2);
-        choose_f32_layout(e, with_thread_count(choice), s, a.ptr + row * lda, b, c_rows, fused);
-      } else
-        build(e, s, b, fused, ct, /*packed_b=*/true);
-    });
-    const Packed* w = e.packed ? &packed_weights(attr.constant_b, b, attr, e) : nullptr;
-    if (ct == ComputeType::INT8 && !col_scales) {
-      col_scales = w->scales.data();
-      if (attr.alpha != 1.f) {  // the linears' alpha is 1: no pass over N per call
-        float* sc = scratch(alpha_scales, N);
-        for (int64_t n = 0; n < N; ++n) sc[n] = attr.alpha * w->scales[n];
-        col_scales = sc;
-      }
-    }
-    e.set(DNNL_ARG_SRC, a_rows);
-    e.set(DNNL_ARG_WEIGHTS, w ? w->data.get() : static_cast<const void*>(b.ptr));
-    e.set(DNNL_ARG_DST, c_rows);
-    if (fused.bias) e.set(DNNL_ARG_BIAS, fused.bias);
-    if (ct == ComputeType::INT8) e.set(kScalesArg, col_scales);
-    e.run();
-    if (ct != ComputeType::INT8) return;
-    loops().scale_rows(c_rows, s.ldc, rows, N, row_scales.data() + row, attr.bias, attr.act);
-  };
-  // A small product runs on the calling thread alone: a second thread cost
-  // more than it saved, on AMX about 0.08 ms per int8 call, 7x the whole
-  // product at 4 rows of 512 x 512 (transformer-base, batch 1, beam 4: its
-  // latency was 60 ms on 2 threads, 26 ms on 1), and 0.04 ms, half of it,
-  // for f32 (ONEDNN_VERBOSE). Above about 16M multiply-adds in int8 (the
-  // 21k-piece vocabulary projection) and 2M in f32, two threads win. int8
-  // sums are exact, so there the thread count changes no result; in f32,
-  // translations of test_2016_flickr on 1 and 2 threads were identical.
-  const int threads = omp_get_max_threads();
-  const int64_t serial_below = ct == ComputeType::INT8 ? int64_t{1} << 24 : int64_t{1} << 21;
-  const bool alone = threads > 1 && std::min<int64_t>(M, 256) * K * N < serial_below;
-  // Restored however the call ends (a primitive that fails to build throws).
-  struct Restore {
-    int threads;
-    ~Restore() {
-      if (threads > 0) omp_set_num_threads(threads);
-    }
-  } restore{alone ? threads : 0};
-  if (alone) omp_set_num_threads(1);
-  for_each_piece(M, ct == ComputeType::INT8 && has_amx() ? kAmxCut : kDefaultCut, piece);
+  const Activations in = activations_in(a, ct);
+  const float* col_scales = nullptr;  // int8: set by the first piece
+  const SerialIfSmall serial(std::min<int64_t>(M, 256) * K * N, ct);
+  for_each_piece(M, ct == ComputeType::INT8 && numerics().amx_rows ? kAmxCut : kDefaultCut,
+                 [&](int64_t row, int64_t rows) {
+                   onednn_piece(in, b, dst, attr, row, rows, col_scales);
+                 });
 }
 
 }  // namespace nmt::cpu

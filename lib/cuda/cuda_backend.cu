@@ -537,6 +537,10 @@ class CudaBackend final : public Backend {
  public:
   Device device() const override { return Device::CUDA; }
   std::string version() const override { return build_info(); }
+  std::string numerics() const override {
+    return "products on cuBLAS with f32 sums (bf16: CUBLAS_COMPUTE_32F_FAST_16BF); rows on nmt's "
+           "kernels (lib/core/row_ops.h)";
+  }
   void set_num_threads(int) override {}
   int num_threads() const override { return 1; }
   // cuBLASLt plans built so far: a warm loop builds none.

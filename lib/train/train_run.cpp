@@ -894,9 +894,9 @@ void TrainRun::open_log() {
                {"config", config_to_json(cfg_)},
                {"parameters", model_->parameter_count()},
                {"batches_per_epoch", bpe},
-               // The arithmetic this run chose (nmt's kernel class, oneDNN's
-               // instruction set, the products' paths), as --version prints it.
-               {"backends", backends_info()}});
+               {"backends", backends_info()},
+               // The arithmetic of the device it trains on (cpu/numerics.h).
+               {"numerics", backend(opts_.device).numerics()}});
   json data = data_summary();
   data["type"] = "data";
   data["step"] = trainer_->steps();
