@@ -362,53 +362,33 @@ std::vector<float> ct2_sinusoids(int64_t rows, int64_t depth) {
   return t;
 }
 
-}  // namespace
 
-Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) {
-  const fs::path dir = src;
-  Model m(src);
-  auto refuse = [&](const std::string& what, const std::string& why) -> InputError {
-    return InputError(m.path() + ": CTranslate2 " + what + ": " + why);
-  };
+InputError refusal(const Model& m, const std::string& what, const std::string& why) {
+  return InputError(m.path() + ": CTranslate2 " + what + ": " + why);
+}
+
+// Refuses, by name, a spec or an attribute that names a model nmt does not
+// have; reads the attributes that only explain.
+void check_supported(Model& m) {
   if (m.spec() != "TransformerSpec")
-    throw refuse("spec " + m.spec(),
-                 "only a TransformerSpec (an encoder-decoder Transformer) converts");
-  const fs::path cfg_path = dir / "config.json";
-  std::error_code ec;
-  const ConfigJson config(
-      fs::exists(cfg_path, ec)
-          ? io::parse_json(io::read_whole_file(cfg_path.string(), "config"), cfg_path.string())
-          : json::object(),
-      cfg_path.string());
-
-  // Attributes that name a model nmt does not have.
+    throw refusal(m, "spec " + m.spec(),
+                  "only a TransformerSpec (an encoder-decoder Transformer) converts");
   for (const char* side : {"encoder", "decoder"}) {
     const std::string s = side;
     for (const char* flag : {"alibi", "multi_query_attention", "parallel_residual",
                              "shared_layer_norm", "rotary_interleave"})
-      if (m.scalar(s + "/" + flag, 0) != 0) throw refuse(s + "/" + flag + " true", "not supported");
+      if (m.scalar(s + "/" + flag, 0) != 0)
+        throw refusal(m, s + "/" + flag + " true", "not supported");
     for (const char* layer : {"layernorm_embedding", "project_in", "project_out"})
       if (m.has(s + "/" + layer + "/gamma") || m.has(s + "/" + layer + "/weight"))
-        throw refuse(s + "/" + layer, "nmt's Transformer has no such layer");
+        throw refusal(m, s + "/" + layer, "nmt's Transformer has no such layer");
     if (m.has(s + "/layer_0/self_attention/relative_position_keys") ||
         m.has(s + "/layer_0/self_attention/relative_attention_bias"))
-      throw refuse(s + " relative positions", "nmt has absolute positions only");
+      throw refusal(m, s + " relative positions", "nmt has absolute positions only");
     if (m.has(s + "/embeddings_1/weight"))
-      throw refuse(s + "/embeddings_1", "several source embeddings (features) are not supported");
+      throw refusal(m, s + "/embeddings_1",
+                    "several source embeddings (features) are not supported");
   }
-  const int enc_pre = static_cast<int>(m.scalar("encoder/pre_norm", 1)),
-            dec_pre = static_cast<int>(m.scalar("decoder/pre_norm", 1));
-  if (enc_pre != dec_pre) throw refuse("pre_norm", "the encoder and decoder differ");
-  const int act_e = static_cast<int>(m.scalar("encoder/activation", 0)),
-            act_d = static_cast<int>(m.scalar("decoder/activation", 0));
-  if (act_e != act_d) throw refuse("activation", "the encoder and decoder differ");
-  static const char* acts[] = {"relu", "gelu-tanh", "swish", "gelu"};
-  if (act_e < 0 || act_e > 3)
-    throw refuse("activation " + std::to_string(act_e),
-                 "nmt has ReLU, GELU (erf and tanh) and swish (GELUSigmoid, Tanh, Sigmoid not)");
-  const int heads_e = static_cast<int>(m.scalar("encoder/num_heads", 8)),
-            heads_d = static_cast<int>(m.scalar("decoder/num_heads", 8));
-  if (heads_e != heads_d) throw refuse("num_heads", "the encoder and decoder differ");
   // Read only to be known: meaningless without ALiBi, or only explaining
   // (the alignment head).
   m.scalar("decoder/alibi_use_positive_positions", 0);
@@ -416,30 +396,63 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   m.scalar("decoder/alignment_layer", -1);
   m.scalar("decoder/alignment_heads", 1);
   m.scalar("encoder/embeddings_merge", 0);
+}
 
+// A size the model takes from a shape, checked against nmt's limits before
+// any tensor is built from it.
+int64_t size_of(const Model& m, const Variable* v, const std::string& name, size_t axis,
+                const char* what) {
+  if (v->shape.size() != 2)
+    throw InputError(m.path() + ": variable " + name + " has rank " +
+                     std::to_string(v->shape.size()) + ", expected 2");
+  const int64_t x = v->shape[axis];
+  if (x < 1 || x > kMaxModelSize)
+    throw InputError(m.path() + ": variable " + name + " has shape " + shape_text(v->shape) +
+                     ": its " + what + " must be from 1 to " + std::to_string(kMaxModelSize));
+  return x;
+}
+
+// Whether a side's embeddings are scaled by sqrt(D), as CTranslate2's
+// build_embeddings_scale reads it: absent or an int8 flag set, times
+// sqrt(depth); an int8 0 or a float 1, unscaled; another float, that factor
+// (which nmt has only as sqrt(depth)).
+bool embeddings_scaled(Model& m, const std::string& side, const std::string& emb, int64_t D) {
+  std::string n = side + "/scale_embeddings";
+  if (!m.has(n)) n = emb + "/multiply_by_sqrt_depth";
+  if (!m.has(n)) return true;
+  const double v = m.scalar(n, 1);
+  if (m.type_of(n) == 1) return v != 0;
+  if (v == 1) return false;
+  if (std::abs(v - std::sqrt(static_cast<double>(D))) < 1e-4) return true;
+  throw refusal(m, n + " " + std::to_string(v), "nmt scales embeddings by sqrt(d_model) or not at all");
+}
+
+// The architecture: norms, activation, heads, widths and layer counts.
+// src_emb: the source embedding's scope; Vs, Vt: the vocabularies' rows.
+ModelConfig read_architecture(Model& m, const std::string& src, const ConfigJson& config,
+                              std::string& src_emb, int64_t& Vs, int64_t& Vt) {
+  const int enc_pre = static_cast<int>(m.scalar("encoder/pre_norm", 1)),
+            dec_pre = static_cast<int>(m.scalar("decoder/pre_norm", 1));
+  if (enc_pre != dec_pre) throw refusal(m, "pre_norm", "the encoder and decoder differ");
+  const int act_e = static_cast<int>(m.scalar("encoder/activation", 0)),
+            act_d = static_cast<int>(m.scalar("decoder/activation", 0));
+  if (act_e != act_d) throw refusal(m, "activation", "the encoder and decoder differ");
+  static const char* acts[] = {"relu", "gelu-tanh", "swish", "gelu"};
+  if (act_e < 0 || act_e > 3)
+    throw refusal(m, "activation " + std::to_string(act_e),
+                  "nmt has ReLU, GELU (erf and tanh) and swish (GELUSigmoid, Tanh, Sigmoid not)");
+  const int heads_e = static_cast<int>(m.scalar("encoder/num_heads", 8)),
+            heads_d = static_cast<int>(m.scalar("decoder/num_heads", 8));
+  if (heads_e != heads_d) throw refusal(m, "num_heads", "the encoder and decoder differ");
   // Sizes from the embeddings and the layers present.
   const Variable* se = m.find("encoder/embeddings_0/weight");
   if (!se) se = m.find("encoder/embeddings/weight");
   const Variable* te = m.find("decoder/embeddings/weight");
-  if (!se || !te)
-    throw InputError(m.path() + ": the model has no encoder and decoder embeddings");
-  const std::string src_emb =
-      m.has("encoder/embeddings_0/weight") ? "encoder/embeddings_0" : "encoder/embeddings";
-  // Each size the model takes from a shape, checked against nmt's limits
-  // before any tensor is built from it.
-  auto size_of = [&](const Variable* v, const std::string& name, size_t axis, const char* what) {
-    if (v->shape.size() != 2)
-      throw InputError(m.path() + ": variable " + name + " has rank " +
-                       std::to_string(v->shape.size()) + ", expected 2");
-    const int64_t x = v->shape[axis];
-    if (x < 1 || x > kMaxModelSize)
-      throw InputError(m.path() + ": variable " + name + " has shape " + shape_text(v->shape) +
-                       ": its " + what + " must be from 1 to " + std::to_string(kMaxModelSize));
-    return x;
-  };
-  const int64_t D = size_of(te, "decoder/embeddings/weight", 1, "width (d_model)"),
-                Vs = size_of(se, src_emb + "/weight", 0, "rows (the source vocabulary)"),
-                Vt = size_of(te, "decoder/embeddings/weight", 0, "rows (the target vocabulary)");
+  if (!se || !te) throw InputError(m.path() + ": the model has no encoder and decoder embeddings");
+  src_emb = m.has("encoder/embeddings_0/weight") ? "encoder/embeddings_0" : "encoder/embeddings";
+  const int64_t D = size_of(m, te, "decoder/embeddings/weight", 1, "width (d_model)");
+  Vs = size_of(m, se, src_emb + "/weight", 0, "rows (the source vocabulary)");
+  Vt = size_of(m, te, "decoder/embeddings/weight", 0, "rows (the target vocabulary)");
   auto count_layers = [&](const std::string& side) {
     int n = 0;
     while (m.has(side + "/layer_" + std::to_string(n) + "/ffn/linear_0/weight")) ++n;
@@ -452,93 +465,98 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   if (!c.encoder_layers || !c.decoder_layers)
     throw InputError(m.path() + ": the model has no encoder or no decoder layers");
   c.d_model = static_cast<int>(D);
-  c.d_ff = static_cast<int>(size_of(m.find("encoder/layer_0/ffn/linear_0/weight"),
+  c.d_ff = static_cast<int>(size_of(m, m.find("encoder/layer_0/ffn/linear_0/weight"),
                                     "encoder/layer_0/ffn/linear_0/weight", 0, "rows (d_ff)"));
   c.heads = heads_e;
-  if (c.heads <= 0 || D % c.heads) throw refuse("num_heads", "d_model is not a multiple of it");
+  if (c.heads <= 0 || D % c.heads) throw refusal(m, "num_heads", "d_model is not a multiple of it");
   c.d_k = c.d_v = static_cast<int>(D / c.heads);
   c.dropout = 0.f;
   c.norm = enc_pre ? "pre" : "post";
   c.final_norm = enc_pre && m.has("encoder/layer_norm/gamma");
   if (enc_pre && m.has("encoder/layer_norm/gamma") != m.has("decoder/layer_norm/gamma"))
-    throw refuse("layer_norm", "only one of the encoder and the decoder has a final layer norm");
+    throw refusal(m, "layer_norm", "only one of the encoder and the decoder has a final layer norm");
   c.activation = acts[act_e];
   // CTranslate2's default for a norm with a bias.
   c.layer_norm_eps = static_cast<float>(config.fraction("layer_norm_epsilon", 1e-5));
-  // As CTranslate2's build_embeddings_scale reads it: absent or an int8
-  // flag set, times sqrt(depth); an int8 0 or a float 1, unscaled; another
-  // float, that factor (which nmt has only as sqrt(depth)).
-  auto scaled = [&](const std::string& side, const std::string& emb) {
-    std::string n = side + "/scale_embeddings";
-    if (!m.has(n)) n = emb + "/multiply_by_sqrt_depth";
-    if (!m.has(n)) return true;
-    const double v = m.scalar(n, 1);
-    if (m.type_of(n) == 1) return v != 0;
-    if (v == 1) return false;
-    if (std::abs(v - std::sqrt(static_cast<double>(D))) < 1e-4) return true;
-    throw refuse(n + " " + std::to_string(v),
-                 "nmt scales embeddings by sqrt(d_model) or not at all");
-  };
-  const bool scale_e = scaled("encoder", src_emb),
-             scale_d = scaled("decoder", "decoder/embeddings");
+  const bool scale_e = embeddings_scaled(m, "encoder", src_emb, D),
+             scale_d = embeddings_scaled(m, "decoder", "decoder/embeddings", D);
   if (scale_e != scale_d)
-    throw refuse("scale_embeddings", "nmt scales both embeddings by sqrt(d_model), or neither");
+    throw refusal(m, "scale_embeddings", "nmt scales both embeddings by sqrt(d_model), or neither");
   c.scale_embeddings = scale_e;
-  if (m.has("decoder/scale_outputs")) throw refuse("decoder/scale_outputs", "not supported");
+  if (m.has("decoder/scale_outputs")) throw refusal(m, "decoder/scale_outputs", "not supported");
+  return c;
+}
 
-  // Vocabularies and special tokens.
-  std::string sv = find_vocab(dir, "shared_vocabulary"), tv = sv;
-  if (sv.empty()) {
-    sv = find_vocab(dir, "source_vocabulary");
-    tv = find_vocab(dir, "target_vocabulary");
+struct Ct2Vocabs {
+  std::string sv, tv;                   // their files
+  std::vector<std::string> src, tgt;  // their tokens
+};
+
+// The vocabularies (shared, or source and target), checked against the
+// embeddings' rows.
+Ct2Vocabs read_vocabularies(const fs::path& dir, const std::string& src, int64_t Vs, int64_t Vt) {
+  Ct2Vocabs v;
+  v.sv = v.tv = find_vocab(dir, "shared_vocabulary");
+  if (v.sv.empty()) {
+    v.sv = find_vocab(dir, "source_vocabulary");
+    v.tv = find_vocab(dir, "target_vocabulary");
   }
-  if (sv.empty() || tv.empty())
+  if (v.sv.empty() || v.tv.empty())
     throw InputError(src +
                      ": no vocabulary (shared_vocabulary, or source_vocabulary and "
                      "target_vocabulary, .json or .txt)");
-  const std::vector<std::string> src_tokens = read_tokens(sv),
-                                 tgt_tokens = tv == sv ? src_tokens : read_tokens(tv);
-  if (static_cast<int64_t>(src_tokens.size()) != Vs)
-    throw InputError(sv + ": " + std::to_string(src_tokens.size()) +
+  v.src = read_tokens(v.sv);
+  v.tgt = v.tv == v.sv ? v.src : read_tokens(v.tv);
+  if (static_cast<int64_t>(v.src.size()) != Vs)
+    throw InputError(v.sv + ": " + std::to_string(v.src.size()) +
                      " tokens for a source embedding of " + std::to_string(Vs) + " rows");
-  if (static_cast<int64_t>(tgt_tokens.size()) != Vt)
-    throw InputError(tv + ": " + std::to_string(tgt_tokens.size()) +
+  if (static_cast<int64_t>(v.tgt.size()) != Vt)
+    throw InputError(v.tv + ": " + std::to_string(v.tgt.size()) +
                      " tokens for a target embedding of " + std::to_string(Vt) + " rows");
+  return v;
+}
+
+// The special tokens' ids and how sources are framed and decoding starts.
+void set_special_tokens(Model& m, const ConfigJson& config, const Ct2Vocabs& v, ModelConfig& c) {
   const std::string unk = config.text("unk_token", "<unk>"),
                     bos = config.text("bos_token", "<s>"), eos = config.text("eos_token", "</s>");
   const bool zero_start = m.scalar("decoder/start_from_zero_embedding", 0) != 0;
   const std::string start = config.text_or_null("decoder_start_token", bos.c_str());
-  c.vocab_size = static_cast<int>(Vt);
-  c.src_vocab_size = src_tokens == tgt_tokens ? 0 : static_cast<int>(Vs);
-  c.eos_id = id_of(tgt_tokens, eos);
-  c.unk_id = id_of(tgt_tokens, unk);
+  c.vocab_size = static_cast<int>(v.tgt.size());
+  c.src_vocab_size = v.src == v.tgt ? 0 : static_cast<int>(v.src.size());
+  c.eos_id = id_of(v.tgt, eos);
+  c.unk_id = id_of(v.tgt, unk);
   // nmt keeps one unknown-token id for both sides.
-  if (id_of(src_tokens, unk) != c.unk_id)
-    throw InputError(sv + ": the source's " + unk + " has id " +
-                     std::to_string(id_of(src_tokens, unk)) + ", the target's " +
-                     std::to_string(c.unk_id) + " (nmt keeps one id for both sides)");
+  if (id_of(v.src, unk) != c.unk_id)
+    throw InputError(v.sv + ": the source's " + unk + " has id " + std::to_string(id_of(v.src, unk)) +
+                     ", the target's " + std::to_string(c.unk_id) +
+                     " (nmt keeps one id for both sides)");
   c.pad_id = -1;  // CTranslate2 bans no token from its output
-  if (c.eos_id < 0) throw InputError(tv + ": the vocabulary has no " + eos + " (eos_token)");
+  if (c.eos_id < 0) throw InputError(v.tv + ": the vocabulary has no " + eos + " (eos_token)");
   c.source_bos = config.flag("add_source_bos", false);
   c.source_eos = config.flag("add_source_eos", false);
   if (zero_start) {
     c.decoder_start = "zero";
-    c.bos_id = c.source_bos ? id_of(tgt_tokens, bos) : -1;
+    c.bos_id = c.source_bos ? id_of(v.tgt, bos) : -1;
   } else {
-    if (start.empty()) throw refuse("decoder_start_token null", "the decoder needs a start");
-    c.bos_id = id_of(tgt_tokens, start);
+    if (start.empty()) throw refusal(m, "decoder_start_token null", "the decoder needs a start");
+    c.bos_id = id_of(v.tgt, start);
     if (c.bos_id < 0)
-      throw InputError(tv + ": the vocabulary has no " + start + " (decoder_start_token)");
+      throw InputError(v.tv + ": the vocabulary has no " + start + " (decoder_start_token)");
     if (c.source_bos && start != bos)
-      throw refuse("add_source_bos", "nmt's source <s> is the decoder's start token (" + start +
-                                         " here, bos_token " + bos + ")");
+      throw refusal(m, "add_source_bos", "nmt's source <s> is the decoder's start token (" +
+                                             start + " here, bos_token " + bos + ")");
   }
-  if ((c.source_bos && id_of(src_tokens, bos) != c.bos_id) ||
-      (c.source_eos && id_of(src_tokens, eos) != c.eos_id))
-    throw InputError(sv + ": the source's " + (c.source_bos ? bos : eos) +
+  if ((c.source_bos && id_of(v.src, bos) != c.bos_id) ||
+      (c.source_eos && id_of(v.src, eos) != c.eos_id))
+    throw InputError(v.sv + ": the source's " + (c.source_bos ? bos : eos) +
                      " has another id than the target's");
+}
 
-  // Position encodings: stored, else CTranslate2's computed ones; a table.
+// Position encodings (stored, else CTranslate2's computed ones; a table)
+// and which embeddings are one.
+void set_positions_and_ties(Model& m, const std::string& src_emb, ModelConfig& c) {
+  const int64_t D = c.d_model;
   c.positional = "learned";
   c.max_positions = 1024;
   for (const char* n :
@@ -555,7 +573,6 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
     c.max_positions = static_cast<int>(
         std::min({m.find("encoder/position_encodings/encodings")->shape[0],
                   m.find("decoder/position_encodings/encodings")->shape[0], int64_t{1} << 16}));
-
   const bool tied_all =
       c.src_vocab_size == 0 && m.find(src_emb + "/weight") == m.find("decoder/embeddings/weight");
   const bool proj_is_emb =
@@ -563,11 +580,12 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   c.tie_embeddings = tied_all && proj_is_emb;
   c.tie_output = !c.tie_embeddings && proj_is_emb;
   c.output_bias = m.has("decoder/projection/bias");
-  // The whole configuration is checked before any weight is built from it.
-  config_from_json(config_to_json(c), m.path() + " (converted config)");
+}
 
-  Imported out;
-  auto& w = out.weights;
+// Every weight, under nmt's names; a variable left over is refused.
+void copy_weights(Model& m, const ModelConfig& c, const std::string& src_emb, int64_t Vs,
+                  int64_t Vt, std::map<std::string, std::vector<float>>& w) {
+  const int64_t D = c.d_model, F = c.d_ff;
   auto positions = [&](const std::string& side) {
     const std::string n = side + "/position_encodings/encodings";
     if (m.has(n)) {
@@ -588,8 +606,6 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
     if (!c.tie_output) w["decoder/output/weight"] = m.weight("decoder/projection/weight", {Vt, D});
   }
   if (c.output_bias) w["decoder/output/bias"] = m.weight("decoder/projection/bias", {Vt});
-
-  const int64_t F = c.d_ff;
   auto linear = [&](const std::string& to, const std::string& from, int64_t out_dim,
                     int64_t in_dim) {
     w[to + "/weight"] = m.weight(from + "/weight", {out_dim, in_dim});
@@ -599,34 +615,28 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   auto norm = [&](const std::string& to, const std::string& from) {
     // Without a beta CTranslate2's layer is an RMSNorm, which nmt has not.
     if (m.has(from + "/gamma") && !m.has(from + "/beta"))
-      throw refuse(from + " (no beta)", "an RMS norm; nmt has layer normalisation only");
+      throw refusal(m, from + " (no beta)", "an RMS norm; nmt has layer normalisation only");
     w[to + "/gamma"] = m.weight(from + "/gamma", {D});
     w[to + "/beta"] = m.weight(from + "/beta", {D});
   };
-  auto ffn = [&](const std::string& to, const std::string& from) {
-    linear(to + "/w1", from + "/linear_0", F, D);
-    linear(to + "/w2", from + "/linear_1", D, F);
-  };
   // CTranslate2 scopes its layers as nmt names them (encoder/layer_0/...).
-  for (int l = 0; l < c.encoder_layers; ++l) {
-    const std::string to = "encoder/layer_" + std::to_string(l), &from = to;
+  for (int l = 0; l < c.encoder_layers + c.decoder_layers; ++l) {
+    const bool dec = l >= c.encoder_layers;
+    const std::string to = std::string(dec ? "decoder" : "encoder") + "/layer_" +
+                           std::to_string(dec ? l - c.encoder_layers : l),
+                      &from = to;
     linear(to + "/self_attn/qkv", from + "/self_attention/linear_0", 3 * D, D);
     linear(to + "/self_attn/out", from + "/self_attention/linear_1", D, D);
     norm(to + "/ln1", from + "/self_attention/layer_norm");
-    ffn(to + "/ffn", from + "/ffn");
-    norm(to + "/ln2", from + "/ffn/layer_norm");
-  }
-  for (int l = 0; l < c.decoder_layers; ++l) {
-    const std::string to = "decoder/layer_" + std::to_string(l), &from = to;
-    linear(to + "/self_attn/qkv", from + "/self_attention/linear_0", 3 * D, D);
-    linear(to + "/self_attn/out", from + "/self_attention/linear_1", D, D);
-    norm(to + "/ln1", from + "/self_attention/layer_norm");
-    linear(to + "/cross_attn/q", from + "/attention/linear_0", D, D);
-    linear(to + "/cross_attn/kv", from + "/attention/linear_1", 2 * D, D);
-    linear(to + "/cross_attn/out", from + "/attention/linear_2", D, D);
-    norm(to + "/ln2", from + "/attention/layer_norm");
-    ffn(to + "/ffn", from + "/ffn");
-    norm(to + "/ln3", from + "/ffn/layer_norm");
+    if (dec) {
+      linear(to + "/cross_attn/q", from + "/attention/linear_0", D, D);
+      linear(to + "/cross_attn/kv", from + "/attention/linear_1", 2 * D, D);
+      linear(to + "/cross_attn/out", from + "/attention/linear_2", D, D);
+      norm(to + "/ln2", from + "/attention/layer_norm");
+    }
+    linear(to + "/ffn/w1", from + "/ffn/linear_0", F, D);
+    linear(to + "/ffn/w2", from + "/ffn/linear_1", D, F);
+    norm(to + (dec ? "/ln3" : "/ln2"), from + "/ffn/layer_norm");
   }
   if (c.final_norm) {
     norm("encoder/final_ln", "encoder/layer_norm");
@@ -635,8 +645,12 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   for (const std::string& n : m.unused())
     throw InputError(m.path() + ": variable " + n +
                      " belongs to nothing nmt's Transformer has (not converted)");
+}
 
-  // Tokenisation: a SentencePiece model given, else space-separated tokens.
+// Tokenisation: a SentencePiece model given (one for both sides, or the
+// source's and the target's), else space-separated tokens.
+std::vector<std::string> attach_vocabs(const Ct2Vocabs& v, const ModelConfig& c,
+                                       const ConvertOptions& opts, Imported& out) {
   const std::vector<std::string> spm = spm_pair(opts.spm);
   if (spm.size() > 2)
     throw InputError(
@@ -644,13 +658,38 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
         "the target's");
   const std::string src_spm = spm.empty() ? "" : io::read_whole_file(spm[0], "--spm"),
                     tgt_spm = spm.empty() ? "" : io::read_whole_file(spm[1], "--spm");
-  out.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id, tgt_spm.empty() ? "" : spm[1]);
+  out.vocab = Vocab::from_tokens(v.tgt, tgt_spm, c.unk_id, tgt_spm.empty() ? "" : spm[1]);
   if (c.src_vocab_size || src_spm != tgt_spm)
-    out.source_vocab =
-        Vocab::from_tokens(src_tokens, src_spm, c.unk_id, src_spm.empty() ? "" : spm[0]);
-  if (!tgt_spm.empty()) check_tokeniser(out.vocab, spm[1], tv, out);
-  if (out.source_vocab && !src_spm.empty())
-    check_tokeniser(*out.source_vocab, spm[0], sv, out);
+    out.source_vocab = Vocab::from_tokens(v.src, src_spm, c.unk_id, src_spm.empty() ? "" : spm[0]);
+  if (!tgt_spm.empty()) check_tokeniser(out.vocab, spm[1], v.tv, out);
+  if (out.source_vocab && !src_spm.empty()) check_tokeniser(*out.source_vocab, spm[0], v.sv, out);
+  return spm;
+}
+
+}  // namespace
+
+Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) {
+  const fs::path dir = src;
+  Model m(src);
+  check_supported(m);
+  const fs::path cfg_path = dir / "config.json";
+  std::error_code ec;
+  const ConfigJson config(
+      fs::exists(cfg_path, ec)
+          ? io::parse_json(io::read_whole_file(cfg_path.string(), "config"), cfg_path.string())
+          : json::object(),
+      cfg_path.string());
+  std::string src_emb;
+  int64_t Vs = 0, Vt = 0;
+  ModelConfig c = read_architecture(m, src, config, src_emb, Vs, Vt);
+  const Ct2Vocabs vocabs = read_vocabularies(dir, src, Vs, Vt);
+  set_special_tokens(m, config, vocabs, c);
+  set_positions_and_ties(m, src_emb, c);
+  // The whole configuration is checked before any weight is built from it.
+  config_from_json(config_to_json(c), m.path() + " (converted config)");
+  Imported out;
+  copy_weights(m, c, src_emb, Vs, Vt, out.weights);
+  const std::vector<std::string> spm = attach_vocabs(vocabs, c, opts, out);
   out.config = c;
   out.provenance = {
       {"tool", "ctranslate2"},

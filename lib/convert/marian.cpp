@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "convert/convert.h"
@@ -262,63 +264,72 @@ std::string without_dropout(std::string ops) {
   return ops;
 }
 
-}  // namespace
 
-Imported import_marian(const std::string& src, const ConvertOptions& opts) {
+// The options marian-decoder was given (OPUS-MT ships decoder.yml; marian
+// itself writes MODEL.npz.decoder.yml beside the model it trains), if any;
+// its path in `path`.
+std::optional<Options> find_decoder_yml(const std::string& src, std::string& path) {
   std::error_code ec;
   const bool is_dir = fs::is_directory(src, ec);
   const fs::path dir = is_dir ? fs::path(src) : fs::path(src).parent_path();
   const fs::path here = dir.empty() ? fs::path(".") : dir;
-  std::optional<Options> decoder_yml;
-  std::string decoder_yml_path;
-  // OPUS-MT ships decoder.yml; marian itself writes MODEL.npz.decoder.yml
-  // beside the model it trains.
   const std::vector<fs::path> ymls =
       is_dir ? std::vector<fs::path>{here / "decoder.yml", here / "model.npz.decoder.yml"}
              : std::vector<fs::path>{fs::path(src + ".decoder.yml"), here / "decoder.yml"};
   for (const fs::path& dyml : ymls) {
     if (!fs::is_regular_file(dyml, ec)) continue;
-    decoder_yml.emplace(
-        load_yaml(io::read_whole_file(dyml.string(), "Marian decoder options"), dyml.string()),
-        dyml.string());
-    decoder_yml_path = dyml.string();
-    break;
+    path = dyml.string();
+    return Options(load_yaml(io::read_whole_file(path, "Marian decoder options"), path), path);
   }
-  const Files files = locate(src, opts, decoder_yml ? &*decoder_yml : nullptr);
-  Params p(files.npz);
-  // The model's options: embedded in the archive as marian writes them
-  // (special:model.yml), or, for models saved without them, the training
-  // config marian writes beside the model (MODEL.npz.yml), which holds the
-  // same keys.
-  std::string yml_text, yml_source;
-  const bool embedded = p.has("special:model.yml");
+  return std::nullopt;
+}
+
+// The model's options: embedded in the archive as marian writes them
+// (special:model.yml), or, for models saved without them, the training
+// config marian writes beside the model (MODEL.npz.yml), which holds the
+// same keys. source: where they were read; embedded: whether in the archive.
+Options model_options(const Files& files, Params& p, std::string& source, bool& embedded) {
+  std::string text;
+  embedded = p.has("special:model.yml");
   if (embedded) {
     const NpyArray yml = p.read("special:model.yml", kMaxYaml);
-    yml_text.assign(yml.data.begin(), yml.data.end());
-    yml_text = yml_text.substr(0, yml_text.find('\0'));
-    yml_source = files.npz + ": special:model.yml";
+    text.assign(yml.data.begin(), yml.data.end());
+    text = text.substr(0, text.find('\0'));
+    source = files.npz + ": special:model.yml";
   } else {
+    std::error_code ec;
     const std::string beside = files.npz + ".yml";
     if (!fs::is_regular_file(beside, ec))
       throw InputError(files.npz + ": no special:model.yml in the archive and no " +
                        fs::path(beside).filename().string() +
                        " beside it: not a Marian model, or its options are missing");
-    yml_text = io::read_whole_file(beside, "Marian model options");
-    yml_source = beside;
+    text = io::read_whole_file(beside, "Marian model options");
+    source = beside;
   }
-  const YAML::Node node = load_yaml(yml_text, yml_source);
-  if (!node.IsMap()) throw InputError(yml_source + " is not a YAML map of Marian's options");
-  const Options o(node, embedded ? files.npz : yml_source);
+  const YAML::Node node = load_yaml(text, source);
+  if (!node.IsMap()) throw InputError(source + " is not a YAML map of Marian's options");
+  return Options(node, embedded ? files.npz : source);
+}
 
-  // Everything the options can say that nmt's Transformer cannot do.
+// What the options say of the architecture, once checked.
+struct MarianArch {
+  int F;  // transformer-dim-ffn
+  std::string act, top;
+  bool pre_norm, learned, tied_all, tied_src, tied_out, bias;
+};
+
+// Everything the options can say that nmt's Transformer cannot do is
+// refused, by option.
+MarianArch check_architecture(const Options& o) {
   if (o.get<std::string>("type", "") != "transformer")
     o.refuse("type", "only Marian's transformer converts");
   if (o.get<int>("transformer-ffn-depth", 2) != 2)
     o.refuse("transformer-ffn-depth", "nmt's feed-forward blocks have 2 layers");
   if (int d = o.get<int>("transformer-decoder-ffn-depth", 0); d != 0 && d != 2)
     o.refuse("transformer-decoder-ffn-depth", "nmt's feed-forward blocks have 2 layers");
-  const int F = o.get<int>("transformer-dim-ffn", 2048);
-  if (int d = o.get<int>("transformer-decoder-dim-ffn", 0); d != 0 && d != F)
+  MarianArch a;
+  a.F = o.get<int>("transformer-dim-ffn", 2048);
+  if (int d = o.get<int>("transformer-decoder-dim-ffn", 0); d != 0 && d != a.F)
     o.refuse("transformer-decoder-dim-ffn", "nmt's decoder has the encoder's feed-forward width");
   if (o.get<std::string>("transformer-decoder-autoreg", "self-attention") != "self-attention")
     o.refuse("transformer-decoder-autoreg", "nmt's decoder uses self-attention");
@@ -330,20 +341,19 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
   if (o.get<bool>("ulr", false)) o.refuse("ulr", "not supported");
   if (o.has("input-types") && !o.get<std::vector<std::string>>("input-types", {}).empty())
     o.refuse("input-types", "not supported");
-  const std::string act = o.get<std::string>("transformer-ffn-activation", "swish");
-  if (act != "swish" && act != "relu")
+  a.act = o.get<std::string>("transformer-ffn-activation", "swish");
+  if (a.act != "swish" && a.act != "relu")
     o.refuse("transformer-ffn-activation",
              "nmt has Marian's swish and relu (Marian's gelu is x * sigmoid(1.702 x), "
              "which is not nmt's erf or tanh GELU)");
   const std::string pre = without_dropout(o.get<std::string>("transformer-preprocess", "")),
                     post = without_dropout(o.get<std::string>("transformer-postprocess", "dan")),
-                    emb = without_dropout(o.get<std::string>("transformer-postprocess-emb", "d")),
-                    top = without_dropout(o.get<std::string>("transformer-postprocess-top", ""));
-  bool pre_norm;
+                    emb = without_dropout(o.get<std::string>("transformer-postprocess-emb", "d"));
+  a.top = without_dropout(o.get<std::string>("transformer-postprocess-top", ""));
   if (pre.empty() && post == "an")
-    pre_norm = false;
+    a.pre_norm = false;
   else if (pre == "n" && post == "a")
-    pre_norm = true;
+    a.pre_norm = true;
   else
     o.refuse(pre.empty() ? "transformer-postprocess" : "transformer-preprocess",
              "nmt has post-norm (--transformer-preprocess \"\" --transformer-postprocess dan) and "
@@ -351,95 +361,86 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
                  pre + "\", postprocess \"" + post + "\"");
   if (!emb.empty())
     o.refuse("transformer-postprocess-emb", "nmt has no operation on the embeddings but dropout");
-  if (!top.empty() && !(top == "n" && pre_norm))
+  if (!a.top.empty() && !(a.top == "n" && a.pre_norm))
     o.refuse("transformer-postprocess-top",
              "nmt has a final layer norm after pre-norm layers only (n)");
-  const bool learned = o.get<bool>("transformer-train-position-embeddings", false);
-  const bool tied_all = o.get<bool>("tied-embeddings-all", false);
-  const bool tied_src = o.get<bool>("tied-embeddings-src", false);
-  const bool tied_out = o.get<bool>("tied-embeddings", false);
-  if (tied_src && !tied_all && !tied_out)
+  a.learned = o.get<bool>("transformer-train-position-embeddings", false);
+  a.tied_all = o.get<bool>("tied-embeddings-all", false);
+  a.tied_src = o.get<bool>("tied-embeddings-src", false);
+  a.tied_out = o.get<bool>("tied-embeddings", false);
+  if (a.tied_src && !a.tied_all && !a.tied_out)
     o.refuse("tied-embeddings-src",
              "nmt shares the source and target embeddings only with the output layer too");
-  const bool bias = !o.get<bool>("output-omit-bias", false);
+  a.bias = !o.get<bool>("output-omit-bias", false);
+  return a;
+}
 
+ModelConfig marian_config(const Options& o, const MarianArch& a, const std::string& npz,
+                          const std::optional<Options>& decoder_yml) {
   ModelConfig c;
-  c.name = "marian:" + fs::path(files.npz).stem().string();
+  c.name = "marian:" + fs::path(npz).stem().string();
   c.d_model = o.get<int>("dim-emb", 512);
   c.heads = o.get<int>("transformer-heads", 8);
   if (c.heads <= 0 || c.d_model % c.heads)
     o.refuse("transformer-heads",
              "d_model " + std::to_string(c.d_model) + " is not a multiple of the heads");
   c.d_k = c.d_v = c.d_model / c.heads;
-  c.d_ff = F;
+  c.d_ff = a.F;
   c.encoder_layers = o.get<int>("enc-depth", 6);
   c.decoder_layers = o.get<int>("dec-depth", 6);
   c.dropout = 0.f;
-  c.norm = pre_norm ? "pre" : "post";
-  c.final_norm = pre_norm && top == "n";
-  c.activation = act;
+  c.norm = a.pre_norm ? "pre" : "post";
+  c.final_norm = a.pre_norm && a.top == "n";
+  c.activation = a.act;
   c.layer_norm_eps = 1e-6f;  // Marian's layerNorm(x, prefix)
-  c.tie_embeddings = tied_all || (tied_src && tied_out);
-  c.tie_output = !c.tie_embeddings && tied_out;
-  c.output_bias = bias;
-  c.positional = learned ? "learned" : "sinusoidal-concat";
-  c.scale_embeddings = !learned;  // Marian scales only with sinusoids
+  c.tie_embeddings = a.tied_all || (a.tied_src && a.tied_out);
+  c.tie_output = !c.tie_embeddings && a.tied_out;
+  c.output_bias = a.bias;
+  c.positional = a.learned ? "learned" : "sinusoidal-concat";
+  c.scale_embeddings = !a.learned;  // Marian scales only with sinusoids
   c.decoder_start = "zero";
   c.pad_id = -1;
   c.bos_id = -1;
   // marian-decoder never outputs <unk> unless told --allow-unk.
   c.output_unk = decoder_yml && decoder_yml->get<bool>("allow-unk", false);
+  return c;
+}
 
-  // Vocabularies: Marian's ids are its vocabulary files' order.
-  const std::vector<std::string> src_tokens = vocab_tokens(files.vocabs[0]),
-                                 tgt_tokens = files.vocabs[1] == files.vocabs[0]
-                                                  ? src_tokens
-                                                  : vocab_tokens(files.vocabs[1]);
+// The vocabularies' sizes and special ids: Marian's ids are its vocabulary
+// files' order.
+void set_vocabularies(const Options& o, const Files& files, const std::vector<std::string>& src,
+                      const std::vector<std::string>& tgt, ModelConfig& c) {
   const std::vector<int> dims = o.get<std::vector<int>>("dim-vocabs", {});
   if (dims.size() != 2) o.refuse("dim-vocabs", "expected the source and target sizes");
-  if (dims[0] != static_cast<int>(src_tokens.size()))
-    throw InputError(files.vocabs[0] + ": " + std::to_string(src_tokens.size()) +
+  if (dims[0] != static_cast<int>(src.size()))
+    throw InputError(files.vocabs[0] + ": " + std::to_string(src.size()) +
                      " tokens, but the model's source vocabulary (--dim-vocabs) has " +
                      std::to_string(dims[0]));
-  if (dims[1] != static_cast<int>(tgt_tokens.size()))
-    throw InputError(files.vocabs[1] + ": " + std::to_string(tgt_tokens.size()) +
+  if (dims[1] != static_cast<int>(tgt.size()))
+    throw InputError(files.vocabs[1] + ": " + std::to_string(tgt.size()) +
                      " tokens, but the model's target vocabulary (--dim-vocabs) has " +
                      std::to_string(dims[1]));
   c.vocab_size = dims[1];
-  c.src_vocab_size = src_tokens == tgt_tokens ? 0 : dims[0];
+  c.src_vocab_size = src == tgt ? 0 : dims[0];
   if (c.src_vocab_size && c.tie_embeddings)
     o.refuse("tied-embeddings-all", "the source and target vocabularies differ");
-  c.eos_id = id_of(tgt_tokens, "</s>");
-  c.unk_id = id_of(tgt_tokens, "<unk>");
+  c.eos_id = id_of(tgt, "</s>");
+  c.unk_id = id_of(tgt, "<unk>");
   if (c.eos_id < 0) throw InputError(files.vocabs[1] + ": the vocabulary has no </s>");
-  if (id_of(src_tokens, "</s>") != c.eos_id || id_of(src_tokens, "<unk>") != c.unk_id)
+  if (id_of(src, "</s>") != c.eos_id || id_of(src, "<unk>") != c.unk_id)
     throw InputError(files.vocabs[0] + ": </s> and <unk> have other ids than in " +
                      files.vocabs[1]);
+}
 
-  Imported m;
-  // Positions: Marian's sinusoids have no limit; nmt's table is sized once.
-  c.max_positions = 1024;
-  std::vector<float> wpos;
-  if (learned) {
-    const std::vector<int64_t> s = p.shape("Wpos");
-    if (s.size() != 2 || s[0] < 2 || s[0] > (1 << 16))
-      throw InputError(files.npz + ": parameter Wpos has shape " + shape_text(s) +
-                       ", expected (positions, dim-emb) with 2 to 65536 positions");
-    c.max_positions = static_cast<int>(s[0]);
-  }
-  // The whole configuration is checked before any weight is read.
-  config_from_json(config_to_json(c), yml_source + " (converted config)");
-  if (learned) {
-    wpos = p.get("Wpos", {c.max_positions, c.d_model});
-  }
-  const int64_t D = c.d_model;
-  const int64_t Vs = c.source_vocab(), Vt = c.vocab_size;
-  auto& w = m.weights;
+// Embeddings, output layer and positions under nmt's names.
+void copy_embeddings(Params& p, const ModelConfig& c, const MarianArch& a,
+                     const std::vector<float>& wpos, std::map<std::string, std::vector<float>>& w) {
+  const int64_t D = c.d_model, Vs = c.source_vocab(), Vt = c.vocab_size;
   if (c.tie_embeddings) {
     w["embed/tokens"] = p.get("Wemb", {Vt, D});
   } else {
-    w["encoder/embed/tokens"] = p.get(tied_src ? "Wemb" : "encoder_Wemb", {Vs, D});
-    w["decoder/embed/tokens"] = p.get(tied_src ? "Wemb" : "decoder_Wemb", {Vt, D});
+    w["encoder/embed/tokens"] = p.get(a.tied_src ? "Wemb" : "encoder_Wemb", {Vs, D});
+    w["decoder/embed/tokens"] = p.get(a.tied_src ? "Wemb" : "decoder_Wemb", {Vt, D});
     // marian 1.12 writes an untied output layer vocabulary-major (_Wt, found
     // on tests/fixtures/peers/marian-prenorm); older models dim-major (_W).
     if (!c.tie_output)
@@ -448,32 +449,31 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
               ? p.get("decoder_ff_logit_out_Wt", {Vt, D})
               : transposed(p.get("decoder_ff_logit_out_W", {D, Vt}), D, Vt);
   }
-  if (bias) w["decoder/output/bias"] = p.get("decoder_ff_logit_out_b", {Vt});
-  if (learned) w["encoder/embed/positions"] = w["decoder/embed/positions"] = wpos;
+  if (a.bias) w["decoder/output/bias"] = p.get("decoder_ff_logit_out_b", {Vt});
+  if (a.learned) w["encoder/embed/positions"] = w["decoder/embed/positions"] = wpos;
+}
 
+// The layers' weights under nmt's names (Marian's are dim-major: each
+// matrix transposed); a parameter nothing reads is refused, not dropped.
+void copy_layers(Params& p, const ModelConfig& c, const MarianArch& a, const std::string& npz,
+                 std::map<std::string, std::vector<float>>& w) {
+  const int64_t D = c.d_model, F = c.d_ff;
   auto attention_block = [&](const std::string& to, const std::string& from, bool self) {
     std::vector<float> wq = transposed(p.get(from + "_Wq", {D, D}), D, D),
                        wk = transposed(p.get(from + "_Wk", {D, D}), D, D),
                        wv = transposed(p.get(from + "_Wv", {D, D}), D, D);
     std::vector<float> bq = p.get(from + "_bq", {D}), bk = p.get(from + "_bk", {D}),
                        bv = p.get(from + "_bv", {D});
-    if (self) {
-      std::vector<float>& qkv = w[to + "/qkv/weight"];
-      append(qkv, wq), append(qkv, wk), append(qkv, wv);
-      std::vector<float>& b = w[to + "/qkv/bias"];
-      append(b, bq), append(b, bk), append(b, bv);
-    } else {
-      w[to + "/q/weight"] = wq;
-      w[to + "/q/bias"] = bq;
-      std::vector<float>& kv = w[to + "/kv/weight"];
-      append(kv, wk), append(kv, wv);
-      std::vector<float>& b = w[to + "/kv/bias"];
-      append(b, bk), append(b, bv);
-    }
+    const std::string in = self ? "/qkv" : "/kv";
+    if (!self) w[to + "/q/weight"] = wq, w[to + "/q/bias"] = bq;
+    std::vector<float>& wi = w[to + in + "/weight"];
+    std::vector<float>& bi = w[to + in + "/bias"];
+    if (self) append(wi, wq), append(bi, bq);
+    append(wi, wk), append(wi, wv), append(bi, bk), append(bi, bv);
     w[to + "/out/weight"] = transposed(p.get(from + "_Wo", {D, D}), D, D);
     w[to + "/out/bias"] = p.get(from + "_bo", {D});
   };
-  const std::string ln_suffix = pre_norm ? "_pre" : "";
+  const std::string ln_suffix = a.pre_norm ? "_pre" : "";
   auto norm = [&](const std::string& to, const std::string& from) {
     w[to + "/gamma"] = p.get(from + "_ln_scale" + ln_suffix, {D});
     w[to + "/beta"] = p.get(from + "_ln_bias" + ln_suffix, {D});
@@ -507,25 +507,63 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
       w[std::string(side) + "/final_ln/gamma"] = p.get(std::string(side) + "_top_ln_scale", {D});
       w[std::string(side) + "/final_ln/beta"] = p.get(std::string(side) + "_top_ln_bias", {D});
     }
-  // A parameter nothing here reads is a part of the model nmt would not
-  // run: refused rather than dropped.
   for (const std::string& n : p.unused())
-    throw InputError(files.npz + ": parameter " + n +
+    throw InputError(npz + ": parameter " + n +
                      " belongs to nothing nmt's Transformer has (not converted)");
+}
 
+// The SentencePiece models (required: Marian's vocabularies cut text).
+void attach_vocabs(const Files& files, const std::vector<std::string>& src_tokens,
+                   const std::vector<std::string>& tgt_tokens, const ModelConfig& c,
+                   Imported& m) {
   const std::string src_spm = files.spms.empty() ? "" : io::read_whole_file(files.spms[0], "--spm"),
                     tgt_spm = files.spms.empty() ? "" : io::read_whole_file(files.spms[1], "--spm");
   if (tgt_spm.empty())
     throw InputError(files.npz +
                      ": no SentencePiece model found (source.spm and target.spm "
                      "beside the model): give --spm FILE (both sides) or --spm SRC TGT");
-  m.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id, tgt_spm.empty() ? "" : files.spms[1]);
+  m.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id, files.spms[1]);
   if (c.src_vocab_size || src_spm != tgt_spm)
     m.source_vocab =
         Vocab::from_tokens(src_tokens, src_spm, c.unk_id, src_spm.empty() ? "" : files.spms[0]);
-  if (!tgt_spm.empty()) check_tokeniser(m.vocab, files.spms[1], files.vocabs[1], m);
+  check_tokeniser(m.vocab, files.spms[1], files.vocabs[1], m);
   if (m.source_vocab && !src_spm.empty())
     check_tokeniser(*m.source_vocab, files.spms[0], files.vocabs[0], m);
+}
+
+}  // namespace
+
+Imported import_marian(const std::string& src, const ConvertOptions& opts) {
+  std::string decoder_yml_path, yml_source;
+  const std::optional<Options> decoder_yml = find_decoder_yml(src, decoder_yml_path);
+  const Files files = locate(src, opts, decoder_yml ? &*decoder_yml : nullptr);
+  Params p(files.npz);
+  bool embedded = false;
+  const Options o = model_options(files, p, yml_source, embedded);
+  const MarianArch a = check_architecture(o);
+  ModelConfig c = marian_config(o, a, files.npz, decoder_yml);
+  const std::vector<std::string> src_tokens = vocab_tokens(files.vocabs[0]),
+                                 tgt_tokens = files.vocabs[1] == files.vocabs[0]
+                                                  ? src_tokens
+                                                  : vocab_tokens(files.vocabs[1]);
+  set_vocabularies(o, files, src_tokens, tgt_tokens, c);
+  // Positions: Marian's sinusoids have no limit; nmt's table is sized once.
+  c.max_positions = 1024;
+  if (a.learned) {
+    const std::vector<int64_t> s = p.shape("Wpos");
+    if (s.size() != 2 || s[0] < 2 || s[0] > (1 << 16))
+      throw InputError(files.npz + ": parameter Wpos has shape " + shape_text(s) +
+                       ", expected (positions, dim-emb) with 2 to 65536 positions");
+    c.max_positions = static_cast<int>(s[0]);
+  }
+  // The whole configuration is checked before any weight is read.
+  config_from_json(config_to_json(c), yml_source + " (converted config)");
+  std::vector<float> wpos;
+  if (a.learned) wpos = p.get("Wpos", {c.max_positions, c.d_model});
+  Imported m;
+  copy_embeddings(p, c, a, wpos, m.weights);
+  copy_layers(p, c, a, files.npz, m.weights);
+  attach_vocabs(files, src_tokens, tgt_tokens, c, m);
   m.config = c;
   m.provenance = {{"tool", "marian"},
                   {"source", files.npz},
@@ -534,9 +572,9 @@ Imported import_marian(const std::string& src, const ConvertOptions& opts) {
                   {"options",
                    {{"transformer-preprocess", o.dump("transformer-preprocess")},
                     {"transformer-postprocess", o.dump("transformer-postprocess")},
-                    {"transformer-ffn-activation", act},
-                    {"tied-embeddings-all", tied_all},
-                    {"tied-embeddings", tied_out}}},
+                    {"transformer-ffn-activation", a.act},
+                    {"tied-embeddings-all", a.tied_all},
+                    {"tied-embeddings", a.tied_out}}},
                   {"summary", "from Marian " + o.get<std::string>("version", "(version unknown)") +
                                   ", " + fs::path(files.npz).filename().string()}};
   m.read_from = {files.npz};

@@ -348,6 +348,83 @@ inline float exp_sum(const float* x, int64_t n, float mx) {
 
 namespace {
 
+// One query row's attention without a vector kernel: four keys at a time
+// (four independent accumulators instead of one dependent chain of FMAs
+// per key), over f32 keys kf and values vf, rows ks and vs apart; s holds
+// L scores; o gets the Dv-wide result.
+void attend_row_loop(const float* qi, const float* kf, int64_t ks, const float* vf, int64_t vs,
+                     const float* m, int64_t L, int64_t D, int64_t Dv, float scale, float* s,
+                     float* o) {
+  int64_t j = 0;
+  for (; j + 4 <= L; j += 4) {
+    const float *k0 = kf + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
+    float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
+#pragma omp simd reduction(+ : d0, d1, d2, d3)
+    for (int64_t x = 0; x < D; ++x) {
+      d0 += qi[x] * k0[x];
+      d1 += qi[x] * k1[x];
+      d2 += qi[x] * k2[x];
+      d3 += qi[x] * k3[x];
+    }
+    s[j] = d0, s[j + 1] = d1, s[j + 2] = d2, s[j + 3] = d3;
+  }
+  for (; j < L; ++j) {
+    const float* kj = kf + j * ks;
+    float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t x = 0; x < D; ++x) dot += qi[x] * kj[x];
+    s[j] = dot;
+  }
+  float mx = -INFINITY;
+  for (j = 0; j < L; ++j) {
+    s[j] = s[j] * scale + (m ? m[j] : 0.f);
+    mx = s[j] > mx ? s[j] : mx;
+  }
+  const float inv = 1.f / exp_shifted(s, s, L, mx);
+#pragma omp simd
+  for (int64_t x = 0; x < Dv; ++x) o[x] = 0.f;
+  for (j = 0; j + 4 <= L; j += 4) {
+    const float *v0 = vf + j * vs, *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
+    const float p0 = s[j] * inv, p1 = s[j + 1] * inv, p2 = s[j + 2] * inv, p3 = s[j + 3] * inv;
+#pragma omp simd
+    for (int64_t x = 0; x < Dv; ++x) o[x] += p0 * v0[x] + p1 * v1[x] + p2 * v2[x] + p3 * v3[x];
+  }
+  for (; j < L; ++j) {
+    const float* vj = vf + j * vs;
+    const float p = s[j] * inv;
+#pragma omp simd
+    for (int64_t x = 0; x < Dv; ++x) o[x] += p * vj[x];
+  }
+}
+
+template <typename T>
+using AttendRow = void (*)(const float*, const T*, int64_t, const T*, int64_t, const float*,
+                           int64_t, float, float*, float*);
+
+// The vector kernel for a row's steps (attend_row), for heads 16 to
+// Lanes::kMaxWidth wide, keys as wide as values; null where the loop runs.
+template <typename T>
+AttendRow<T> attend_row_kernel(const MatDesc& q, const MatDesc& k, const MatDesc& v,
+                               const MatDesc& ctx) {
+  [[maybe_unused]] const int64_t D = q.dims[3], Dv = v.dims[3];
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+  if (D == Dv && D >= 16 && D <= Lanes::kMaxWidth && q.strides[3] == 1 && k.strides[3] == 1 &&
+      v.strides[3] == 1 && ctx.strides[3] == 1) {
+    switch (D / Lanes::kN * (D % Lanes::kN == 0)) {
+      case 1:
+        return attend_row<1, T>;
+      case 2:
+        return attend_row<2, T>;
+      case 4:
+        return attend_row<4, T>;
+      case 8:
+        return attend_row<8, T>;
+    }
+  }
+#endif
+  return nullptr;
+}
+
 // Keys and values of element type T: f32, or bf16 (uint16_t, an int8
 // model's caches), which the vector kernel widens as it loads and the loop
 // reads through a widened copy of the (batch, head)'s rows.
@@ -360,30 +437,7 @@ void attend_as(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float
   // query: scores, softmax and the weighted sum, vectorised along the head.
   const int64_t B = q.dims[0], H = q.dims[1], M = q.dims[2], D = q.dims[3];
   const int64_t Lmax = k.dims[2], Dv = v.dims[3];
-  // A kernel for the row's steps in vectors (attend_row), for heads 16 to
-  // Lanes::kMaxWidth wide, keys as wide as values; else the loop below.
-  using Row = void (*)(const float*, const T*, int64_t, const T*, int64_t, const float*, int64_t,
-                       float, float*, float*);
-  Row row_kernel = nullptr;
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-  if (D == Dv && D >= 16 && D <= Lanes::kMaxWidth && q.strides[3] == 1 && k.strides[3] == 1 &&
-      v.strides[3] == 1 && ctx.strides[3] == 1) {
-    switch (D / Lanes::kN * (D % Lanes::kN == 0)) {
-      case 1:
-        row_kernel = attend_row<1, T>;
-        break;
-      case 2:
-        row_kernel = attend_row<2, T>;
-        break;
-      case 4:
-        row_kernel = attend_row<4, T>;
-        break;
-      case 8:
-        row_kernel = attend_row<8, T>;
-        break;
-    }
-  }
-#endif
+  const AttendRow<T> row_kernel = attend_row_kernel<T>(q, k, v, ctx);
   static thread_local std::vector<float> scores, widened;
   parallel_for(
       B * H, B * H * M * Lmax * (D + Dv) > 65536, [&](int64_t bh) {
@@ -397,9 +451,9 @@ void attend_as(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float
         const T* vb = reinterpret_cast<const T*>(v.ptr) + b * v.strides[0] + h * v.strides[1];
         const float* m = mask ? mask + b * Lmax : nullptr;
         const int64_t L = m ? unmasked_length(m, Lmax) : Lmax;
-        // The loop below reads bf16 keys and values through a widened copy,
-        // made once for the (batch, head)'s query rows (the vector kernels
-        // cover the usual head widths; the loop is the remainder).
+        // The loop reads bf16 keys and values through a widened copy, made
+        // once for the (batch, head)'s query rows (the vector kernels cover
+        // the usual head widths; the loop is the remainder).
         const float *kf = nullptr, *vf = nullptr;
         int64_t ks = k.strides[2], vs = v.strides[2];
         if constexpr (std::is_same_v<T, float>) {
@@ -414,58 +468,12 @@ void attend_as(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float
         }
         for (int64_t i = 0; i < M; ++i) {
           const float* qi = q.ptr + b * q.strides[0] + h * q.strides[1] + i * q.strides[2];
-          if (row_kernel) {
-            row_kernel(qi, kb, k.strides[2], vb, v.strides[2], m, L, scale, s,
-                       const_cast<float*>(ctx.ptr) + b * ctx.strides[0] + h * ctx.strides[1] +
-                           i * ctx.strides[2]);
-            continue;
-          }
-          // Four keys at a time: four independent accumulators instead of
-          // one dependent chain of FMAs per key.
-          int64_t j = 0;
-          for (; j + 4 <= L; j += 4) {
-            const float *k0 = kf + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
-            float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
-#pragma omp simd reduction(+ : d0, d1, d2, d3)
-            for (int64_t x = 0; x < D; ++x) {
-              d0 += qi[x] * k0[x];
-              d1 += qi[x] * k1[x];
-              d2 += qi[x] * k2[x];
-              d3 += qi[x] * k3[x];
-            }
-            s[j] = d0, s[j + 1] = d1, s[j + 2] = d2, s[j + 3] = d3;
-          }
-          for (; j < L; ++j) {
-            const float* kj = kf + j * ks;
-            float dot = 0.f;
-#pragma omp simd reduction(+ : dot)
-            for (int64_t x = 0; x < D; ++x) dot += qi[x] * kj[x];
-            s[j] = dot;
-          }
-          float mx = -INFINITY;
-          for (j = 0; j < L; ++j) {
-            s[j] = s[j] * scale + (m ? m[j] : 0.f);
-            mx = s[j] > mx ? s[j] : mx;
-          }
-          const float inv = 1.f / exp_shifted(s, s, L, mx);
           float* o = const_cast<float*>(ctx.ptr) + b * ctx.strides[0] + h * ctx.strides[1] +
                      i * ctx.strides[2];
-#pragma omp simd
-          for (int64_t x = 0; x < Dv; ++x) o[x] = 0.f;
-          for (j = 0; j + 4 <= L; j += 4) {
-            const float *v0 = vf + j * vs, *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
-            const float p0 = s[j] * inv, p1 = s[j + 1] * inv, p2 = s[j + 2] * inv,
-                        p3 = s[j + 3] * inv;
-#pragma omp simd
-            for (int64_t x = 0; x < Dv; ++x)
-              o[x] += p0 * v0[x] + p1 * v1[x] + p2 * v2[x] + p3 * v3[x];
-          }
-          for (; j < L; ++j) {
-            const float* vj = vf + j * vs;
-            const float p = s[j] * inv;
-#pragma omp simd
-            for (int64_t x = 0; x < Dv; ++x) o[x] += p * vj[x];
-          }
+          if (row_kernel)
+            row_kernel(qi, kb, k.strides[2], vb, v.strides[2], m, L, scale, s, o);
+          else
+            attend_row_loop(qi, kf, ks, vf, vs, m, L, D, Dv, scale, s, o);
         }
       });
 }
@@ -797,6 +805,86 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
   });
 }
 
+namespace {
+
+using Candidate = std::pair<float, int32_t>;  // (logit, id)
+
+// Largest logit first, ties to the lower id.
+inline bool ranks_before(const Candidate& a, const Candidate& b) {
+  return a.first != b.first ? a.first > b.first : a.second < b.second;
+}
+
+// The candidates a row x (V logits) draws from, largest logit first: the
+// top k, the nucleus's superset (sorted), or every token (in id order: no
+// order is needed to draw from all of them); never a banned id.
+void sample_candidates(const float* x, int64_t V, int64_t top_k, float top_p,
+                       const int32_t* banned, int64_t n_banned, std::vector<Candidate>& cand) {
+  auto is_banned = [&](int64_t v) {
+    for (int64_t q = 0; q < n_banned; ++q)
+      if (banned[q] == v) return true;
+    return false;
+  };
+  cand.clear();
+  if (top_k > 0 && top_k <= 64 && top_k < V) {
+    // Streaming selection, as topk_log_softmax's: most logits never beat
+    // the k-th best so far (insertion into a short sorted list).
+    float worst = -INFINITY;
+    for (int64_t v = 0; v < V; ++v) {
+      if (static_cast<int64_t>(cand.size()) == top_k && !(x[v] > worst)) continue;
+      if (is_banned(v)) continue;
+      const Candidate c{x[v], static_cast<int32_t>(v)};
+      cand.insert(std::upper_bound(cand.begin(), cand.end(), c, ranks_before), c);
+      if (static_cast<int64_t>(cand.size()) > top_k) cand.pop_back();
+      if (static_cast<int64_t>(cand.size()) == top_k) worst = cand.back().first;
+    }
+    return;
+  }
+  cand.reserve(static_cast<size_t>(V));
+  for (int64_t v = 0; v < V; ++v)
+    if (!is_banned(v)) cand.push_back({x[v], static_cast<int32_t>(v)});
+  if (top_k > 0 && static_cast<size_t>(top_k) < cand.size()) {  // a large k
+    std::partial_sort(cand.begin(), cand.begin() + top_k, cand.end(), ranks_before);
+    cand.resize(static_cast<size_t>(top_k));
+  } else if (top_p < 1.f) {
+    std::sort(cand.begin(), cand.end(), ranks_before);  // the nucleus is a prefix
+  }
+}
+
+// One id drawn from the candidates at u in [0, 1), by their tempered
+// weights relative to the largest; with top_p (and no top_k), from the
+// nucleus: the fewest of the largest reaching top_p of the mass.
+int32_t draw(const std::vector<Candidate>& cand, float inv_t, int64_t top_k, float top_p,
+             double u) {
+  thread_local std::vector<float> w;
+  size_t m = cand.size();
+  float zmax = -INFINITY;
+  for (size_t j = 0; j < m; ++j) zmax = std::max(zmax, cand[j].first * inv_t);
+  w.resize(m);
+  double total = 0;
+  for (size_t j = 0; j < m; ++j) total += w[j] = exp_simd(cand[j].first * inv_t - zmax);
+  if (top_p < 1.f && top_k == 0) {
+    const double need = top_p * total;
+    double acc = 0;
+    size_t keep = 0;
+    while (keep < m) {
+      acc += w[keep];
+      ++keep;
+      if (acc >= need) break;
+    }
+    m = keep;
+    total = acc;
+  }
+  const double target = u * total;
+  double acc = 0;
+  for (size_t j = 0; j < m; ++j) {
+    acc += w[j];
+    if (target < acc) return cand[j].second;
+  }
+  return m ? cand[m - 1].second : 0;
+}
+
+}  // namespace
+
 void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t n,
                    float temperature, int64_t top_k, float top_p, const double* u,
                    const int32_t* forced, const int32_t* banned, int64_t n_banned, int32_t* ids,
@@ -815,75 +903,9 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
     const float lse = mx + std::log(exp_sum(x, V, mx));
     int32_t pick = forced[i];
     if (pick < 0) {
-      auto is_banned = [&](int64_t v) {
-        for (int64_t q = 0; q < n_banned; ++q)
-          if (banned[q] == v) return true;
-        return false;
-      };
-      // The candidates, largest logit first (ties: lower id first), as
-      // (logit, id): the top k, the nucleus (sorted), or every token (in id
-      // order: no order is needed to draw from all of them).
-      thread_local std::vector<std::pair<float, int32_t>> cand;
-      thread_local std::vector<float> w;
-      cand.clear();
-      auto before = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-        return a.first != b.first ? a.first > b.first : a.second < b.second;
-      };
-      if (top_k > 0 && top_k <= 64 && top_k < V) {
-        // Streaming selection, as topk_log_softmax's: most logits never
-        // beat the k-th best so far (insertion into a short sorted list).
-        float worst = -INFINITY;
-        for (int64_t v = 0; v < V; ++v) {
-          if (static_cast<int64_t>(cand.size()) == top_k && !(x[v] > worst)) continue;
-          if (is_banned(v)) continue;
-          const std::pair<float, int32_t> c{x[v], static_cast<int32_t>(v)};
-          auto at = std::upper_bound(cand.begin(), cand.end(), c, before);
-          cand.insert(at, c);
-          if (static_cast<int64_t>(cand.size()) > top_k) cand.pop_back();
-          if (static_cast<int64_t>(cand.size()) == top_k) worst = cand.back().first;
-        }
-      } else {
-        cand.reserve(static_cast<size_t>(V));
-        for (int64_t v = 0; v < V; ++v)
-          if (!is_banned(v)) cand.push_back({x[v], static_cast<int32_t>(v)});
-        if (top_k > 0 && static_cast<size_t>(top_k) < cand.size()) {  // a large k
-          std::partial_sort(cand.begin(), cand.begin() + top_k, cand.end(), before);
-          cand.resize(static_cast<size_t>(top_k));
-        } else if (top_p < 1.f) {
-          std::sort(cand.begin(), cand.end(), before);  // the nucleus is a prefix
-        }
-      }
-      size_t m = cand.size();
-      // Tempered weights relative to the largest candidate logit.
-      float zmax = -INFINITY;
-      for (size_t j = 0; j < m; ++j) zmax = std::max(zmax, cand[j].first * inv_t);
-      w.resize(m);
-      double total = 0;
-      for (size_t j = 0; j < m; ++j) total += w[j] = exp_simd(cand[j].first * inv_t - zmax);
-      if (top_p < 1.f && top_k == 0) {
-        // The nucleus: the fewest of the largest (cand is sorted) reaching
-        // top_p of the mass.
-        const double need = top_p * total;
-        double acc = 0;
-        size_t keep = 0;
-        while (keep < m) {
-          acc += w[keep];
-          ++keep;
-          if (acc >= need) break;
-        }
-        m = keep;
-        total = acc;
-      }
-      const double target = u[i] * total;
-      double acc = 0;
-      pick = m ? cand[m - 1].second : static_cast<int32_t>(0);
-      for (size_t j = 0; j < m; ++j) {
-        acc += w[j];
-        if (target < acc) {
-          pick = cand[j].second;
-          break;
-        }
-      }
+      thread_local std::vector<Candidate> cand;
+      sample_candidates(x, V, top_k, top_p, banned, n_banned, cand);
+      pick = draw(cand, inv_t, top_k, top_p, u[i]);
     }
     ids[i] = pick;
     lp[i] = x[pick] - lse;

@@ -36,6 +36,62 @@ struct Live {
   std::vector<Draw> draws;
 };
 
+// Each request framed into its row of batch (B x S) and its live state in
+// live; returns the longest output any may take.
+int64_t start_requests(const std::vector<SearchRequest>& requests, const ModelConfig& cfg,
+                       const SearchOptions& opts, int64_t N, int64_t S,
+                       std::vector<int32_t>& batch, std::vector<Live>& live) {
+  int64_t longest = 0;
+  for (size_t b = 0; b < requests.size(); ++b) {
+    const SearchRequest& req = requests[b];
+    if (!req.constraints.empty()) throw InputError("constraints need beam search, not --sampling");
+    frame_source(req.src, cfg, batch.data() + static_cast<int64_t>(b) * S);
+    Live& s = live[b];
+    s.index = static_cast<int64_t>(b);
+    s.req = &req;
+    uint64_t h = mix_seed(opts.seed, req.sample_key);
+    for (int32_t t : req.src) h = mix_seed(h, static_cast<uint64_t>(t));
+    s.key = h;
+    const double len = std::min<double>(opts.max_len_a * static_cast<double>(req.src.size()) +
+                                            opts.max_len_b + static_cast<double>(req.prefix.size()),
+                                        static_cast<double>(cfg.max_positions - 1));
+    s.max_out = std::max<int64_t>(static_cast<int64_t>(len), 0);
+    if (static_cast<int64_t>(req.prefix.size()) > s.max_out)
+      throw InputError("a prefix of " + std::to_string(req.prefix.size()) +
+                       " tokens exceeds the length limit of " + std::to_string(s.max_out));
+    s.draws.assign(N, Draw());
+    longest = std::max(longest, s.max_out);
+  }
+  return longest;
+}
+
+// This step's draws of sentence s (rows j * N to j * N + N - 1 of ids and
+// lp) added to its samples; whether every sample has ended.
+bool add_draws(Live& s, size_t j, int64_t N, const std::vector<int32_t>& ids,
+               const std::vector<float>& lp, int32_t eos) {
+  bool all_done = true;
+  for (int64_t n = 0; n < N; ++n) {
+    Draw& d = s.draws[n];
+    const size_t i = j * N + n;
+    if (!d.done) {
+      d.logprob += lp[i];
+      if (ids[i] == eos)
+        d.done = true;
+      else
+        d.tokens.push_back(ids[i]);
+    }
+    all_done &= d.done;
+  }
+  return all_done;
+}
+
+void finish(Live& s, const SearchOptions& opts, std::vector<Hypothesis>& out) {
+  for (Draw& d : s.draws) {
+    const double score = d.logprob / length_penalty(static_cast<int64_t>(d.tokens.size()) + 1, opts);
+    out.push_back({std::move(d.tokens), d.logprob, score, true});
+  }
+}
+
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> sample(const Decodable& model,
@@ -52,27 +108,7 @@ std::vector<std::vector<Hypothesis>> sample(const Decodable& model,
     throw InputError("source of " + std::to_string(S) + " tokens exceeds max_positions");
   std::vector<int32_t> batch(B * S, kNoToken);
   std::vector<Live> live(requests.size());
-  int64_t longest = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    const SearchRequest& req = requests[b];
-    if (!req.constraints.empty()) throw InputError("constraints need beam search, not --sampling");
-    frame_source(req.src, cfg, batch.data() + b * S);
-    Live& s = live[b];
-    s.index = b;
-    s.req = &req;
-    uint64_t h = mix_seed(opts.seed, req.sample_key);
-    for (int32_t t : req.src) h = mix_seed(h, static_cast<uint64_t>(t));
-    s.key = h;
-    const double len = std::min<double>(opts.max_len_a * static_cast<double>(req.src.size()) +
-                                            opts.max_len_b + static_cast<double>(req.prefix.size()),
-                                        static_cast<double>(cfg.max_positions - 1));
-    s.max_out = std::max<int64_t>(static_cast<int64_t>(len), 0);
-    if (static_cast<int64_t>(req.prefix.size()) > s.max_out)
-      throw InputError("a prefix of " + std::to_string(req.prefix.size()) +
-                       " tokens exceeds the length limit of " + std::to_string(s.max_out));
-    s.draws.assign(N, Draw());
-    longest = std::max(longest, s.max_out);
-  }
+  const int64_t longest = start_requests(requests, cfg, opts, N, S, batch, live);
   st.vocab.clear();  // samples are drawn from the whole vocabulary
   st.own_columns.clear();
   model.start_decoding(batch.data(), B, S, N, longest + 1, st);
@@ -105,26 +141,8 @@ std::vector<std::vector<Hypothesis>> sample(const Decodable& model,
     next.clear(), keep.clear(), reorder_rows.clear(), next_tokens.clear();
     for (size_t j = 0; j < live.size(); ++j) {
       Live& s = live[j];
-      bool all_done = true;
-      for (int64_t n = 0; n < N; ++n) {
-        Draw& d = s.draws[n];
-        const size_t i = j * N + n;
-        if (!d.done) {
-          d.logprob += lp[i];
-          if (ids[i] == eos)
-            d.done = true;
-          else
-            d.tokens.push_back(ids[i]);
-        }
-        all_done &= d.done;
-      }
-      if (all_done) {
-        auto& out = results[s.index];
-        for (Draw& d : s.draws) {
-          const double score =
-              d.logprob / length_penalty(static_cast<int64_t>(d.tokens.size()) + 1, opts);
-          out.push_back({std::move(d.tokens), d.logprob, score, true});
-        }
+      if (add_draws(s, j, N, ids, lp, eos)) {
+        finish(s, opts, results[s.index]);
         continue;
       }
       keep.push_back(static_cast<int64_t>(j));

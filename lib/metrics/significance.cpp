@@ -184,9 +184,13 @@ double paired_test_bytes(const PairedTestOptions& options, std::size_t n_metrics
 
 double confidence_interval_bytes(int n_samples) { return 8.0 * std::max(n_samples, 0); }
 
-std::vector<std::vector<TestResult>> paired_test(
-    const std::vector<const StatsMetric*>& metrics,
-    const std::vector<std::vector<SegmentStats>>& stats, const PairedTestOptions& options) {
+namespace {
+
+using Metrics = std::vector<const StatsMetric*>;
+using Stats = std::vector<std::vector<SegmentStats>>;
+
+// The number of segments every system's statistics share, or a refusal.
+std::size_t common_segments(const Metrics& metrics, const Stats& stats) {
   if (metrics.empty() || stats.size() != metrics.size())
     throw InputError("paired_test: one set of statistics per metric is needed");
   const std::size_t n_systems = stats[0].size();
@@ -201,7 +205,125 @@ std::vector<std::vector<TestResult>> paired_test(
                          std::to_string(segments) + " and " + std::to_string(s.segments) + ")");
   }
   if (segments == 0) throw InputError("paired_test: no segments");
+  return segments;
+}
 
+// _paired_bs_test for system s: one index matrix for every metric, the
+// baseline and the system scored on it.
+void paired_bootstrap(numpy_random::Pcg64& rng, const Metrics& metrics, const Stats& stats,
+                      std::size_t s, std::size_t n_samples, std::size_t segments,
+                      const std::vector<double>& baseline_scores, const PairedTestOptions& options,
+                      std::vector<std::vector<TestResult>>& results) {
+  std::vector<Resampled> series;
+  for (std::size_t m = 0; m < metrics.size(); ++m) {
+    series.emplace_back(*metrics[m], stats[m][0]);
+    series.emplace_back(*metrics[m], stats[m][s]);
+  }
+  resample(rng, n_samples, segments, series, options.block_values);
+  for (std::size_t m = 0; m < metrics.size(); ++m) {
+    std::vector<double>& diffs = series[2 * m].scores;  // the baseline's, overwritten
+    std::vector<double>& sys = series[2 * m + 1].scores;
+    TestResult r;
+    r.score = corpus_score(*metrics[m], stats[m][s]);
+    const double diff = std::fabs(baseline_scores[m] - r.score);
+    for (std::size_t j = 0; j < n_samples; ++j) diffs[j] = std::fabs(sys[j] - diffs[j]);
+    const MeanCi ci = estimate_ci_numpy(std::move(sys));
+    r.mean = ci.mean;
+    r.ci = ci.ci;
+    const double mean_diff = numpy_mean(diffs);
+    for (double& d : diffs) d -= mean_diff;
+    r.p_value = p_value(diffs, diff);
+    results[m].push_back(r);
+    std::vector<double>().swap(diffs);
+  }
+}
+
+// One metric's sums for the approximate randomisation: shuf_a = pos @ bl +
+// ~pos @ sys = sum(sys) + pos @ (bl - sys); shuf_b = sum(bl) - pos @ (bl -
+// sys): exact in int64, one pass.
+struct Shuffled {
+  std::vector<int64_t> sum_a, sum_b, delta;  // delta: (segments, width)
+  std::vector<double> trial_stats;
+};
+
+// The trials' statistics |score(shuf_a) - score(shuf_b)| of every metric,
+// a swap mask per trial drawn from rng in blocks.
+void randomised_trials(numpy_random::Pcg64& rng, const Metrics& metrics, const Stats& stats,
+                       std::size_t n_samples, std::size_t segments,
+                       const PairedTestOptions& options, std::vector<Shuffled>& shuf) {
+  const std::size_t block = std::min(
+      n_samples, 32 * std::max<std::size_t>(1, block_values(options.block_values) / (32 * segments)));
+  std::vector<uint8_t> pos(block * segments);
+  std::vector<int64_t> moved, shuf_a, shuf_b;
+  for (std::size_t t0 = 0; t0 < n_samples; t0 += block) {
+    const std::size_t count = std::min(block, n_samples - t0);
+    rng.bools(count * segments, pos.data());
+    for (std::size_t m = 0; m < metrics.size(); ++m) {
+      const std::size_t k = stats[m][0].width;
+      const Shuffled& sh = shuf[m];
+      moved.resize(k);
+      shuf_a.resize(k);
+      shuf_b.resize(k);
+      for (std::size_t t = 0; t < count; ++t) {
+        std::fill(moved.begin(), moved.end(), 0);
+        const uint8_t* sel = pos.data() + t * segments;
+        for (std::size_t i = 0; i < segments; ++i)
+          if (sel[i])
+            for (std::size_t c = 0; c < k; ++c) moved[c] += sh.delta[i * k + c];
+        for (std::size_t c = 0; c < k; ++c) {
+          shuf_a[c] = sh.sum_b[c] + moved[c];
+          shuf_b[c] = sh.sum_a[c] - moved[c];
+        }
+        shuf[m].trial_stats[t0 + t] =
+            std::fabs(metrics[m]->score(shuf_a.data(), StatsArithmetic::kNumpyInt64) -
+                      metrics[m]->score(shuf_b.data(), StatsArithmetic::kNumpyInt64));
+      }
+    }
+  }
+}
+
+// _paired_ar_test for system s: a swap mask per trial, then (optionally)
+// indices for the system's confidence interval.
+void paired_randomisation(numpy_random::Pcg64& rng, const Metrics& metrics, const Stats& stats,
+                          std::size_t s, std::size_t n_samples, std::size_t segments, int n_ar_conf,
+                          const std::vector<double>& baseline_scores,
+                          const PairedTestOptions& options,
+                          std::vector<std::vector<TestResult>>& results) {
+  std::vector<Shuffled> shuf(metrics.size());
+  for (std::size_t m = 0; m < metrics.size(); ++m) {
+    const SegmentStats& a = stats[m][0];
+    const SegmentStats& b = stats[m][s];
+    shuf[m].sum_a = a.sums();
+    shuf[m].sum_b = b.sums();
+    shuf[m].delta.resize(a.values.size());
+    for (std::size_t i = 0; i < a.values.size(); ++i) shuf[m].delta[i] = a.values[i] - b.values[i];
+    shuf[m].trial_stats.resize(n_samples);
+  }
+  randomised_trials(rng, metrics, stats, n_samples, segments, options, shuf);
+  for (std::size_t m = 0; m < metrics.size(); ++m) {
+    TestResult r;
+    r.score = corpus_score(*metrics[m], stats[m][s]);
+    r.p_value = p_value(shuf[m].trial_stats, std::fabs(baseline_scores[m] - r.score));
+    results[m].push_back(r);
+  }
+  shuf.clear();
+  if (n_ar_conf <= 0) return;
+  std::vector<Resampled> series;
+  for (std::size_t m = 0; m < metrics.size(); ++m) series.emplace_back(*metrics[m], stats[m][s]);
+  resample(rng, static_cast<std::size_t>(n_ar_conf), segments, series, options.block_values);
+  for (std::size_t m = 0; m < metrics.size(); ++m) {
+    const MeanCi ci = estimate_ci_numpy(std::move(series[m].scores));
+    results[m].back().mean = ci.mean;
+    results[m].back().ci = ci.ci;
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<TestResult>> paired_test(const Metrics& metrics, const Stats& stats,
+                                                 const PairedTestOptions& options) {
+  const std::size_t segments = common_segments(metrics, stats);
+  const std::size_t n_systems = stats[0].size();
   const bool bs = options.kind == PairedTestKind::kBootstrap;
   const auto n_samples =
       static_cast<std::size_t>(paired_test_samples(options.kind, options.n_samples));
@@ -224,102 +346,14 @@ std::vector<std::vector<TestResult>> paired_test(
     }
     results[m].push_back(r);
   }
-
   for (std::size_t s = 1; s < n_systems; ++s) {
     numpy_random::Pcg64 rng = numpy_random::default_rng(comparison_seed(options.seed));
-    if (bs) {
-      // _paired_bs_test: one index matrix for every metric, the baseline
-      // and the system scored on it.
-      std::vector<Resampled> series;
-      for (std::size_t m = 0; m < metrics.size(); ++m) {
-        series.emplace_back(*metrics[m], stats[m][0]);
-        series.emplace_back(*metrics[m], stats[m][s]);
-      }
-      resample(rng, n_samples, segments, series, options.block_values);
-      for (std::size_t m = 0; m < metrics.size(); ++m) {
-        std::vector<double>& diffs = series[2 * m].scores;  // the baseline's, overwritten
-        std::vector<double>& sys = series[2 * m + 1].scores;
-        TestResult r;
-        r.score = corpus_score(*metrics[m], stats[m][s]);
-        const double diff = std::fabs(baseline_scores[m] - r.score);
-        for (std::size_t j = 0; j < n_samples; ++j) diffs[j] = std::fabs(sys[j] - diffs[j]);
-        const MeanCi ci = estimate_ci_numpy(std::move(sys));
-        r.mean = ci.mean;
-        r.ci = ci.ci;
-        const double mean_diff = numpy_mean(diffs);
-        for (double& d : diffs) d -= mean_diff;
-        r.p_value = p_value(diffs, diff);
-        results[m].push_back(r);
-        std::vector<double>().swap(diffs);
-      }
-    } else {
-      // _paired_ar_test: a swap mask per trial, then (optionally) indices.
-      // shuf_a = pos @ bl + ~pos @ sys = sum(sys) + pos @ (bl - sys);
-      // shuf_b = sum(bl) - pos @ (bl - sys): exact in int64, one pass.
-      struct Shuffled {
-        std::vector<int64_t> sum_a, sum_b, delta;  // delta: (segments, width)
-        std::vector<double> trial_stats;
-      };
-      std::vector<Shuffled> shuf(metrics.size());
-      for (std::size_t m = 0; m < metrics.size(); ++m) {
-        const SegmentStats& a = stats[m][0];
-        const SegmentStats& b = stats[m][s];
-        shuf[m].sum_a = a.sums();
-        shuf[m].sum_b = b.sums();
-        shuf[m].delta.resize(a.values.size());
-        for (std::size_t i = 0; i < a.values.size(); ++i)
-          shuf[m].delta[i] = a.values[i] - b.values[i];
-        shuf[m].trial_stats.resize(n_samples);
-      }
-      const std::size_t block = std::min(
-          n_samples,
-          32 * std::max<std::size_t>(1, block_values(options.block_values) / (32 * segments)));
-      std::vector<uint8_t> pos(block * segments);
-      std::vector<int64_t> moved, shuf_a, shuf_b;
-      for (std::size_t t0 = 0; t0 < n_samples; t0 += block) {
-        const std::size_t count = std::min(block, n_samples - t0);
-        rng.bools(count * segments, pos.data());
-        for (std::size_t m = 0; m < metrics.size(); ++m) {
-          const std::size_t k = stats[m][0].width;
-          const Shuffled& sh = shuf[m];
-          moved.resize(k);
-          shuf_a.resize(k);
-          shuf_b.resize(k);
-          for (std::size_t t = 0; t < count; ++t) {
-            std::fill(moved.begin(), moved.end(), 0);
-            const uint8_t* sel = pos.data() + t * segments;
-            for (std::size_t i = 0; i < segments; ++i)
-              if (sel[i])
-                for (std::size_t c = 0; c < k; ++c) moved[c] += sh.delta[i * k + c];
-            for (std::size_t c = 0; c < k; ++c) {
-              shuf_a[c] = sh.sum_b[c] + moved[c];
-              shuf_b[c] = sh.sum_a[c] - moved[c];
-            }
-            shuf[m].trial_stats[t0 + t] =
-                std::fabs(metrics[m]->score(shuf_a.data(), StatsArithmetic::kNumpyInt64) -
-                          metrics[m]->score(shuf_b.data(), StatsArithmetic::kNumpyInt64));
-          }
-        }
-      }
-      for (std::size_t m = 0; m < metrics.size(); ++m) {
-        TestResult r;
-        r.score = corpus_score(*metrics[m], stats[m][s]);
-        r.p_value = p_value(shuf[m].trial_stats, std::fabs(baseline_scores[m] - r.score));
-        results[m].push_back(r);
-      }
-      shuf.clear();
-      if (n_ar_conf > 0) {
-        std::vector<Resampled> series;
-        for (std::size_t m = 0; m < metrics.size(); ++m)
-          series.emplace_back(*metrics[m], stats[m][s]);
-        resample(rng, static_cast<std::size_t>(n_ar_conf), segments, series, options.block_values);
-        for (std::size_t m = 0; m < metrics.size(); ++m) {
-          const MeanCi ci = estimate_ci_numpy(std::move(series[m].scores));
-          results[m].back().mean = ci.mean;
-          results[m].back().ci = ci.ci;
-        }
-      }
-    }
+    if (bs)
+      paired_bootstrap(rng, metrics, stats, s, n_samples, segments, baseline_scores, options,
+                       results);
+    else
+      paired_randomisation(rng, metrics, stats, s, n_samples, segments, n_ar_conf,
+                           baseline_scores, options, results);
   }
   return results;
 }

@@ -20,6 +20,110 @@ void distinct(const std::vector<int32_t>& seq, int32_t V, std::vector<int64_t>& 
     if (id >= 0 && id < V && stamp[id] != mark) stamp[id] = mark, out.push_back(id);
 }
 
+// What Shortlist::build counts in the corpus.
+struct PairCounts {
+  std::vector<int64_t> cs, ct;    // pairs holding each source and target piece: c(s), c(t)
+  std::vector<int64_t> tokens;    // each target piece's tokens (ranks the frequent pieces)
+  std::vector<int64_t> tgt_off;   // each pair's distinct target pieces (CSR) ...
+  std::vector<int32_t> tgt_types;  // ... in these
+};
+
+using Corpus = std::vector<const std::vector<int32_t>*>;
+
+// Stop checks every 4096 pairs, and for every source piece below: each
+// costs a relaxed load.
+PairCounts count_pairs(const Corpus& src, const Corpus& tgt, int32_t src_vocab, int32_t tgt_vocab,
+                       const StopFlag* stop) {
+  const int64_t n = static_cast<int64_t>(src.size());
+  PairCounts c;
+  c.cs.assign(src_vocab, 0), c.ct.assign(tgt_vocab, 0), c.tokens.assign(tgt_vocab, 0);
+  c.tgt_off.assign(n + 1, 0);
+  std::vector<int64_t> stamp_s(src_vocab, -1), stamp_t(tgt_vocab, -1);
+  std::vector<int32_t> types;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % 4096 == 0) throw_if_stopped(stop);
+    distinct(*src[i], src_vocab, stamp_s, i, types);
+    for (int32_t s : types) ++c.cs[s];
+    distinct(*tgt[i], tgt_vocab, stamp_t, i, types);
+    for (int32_t t : types) ++c.ct[t];
+    c.tgt_types.insert(c.tgt_types.end(), types.begin(), types.end());
+    c.tgt_off[i + 1] = static_cast<int64_t>(c.tgt_types.size());
+    for (int32_t t : *tgt[i])
+      if (t >= 0 && t < tgt_vocab) ++c.tokens[t];
+  }
+  return c;
+}
+
+// Per source piece, the per_source target pieces (not frequent) with the
+// largest c(s, t): the largest p(t | s); ties go to the rarer piece (the
+// more specific), then the lower id.
+std::vector<std::vector<int32_t>> likeliest_targets(const PairCounts& c, const Corpus& src,
+                                                    int32_t src_vocab, int32_t tgt_vocab,
+                                                    const std::vector<uint8_t>& is_frequent,
+                                                    int64_t per_source, const StopFlag* stop) {
+  // The pairs that hold each source piece (CSR).
+  const int64_t n = static_cast<int64_t>(src.size());
+  std::vector<int64_t> sent_off(src_vocab + 1, 0);
+  for (int32_t s = 0; s < src_vocab; ++s) sent_off[s + 1] = sent_off[s] + c.cs[s];
+  std::vector<int64_t> sents(sent_off.back()), fill(sent_off.begin(), sent_off.end() - 1);
+  std::vector<int64_t> stamp_s(src_vocab, -1);
+  std::vector<int32_t> types;
+  for (int64_t i = 0; i < n; ++i) {
+    distinct(*src[i], src_vocab, stamp_s, i, types);
+    for (int32_t s : types) sents[fill[s]++] = i;
+  }
+  std::vector<std::vector<int32_t>> cand(src_vocab);
+  std::vector<int64_t> count(tgt_vocab, 0);
+  std::vector<int32_t> touched;
+  for (int32_t s = 0; s < src_vocab; ++s) {
+    throw_if_stopped(stop);
+    touched.clear();
+    for (int64_t j = sent_off[s]; j < sent_off[s + 1]; ++j) {
+      const int64_t i = sents[j];
+      for (int64_t k = c.tgt_off[i]; k < c.tgt_off[i + 1]; ++k) {
+        const int32_t t = c.tgt_types[k];
+        if (!is_frequent[t] && count[t]++ == 0) touched.push_back(t);
+      }
+    }
+    const auto better = [&](int32_t a, int32_t b) {
+      if (count[a] != count[b]) return count[a] > count[b];
+      if (c.ct[a] != c.ct[b]) return c.ct[a] < c.ct[b];
+      return a < b;
+    };
+    const size_t keep = std::min<size_t>(touched.size(), static_cast<size_t>(per_source));
+    std::partial_sort(touched.begin(), touched.begin() + static_cast<std::ptrdiff_t>(keep),
+                      touched.end(), better);
+    cand[s].assign(touched.begin(), touched.begin() + static_cast<std::ptrdiff_t>(keep));
+    for (int32_t t : touched) count[t] = 0;
+  }
+  return cand;
+}
+
+// Coverage: every target piece of every pair reachable from its source
+// (added to the pair's rarest source piece where no candidate list has it).
+void cover_every_pair(const PairCounts& c, const Corpus& src, int32_t src_vocab, int32_t tgt_vocab,
+                      const std::vector<uint8_t>& is_frequent,
+                      std::vector<std::vector<int32_t>>& cand, const StopFlag* stop) {
+  std::vector<int64_t> stamp_s(src_vocab, -1), stamp_t(tgt_vocab, -1);
+  std::vector<int32_t> types;
+  for (int64_t i = 0; i < static_cast<int64_t>(src.size()); ++i) {
+    if (i % 4096 == 0) throw_if_stopped(stop);
+    distinct(*src[i], src_vocab, stamp_s, i, types);
+    if (types.empty()) continue;  // nothing to hang a piece on
+    int32_t rarest = types[0];
+    for (int32_t s : types) {
+      if (c.cs[s] < c.cs[rarest] || (c.cs[s] == c.cs[rarest] && s < rarest)) rarest = s;
+      for (int32_t t : cand[s]) stamp_t[t] = i;
+    }
+    for (int64_t k = c.tgt_off[i]; k < c.tgt_off[i + 1]; ++k) {
+      const int32_t t = c.tgt_types[k];
+      if (is_frequent[t] || stamp_t[t] == i) continue;
+      cand[rarest].push_back(t);
+      stamp_t[t] = i;
+    }
+  }
+}
+
 constexpr uint32_t kMagic = 0x4c53544e;  // "NTSL"
 constexpr uint32_t kVersion = 1;
 
@@ -41,98 +145,21 @@ Shortlist Shortlist::build(const std::vector<const std::vector<int32_t>*>& src,
   if (src_vocab <= 0 || tgt_vocab <= 0) throw Error("shortlist: an empty vocabulary");
   if (opts.per_source < 0 || (opts.frequent < 0 && opts.frequent != ShortlistOptions::kEighth))
     throw InputError("shortlist: the candidate counts must not be negative");
-  const int64_t n = static_cast<int64_t>(src.size());
   Shortlist sl;
   sl.src_vocab_ = src_vocab, sl.tgt_vocab_ = tgt_vocab, sl.opts_ = opts;
   if (opts.frequent == ShortlistOptions::kEighth) sl.opts_.frequent = tgt_vocab / 8;
-
-  // Each pair's distinct target pieces (CSR), the sentence counts c(s) and
-  // c(t), and the token counts that rank the frequent pieces.
-  std::vector<int64_t> stamp_s(src_vocab, -1), stamp_t(tgt_vocab, -1);
-  std::vector<int64_t> cs(src_vocab, 0), ct(tgt_vocab, 0), tokens(tgt_vocab, 0);
-  std::vector<int64_t> tgt_off(n + 1, 0);
-  std::vector<int32_t> tgt_types, types;
-  // Stop checks every 4096 pairs, and for every source piece below: each
-  // costs a relaxed load.
-  for (int64_t i = 0; i < n; ++i) {
-    if (i % 4096 == 0) throw_if_stopped(stop);
-    distinct(*src[i], src_vocab, stamp_s, i, types);
-    for (int32_t s : types) ++cs[s];
-    distinct(*tgt[i], tgt_vocab, stamp_t, i, types);
-    for (int32_t t : types) ++ct[t];
-    tgt_types.insert(tgt_types.end(), types.begin(), types.end());
-    tgt_off[i + 1] = static_cast<int64_t>(tgt_types.size());
-    for (int32_t t : *tgt[i])
-      if (t >= 0 && t < tgt_vocab) ++tokens[t];
-  }
+  const PairCounts c = count_pairs(src, tgt, src_vocab, tgt_vocab, stop);
   sl.by_frequency_.resize(tgt_vocab);
   std::iota(sl.by_frequency_.begin(), sl.by_frequency_.end(), 0);
   std::stable_sort(sl.by_frequency_.begin(), sl.by_frequency_.end(),
-                   [&](int32_t a, int32_t b) { return tokens[a] > tokens[b]; });
+                   [&](int32_t a, int32_t b) { return c.tokens[a] > c.tokens[b]; });
   while (sl.n_frequent_ < std::min<int64_t>(sl.opts_.frequent, tgt_vocab) &&
-         tokens[sl.by_frequency_[sl.n_frequent_]] > 0)
+         c.tokens[sl.by_frequency_[sl.n_frequent_]] > 0)
     ++sl.n_frequent_;
   std::vector<uint8_t> is_frequent(tgt_vocab, 0);
   for (int64_t i = 0; i < sl.n_frequent_; ++i) is_frequent[sl.by_frequency_[i]] = 1;
-
-  // The pairs that hold each source piece (CSR).
-  std::vector<int64_t> sent_off(src_vocab + 1, 0);
-  for (int32_t s = 0; s < src_vocab; ++s) sent_off[s + 1] = sent_off[s] + cs[s];
-  std::vector<int64_t> sents(sent_off.back()), fill(sent_off.begin(), sent_off.end() - 1);
-  std::fill(stamp_s.begin(), stamp_s.end(), -1);
-  for (int64_t i = 0; i < n; ++i) {
-    distinct(*src[i], src_vocab, stamp_s, i, types);
-    for (int32_t s : types) sents[fill[s]++] = i;
-  }
-
-  // Per source piece, the per_source target pieces with the largest
-  // c(s, t): the largest p(t | s); ties go to the rarer piece (the more
-  // specific), then the lower id.
-  std::vector<std::vector<int32_t>> cand(src_vocab);
-  std::vector<int64_t> count(tgt_vocab, 0);
-  std::vector<int32_t> touched;
-  for (int32_t s = 0; s < src_vocab; ++s) {
-    throw_if_stopped(stop);
-    touched.clear();
-    for (int64_t j = sent_off[s]; j < sent_off[s + 1]; ++j) {
-      const int64_t i = sents[j];
-      for (int64_t k = tgt_off[i]; k < tgt_off[i + 1]; ++k) {
-        const int32_t t = tgt_types[k];
-        if (!is_frequent[t] && count[t]++ == 0) touched.push_back(t);
-      }
-    }
-    const auto better = [&](int32_t a, int32_t b) {
-      if (count[a] != count[b]) return count[a] > count[b];
-      if (ct[a] != ct[b]) return ct[a] < ct[b];
-      return a < b;
-    };
-    const size_t keep = std::min<size_t>(touched.size(), static_cast<size_t>(opts.per_source));
-    std::partial_sort(touched.begin(), touched.begin() + static_cast<std::ptrdiff_t>(keep),
-                      touched.end(), better);
-    cand[s].assign(touched.begin(), touched.begin() + static_cast<std::ptrdiff_t>(keep));
-    for (int32_t t : touched) count[t] = 0;
-  }
-
-  // Coverage: every target piece of every pair reachable from its source.
-  std::fill(stamp_s.begin(), stamp_s.end(), -1);
-  std::fill(stamp_t.begin(), stamp_t.end(), -1);
-  for (int64_t i = 0; i < n; ++i) {
-    if (i % 4096 == 0) throw_if_stopped(stop);
-    distinct(*src[i], src_vocab, stamp_s, i, types);
-    if (types.empty()) continue;  // nothing to hang a piece on
-    int32_t rarest = types[0];
-    for (int32_t s : types) {
-      if (cs[s] < cs[rarest] || (cs[s] == cs[rarest] && s < rarest)) rarest = s;
-      for (int32_t t : cand[s]) stamp_t[t] = i;
-    }
-    for (int64_t k = tgt_off[i]; k < tgt_off[i + 1]; ++k) {
-      const int32_t t = tgt_types[k];
-      if (is_frequent[t] || stamp_t[t] == i) continue;
-      cand[rarest].push_back(t);
-      stamp_t[t] = i;
-    }
-  }
-
+  auto cand = likeliest_targets(c, src, src_vocab, tgt_vocab, is_frequent, opts.per_source, stop);
+  cover_every_pair(c, src, src_vocab, tgt_vocab, is_frequent, cand, stop);
   sl.offsets_.assign(src_vocab + 1, 0);
   for (int32_t s = 0; s < src_vocab; ++s) {
     std::sort(cand[s].begin(), cand[s].end());

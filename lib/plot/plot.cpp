@@ -190,93 +190,125 @@ Ticks ticks(double lo, double hi, int n) {
   return t;
 }
 
-std::string render(const LineChart& c, Format format) {
-  const double W = c.width, H = c.height, left = 70, right = 70, top = 40, bottom = 50;
-  const double pw = W - left - right, ph = H - top - bottom;
-  Range xr, lr, rr;
-  xr.add(0), lr.add(0), rr.add(0);  // axes start at zero
-  for (const Series& s : c.series)
-    for (const auto& [x, y] : s.points) xr.add(x), (s.right_axis ? rr : lr).add(y);
-  const Ticks xt = ticks(xr.lo, xr.hi, 8), lt = ticks(lr.lo, lr.hi, 5), rt = ticks(rr.lo, rr.hi, 5);
-  const bool has_right = std::any_of(c.series.begin(), c.series.end(), [](const Series& s) {
-    return s.right_axis && !s.points.empty();
-  });
-  auto px = [&](double x) {
+namespace {
+
+// A line chart's plot area within the picture, its ticks, and where a
+// point lands.
+struct ChartFrame {
+  double W, H, left = 70, top = 40, pw, ph;
+  Ticks xt, lt, rt;  // x, left and right axes
+  bool has_right;
+  Color left_color, right_color;
+
+  explicit ChartFrame(const LineChart& c) : W(c.width), H(c.height) {
+    pw = W - left - 70, ph = H - top - 50;
+    Range xr, lr, rr;
+    xr.add(0), lr.add(0), rr.add(0);  // axes start at zero
+    for (const Series& s : c.series)
+      for (const auto& [x, y] : s.points) xr.add(x), (s.right_axis ? rr : lr).add(y);
+    xt = ticks(xr.lo, xr.hi, 8), lt = ticks(lr.lo, lr.hi, 5), rt = ticks(rr.lo, rr.hi, 5);
+    has_right = std::any_of(c.series.begin(), c.series.end(), [](const Series& s) {
+      return s.right_axis && !s.points.empty();
+    });
+    left_color = c.series.empty() ? Color{0, 0, 0} : c.series.front().color;
+    right_color = Color{0, 0, 0};
+    for (const Series& s : c.series)
+      if (s.right_axis) right_color = s.color;
+  }
+  double px(double x) const {
     return left + (x - xt.values.front()) / (xt.values.back() - xt.values.front()) * pw;
-  };
-  auto py = [&](const Ticks& t, double y) {
+  }
+  double py(const Ticks& t, double y) const {
     return top + ph - (y - t.values.front()) / (t.values.back() - t.values.front()) * ph;
-  };
-  const Color grey{0.53, 0.53, 0.53}, light{0.93, 0.93, 0.93}, black{0, 0, 0};
-  const Color left_color = c.series.empty() ? black : c.series.front().color;
-  Color right_color = black;
-  for (const Series& s : c.series)
-    if (s.right_axis) right_color = s.color;
-  return draw_to(format, W, H, [&](cairo_t* cr) {
-    cx().cairo_set_line_width(cr, 1);
-    for (size_t i = 0; i < lt.values.size(); ++i) {
-      const double y = py(lt, lt.values[i]);
-      color(cr, light);
-      cx().cairo_move_to(cr, left, y), cx().cairo_line_to(cr, left + pw, y), cx().cairo_stroke(cr);
-      color(cr, left_color);
-      cx().cairo_set_font_size(cr, 12);
-      text(cr, lt.labels[i], left - 6, y + 4, Align::Right);
-    }
-    if (has_right)
-      for (size_t i = 0; i < rt.values.size(); ++i) {
-        color(cr, right_color);
-        text(cr, rt.labels[i], left + pw + 6, py(rt, rt.values[i]) + 4, Align::Left);
-      }
-    color(cr, black);
-    for (size_t i = 0; i < xt.values.size(); ++i)
-      text(cr, xt.labels[i], px(xt.values[i]), top + ph + 18, Align::Center);
-    color(cr, grey);
-    cx().cairo_rectangle(cr, left, top, pw, ph), cx().cairo_stroke(cr);
-    color(cr, black);
-    text(cr, c.x_label, left + pw / 2, H - 10, Align::Center);
-    color(cr, left_color);
-    text(cr, c.left_label, 18, top + ph / 2, Align::Center, -M_PI / 2);
-    if (has_right) {
-      color(cr, right_color);
-      text(cr, c.right_label, W - 16, top + ph / 2, Align::Center, M_PI / 2);
-    }
-    color(cr, black);
-    cx().cairo_set_font_size(cr, 15);
-    text(cr, c.title, W / 2, 22, Align::Center);
+  }
+};
+
+const Color kBlack{0, 0, 0};
+
+// Grid lines, tick labels, the frame, axis labels and the title.
+void draw_axes(cairo_t* cr, const LineChart& c, const ChartFrame& f) {
+  cx().cairo_set_line_width(cr, 1);
+  for (size_t i = 0; i < f.lt.values.size(); ++i) {
+    const double y = f.py(f.lt, f.lt.values[i]);
+    color(cr, Color{0.93, 0.93, 0.93});
+    cx().cairo_move_to(cr, f.left, y), cx().cairo_line_to(cr, f.left + f.pw, y),
+        cx().cairo_stroke(cr);
+    color(cr, f.left_color);
     cx().cairo_set_font_size(cr, 12);
-    cx().cairo_rectangle(cr, left, top, pw, ph);
-    cx().cairo_save(cr);
-    cx().cairo_clip(cr);
-    for (const Series& s : c.series) {
-      const Ticks& yt = s.right_axis ? rt : lt;
-      color(cr, s.color);
-      cx().cairo_set_line_width(cr, s.width);
-      bool started = false;
-      for (const auto& [x, y] : s.points) {
-        if (!std::isfinite(y)) continue;
-        if (started)
-          cx().cairo_line_to(cr, px(x), py(yt, y));
-        else
-          cx().cairo_move_to(cr, px(x), py(yt, y));
-        started = true;
-      }
-      cx().cairo_stroke(cr);
-      if (s.dots)
-        for (const auto& [x, y] : s.points)
-          if (std::isfinite(y))
-            cx().cairo_arc(cr, px(x), py(yt, y), 3, 0, 2 * M_PI), cx().cairo_fill(cr);
+    text(cr, f.lt.labels[i], f.left - 6, y + 4, Align::Right);
+  }
+  if (f.has_right)
+    for (size_t i = 0; i < f.rt.values.size(); ++i) {
+      color(cr, f.right_color);
+      text(cr, f.rt.labels[i], f.left + f.pw + 6, f.py(f.rt, f.rt.values[i]) + 4, Align::Left);
     }
-    cx().cairo_restore(cr);
-    // Legend.
-    for (size_t i = 0; i < c.series.size(); ++i) {
-      const double y = top + 14 + 16 * static_cast<double>(i);
-      color(cr, c.series[i].color);
-      cx().cairo_set_line_width(cr, 2);
-      cx().cairo_move_to(cr, left + 10, y - 4), cx().cairo_line_to(cr, left + 30, y - 4),
-          cx().cairo_stroke(cr);
-      color(cr, black);
-      text(cr, c.series[i].name, left + 36, y, Align::Left);
+  color(cr, kBlack);
+  for (size_t i = 0; i < f.xt.values.size(); ++i)
+    text(cr, f.xt.labels[i], f.px(f.xt.values[i]), f.top + f.ph + 18, Align::Center);
+  color(cr, Color{0.53, 0.53, 0.53});
+  cx().cairo_rectangle(cr, f.left, f.top, f.pw, f.ph), cx().cairo_stroke(cr);
+  color(cr, kBlack);
+  text(cr, c.x_label, f.left + f.pw / 2, f.H - 10, Align::Center);
+  color(cr, f.left_color);
+  text(cr, c.left_label, 18, f.top + f.ph / 2, Align::Center, -M_PI / 2);
+  if (f.has_right) {
+    color(cr, f.right_color);
+    text(cr, c.right_label, f.W - 16, f.top + f.ph / 2, Align::Center, M_PI / 2);
+  }
+  color(cr, kBlack);
+  cx().cairo_set_font_size(cr, 15);
+  text(cr, c.title, f.W / 2, 22, Align::Center);
+  cx().cairo_set_font_size(cr, 12);
+}
+
+// Each series' line (and dots), clipped to the plot area; non-finite
+// points are skipped.
+void draw_series(cairo_t* cr, const LineChart& c, const ChartFrame& f) {
+  cx().cairo_rectangle(cr, f.left, f.top, f.pw, f.ph);
+  cx().cairo_save(cr);
+  cx().cairo_clip(cr);
+  for (const Series& s : c.series) {
+    const Ticks& yt = s.right_axis ? f.rt : f.lt;
+    color(cr, s.color);
+    cx().cairo_set_line_width(cr, s.width);
+    bool started = false;
+    for (const auto& [x, y] : s.points) {
+      if (!std::isfinite(y)) continue;
+      if (started)
+        cx().cairo_line_to(cr, f.px(x), f.py(yt, y));
+      else
+        cx().cairo_move_to(cr, f.px(x), f.py(yt, y));
+      started = true;
     }
+    cx().cairo_stroke(cr);
+    if (s.dots)
+      for (const auto& [x, y] : s.points)
+        if (std::isfinite(y))
+          cx().cairo_arc(cr, f.px(x), f.py(yt, y), 3, 0, 2 * M_PI), cx().cairo_fill(cr);
+  }
+  cx().cairo_restore(cr);
+}
+
+void draw_legend(cairo_t* cr, const LineChart& c, const ChartFrame& f) {
+  for (size_t i = 0; i < c.series.size(); ++i) {
+    const double y = f.top + 14 + 16 * static_cast<double>(i);
+    color(cr, c.series[i].color);
+    cx().cairo_set_line_width(cr, 2);
+    cx().cairo_move_to(cr, f.left + 10, y - 4), cx().cairo_line_to(cr, f.left + 30, y - 4),
+        cx().cairo_stroke(cr);
+    color(cr, kBlack);
+    text(cr, c.series[i].name, f.left + 36, y, Align::Left);
+  }
+}
+
+}  // namespace
+
+std::string render(const LineChart& c, Format format) {
+  const ChartFrame f(c);
+  return draw_to(format, f.W, f.H, [&](cairo_t* cr) {
+    draw_axes(cr, c, f);
+    draw_series(cr, c, f);
+    draw_legend(cr, c, f);
   });
 }
 

@@ -134,6 +134,31 @@ std::string recipe_config_name(int64_t pairs, std::string* reason) {
   return base ? "transformer-base" : "transformer-small";
 }
 
+namespace {
+
+// bf16 where the machine trains in it (revised by a measured update with a
+// budget of time: recipe_compute_by_speed), else f32.
+void choose_compute_type(TrainOptions& o, const std::string& bf16_why_not, Recipe& r) {
+  if (given(o, "compute_type")) {
+    r.given("compute_type", o.compute_type);
+  } else if (bf16_why_not.empty()) {
+    o.compute_type = "bf16";
+    r.choose("compute_type", "bf16",
+             "this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX)" +
+                 std::string(o.max_minutes > 0
+                                 ? ": bf16 if an update times faster in it than in f32 on the "
+                                   "built model (revised below)"
+                                 : ": the products in bf16 with f32 accumulation, weights, Adam "
+                                   "and loss in f32 (with a budget of time, the faster of bf16 "
+                                   "and f32 as measured)"));
+  } else {
+    o.compute_type = "f32";
+    r.choose("compute_type", "f32", "no bf16 training on this machine (" + bf16_why_not + ")");
+  }
+}
+
+}  // namespace
+
 DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOptions& o,
                            const std::string& bf16_why_not, Recipe& r,
                            const std::string& mecab_why_not) {
@@ -202,22 +227,7 @@ DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOp
     r.choose("valid_tokenize", "13a", "space-separated target text: sacreBLEU's default");
   }
 
-  if (given(o, "compute_type")) {
-    r.given("compute_type", o.compute_type);
-  } else if (bf16_why_not.empty()) {
-    o.compute_type = "bf16";
-    r.choose("compute_type", "bf16",
-             "this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX)" +
-                 std::string(o.max_minutes > 0
-                                 ? ": bf16 if an update times faster in it than in f32 on the "
-                                   "built model (revised below)"
-                                 : ": the products in bf16 with f32 accumulation, weights, Adam "
-                                   "and loss in f32 (with a budget of time, the faster of bf16 "
-                                   "and f32 as measured)"));
-  } else {
-    o.compute_type = "f32";
-    r.choose("compute_type", "f32", "no bf16 training on this machine (" + bf16_why_not + ")");
-  }
+  choose_compute_type(o, bf16_why_not, r);
   return d;
 }
 
@@ -245,18 +255,29 @@ int64_t updates_in_time(double seconds_left, double seconds_per_update, double r
   return std::max<int64_t>(1, static_cast<int64_t>(left / seconds_per_update));
 }
 
-int64_t recipe_for_budget(const BudgetFacts& f, ModelConfig& cfg, TrainOptions& o, Recipe& r) {
-  const bool timed = o.max_minutes > 0 && f.probe_seconds > 0;
-  const bool known = o.max_steps > 0 || o.max_epochs > 0 || timed;
-  const double fill = std::clamp(f.fill, 0.05, 1.0);
-  const double tokens = double(std::max<int64_t>(f.target_tokens, 1));
-  const double budget_s = o.max_minutes * 60;
-  // The last validation, the averaged model's and the final save.
-  const double reserve_s = std::min(0.05 * budget_s, 60.0);
-  const double s_per_token =
-      f.probe_batch_tokens > 0 ? f.probe_seconds / double(f.probe_batch_tokens) : 0;
+namespace {
 
-  auto updates_for = [&](int64_t batch) -> int64_t {
+// What the budget stage plans with.
+struct BudgetPlan {
+  bool timed, known;  // a measured budget of time; any budget at all
+  double fill;        // target tokens per batch token
+  double tokens;      // target tokens of the corpus
+  double budget_s, reserve_s, s_per_token;
+
+  BudgetPlan(const BudgetFacts& f, const TrainOptions& o) {
+    timed = o.max_minutes > 0 && f.probe_seconds > 0;
+    known = o.max_steps > 0 || o.max_epochs > 0 || timed;
+    fill = std::clamp(f.fill, 0.05, 1.0);
+    tokens = double(std::max<int64_t>(f.target_tokens, 1));
+    budget_s = o.max_minutes * 60;
+    // The last validation, the averaged model's and the final save.
+    reserve_s = std::min(0.05 * budget_s, 60.0);
+    s_per_token = f.probe_batch_tokens > 0 ? f.probe_seconds / double(f.probe_batch_tokens) : 0;
+  }
+
+  // The updates the budget allows at batches of `batch` tokens: the
+  // smallest of steps, epochs and time, whichever are given.
+  int64_t updates_for(const TrainOptions& o, int64_t batch) const {
     int64_t u = 0;
     auto take = [&](int64_t x) { u = u == 0 ? x : std::min(u, x); };
     if (o.max_steps > 0) take(o.max_steps);
@@ -268,46 +289,47 @@ int64_t recipe_for_budget(const BudgetFacts& f, ModelConfig& cfg, TrainOptions& 
       take(updates_in_time(budget_s, s_per_token * double(batch) * double(o.update_freq),
                            reserve_s));
     return u;
-  };
+  }
+};
 
-  // Batch size. Larger corpora take larger batches; a corpus is cut into at
-  // least 20 batches an epoch; a budget of time takes the batch that gives
-  // about 2000 updates, since a short run gains more from more updates than
-  // from less noisy ones.
+// Batch size. Larger corpora take larger batches; a corpus is cut into at
+// least 20 batches an epoch; a budget of time takes the batch that gives
+// about 2000 updates, since a short run gains more from more updates than
+// from less noisy ones.
+void choose_batch(const BudgetFacts& f, const BudgetPlan& p, TrainOptions& o, Recipe& r) {
+  if (given(o, "batch_tokens")) return r.given("batch_tokens", o.batch_tokens);
   const int64_t cap = f.pairs < 100000 ? 4096 : f.pairs < 1000000 ? 8192 : 16384;
   const int64_t smallest = std::max<int64_t>(f.widest_pair, 256);
-  std::string batch_why;
-  if (given(o, "batch_tokens")) {
-    r.given("batch_tokens", o.batch_tokens);
-  } else {
-    int64_t b = cap;
-    batch_why = count(f.pairs) + " pairs take batches of up to " + std::to_string(cap) +
-                " tokens (4096 below 100k pairs, 8192 below 1M, 16384 above)";
-    const int64_t per_epoch = static_cast<int64_t>(tokens / fill / 20);
-    if (per_epoch < b) {
-      b = per_epoch;
-      batch_why = "an epoch of " + count(f.target_tokens) + " target tokens cut into 20 batches";
-    }
-    if (timed && o.max_steps == 0 && o.max_epochs == 0) {
-      const double padded = std::max(0.0, budget_s - reserve_s) / std::max(s_per_token, 1e-12) /
-                            double(o.update_freq);
-      const int64_t t = std::clamp<int64_t>(static_cast<int64_t>(padded / 2000), 2048, cap);
-      if (t < b) {
-        b = t;
-        batch_why = num("%g", o.max_minutes) + " minutes at the measured " +
-                    num("%.0f", 1.0 / s_per_token) + " padded tokens/s allow about " +
-                    count(static_cast<int64_t>(padded)) +
-                    " tokens: batches that give ~2000 updates (at least 2048 tokens)";
-      }
-    }
-    b = std::max(smallest, b / 256 * 256);
-    if (b == smallest && smallest > 256)
-      batch_why += "; at least the widest pair (" + std::to_string(f.widest_pair) + ")";
-    o.batch_tokens = b;
-    r.choose("batch_tokens", b, batch_why);
+  int64_t b = cap;
+  std::string why = count(f.pairs) + " pairs take batches of up to " + std::to_string(cap) +
+                    " tokens (4096 below 100k pairs, 8192 below 1M, 16384 above)";
+  const int64_t per_epoch = static_cast<int64_t>(p.tokens / p.fill / 20);
+  if (per_epoch < b) {
+    b = per_epoch;
+    why = "an epoch of " + count(f.target_tokens) + " target tokens cut into 20 batches";
   }
+  if (p.timed && o.max_steps == 0 && o.max_epochs == 0) {
+    const double padded = std::max(0.0, p.budget_s - p.reserve_s) /
+                          std::max(p.s_per_token, 1e-12) / double(o.update_freq);
+    const int64_t t = std::clamp<int64_t>(static_cast<int64_t>(padded / 2000), 2048, cap);
+    if (t < b) {
+      b = t;
+      why = num("%g", o.max_minutes) + " minutes at the measured " +
+            num("%.0f", 1.0 / p.s_per_token) + " padded tokens/s allow about " +
+            count(static_cast<int64_t>(padded)) +
+            " tokens: batches that give ~2000 updates (at least 2048 tokens)";
+    }
+  }
+  b = std::max(smallest, b / 256 * 256);
+  if (b == smallest && smallest > 256)
+    why += "; at least the widest pair (" + std::to_string(f.widest_pair) + ")";
+  o.batch_tokens = b;
+  r.choose("batch_tokens", b, why);
+}
 
-  const int64_t updates = known ? updates_for(o.batch_tokens) : 0;
+// The updates the budget allows, recorded with the budget in words.
+int64_t choose_updates(const BudgetPlan& p, const TrainOptions& o, Recipe& r) {
+  const int64_t updates = p.known ? p.updates_for(o, o.batch_tokens) : 0;
   std::string budget_text;
   if (o.max_steps > 0) budget_text = "--max-steps " + std::to_string(o.max_steps);
   if (o.max_epochs > 0)
@@ -316,19 +338,24 @@ int64_t recipe_for_budget(const BudgetFacts& f, ModelConfig& cfg, TrainOptions& 
   if (o.max_minutes > 0)
     budget_text += std::string(budget_text.empty() ? "" : ", ") + "--max-minutes " +
                    num("%g", o.max_minutes) +
-                   (timed ? " at " + num("%.2f", s_per_token * double(o.batch_tokens)) +
-                                " s per update measured on this machine"
-                          : std::string());
-  if (known)
+                   (p.timed ? " at " + num("%.2f", p.s_per_token * double(o.batch_tokens)) +
+                                  " s per update measured on this machine"
+                            : std::string());
+  if (p.known)
     r.choose("updates", updates,
              "the budget (" + budget_text + ") allows about " + std::to_string(updates) +
-                 " updates" + (timed ? "; revised as training goes, from the measured speed" : ""));
+                 " updates" +
+                 (p.timed ? "; revised as training goes, from the measured speed" : ""));
   else
     r.choose("updates", 0, "no budget (--max-minutes, --max-steps or --max-epochs): no end");
+  return updates;
+}
 
-  // Schedule: linear warmup over a tenth of the run (200 to 4000 updates),
-  // then linear decay to 0 at the end of the budget; without a budget, the
-  // paper's inverse square root after 4000.
+// Schedule: linear warmup over a tenth of the run (200 to 4000 updates),
+// then linear decay to 0 at the end of the budget; without a budget, the
+// paper's inverse square root after 4000.
+void choose_schedule(bool known, int64_t updates, const ModelConfig& cfg, TrainOptions& o,
+                     Recipe& r) {
   if (given(o, "lr_schedule")) {
     r.given("lr_schedule", o.lr_schedule);
   } else {
@@ -352,31 +379,31 @@ int64_t recipe_for_budget(const BudgetFacts& f, ModelConfig& cfg, TrainOptions& 
                          " updates, at least 200 (or a quarter of a shorter run), at most 4000"
                    : "the paper's 4000");
   }
-  if (given(o, "lr_scale")) {
-    r.given("lr_scale", o.lr_scale);
-  } else {
-    // Peak 1.5e-3 for width 256, falling as 1/sqrt(width) (the paper's
-    // base, 512, peaks at 7e-4 with its 25k-token batches) and as
-    // sqrt(batch) below 4096 tokens.
-    const double d = double(cfg.d_model);
-    const double peak = known ? 1.5e-3 * std::sqrt(256.0 / d) *
-                                    std::min(1.0, std::sqrt(double(o.batch_tokens) / 4096.0))
-                              : std::pow(d, -0.5) * std::pow(double(o.warmup_steps), -0.5);
-    // Four decimals, as printed and recorded.
-    o.lr_scale = std::round(peak * std::sqrt(d) * std::sqrt(double(o.warmup_steps)) * 1e4) / 1e4;
-    r.choose("lr_scale", o.lr_scale,
-             "peak learning rate " + num("%.2e", peak) +
-                 (known ? " (1.5e-3 at width 256, times sqrt(256/d_model) = " +
-                              num("%.2f", std::sqrt(256.0 / d)) +
-                              " and sqrt(batch/4096) below 4096 tokens)"
-                        : " (the paper's)"));
-  }
+  if (given(o, "lr_scale")) return r.given("lr_scale", o.lr_scale);
+  // Peak 1.5e-3 for width 256, falling as 1/sqrt(width) (the paper's base,
+  // 512, peaks at 7e-4 with its 25k-token batches) and as sqrt(batch) below
+  // 4096 tokens.
+  const double d = double(cfg.d_model);
+  const double peak = known ? 1.5e-3 * std::sqrt(256.0 / d) *
+                                  std::min(1.0, std::sqrt(double(o.batch_tokens) / 4096.0))
+                            : std::pow(d, -0.5) * std::pow(double(o.warmup_steps), -0.5);
+  // Four decimals, as printed and recorded.
+  o.lr_scale = std::round(peak * std::sqrt(d) * std::sqrt(double(o.warmup_steps)) * 1e4) / 1e4;
+  r.choose("lr_scale", o.lr_scale,
+           "peak learning rate " + num("%.2e", peak) +
+               (known ? " (1.5e-3 at width 256, times sqrt(256/d_model) = " +
+                            num("%.2f", std::sqrt(256.0 / d)) +
+                            " and sqrt(batch/4096) below 4096 tokens)"
+                      : " (the paper's)"));
+}
 
-  // Regularisation: dropout by corpus size, less when the budget allows few
-  // epochs (a model that sees each pair a few times cannot overfit it, and
-  // dropout slows its learning).
+// Regularisation: dropout by corpus size, less when the budget allows few
+// epochs (a model that sees each pair a few times cannot overfit it, and
+// dropout slows its learning).
+void choose_regularisation(const BudgetFacts& f, const BudgetPlan& p, int64_t updates,
+                           ModelConfig& cfg, const TrainOptions& o, Recipe& r) {
   const double epochs = updates > 0 ? double(updates) * double(o.update_freq) *
-                                          double(o.batch_tokens) * fill / tokens
+                                          double(o.batch_tokens) * p.fill / p.tokens
                                     : 0;
   if (given(o, "dropout")) {
     r.given("dropout", o.dropout, "given (--dropout)");
@@ -408,10 +435,13 @@ int64_t recipe_for_budget(const BudgetFacts& f, ModelConfig& cfg, TrainOptions& 
              "the paper's 0.1 at every corpus size (it regularises the output distribution, "
              "which dropout does not)");
   }
+}
 
-  // Cadence: 8 validations and 20 checkpoints over a known budget; the final
-  // model is the average of the last 4 checkpoints (the last fifth of the
-  // run) if that validates better than the last weights.
+// Cadence: 8 validations and 20 checkpoints over a known budget; the final
+// model is the average of the last 4 checkpoints (the last fifth of the
+// run) if that validates better than the last weights.
+void choose_cadence(const BudgetFacts& f, const BudgetPlan& p, int64_t updates, TrainOptions& o,
+                    Recipe& r) {
   auto set = [&](const char* key, int64_t& field, int64_t value, const std::string& why) {
     if (given(o, key)) {
       r.given(key, field);
@@ -420,12 +450,13 @@ int64_t recipe_for_budget(const BudgetFacts& f, ModelConfig& cfg, TrainOptions& 
     field = value;
     r.choose(key, value, why);
   };
+  const bool known = p.known, short_run = p.timed && o.max_minutes <= 20;
   if (f.has_valid) {
     set("valid_every", o.valid_every, known ? round_nicely(double(updates) / 8) : 1000,
         known ? "8 validations over the run" : "every 1000 updates (no budget)");
-    set("valid_sentences", o.valid_sentences, timed && o.max_minutes <= 20 ? 200 : 500,
-        timed && o.max_minutes <= 20 ? "a short budget: 200 sentences decoded per validation"
-                                     : "500 sentences decoded per validation");
+    set("valid_sentences", o.valid_sentences, short_run ? 200 : 500,
+        short_run ? "a short budget: 200 sentences decoded per validation"
+                  : "500 sentences decoded per validation");
     if (o.valid_every > 0)
       set("early_stop", o.early_stop, 5, "stop after 5 validations without a better one");
   }
@@ -434,6 +465,17 @@ int64_t recipe_for_budget(const BudgetFacts& f, ModelConfig& cfg, TrainOptions& 
   set("average_last", o.average_last, 4,
       "the final model averages the last 4 checkpoints when that validates better than the "
       "last weights");
+}
+
+}  // namespace
+
+int64_t recipe_for_budget(const BudgetFacts& f, ModelConfig& cfg, TrainOptions& o, Recipe& r) {
+  const BudgetPlan p(f, o);
+  choose_batch(f, p, o, r);
+  const int64_t updates = choose_updates(p, o, r);
+  choose_schedule(p.known, updates, cfg, o, r);
+  choose_regularisation(f, p, updates, cfg, o, r);
+  choose_cadence(f, p, updates, o, r);
   return updates;
 }
 

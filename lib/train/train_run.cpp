@@ -191,6 +191,9 @@ class TrainRun {
                      const std::vector<std::string>& lines);
   void check_data_unchanged();
   void open_previous_run();
+  std::string newest_whole_checkpoint(const std::vector<std::string>& ckpts, ModelConfig& ccfg);
+  void resume_from(const std::string& chosen, const ModelConfig& ccfg);
+  void restore_recipe_options(const TrainState& rs, const std::string& chosen);
   void check_resume(const std::string& path, const ModelConfig& ccfg, const TrainState& rs);
   void make_vocabulary();
   void encode_data();
@@ -499,85 +502,9 @@ void TrainRun::open_previous_run() {
         checkpoint_dir(opts_.out) + "/ to resume: remove it or choose another --out");
   if (ckpts.empty()) check_side_outputs(opts_.out);
   if (opts_.resume && !ckpts.empty()) {
-    // The newest checkpoint that is whole; a damaged one is named and passed over.
-    std::vector<std::string> damaged;
-    std::string chosen;
     ModelConfig ccfg;
-    for (auto it = ckpts.rbegin(); it != ckpts.rend() && chosen.empty(); ++it) {
-      std::string why;
-      try {
-        auto f = std::make_unique<FileContents>(open_model(*it, ccfg, spm_));
-        why = checkpoint_problem(*f, checkpoint_step(*it));
-        if (why.empty() && spm_.empty()) why = "it holds no SentencePiece vocabulary";
-        if (why.empty()) {
-          resume_file_ = std::move(f);
-          chosen = *it;
-        }
-      } catch (const Error& e) {
-        why = reason_about(*it, e.what());
-      }
-      if (!why.empty()) damaged.push_back(name_of(*it) + " is damaged (" + why + ")");
-    }
-    std::string list;
-    for (const auto& d : damaged) list += (list.empty() ? "" : "; ") + d;
-    if (chosen.empty())
-      throw InputError("--resume: no checkpoint in " + checkpoint_dir(opts_.out) +
-                       " can be resumed from: " + list + "; remove the directory to start over");
-    for (const auto& d : damaged)
-      log("warning: " + d + "; resuming from " + name_of(chosen) +
-          (damaged.size() > 1 ? " (the newest whole checkpoint)" : ""));
-    const TrainState rs = read_train_state(*resume_file_);
-    if (rs.extra.contains("data") && rs.extra["data"].is_array())
-      resumed_digests_ = rs.extra["data"];
-    resumed_from_ = name_of(chosen);
-    if (opts_.recipe) {
-      // A resumed run goes on as it began: the options it chose (or was
-      // given then) stay, unless given now.
-      resumed_recipe_ = true;
-      if (rs.extra.contains("recipe")) recipe_ = Recipe::from_json(rs.extra["recipe"]);
-      const json old = rs.extra.contains("options") && rs.extra["options"].is_object()
-                           ? rs.extra["options"]
-                           : json::object();
-      json restore = json::object();
-      for (const TrainingKey& k : training_keys()) {
-        const std::string key = k.name;
-        if (given(k.name) || !old.contains(key) || key == "max_steps" || key == "max_epochs" ||
-            key == "max_minutes" || key == "log_every" || key == "seed")
-          continue;
-        restore[key] = old[key];
-      }
-      // The vocabulary size the recipe chose, so that the options recorded
-      // in the final model are those of an uninterrupted run.
-      if (!given("vocab_size") && old.contains("vocab_size") &&
-          old["vocab_size"].is_number_integer())
-        opts_.vocab_size = old["vocab_size"].get<int>();
-      try {
-        apply_training_json(restore, opts_, chosen);
-      } catch (const InputError&) {
-        // An option of an older nmt that this one reads otherwise: the
-        // checks below name what differs.
-      }
-      require_compute_type(opts_.device, parse_compute_type(opts_.compute_type), /*training=*/true);
-      if (!recipe_.empty()) log("resuming with the recipe the run began with");
-    }
-    check_resume(chosen, ccfg, rs);
-    cfg_ = ccfg;
-    vocab_ = Vocab::from_bytes(spm_);
-    if (rs.seed != opts_.seed)
-      log("resuming with the checkpoint's seed " + std::to_string(rs.seed));
-    opts_.seed = rs.seed;
-    if (rs.update_freq != opts_.update_freq)
-      log("warning: --update-freq differs from the checkpoint's (" +
-          std::to_string(rs.update_freq) +
-          "); the run will not repeat an uninterrupted one exactly");
-    if (rs.ranks != comm_.size())
-      log("warning: the checkpoint was trained by " + std::to_string(rs.ranks) +
-          " process(es), this run has " + std::to_string(comm_.size()) + ": an update now takes " +
-          std::to_string(comm_.size()) + " x --update-freq batches, so the batch size and the " +
-          "order in which batches meet the optimiser change from here on");
-    log("resuming from " + chosen + " at step " + std::to_string(rs.step) + " (epoch " +
-        std::to_string(rs.epoch) + ", batch " + std::to_string(rs.batch_index) + ")");
-    return;
+    const std::string chosen = newest_whole_checkpoint(ckpts, ccfg);
+    return resume_from(chosen, ccfg);
   }
   if (opts_.resume)
     log("--resume: no checkpoint in " + checkpoint_dir(opts_.out) + "; starting from scratch");
@@ -592,6 +519,92 @@ void TrainRun::open_previous_run() {
     spm_ = vocab_.bytes();
     cfg_.vocab_size = vocab_.size();
   }
+}
+
+// The newest checkpoint that is whole, opened into resume_file_ (its config
+// in ccfg); a damaged one is named and passed over.
+std::string TrainRun::newest_whole_checkpoint(const std::vector<std::string>& ckpts,
+                                              ModelConfig& ccfg) {
+  std::vector<std::string> damaged;
+  std::string chosen;
+  for (auto it = ckpts.rbegin(); it != ckpts.rend() && chosen.empty(); ++it) {
+    std::string why;
+    try {
+      auto f = std::make_unique<FileContents>(open_model(*it, ccfg, spm_));
+      why = checkpoint_problem(*f, checkpoint_step(*it));
+      if (why.empty() && spm_.empty()) why = "it holds no SentencePiece vocabulary";
+      if (why.empty()) {
+        resume_file_ = std::move(f);
+        chosen = *it;
+      }
+    } catch (const Error& e) {
+      why = reason_about(*it, e.what());
+    }
+    if (!why.empty()) damaged.push_back(name_of(*it) + " is damaged (" + why + ")");
+  }
+  std::string list;
+  for (const auto& d : damaged) list += (list.empty() ? "" : "; ") + d;
+  if (chosen.empty())
+    throw InputError("--resume: no checkpoint in " + checkpoint_dir(opts_.out) +
+                     " can be resumed from: " + list + "; remove the directory to start over");
+  for (const auto& d : damaged)
+    log("warning: " + d + "; resuming from " + name_of(chosen) +
+        (damaged.size() > 1 ? " (the newest whole checkpoint)" : ""));
+  return chosen;
+}
+
+// The run goes on from checkpoint `chosen` (open in resume_file_): its
+// state, seed, data digests and recipe.
+void TrainRun::resume_from(const std::string& chosen, const ModelConfig& ccfg) {
+  const TrainState rs = read_train_state(*resume_file_);
+  if (rs.extra.contains("data") && rs.extra["data"].is_array()) resumed_digests_ = rs.extra["data"];
+  resumed_from_ = name_of(chosen);
+  if (opts_.recipe) restore_recipe_options(rs, chosen);
+  check_resume(chosen, ccfg, rs);
+  cfg_ = ccfg;
+  vocab_ = Vocab::from_bytes(spm_);
+  if (rs.seed != opts_.seed) log("resuming with the checkpoint's seed " + std::to_string(rs.seed));
+  opts_.seed = rs.seed;
+  if (rs.update_freq != opts_.update_freq)
+    log("warning: --update-freq differs from the checkpoint's (" + std::to_string(rs.update_freq) +
+        "); the run will not repeat an uninterrupted one exactly");
+  if (rs.ranks != comm_.size())
+    log("warning: the checkpoint was trained by " + std::to_string(rs.ranks) +
+        " process(es), this run has " + std::to_string(comm_.size()) + ": an update now takes " +
+        std::to_string(comm_.size()) + " x --update-freq batches, so the batch size and the " +
+        "order in which batches meet the optimiser change from here on");
+  log("resuming from " + chosen + " at step " + std::to_string(rs.step) + " (epoch " +
+      std::to_string(rs.epoch) + ", batch " + std::to_string(rs.batch_index) + ")");
+}
+
+// A resumed run goes on as it began: the options it chose (or was given
+// then) stay, unless given now.
+void TrainRun::restore_recipe_options(const TrainState& rs, const std::string& chosen) {
+  resumed_recipe_ = true;
+  if (rs.extra.contains("recipe")) recipe_ = Recipe::from_json(rs.extra["recipe"]);
+  const json old = rs.extra.contains("options") && rs.extra["options"].is_object()
+                       ? rs.extra["options"]
+                       : json::object();
+  json restore = json::object();
+  for (const TrainingKey& k : training_keys()) {
+    const std::string key = k.name;
+    if (given(k.name) || !old.contains(key) || key == "max_steps" || key == "max_epochs" ||
+        key == "max_minutes" || key == "log_every" || key == "seed")
+      continue;
+    restore[key] = old[key];
+  }
+  // The vocabulary size the recipe chose, so that the options recorded in
+  // the final model are those of an uninterrupted run.
+  if (!given("vocab_size") && old.contains("vocab_size") && old["vocab_size"].is_number_integer())
+    opts_.vocab_size = old["vocab_size"].get<int>();
+  try {
+    apply_training_json(restore, opts_, chosen);
+  } catch (const InputError&) {
+    // An option of an older nmt that this one reads otherwise: the checks
+    // below name what differs.
+  }
+  require_compute_type(opts_.device, parse_compute_type(opts_.compute_type), /*training=*/true);
+  if (!recipe_.empty()) log("resuming with the recipe the run began with");
 }
 
 // What this run is given against what the checkpoint was trained with: a
