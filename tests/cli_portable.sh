@@ -8,7 +8,8 @@
 #   cli_portable.sh NMT DATA WORK qemu: the binary run as CPUs without AVX
 #     (Nehalem) and without AVX-512 (Haswell) would run it, under
 #     qemu-x86_64, picks the scalar and AVX2 classes and translates exactly
-#     as this CPU does with that class forced (exit 77 without qemu-user).
+#     as this CPU does with that class forced (exit 77 without qemu-user,
+#     and for an AddressSanitizer build, which qemu-user cannot run).
 set -uo pipefail
 NMT=$1 DATA=$2 WORK=$3 MODE=${4:-host}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +29,10 @@ translate() {  # OUT, with the environment given before the call
 
 if [ "$MODE" = qemu ]; then
   command -v qemu-x86_64 >/dev/null || { echo "skipped: no qemu-x86_64 (apt-get install qemu-user)"; exit 77; }
+  # qemu-user cannot map AddressSanitizer's shadow memory: an ASan build is
+  # killed there before main (the release build is the one this checks).
+  source "$HERE/cli_common.sh"
+  asan_build "$NMT" && { echo "skipped: an AddressSanitizer build does not run under qemu-user"; exit 77; }
   for pair in Nehalem:SSE41:scalar Haswell:AVX2:avx2; do
     IFS=: read -r cpu cap want <<<"$pair"
     [ "$want" = avx2 ] && ! { has avx2 && has fma; } && continue
