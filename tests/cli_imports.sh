@@ -21,8 +21,9 @@ gen() { rm -rf "$2"; python3 "$HERE/hostile_models.py" "$@" || fail "hostile_mod
 # An AddressSanitizer build (NMT_SANITIZE=ON) reserves terabytes of address
 # space and keeps freed memory in quarantine: no ulimit -v fits it, and its
 # peak memory says nothing of nmt's. Those checks are skipped there.
+source "$HERE/cli_common.sh"
 asan=0
-ldd "$NMT" 2>/dev/null | grep -q asan && asan=1
+asan_build "$NMT" && asan=1
 refused() {
   local pat=$1; shift
   rm -f out.nmt

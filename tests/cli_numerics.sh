@@ -13,7 +13,6 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 cd "$WORK" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source "$HERE/cli_common.sh"
-has() { grep -qw "$1" /proc/cpuinfo; }
 
 zcat "$DATA/multi30k/test_2016_flickr.en.gz" | head -20 >test.en
 zcat "$DATA/multi30k/test_2016_flickr.de.gz" | head -20 >test.de
@@ -51,9 +50,12 @@ translate f32 d.f32
 translate int8 d.int8
 [ "$(cat d.f32.num)" = "$line" ] || fail "translate --verbose: '$(cat d.f32.num)', --version: '$line'"
 
-host=scalar
-has avx2 && has fma && host=avx2
-has avx512f && has avx512bw && has avx512dq && has avx512vl && host=avx512
+# This CPU's class and VNNI, as nmt's default line says them (cli_portable
+# checks the class against /proc/cpuinfo; test_cpu_numerics the rule).
+host=$(sed -n 's/^kernels \([a-z0-9]*\);.*/\1/p' <<<"$line")
+[ -n "$host" ] || fail "no kernel class in '$line'"
+vnni=no
+grep -q "int8 products: oneDNN VNNI" <<<"$line" && vnni=yes
 # Each forced choice: CT, NMT_NUMERICS, what the line must then say.
 cases=("f32|f32=onednn|f32 products: oneDNN"
        "f32|sparse=0|sparse ffn2: never"
@@ -64,7 +66,7 @@ cases=("f32|f32=onednn|f32 products: oneDNN"
 if [ "$host" != scalar ]; then
   cases+=("f32|f32=nmt|f32 products: nmt rows" "int8|int8=nmt|int8 products: nmt rows")
 fi
-grep -qw avx512_vnni /proc/cpuinfo && cases+=("int8|int8=onednn-vnni|int8 products: oneDNN VNNI")
+[ "$vnni" = yes ] && cases+=("int8|int8=onednn-vnni|int8 products: oneDNN VNNI")
 n=0
 for c in "${cases[@]}"; do
   IFS='|' read -r ct forced want <<<"$c"
@@ -88,6 +90,6 @@ for bad in "f32=fast:f32=fast is not nmt or onednn" "sparse=3Q:sparse=3Q is not 
 done
 [ "$host" != avx512 ] && NMT_NUMERICS=kernels=avx512 expect 1 \
   "NMT_NUMERICS: kernels=avx512: this CPU runs $host at most" "$NMT" info m.nmt
-grep -qw avx512_vnni /proc/cpuinfo || grep -qw avx_vnni /proc/cpuinfo ||
+[ "$vnni" = yes ] ||
   NMT_NUMERICS=int8=onednn-vnni expect 1 "this CPU has no VNNI" "$NMT" --version
 echo "ok: $n forced numerics translate; malformed ones refused"

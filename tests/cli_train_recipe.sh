@@ -160,7 +160,7 @@ assert any(c['key'] == 'batch_tokens' for c in j['recipe'])
 has "schedule: the learning rate reaches 0 at update" t.err
 has "wrote t.nmt after [0-9]* steps (max-minutes)" t.err
 # (Under AddressSanitizer the first steps are too slow for 12 s to hold 50.)
-ldd "$NMT" 2>/dev/null | grep -q asan && { echo "cli_train_recipe: all passed (the timed run's schedule unchecked: an AddressSanitizer build)"; exit 0; }
+asan_build "$NMT" && { echo "cli_train_recipe: all passed (the timed run's schedule unchecked: an AddressSanitizer build)"; exit 0; }
 python3 - t.nmt.log.jsonl <<'PY' || fail "timed run: the learning rate did not end near 0: $(tail -3 t.nmt.log.jsonl)"
 import json, sys
 lr = [r["lr"] for r in map(json.loads, open(sys.argv[1])) if r.get("type") == "train"]

@@ -2,6 +2,7 @@
 // of CPU, and NMT_NUMERICS's forcing, checked without the CPU at hand.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -58,8 +59,18 @@ TEST_CASE("numerics: the rule for each class of CPU", "[numerics]") {
   CHECK(n.bf16);
   // AVX-512 without VNNI (Skylake-SP): nmt's int8 rows keep 8 bits.
   CHECK(choose_numerics(features(Isa::avx512)).int8 == Int8Products::nmt_rows);
-  // The same CPU facts, the same numerics: no clock, no cache size.
-  CHECK(describe(choose_numerics(features(Isa::avx2))) == describe(choose_numerics(features(Isa::avx2))));
+  // The rule reads only what it is given: NMT_NUMERICS is numerics()'s to
+  // apply, never choose_numerics's.
+  const char* was = std::getenv("NMT_NUMERICS");
+  const std::string saved = was ? was : "";
+  setenv("NMT_NUMERICS", "sparse=0,f32=onednn", 1);
+  n = choose_numerics(features(Isa::avx2));
+  if (was)
+    setenv("NMT_NUMERICS", saved.c_str(), 1);
+  else
+    unsetenv("NMT_NUMERICS");
+  CHECK(n.sparse_bytes == int64_t{4} << 20);
+  CHECK(n.f32 == F32Products::nmt_rows);
 }
 
 TEST_CASE("numerics: NMT_NUMERICS forces each choice, dependent defaults follow", "[numerics]") {

@@ -268,6 +268,38 @@ NMT_HOST_DEVICE inline void sort_candidates(float* val, int32_t* id, int64_t n) 
   }
 }
 
+// The candidate drawn at u in [0, 1) from m candidates by their weights:
+// weight(j) gives the same float at every call (recomputed or stored), and
+// the totals are summed in double in candidate order. With top_p (and no
+// top_k) it draws from the nucleus: the fewest of the first candidates
+// (sorted, largest first) that reach top_p of the mass. m - 1 where
+// rounding leaves u past the total; -1 without candidates.
+template <typename Weight>
+NMT_HOST_DEVICE inline int64_t draw_index(int64_t m, const Weight& weight, int64_t top_k,
+                                          float top_p, double u) {
+  double total = 0;
+  for (int64_t j = 0; j < m; ++j) total += weight(j);
+  if (top_p < 1.f && top_k == 0) {
+    const double need = top_p * total;
+    double acc = 0;
+    int64_t keep = 0;
+    while (keep < m) {
+      acc += weight(keep);
+      ++keep;
+      if (acc >= need) break;
+    }
+    m = keep;
+    total = acc;
+  }
+  const double target = u * total;
+  double acc = 0;
+  for (int64_t j = 0; j < m; ++j) {
+    acc += weight(j);
+    if (target < acc) return j;
+  }
+  return m - 1;
+}
+
 // What a sampling step draws from, the same for every output.
 struct SampleParams {
   float inv_t = 1.f;  // 1 / temperature, rounded once as the CPU does
@@ -322,30 +354,8 @@ NMT_HOST_DEVICE inline int32_t sample_row(const float* x, int64_t V, const Sampl
     }
     // Recomputed rather than stored: the same float each time.
     auto weight = [&](int64_t j) { return expf(cand_val[j] * p.inv_t - zmax); };
-    double total = 0;
-    for (int64_t j = 0; j < m; ++j) total += weight(j);
-    if (p.top_p < 1.f && top_k == 0) {
-      const double need = p.top_p * total;
-      double acc = 0;
-      int64_t keep = 0;
-      while (keep < m) {
-        acc += weight(keep);
-        ++keep;
-        if (acc >= need) break;
-      }
-      m = keep;
-      total = acc;
-    }
-    const double target = u * total;
-    double acc = 0;
-    pick = m ? cand_id[m - 1] : 0;
-    for (int64_t j = 0; j < m; ++j) {
-      acc += weight(j);
-      if (target < acc) {
-        pick = cand_id[j];
-        break;
-      }
-    }
+    const int64_t j = draw_index(m, weight, top_k, p.top_p, u);
+    pick = j >= 0 ? cand_id[j] : 0;
   }
   *lp = x[pick] - lse;
   return pick;

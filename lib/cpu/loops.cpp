@@ -851,36 +851,18 @@ void sample_candidates(const float* x, int64_t V, int64_t top_k, float top_p,
 }
 
 // One id drawn from the candidates at u in [0, 1), by their tempered
-// weights relative to the largest; with top_p (and no top_k), from the
-// nucleus: the fewest of the largest reaching top_p of the mass.
+// weights relative to the largest (draw_index, decode_ops.h: the nucleus
+// and the walk are the GPU's; the weights are exp_simd's, stored).
 int32_t draw(const std::vector<Candidate>& cand, float inv_t, int64_t top_k, float top_p,
              double u) {
   thread_local std::vector<float> w;
-  size_t m = cand.size();
+  const int64_t m = static_cast<int64_t>(cand.size());
   float zmax = -INFINITY;
-  for (size_t j = 0; j < m; ++j) zmax = std::max(zmax, cand[j].first * inv_t);
-  w.resize(m);
-  double total = 0;
-  for (size_t j = 0; j < m; ++j) total += w[j] = exp_simd(cand[j].first * inv_t - zmax);
-  if (top_p < 1.f && top_k == 0) {
-    const double need = top_p * total;
-    double acc = 0;
-    size_t keep = 0;
-    while (keep < m) {
-      acc += w[keep];
-      ++keep;
-      if (acc >= need) break;
-    }
-    m = keep;
-    total = acc;
-  }
-  const double target = u * total;
-  double acc = 0;
-  for (size_t j = 0; j < m; ++j) {
-    acc += w[j];
-    if (target < acc) return cand[j].second;
-  }
-  return m ? cand[m - 1].second : 0;
+  for (int64_t j = 0; j < m; ++j) zmax = std::max(zmax, cand[j].first * inv_t);
+  w.resize(static_cast<size_t>(m));
+  for (int64_t j = 0; j < m; ++j) w[j] = exp_simd(cand[j].first * inv_t - zmax);
+  const int64_t j = draw_index(m, [&](int64_t i) { return w[i]; }, top_k, top_p, u);
+  return j >= 0 ? cand[j].second : 0;
 }
 
 }  // namespace

@@ -18,14 +18,12 @@
 //   need 7-bit weights. The choice is numerics()'s (numerics.h).
 #include <omp.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
