@@ -572,13 +572,14 @@ void run(Opts& o) {
   if (o.verbose && root)
     std::fprintf(stderr,
                  "nmt translate: %s in %s on the %s, %d worker(s) x %d thread(s), batches of %lld "
-                 "tokens, %s%s\nnumerics: %s\n",
+                 "tokens, %s%s\nnumerics: %s\nweights: %s\n",
                  o.models[0].c_str(), compute_type_name(model.compute), device_name(device),
                  tr.workers(), tr.threads_per_worker(), static_cast<long long>(tr.batch_tokens()),
                  o.search.sampling.empty() ? ("beam " + std::to_string(o.search.beam)).c_str()
                                            : ("sampling " + o.sampling).c_str(),
                  o.search.shortlist ? ", vocabulary shortlist" : "",
-                 backend(device).numerics().c_str());
+                 backend(device).numerics().c_str(),
+                 model.net->params().prepared_forms().c_str());
   // A line is cut while it is read at what the model could take of it (more
   // for tsv and jsonl, which carry a prefix and constraints too), so that a
   // 10 MB line costs a few times the model's length and not 1.7 GB.

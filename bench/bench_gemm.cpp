@@ -42,6 +42,15 @@ void fill(Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = d(g);
 }
 
+// W (N, K) and its bias as a loaded model's Linear layer reads them,
+// prepared for products in ct.
+ops::Weight prepared(const Tensor& w, const Tensor& bias, const PreparedWeight* p,
+                     ComputeType ct) {
+  ops::Weight o;
+  o.out = w.dim(0), o.in = w.dim(1), o.value = &w, o.bias = &bias, o.prepared = p, o.compute = ct;
+  return o;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,8 +83,10 @@ int main(int argc, char** argv) {
         Tensor a(Shape{M, s.K}), w(Shape{s.N, s.K}), bias(Shape{s.N}), c(Shape{M, s.N});
         fill(a);
         fill(w);
+        ops::Weight wt;
+        wt.out = s.N, wt.in = s.K, wt.value = &w, wt.bias = &bias;
         const double sec = time_it(
-            [&] { ops::linear(a, w, &bias, c, s.relu ? Activation::Relu : Activation::None); });
+            [&] { ops::linear(a, wt, c, s.relu ? Activation::Relu : Activation::None); });
         const double gf = 2.0 * M * s.K * s.N / sec / 1e9;
         char label[64];
         std::snprintf(label, sizeof label, "%s %s %ldx%ld->%ld", m.name, s.op, (long)M, (long)s.K,
@@ -106,7 +117,7 @@ int main(int argc, char** argv) {
   // decoding step of the Multi30k transformer-small averages 76-89), hidden
   // units zero at the shares measured in trained models (92% small, 84% a
   // 25-minute base), dense against the product that reads only the
-  // non-zeros (GemmAttr::a_sparse). The backend takes it only for weights
+  // non-zeros (WeightSource::sparse_input). The backend takes it only for weights
   // up to numerics' sparse size (printed above, cpu/numerics.cpp's
   // kSparseTable), and runs dense otherwise: NMT_NUMERICS=sparse=64M
   // bench_gemm runs every "sparse" row sparse, the measurement that table
@@ -114,7 +125,6 @@ int main(int argc, char** argv) {
   // sparse rows show what it is worth.
   std::printf("\n%-34s %8s %10s %9s\n", "decoding ffn2 (M x K -> N, zeros)", "ms", "GFLOP/s",
               "%measured");
-  uint64_t owner = 0x5eed0000;
   for (auto [name, K, N, zeros] :
        {std::tuple<const char*, int64_t, int64_t, double>{"small", 1024, 256, 0.92},
         {"small", 1024, 256, 0.84},
@@ -131,12 +141,9 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < a.numel(); ++i)
       a.data()[i] = u(g) < zeros ? 0.f : std::fabs(a.data()[i]);
     for (bool sparse : {false, true}) {
-      ++owner;
-      const double sec = time_it([&] {
-        ops::linear(a, w, &bias, c, Activation::None, owner, ComputeType::F32, nullptr, false,
-                    sparse);
-      });
-      backend(Device::CPU).forget_constants(owner);
+      const auto keep = ops::prepare_weight(w, nullptr, ComputeType::F32, sparse);
+      const ops::Weight wt = prepared(w, bias, keep.get(), ComputeType::F32);
+      const double sec = time_it([&] { ops::linear(a, wt, c); });
       const double gf = 2.0 * M * K * N / sec / 1e9;
       char label[64];
       std::snprintf(label, sizeof label, "%s %s %ldx%ld->%ld %.0f%%", name,
@@ -144,7 +151,7 @@ int main(int argc, char** argv) {
       std::printf("%-34s %8.3f %10.1f %8.1f%%\n", label, sec * 1e3, gf, 100 * gf / measured);
     }
   }
-  // Products against a frozen model's weights (constant_b, as translation
+  // Products against a loaded model's prepared weights (as translation
   // runs them), f32 and int8, at the row counts of decoding (1: greedy,
   // batch 1; 8: a beam of 4 over 2 sentences; 88: a Multi30k
   // transformer-small step's average) and of encoding (256), with a bias.
@@ -161,11 +168,9 @@ int main(int argc, char** argv) {
       fill(a), fill(w), fill(bias);
       double sec[2];
       for (ComputeType ct : {ComputeType::F32, ComputeType::INT8}) {
-        ++owner;
-        sec[ct == ComputeType::INT8] = time_it([&] {
-          ops::linear(a, w, &bias, c, Activation::None, owner, ct, nullptr, false, false);
-        });
-        backend(Device::CPU).forget_constants(owner);
+        const auto keep = ops::prepare_weight(w, nullptr, ct, false);
+        const ops::Weight wt = prepared(w, bias, keep.get(), ct);
+        sec[ct == ComputeType::INT8] = time_it([&] { ops::linear(a, wt, c); });
       }
       char label[64];
       std::snprintf(label, sizeof label, "%s %ldx%ld->%ld", name, (long)M, (long)K, (long)N);

@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
     cfg.vocab_size = 8000;
     Transformer model(cfg);
     model.init(1);
-    freeze_for_inference(model.params(), compute, /*products_only=*/true);  // as a loaded model is
+    prepare_for_inference(model.params(), compute, /*drop_values=*/true);  // as a loaded model is
     const double flops_per_tok = model.flops_per_token(25, out_len);
     for (int beam : {1, 4}) {
       for (int batch : {1, 32}) {

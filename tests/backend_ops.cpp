@@ -77,6 +77,21 @@ Tensor dev(const std::vector<float>& v, Shape s) {
   ops::upload(v.data(), t);
   return t;
 }
+
+// W (N, K) prepared for products in ct (as a loaded model's Linear layers
+// are), with its bias: the weight ops::linear reads. `keep` owns the
+// prepared form.
+ops::Weight prepared(const Tensor& w, const Tensor* bias, std::shared_ptr<PreparedWeight>& keep,
+                     ComputeType ct = ComputeType::F32, const Tensor* scales = nullptr,
+                     bool sparse_input = false) {
+  keep = ops::prepare_weight(w, scales, ct, sparse_input, std::move(keep));
+  ops::Weight o;
+  o.out = w.dim(0), o.in = w.dim(1);
+  o.value = &w, o.scales = scales, o.bias = bias;
+  o.prepared = keep.get();
+  o.compute = ct;
+  return o;
+}
 Tensor dev_ids(const std::vector<int32_t>& v, Shape s) {
   Tensor t(s, g_device, DType::I32);
   ops::upload(v.data(), t);
@@ -178,8 +193,7 @@ TEST_CASE("matmul: plain, transposed, bias, activations, alpha, accumulate, cons
   for (DType dt : kDtypes)
     for (Mm s : {Mm{1, 1, 1}, Mm{7, 5, 3}, Mm{33, 64, 17}, Mm{128, 96, 200}, Mm{1, 256, 512}})
       for (int variant = 0; variant < 11; ++variant) {
-        // 6: the weights are constant (a frozen model's), so the backend may
-        // repack them once and reuse the copy. 4, 7-9: each activation
+        // 6: the weights prepared once (a loaded model's), b transposed. 4, 7-9: each activation
         // epilogue, 7-9 after a bias. 10: a bias and an activation on a
         // product that is added to what c holds (the epilogue applies to the
         // product only; alpha stays 1 with a bias).
@@ -202,11 +216,11 @@ TEST_CASE("matmul: plain, transposed, bias, activations, alpha, accumulate, cons
         o.bias = bias ? &bt : nullptr;
         o.act = act;
         o.accumulate = acc;
-        o.constant_b = constant ? 4242 : 0;
-        ops::matmul(a, ta, b, tb, c, o);
         if (constant) {
-          ops::matmul(a, ta, b, tb, c, o);  // the second call uses the kept copy
-          backend(g_device).forget_constants(4242);
+          std::shared_ptr<PreparedWeight> keep;
+          ops::linear(a, prepared(b, nullptr, keep), c, act);
+        } else {
+          ops::matmul(a, ta, b, tb, c, o);
         }
         const auto ref = gemm_reference(A, Bm, bv, C0, s, alpha, bias, act, acc);
         expect_close(host(c), ref, tolerance(dt),
@@ -228,7 +242,10 @@ void check_weights_matmul(ComputeType ct, int64_t K = 96, int64_t N = 80) {
   const double tol = ct == ComputeType::F32    ? tolerance(DType::F32)
                      : ct == ComputeType::BF16 ? 1e-2
                                                : 2e-2;
-  const uint64_t owner = 5151 + static_cast<uint64_t>(ct);
+  std::shared_ptr<PreparedWeight> keep;
+  const ops::Weight pw = prepared(w, &bt, keep, ct);
+  ops::Weight plain = pw;
+  plain.bias = nullptr;
   for (int64_t M : {1, 5, 17, 33, 40, 300, 600})
     for (int variant = 0; variant < 6; ++variant) {
       // 0 plain, 1 bias, 2-5 bias and each activation.
@@ -236,19 +253,13 @@ void check_weights_matmul(ComputeType ct, int64_t K = 96, int64_t N = 80) {
       const Activation act = variant >= 2 ? kActivations[variant - 2] : Activation::None;
       auto A = randv(M * K, 10 + M);
       Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
-      ops::MatmulOpts o;
-      o.bias = bias ? &bt : nullptr;
-      o.act = act;
-      o.constant_b = owner;
-      o.compute = ct;
-      ops::matmul(a, false, w, true, c, o);
+      ops::linear(a, bias ? pw : plain, c, act);
       const auto ref =
           gemm_reference(A, stored(W, N, K, true), bv, {}, Mm{M, K, N}, 1.f, bias, act, false);
       expect_close(host(c), ref, tol,
                    std::string(compute_type_name(ct)) + " M=" + std::to_string(M) + " variant " +
                        std::to_string(variant));
     }
-  backend(g_device).forget_constants(owner);
 }
 
 }  // namespace
@@ -271,13 +282,12 @@ TEST_CASE("matmul with constant weights in int8, over row counts", "[ops][gemm][
 TEST_CASE("matmul with constant weights on mostly-zero rows (a ReLU's output), f32",
           "[ops][gemm]") {
   if (!runs({Op::Gemm})) return;
-  // GemmAttr::a_sparse: rows with a tenth of their elements non-zero, plus
+  // WeightSource::sparse_input: rows with a tenth of their elements non-zero, plus
   // an all-zero row and a dense one, against the double reference. Widths
   // cover a whole 256-column block, 16-column pieces and single columns;
   // K both a multiple of 16 and not.
   for (auto [K, N] : {std::array<int64_t, 2>{1024, 256}, {100, 80}, {64, 300}})
     for (int variant = 0; variant < 3; ++variant) {  // plain, bias, bias and ReLU
-      const uint64_t owner = 8484;
       const int64_t M = 80;  // 80 x 1024 x 256 is threaded (weights_gemm.cpp)
       auto W = randv(N * K, 31), bv = randv(N, 32);
       auto A = randv(M * K, 33);
@@ -286,15 +296,14 @@ TEST_CASE("matmul with constant weights on mostly-zero rows (a ReLU's output), f
         for (int64_t k = 0; k < K; ++k)
           if (i == 0 || (i != 1 && g() % 10 != 0)) A[i * K + k] = 0.f;  // row 1 stays dense
       Tensor w = dev(W, Shape{N, K}), bt = dev(bv, Shape{N});
-      ops::MatmulOpts o;
-      o.bias = variant >= 1 ? &bt : nullptr;
-      o.act = variant == 2 ? Activation::Relu : Activation::None;
-      o.constant_b = owner;
-      o.a_sparse = true;
+      std::shared_ptr<PreparedWeight> keep;
+      const ops::Weight pw = prepared(w, variant >= 1 ? &bt : nullptr, keep, ComputeType::F32,
+                                      nullptr, /*sparse_input=*/true);
+      const Activation act = variant == 2 ? Activation::Relu : Activation::None;
       Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
-      ops::matmul(a, false, w, true, c, o);
+      ops::linear(a, pw, c, act);
       const auto ref = gemm_reference(A, stored(W, N, K, true), bv, {}, Mm{M, K, N}, 1.f,
-                                      o.bias != nullptr, o.act, false);
+                                      pw.bias != nullptr, act, false);
       const auto all = host(c);
       expect_close(all, ref, tolerance(DType::F32),
                    "K=" + std::to_string(K) + " N=" + std::to_string(N) + " variant " +
@@ -307,12 +316,11 @@ TEST_CASE("matmul with constant weights on mostly-zero rows (a ReLU's output), f
         ops::set_num_threads(1);
         Tensor part = dev(std::vector<float>(A.begin() + 5 * K, A.begin() + 9 * K), Shape{4, K});
         Tensor cp(Shape{4, N}, g_device);
-        ops::matmul(part, false, w, true, cp, o);
+        ops::linear(part, pw, cp, act);
         ops::set_num_threads(before);
         const auto h = host(cp);
         for (int64_t i = 0; i < 4 * N; ++i) REQUIRE(h[i] == all[5 * N + i]);
       }
-      backend(g_device).forget_constants(owner);
     }
 }
 
@@ -330,19 +338,16 @@ TEST_CASE("f32 products against weights: a row's result is the same in any batch
   for (auto [K, N] : {std::array<int64_t, 2>{32, 300}, {37, 45}, {130, 200}, {512, 512}})
     for (int threads : {1, 2}) {
       ops::set_num_threads(threads);
-      const uint64_t owner = 9191;
       const int64_t R = 40;
       auto W = randv(N * K, 41), A = randv(R * K, 42), bv = randv(N, 43);
       Tensor w = dev(W, Shape{N, K}), bt = dev(bv, Shape{N});
-      ops::MatmulOpts o;
-      o.bias = &bt;
-      o.act = Activation::Relu;
-      o.constant_b = owner;
+      std::shared_ptr<PreparedWeight> keep;
+      const ops::Weight pw = prepared(w, &bt, keep);
       auto product = [&](int64_t first, int64_t rows) {
         Tensor a = dev(std::vector<float>(A.begin() + first * K, A.begin() + (first + rows) * K),
                        Shape{rows, K});
         Tensor c(Shape{rows, N}, g_device);
-        ops::matmul(a, false, w, true, c, o);
+        ops::linear(a, pw, c, Activation::Relu);
         return host(c);
       };
       std::vector<std::vector<float>> alone(R);
@@ -358,7 +363,6 @@ TEST_CASE("f32 products against weights: a row's result is the same in any batch
           REQUIRE(std::memcmp(got.data() + i * N, alone[first + i].data(), N * sizeof(float)) == 0);
         }
       }
-      backend(g_device).forget_constants(owner);
     }
   ops::set_num_threads(before);
 }
@@ -375,27 +379,25 @@ int64_t resident_now() {
 
 // [cpu]: cases about the CPU's own memory, left out of the other devices'
 // runs (tests/CMakeLists.txt); run on another device they fail.
-TEST_CASE("packed copies of weights give their memory back when their owner forgets them",
-          "[ops][gemm][cpu]") {
-  // A shortlisted translation packs each batch's output weights anew and
-  // forgets the last batch's. Owner after owner of a 16 MB weight must not
-  // leave the copies' pages resident (from the heap, once glibc had raised
-  // its mmap threshold past their size, they stayed).
+TEST_CASE("prepared weights give their memory back when they are dropped", "[ops][gemm][cpu]") {
+  // A shortlisted translation prepares each batch's output weights anew and
+  // drops the last batch's. Weight after weight of 16 MB must not leave
+  // the copies' pages resident (from the heap, once glibc had raised its
+  // mmap threshold past their size, they stayed).
   REQUIRE(g_device == Device::CPU);
   REQUIRE(resident_now() >= 0);  // read from /proc
   const int64_t K = 1024, N = 4096, M = 8;
   Tensor w = dev(randv(N * K, 41), Shape{N, K}), a = dev(randv(M * K, 42), Shape{M, K});
   Tensor c(Shape{M, N}, g_device);
-  ops::MatmulOpts o;
   int64_t base = 0;
-  for (uint64_t round = 0; round < 4; ++round) {
-    o.constant_b = 9090 + round;
-    ops::matmul(a, false, w, true, c, o);
-    backend(g_device).forget_constants(o.constant_b);
+  std::shared_ptr<PreparedWeight> keep;
+  for (int round = 0; round < 4; ++round) {
+    keep.reset();  // dropped, not reused
+    ops::linear(a, prepared(w, nullptr, keep), c);
     if (round == 0) base = resident_now();
   }
   const int64_t grown = resident_now() - base;
-  INFO("resident memory grew by " << grown << " bytes over three owners of a 16 MB weight");
+  INFO("resident memory grew by " << grown << " bytes over three more 16 MB weights");
   CHECK(grown < (int64_t{8} << 20));
 }
 
@@ -461,26 +463,23 @@ TEST_CASE("a tensor made zeroed of 2 MB and more may take huge pages; a grown on
   CHECK(thp_eligible(grown.raw()) == 0);
 }
 
-TEST_CASE("a packed copy that reuses the last one's pages reads as a new one", "[ops][gemm]") {
+TEST_CASE("a prepared weight that reuses the last one's memory reads as a new one",
+          "[ops][gemm]") {
   if (!runs({Op::Gemm})) return;
-  // A freed copy of up to 8 MB is kept mapped for the next batch's copy
-  // (weights_gemm.cpp). The next owner's weights must not see the last
-  // one's values where its layout pads: the last weights here are NaN, so
-  // any byte of them read into the product shows.
+  // A shortlist's rows are prepared anew for every batch, in the memory of
+  // the last batch's (weights_pack.cpp). The next weights must not see the
+  // last ones' values where their layout pads: the last weights here are
+  // NaN, so any byte of them read into the product shows.
   const int64_t K = 301, N = 1003, M = 37;  // 1.2 MB of f32, padded both ways
   auto W = randv(N * K, 51), A = randv(M * K, 52);
   std::vector<float> nan_w(N * K, NAN);
   Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
   for (ComputeType ct : {ComputeType::F32, ComputeType::BF16, ComputeType::INT8}) {
     if (!backend(g_device).unsupported(Op::Gemm, ct).empty()) continue;
-    if (ct == ComputeType::INT8 && g_device != Device::CPU) continue;
-    ops::MatmulOpts o;
-    o.compute = ct;
-    for (uint64_t round = 0; round < 3; ++round) {
-      o.constant_b = 7070 + round + 10 * static_cast<uint64_t>(ct);
+    std::shared_ptr<PreparedWeight> keep;
+    for (int round = 0; round < 3; ++round) {
       Tensor w = dev(round == 1 ? W : nan_w, Shape{N, K});
-      ops::matmul(a, false, w, true, c, o);
-      backend(g_device).forget_constants(o.constant_b);
+      ops::linear(a, prepared(w, nullptr, keep, ct), c);
       if (round != 1) continue;
       const auto ref = gemm_reference(A, stored(W, N, K, true), {}, {}, Mm{M, K, N}, 1.f, false,
                                       Activation::None, false);
@@ -490,43 +489,30 @@ TEST_CASE("a packed copy that reuses the last one's pages reads as a new one", "
   }
 }
 
-TEST_CASE("weights packed by several threads at once, while each forgets its own",
+TEST_CASE("one prepared weight read by several threads at once, while each prepares its own",
           "[ops][gemm][cpu]") {
-  // Translation workers pack the model's weights on first use, whichever
-  // comes first, and each packs and forgets its batch's output weights
-  // while the others run. Here four threads race to pack one shared matrix
-  // (held packed alone: its own pages go once a copy reads back) at four
-  // row counts, and each packs and forgets a matrix of its own twelve
-  // times: every product equals the same product made alone, and every
-  // copy is gone at the end.
+  // Translation workers share the model's prepared weights, and each
+  // prepares its batch's output weights anew while the others run. Here
+  // four threads multiply by one shared weight at four row counts, and each
+  // prepares a weight of its own twelve times over: every product equals
+  // the same product made alone.
   REQUIRE(g_device == Device::CPU);
   const int64_t K = 256, N = 384;
   const std::vector<int64_t> rows = {3, 8, 17, 40};
   for (ComputeType ct : {ComputeType::F32, ComputeType::INT8}) {
-    // Owners of their own per compute type: a new tensor may take a freed
-    // one's address, and an owner's handed-back weights stay known.
-    const uint64_t base = 20000 + 10000 * static_cast<uint64_t>(ct);
     const auto W = randv(N * K, 61);
-    const int64_t before = backend(g_device).constant_bytes();
     const int threads_before = ops::num_threads();
     ops::set_num_threads(1);  // as each worker runs
-    std::vector<std::vector<float>> A, shared_ref, own_ref;
+    Tensor shared = dev(W, Shape{N, K});
+    std::shared_ptr<PreparedWeight> shared_keep;
+    const ops::Weight sw = prepared(shared, nullptr, shared_keep, ct);
+    std::vector<std::vector<float>> A, ref;
     for (size_t i = 0; i < rows.size(); ++i) {
       A.push_back(randv(rows[i] * K, 62 + static_cast<uint32_t>(i)));
-      for (bool packed_only : {true, false}) {
-        Tensor w = dev(W, Shape{N, K}), a = dev(A[i], Shape{rows[i], K});
-        Tensor c(Shape{rows[i], N}, g_device);
-        ops::MatmulOpts o;
-        o.constant_b = base + packed_only;
-        o.compute = ct;
-        o.b_packed_only = packed_only;
-        ops::matmul(a, false, w, true, c, o);
-        (packed_only ? shared_ref : own_ref).push_back(host(c));
-      }
+      Tensor a = dev(A[i], Shape{rows[i], K}), c(Shape{rows[i], N}, g_device);
+      ops::linear(a, sw, c);
+      ref.push_back(host(c));
     }
-    backend(g_device).forget_constants(base);
-    backend(g_device).forget_constants(base + 1);
-    Tensor shared = dev(W, Shape{N, K});
     std::atomic<int> wrong{0}, failed{0};
     std::vector<std::thread> workers;
     for (size_t i = 0; i < rows.size(); ++i)
@@ -535,30 +521,22 @@ TEST_CASE("weights packed by several threads at once, while each forgets its own
           ops::set_num_threads(1);
           Tensor a = dev(A[i], Shape{rows[i], K}), own = dev(W, Shape{N, K});
           Tensor c(Shape{rows[i], N}, g_device);
-          for (uint64_t round = 0; round < 12; ++round) {
-            ops::MatmulOpts o;
-            o.compute = ct;
-            o.constant_b = base + 2;
-            o.b_packed_only = true;
-            ops::matmul(a, false, shared, true, c, o);
-            wrong += host(c) != shared_ref[i];
-            o.constant_b = base + 100 * (i + 1) + round;  // owners are never reused
-            o.b_packed_only = false;
-            ops::matmul(a, false, own, true, c, o);
-            wrong += host(c) != own_ref[i];
-            backend(g_device).forget_constants(o.constant_b);
+          std::shared_ptr<PreparedWeight> keep;
+          for (int round = 0; round < 12; ++round) {
+            ops::linear(a, sw, c);
+            wrong += host(c) != ref[i];
+            ops::linear(a, prepared(own, nullptr, keep, ct), c);
+            wrong += host(c) != ref[i];
           }
         } catch (const std::exception&) {
           ++failed;
         }
       });
     for (auto& t : workers) t.join();
-    backend(g_device).forget_constants(base + 2);
     ops::set_num_threads(threads_before);
     INFO(compute_type_name(ct));
     CHECK(failed == 0);
     CHECK(wrong == 0);
-    CHECK(backend(g_device).constant_bytes() == before);
   }
 }
 
@@ -572,23 +550,19 @@ TEST_CASE("int8 products of a row do not depend on the other rows of the batch",
   const int64_t K = 64, N = 48, more = 7;
   auto W = randv(N * K, 7), bv = randv(N, 8);
   Tensor w = dev(W, Shape{N, K}), bt = dev(bv, Shape{N});
-  ops::MatmulOpts o;
-  o.bias = &bt;
-  o.act = Activation::Relu;
-  o.constant_b = 6262;
-  o.compute = ComputeType::INT8;
+  std::shared_ptr<PreparedWeight> keep;
+  const ops::Weight pw = prepared(w, &bt, keep, ComputeType::INT8);
   for (int64_t n : {5, 17, 33}) {
     auto A = randv((n + more) * K, 9 + n);
     for (int64_t k = 0; k < K; ++k) A[(n + more - 1) * K + k] *= 100.f;
     Tensor alone = dev(std::vector<float>(A.begin(), A.begin() + n * K), Shape{n, K});
     Tensor with = dev(A, Shape{n + more, K}), c(Shape{n, N}, g_device),
            cw(Shape{n + more, N}, g_device);
-    ops::matmul(alone, false, w, true, c, o);
-    ops::matmul(with, false, w, true, cw, o);
+    ops::linear(alone, pw, c, Activation::Relu);
+    ops::linear(with, pw, cw, Activation::Relu);
     const auto h = host(c), hw = host(cw);
     for (int64_t i = 0; i < n * N; ++i) REQUIRE(h[i] == hw[i]);
   }
-  backend(g_device).forget_constants(6262);
 }
 
 TEST_CASE("int8 products against weights sum the 8-bit weights and activations exactly",
@@ -621,12 +595,8 @@ TEST_CASE("int8 products against weights sum the 8-bit weights and activations e
   Tensor w(Shape{N, K}, g_device, DType::S8), scales = dev(ws, Shape{N}), bt = dev(bv, Shape{N});
   ops::upload(Wq.data(), w);
   Tensor a = dev(A, Shape{M, K}), c(Shape{M, N}, g_device);
-  ops::MatmulOpts o;
-  o.bias = &bt;
-  o.constant_b = 8383;
-  o.compute = ComputeType::INT8;
-  o.b_scales = &scales;
-  ops::matmul(a, false, w, true, c, o);
+  std::shared_ptr<PreparedWeight> keep;
+  ops::linear(a, prepared(w, &bt, keep, ComputeType::INT8, &scales), c);
   const auto got = host(c);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t n = 0; n < N; ++n) {
@@ -637,7 +607,6 @@ TEST_CASE("int8 products against weights sum the 8-bit weights and activations e
       INFO("row " << i << " column " << n << ": exact " << want << ", got " << got[i * N + n]);
       REQUIRE(std::fabs(got[i * N + n] - want) <= 1e-5 * (std::fabs(want) + 1));
     }
-  backend(g_device).forget_constants(8383);
 }
 
 TEST_CASE("int8 products against weights are the same on one thread and on several",
@@ -651,20 +620,17 @@ TEST_CASE("int8 products against weights are the same on one thread and on sever
   for (auto [M, K, N] : {std::array<int64_t, 3>{4, 512, 512}, {64, 512, 1024}}) {
     auto W = randv(N * K, 21), A = randv(M * K, 22), bv = randv(N, 23);
     Tensor w = dev(W, Shape{N, K}), a = dev(A, Shape{M, K}), bt = dev(bv, Shape{N});
-    ops::MatmulOpts o;
-    o.bias = &bt;
-    o.constant_b = 7373;
-    o.compute = ComputeType::INT8;
+    std::shared_ptr<PreparedWeight> keep;
+    const ops::Weight pw = prepared(w, &bt, keep, ComputeType::INT8);
     std::vector<std::vector<float>> out;
     for (int threads : {1, 2}) {
       ops::set_num_threads(threads);
       Tensor c(Shape{M, N}, g_device);
-      ops::matmul(a, false, w, true, c, o);
+      ops::linear(a, pw, c);
       CHECK(ops::num_threads() == threads);
       out.push_back(host(c));
     }
     ops::set_num_threads(before);
-    backend(g_device).forget_constants(7373);
     REQUIRE(out[0] == out[1]);
   }
 }

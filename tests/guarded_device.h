@@ -100,7 +100,7 @@ class GuardedDevice final : public Backend {
   }
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst,
             const GemmAttr& attr) override {
-    Open o(*this, "gemm", {a.ptr, b.ptr, dst.ptr, attr.bias, attr.b_s8, attr.b_scales});
+    Open o(*this, "gemm", {a.ptr, b.ptr, dst.ptr, attr.bias});
     cpu_.gemm(a, b, dst, attr);
   }
   void linear_backward(const MatDesc& dy, const MatDesc& w, const MatDesc& x, const MatDesc* dx,
@@ -109,8 +109,16 @@ class GuardedDevice final : public Backend {
     Open o(*this, "linear_backward", {dy.ptr, w.ptr, x.ptr, dx ? dx->ptr : nullptr, dw.ptr, db});
     cpu_.linear_backward(dy, w, x, dx, accumulate_dx, dw, db, compute);
   }
-  void forget_constants(uint64_t owner) override { cpu_.forget_constants(owner); }
-  int64_t constant_bytes() const override { return cpu_.constant_bytes(); }
+  std::shared_ptr<PreparedWeight> prepare_weight(const WeightSource& w,
+                                                 std::shared_ptr<PreparedWeight> reuse) override {
+    Open o(*this, "prepare_weight", {w.b.ptr, w.s8, w.scales});
+    return cpu_.prepare_weight(w, std::move(reuse));
+  }
+  void gemm_prepared(const MatDesc& a, const PreparedWeight& w, const MatDesc& dst,
+                     const float* bias, Activation act) override {
+    Open o(*this, "gemm_prepared", {a.ptr, dst.ptr, bias});
+    cpu_.gemm_prepared(a, w, dst, bias, act);
+  }
   std::string unsupported(Op op, ComputeType t) const override {
     if (t == ComputeType::INT8 && (op == Op::Gemm || op == Op::Embedding))
       return "int8 is held on the CPU only";

@@ -33,7 +33,7 @@ Transformer& trained(bool reverse) {
     INFO((reverse ? "reversal" : "copy") << "-task loss " << loss);
     REQUIRE(loss < 0.05);
     // As loaded for translation: constant weights in the products' layout.
-    freeze_for_inference(m->params(), ComputeType::F32);
+    prepare_for_inference(m->params(), ComputeType::F32);
   }
   return *m;
 }

@@ -225,7 +225,7 @@ void check_warm_frozen_model(ComputeType ct) {
   ModelConfig cfg = tiny_config(30);
   Transformer model(cfg);
   model.init(5);
-  freeze_for_inference(model.params(), ct);
+  prepare_for_inference(model.params(), ct);
   DecodeState st;
   SearchOptions opts;
   opts.max_len_b = 6;
@@ -630,14 +630,13 @@ struct ModelMemory {
 };
 
 ModelMemory translate_and_measure(Transformer& model) {
-  const int64_t before = backend(Device::CPU).constant_bytes();
   SearchOptions opts;
   opts.beam = 2;
   opts.max_len_b = 6;
   DecodeState st;
   for (int n : {1, 3, 8, 40})  // row counts from one to hundreds: every layout the primitives want
     search(model, random_sequences(n, 2, 12, model.config().vocab_size, 50 + n), opts, st);
-  return {model.params().bytes(), backend(Device::CPU).constant_bytes() - before};
+  return {model.params().bytes(), model.params().prepared_bytes()};
 }
 
 }  // namespace
@@ -647,19 +646,18 @@ TEST_CASE("an int8 model holds no float copy of its matrices", "[decode][int8]")
   ModelConfig cfg = tiny_config(2000);
   cfg.d_model = 128, cfg.d_ff = 512, cfg.d_k = cfg.d_v = 32, cfg.max_positions = 128;
   ModelMemory f32, int8;
-  const int64_t kept_before = backend(Device::CPU).constant_bytes();
   {
     Transformer model(cfg);
     model.init(11);
     const int64_t floats = model.params().bytes();
-    freeze_for_inference(model.params(), ComputeType::F32);
+    prepare_for_inference(model.params(), ComputeType::F32);
     f32 = translate_and_measure(model);
     CHECK(f32.params == floats);
   }
   {
     Transformer model(cfg);
     model.init(11);
-    freeze_for_inference(model.params(), ComputeType::INT8);
+    prepare_for_inference(model.params(), ComputeType::INT8);
     REQUIRE(model.params().holds_int8());
     for (const Param& p : model.params().params()) {
       INFO(p.name);
@@ -676,31 +674,21 @@ TEST_CASE("an int8 model holds no float copy of its matrices", "[decode][int8]")
   // layouts: small row counts run on VNNI kernels, large ones on AMX); a
   // float copy of the weights would be 1x on its own.
   CHECK(int8.packed <= 0.5 * f32.params);
-  CHECK(backend(Device::CPU).constant_bytes() == kept_before);  // dropped with the models
 }
 
 namespace {
 
-// The bytes of a Linear layer's weight that lie in whole pages (what the
-// backend can hand back) and how many of those are resident.
-struct WeightPages {
-  int64_t whole = 0, resident = 0;
-};
-
-WeightPages linear_weight_pages(const Transformer& model) {
-  WeightPages w;
+// The bytes a store holds for its Linear layers' weights (matrices inside
+// a layer: the embeddings, an untied output projection and the sinusoidal
+// table are matrices too), as lay_out_int8 and add() round them.
+int64_t linear_weight_bytes(const Transformer& model, bool int8) {
+  int64_t n = 0;
   for (const Param& p : model.params().params()) {
-    // A Linear's weight: a matrix inside a layer (the embeddings, an untied
-    // output projection and the sinusoidal table are matrices too).
     if (!p.quantisable || p.name.find("/layer_") == std::string::npos) continue;
-    const PageSpan s = whole_pages(p.value.raw(), static_cast<size_t>(p.value.bytes()));
-    if (s.bytes == 0) continue;
-    w.whole += static_cast<int64_t>(s.bytes);
-    const int64_t r = resident_bytes(s.begin, s.bytes);
-    if (r < 0) return {};  // mincore failed
-    w.resident += r;
+    n += int8 ? (p.shape.numel() + 63) / 64 * 64 + (p.shape[0] + 15) / 16 * 16 * 4
+              : (p.shape.numel() + 15) / 16 * 16 * 4;
   }
-  return w;
+  return n;
 }
 
 // Searches over row counts from large to small, so that on AMX machines a
@@ -729,36 +717,35 @@ void check_held_once(ComputeType ct, bool tied = true) {
   cfg.tie_embeddings = tied;
   Transformer kept(cfg), once(cfg);
   kept.init(13), once.init(13);
-  freeze_for_inference(kept.params(), ct);
-  freeze_for_inference(once.params(), ct, /*products_only=*/true);
-  // The kept model first: its f32 products, timed against the plain layout,
-  // may run on it, and the other model must not find those primitives (its
-  // second pass runs with every weight handed back).
+  prepare_for_inference(kept.params(), ct);
+  prepare_for_inference(once.params(), ct, /*drop_values=*/true);
   const auto a = search_row_counts(kept);
-  search_row_counts(once);
   const auto b = search_row_counts(once);
-  // The same translations. bf16 and int8 to the last bit of every score (the
-  // packed copies hold the same values whichever way they were made); f32
-  // held packed alone runs on the packed layout where the other model may
-  // have chosen the plain one, whose sums are blocked otherwise.
-  const double margin = ct == ComputeType::F32 ? 1e-4 : 0;
+  // The same translations, to the last bit of every score: both run on the
+  // same prepared forms.
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     REQUIRE(a[i].size() == b[i].size());
     for (size_t k = 0; k < a[i].size(); ++k) {
       CHECK(a[i][k].tokens == b[i][k].tokens);
-      CHECK(a[i][k].logprob == Approx(b[i][k].logprob).margin(margin).epsilon(0));
+      CHECK(a[i][k].logprob == b[i][k].logprob);
     }
   }
-  const WeightPages k = linear_weight_pages(kept), o = linear_weight_pages(once);
-  // Zero: mincore failed (Linux always has it). The two differ by a few
-  // pages: each buffer starts elsewhere in its first page.
-  REQUIRE(k.whole > 0);
-  REQUIRE(o.whole > 0);
-  INFO("Linear weights in whole pages: " << k.whole << " B; resident: " << k.resident << " B kept, "
-                                         << o.resident << " B products only");
-  CHECK(k.resident == k.whole);  // a model that may be written again keeps them
-  CHECK(o.resident == 0);        // held in the packed copies alone
+  // The Linear weights' values are gone from the store that translates
+  // only, and nothing else: their prepared forms hold them.
+  for (const Param& p : once.params().params()) {
+    INFO(p.name);
+    const bool linear = p.quantisable && p.name.find("/layer_") != std::string::npos;
+    CHECK(p.value.empty() == linear);
+    const bool output = p.name == (tied               ? "embed/tokens"
+                                   : cfg.tie_output ? "decoder/embed/tokens"
+                                                    : "decoder/output/weight");
+    CHECK((p.prepared != nullptr) == (linear || output));
+  }
+  const int64_t linear = linear_weight_bytes(kept, ct == ComputeType::INT8);
+  REQUIRE(linear > 0);
+  CHECK(once.params().bytes() == kept.params().bytes() - linear);
+  CHECK(once.params().prepared_bytes() == kept.params().prepared_bytes());
   // Nor can such a model be written again by mistake (its matrices would
   // be zeros).
   const std::filesystem::path file = std::filesystem::temp_directory_path() /

@@ -169,8 +169,8 @@ void trains_and_saves_as_on_the_cpu(Device d, Compare same,
     Transformer cpu_copy(cfg), dev_copy(cfg, d);
     load_weights(read_safetensors(dir / "m.nmt"), cpu_copy);
     load_weights(read_safetensors(dir / "m.nmt"), dev_copy);
-    freeze_for_inference(cpu_copy.params(), ComputeType::F32);
-    freeze_for_inference(dev_copy.params(), ComputeType::F32);
+    prepare_for_inference(cpu_copy.params(), ComputeType::F32);
+    prepare_for_inference(dev_copy.params(), ComputeType::F32);
     const auto src = random_sequences(8, 2, 8, 24, 78);
     SearchOptions o;
     o.beam = 4;
@@ -198,8 +198,8 @@ void decodes_as_on_the_cpu(Device d, Compare same) {
   Transformer cpu(cfg), dev(cfg, d);
   load_weights(read_safetensors(dir / "m.nmt"), cpu);
   load_weights(read_safetensors(dir / "m.nmt"), dev);
-  freeze_for_inference(cpu.params(), ComputeType::F32);
-  freeze_for_inference(dev.params(), ComputeType::F32);
+  prepare_for_inference(cpu.params(), ComputeType::F32);
+  prepare_for_inference(dev.params(), ComputeType::F32);
 
   auto src = random_sequences(12, 2, 8, 24, 77);
   std::vector<const std::vector<int32_t>*> sp;
@@ -230,8 +230,8 @@ void decodes_as_on_the_cpu(Device d, Compare same) {
   {  // an ensemble
     Transformer cpu2(cfg), dev2(cfg, d);
     cpu2.init(5), dev2.init(5);
-    freeze_for_inference(cpu2.params(), ComputeType::F32);
-    freeze_for_inference(dev2.params(), ComputeType::F32);
+    prepare_for_inference(cpu2.params(), ComputeType::F32);
+    prepare_for_inference(dev2.params(), ComputeType::F32);
     const Ensemble ec({&cpu, &cpu2}), ed({&dev, &dev2});
     SearchOptions o;
     o.beam = 3;

@@ -279,7 +279,7 @@ struct Fixture {
   Seqs src;
   explicit Fixture(ComputeType ct) {
     model.init(17);
-    freeze_for_inference(model.params(), ct);
+    prepare_for_inference(model.params(), ct);
     Seqs s, t;
     dictionary_corpus(1500, 400, 9, s, t);
     ShortlistOptions o;
@@ -398,7 +398,7 @@ TEST_CASE("a model trained here to copy translates exactly with its shortlist, i
   const double loss = train_copy_task(model, 800);
   INFO("copy-task loss " << loss);
   REQUIRE(loss < 0.1);
-  freeze_for_inference(model.params(), ComputeType::F32);
+  prepare_for_inference(model.params(), ComputeType::F32);
   // The shortlist from copy pairs like those it was trained on.
   const Seqs pairs = random_sequences(3000, 2, 8, 200, 99);
   ShortlistOptions o;

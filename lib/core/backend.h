@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "core/activation.h"
 #include "core/device.h"
 #include "core/dtype.h"
+#include "core/error.h"
 
 namespace nmt {
 
@@ -50,34 +52,53 @@ struct GemmAttr {
   bool accumulate = false;            // dst += alpha * a @ b (gradient accumulation)
   const float* bias = nullptr;        // (cols) added to every row
   Activation act = Activation::None;  // applied after the bias
-  // Non-zero: b is a weight matrix that never changes again, owned by this
-  // id (a frozen ParamStore); the backend may keep a repacked copy of it
-  // until forget_constants(id).
-  uint64_t constant_b = 0;
-  // An int8 weight matrix (constant_b, compute int8 only): b's elements are
-  // the s8 values b_s8 at b's dims and strides, column n of b (an output
-  // channel) times b_scales[n], and b.ptr is null. An int8 model is held so,
-  // never as floats.
-  const int8_t* b_s8 = nullptr;
-  const float* b_scales = nullptr;
-  // b is read by nothing but products against it (a frozen model's Linear
-  // weights). With constant_b, the backend may then run every product on a
-  // packed copy and hand b's own pages back once it holds one: b reads as
-  // zeros afterwards, and a layout needed later is packed from the copy. A
-  // model so holds its matrices once, not twice.
-  bool b_packed_only = false;
-  // a's rows are mostly zeros (a ReLU's output: about nine in ten hidden
-  // units of a trained FFN). With constant_b in f32, the backend may
-  // multiply each row's non-zero elements alone, row by row, so that a
-  // row's result never depends on the rest of its batch.
-  bool a_sparse = false;
-  // What the product runs in: with constant_b, any; otherwise f32, or bf16
-  // (mixed-precision training: bf16 operands, f32 accumulation and result).
+  // What the product runs in: f32, or bf16 (mixed-precision training: bf16
+  // operands, f32 accumulation and result). Products against prepared
+  // weights (Backend::prepare_weight) run in the weight's own.
   // Attention's batched products (varying_shape) always run in f32.
   ComputeType compute = ComputeType::F32;
   // The shape changes from call to call (attention's batched products):
   // prefer a plan that serves any shape to one built per shape.
   bool varying_shape = false;
+};
+
+// What Backend::prepare_weight reads: b (K, N), the transpose of a Linear
+// layer's W (N, K) (or its gathered rows), in f32 at b.ptr, or as int8
+// values s8 at b's dims and strides with a scale per column (an output
+// channel) and b.ptr null; the compute type its products run in; and
+// whether their inputs are mostly zeros (a ReLU's output: about nine in ten
+// hidden units of a trained FFN), which a backend may skip, row by row, so
+// that no row's result depends on its batch.
+struct WeightSource {
+  MatDesc b;
+  const int8_t* s8 = nullptr;
+  const float* scales = nullptr;
+  ComputeType compute = ComputeType::F32;
+  bool sparse_input = false;
+};
+
+// A weight prepared by its backend (Backend::prepare_weight); the model
+// owns it beside the weight's value (model/params.h).
+class PreparedWeight {
+ public:
+  virtual ~PreparedWeight() = default;
+  // Bytes of memory it holds of its own.
+  virtual int64_t bytes() const = 0;
+  // Whether its products read the source (which must then outlive it) or
+  // a copy of their own.
+  virtual bool reads_source() const = 0;
+  // The form its products run on, in a few words ("f32 rows, packed").
+  virtual std::string form() const = 0;
+};
+
+// Backend::prepare_weight's default: the source itself, multiplied by
+// gemm in its compute type at every product.
+struct SourceWeight final : PreparedWeight {
+  explicit SourceWeight(const WeightSource& w) : source(w) {}
+  int64_t bytes() const override { return 0; }
+  bool reads_source() const override { return true; }
+  std::string form() const override { return std::string(compute_type_name(source.compute)) + " source"; }
+  WeightSource source;
 };
 
 // The ops of this interface, for the capability query (ggml's supports_op):
@@ -186,10 +207,28 @@ class Backend {
     gemm(dy_t, x, dw, attr);
     if (db) add_column_sums(dy.ptr, db, dy.dims[2], dy.dims[3]);
   }
-  // The constant weights of this owner are going away: drop what was kept.
-  virtual void forget_constants(uint64_t owner) = 0;
-  // Bytes of repacked constant weights kept now, every owner's.
-  virtual int64_t constant_bytes() const = 0;
+  // A weight matrix in the form this backend multiplies by (packed,
+  // converted to w.compute, quantised), made once when a model is loaded
+  // for translation or scoring, or when a search gathers its shortlist's
+  // rows. `reuse`, a weight prepared before and no longer needed, may lend
+  // its memory (a shortlist's rows are prepared anew for every batch). The
+  // default reads the source itself at every product, in w.compute.
+  virtual std::shared_ptr<PreparedWeight> prepare_weight(const WeightSource& w,
+                                                         std::shared_ptr<PreparedWeight> reuse) {
+    (void)reuse;
+    if (w.s8) throw Error("int8 weights are multiplied on the CPU only");
+    return std::make_shared<SourceWeight>(w);
+  }
+  // dst (M, N) = act(a (M, K) w + bias): a's rows dense, dst's too.
+  virtual void gemm_prepared(const MatDesc& a, const PreparedWeight& w, const MatDesc& dst,
+                             const float* bias, Activation act) {
+    const auto& s = dynamic_cast<const SourceWeight&>(w).source;
+    GemmAttr attr;
+    attr.bias = bias;
+    attr.act = act;
+    attr.compute = s.compute;
+    gemm(a, s.b, dst, attr);
+  }
   // Empty if `op` runs here with its products (Gemm, LinearBackward) or its
   // table (Embedding) in `t`, else why not ("bf16 needs a CPU with
   // AVX512-BF16 or AMX; this one has avx2"). The other ops compute in f32

@@ -67,26 +67,6 @@ int64_t resident_bytes(const void* p, size_t n) {
   return bytes;
 }
 
-PageSpan whole_pages(const void* p, size_t n) {
-  const long page_size = ::sysconf(_SC_PAGESIZE);
-  if (page_size <= 0) return {};
-  const auto page = static_cast<uintptr_t>(page_size);
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t begin = (at + page - 1) / page * page, end = (at + n) / page * page;
-  if (end <= begin) return {};
-  return {reinterpret_cast<void*>(begin), static_cast<size_t>(end - begin)};
-}
-
-void release_pages(const void* p, size_t n) {
-  const PageSpan s = whole_pages(p, n);
-  if (s.bytes == 0) return;
-  // Not filled again by a huge page: where a block takes them (the CPU
-  // backend's zeroed ones), the system's collapsing of partly resident
-  // 2 MB ranges would bring the handed-back pages back.
-  ::madvise(s.begin, s.bytes, MADV_NOHUGEPAGE);
-  ::madvise(s.begin, s.bytes, MADV_DONTNEED);
-}
-
 std::string gigabytes(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(uint64_t{1} << 30));

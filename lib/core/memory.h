@@ -27,19 +27,6 @@ uint64_t anonymous_resident_bytes();
 // if it cannot be told.
 int64_t resident_bytes(const void* p, size_t n);
 
-// The pages that lie wholly inside [p, p + n): from begin, `bytes` long
-// (0: none).
-struct PageSpan {
-  void* begin = nullptr;
-  size_t bytes = 0;
-};
-PageSpan whole_pages(const void* p, size_t n);
-
-// Hands whole_pages(p, n) back to the system (madvise MADV_DONTNEED, and
-// no huge pages there from then on): the memory stays allocated, and reads
-// as zeros from then on.
-void release_pages(const void* p, size_t n);
-
 // "1.5 GiB"
 std::string gigabytes(double bytes);
 

@@ -16,6 +16,7 @@
 #include "cpu/loops.h"
 #include "cpu/numerics.h"
 #include "cpu/onednn.h"
+#include "cpu/prepared_weight.h"
 
 namespace nmt {
 
@@ -154,8 +155,6 @@ class CpuBackend final : public Backend {
       throw Error(kF32Operands);
     if (attr.varying_shape)
       cpu::gemm_runtime(a, b, dst, attr);
-    else if ((attr.constant_b && !attr.accumulate) || attr.b_s8)
-      cpu::gemm_weights(a, b, dst, attr);
     else if (attr.compute == ComputeType::BF16)
       cpu::gemm_bf16(a, b, dst, attr);
     else
@@ -169,8 +168,15 @@ class CpuBackend final : public Backend {
     else
       Backend::linear_backward(dy, w, x, dx, accumulate_dx, dw, db, compute);
   }
-  void forget_constants(uint64_t owner) override { cpu::forget_constants(owner); }
-  int64_t constant_bytes() const override { return cpu::constant_bytes(); }
+  std::shared_ptr<PreparedWeight> prepare_weight(const WeightSource& w,
+                                                 std::shared_ptr<PreparedWeight> reuse) override {
+    return cpu::prepare_weight(w, std::move(reuse));
+  }
+  void gemm_prepared(const MatDesc& a, const PreparedWeight& w, const MatDesc& dst,
+                     const float* bias, Activation act) override {
+    if (a.dtype != DType::F32 || dst.dtype != DType::F32) throw Error(kF32Operands);
+    cpu::gemm_prepared(a, w, dst, bias, act);
+  }
   std::string unsupported(Op op, ComputeType t) const override {
     if (op == Op::GemmBf16Operands) return kF32Operands;
     const bool products = op == Op::Gemm || op == Op::LinearBackward;

@@ -29,9 +29,10 @@ void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr
 // dim but the second and the reduction): one primitive serves them all.
 void gemm_runtime(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr);
 
-// The same against constant weights (GemmAttr::constant_b), in the compute
-// type attr.compute (weights_gemm.cpp).
-void gemm_weights(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr);
+// dst = act(a w + bias) against weights prepared by prepare_weight
+// (prepared_weight.h), in their compute type (weights_gemm.cpp).
+void gemm_prepared(const MatDesc& a, const PreparedWeight& w, const MatDesc& dst,
+                   const float* bias, Activation act);
 // The same for unbatched operands that change (training), in bf16 with f32
 // accumulation and result (bf16_gemm.cpp).
 void gemm_bf16(const MatDesc& a, const MatDesc& b, const MatDesc& dst, const GemmAttr& attr);
@@ -47,9 +48,6 @@ std::array<int64_t, 2> convert_to_bf16(const MatDesc& m, uint16_t* out);
 // into rows dst_ld apart (Backend::copy_rows_bf16).
 void rows_to_bf16(const float* src, int64_t src_ld, uint16_t* dst, int64_t dst_ld, int64_t rows,
                   int64_t len);
-// Drops the packed copies of an owner's constant weights.
-void forget_constants(uint64_t owner);
-int64_t constant_bytes();  // of the packed copies kept
 // Whether this CPU (as oneDNN may use it) has AVX512-BF16 or AMX.
 bool has_bf16();
 
@@ -70,7 +68,7 @@ void layer_norm_backward(const float* src, const float* diff_dst, const float* g
 
 // The instruction set oneDNN uses here: "avx2", "avx512_core_amx", ...
 std::string isa_name();
-// "oneDNN 2.6.3 (ISA avx2; products against weights: f32 on ...)" for --version.
+// "oneDNN 2.6.3 (ISA avx2)" for --version (numerics() is printed apart).
 std::string backend_version();
 
 // Number of primitives built so far, by every thread (tests check that a warm

@@ -51,7 +51,6 @@ struct KeyHash {
 struct Entry {
   dnnl::primitive prim;
   std::unordered_map<int, dnnl::memory> args;
-  int packed = 0;  // constant weights: their packed layout's id (weights_gemm.cpp), 0: plain
   void set(int arg, const void* p) { args.at(arg).set_data_handle(const_cast<void*>(p)); }
   void run() { prim.execute(ctx().stream, args); }
 };
@@ -89,7 +88,7 @@ T* scratch(std::vector<T>& v, int64_t n) {
 // of `step` and the rest, so that pieces come in a bounded set of row counts
 // whatever M is: each new count is a primitive to build (1-2 ms with AMX
 // kernels), and real batches change their row count with every batch and
-// decoding step. The cuts in use, with their reasons: weights_gemm.cpp
+// decoding step. The cuts in use, with their reasons: prepared_weight.h
 // (translation) and bf16_gemm.cpp (training).
 struct Cut {
   int64_t chunk, exact, step;

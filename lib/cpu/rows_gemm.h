@@ -12,7 +12,7 @@
 // - int8 without VNNI, where oneDNN multiplies u8 by s8 with vpmaddubsw,
 //   whose pairs saturate at 16 bits unless the weights are cut to 7 bits,
 //   which made an int8 model's log-probabilities 1.6 times as far from the
-//   f32 model's as with VNNI's exact sums (weights_gemm.cpp). Here 8-bit
+//   f32 model's as with VNNI's exact sums (README.md, Numerics). Here 8-bit
 //   weights and activations are widened to 16 bits and multiplied with
 //   vpmaddwd: every sum is exact, as with VNNI.
 #pragma once

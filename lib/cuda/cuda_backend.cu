@@ -621,8 +621,6 @@ class CudaBackend final : public Backend {
 
   void gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) override;
   bool gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr);
-  void forget_constants(uint64_t) override {}
-  int64_t constant_bytes() const override { return 0; }
   // Everything but int8: products with int8 weights and int8 tables.
   std::string unsupported(Op op, ComputeType t) const override {
     if (op == Op::GemmBf16Operands) return "";
@@ -1128,7 +1126,6 @@ bool CudaBackend::gemm_lt(const MatDesc& a, const MatDesc& b, const MatDesc& c,
 // instead of transposing anything. Each matrix must have one unit stride
 // (rows or columns); the batch runs as one strided-batched call per B.
 void CudaBackend::gemm(const MatDesc& a, const MatDesc& b, const MatDesc& c, const GemmAttr& attr) {
-  if (attr.b_s8) missing("gemm with int8 weights");
   if (c.strides[3] != 1) missing("gemm into a column-major output");
   // bf16 operands (Op::GemmBf16Operands): both of them, into an f32 result.
   if (a.dtype != b.dtype || (a.dtype != DType::F32 && a.dtype != DType::BF16))

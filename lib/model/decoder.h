@@ -60,15 +60,16 @@ struct DecodeState {
   // takes only those (ops::topk_log_softmax's allowed), so that no
   // sentence's result depends on the rest of its batch; step() leaves the
   // logits whole. out_w, out_b hold vocab's rows of the
-  // output projection and bias, packed by the backend for out_owner
-  // (out_scales their row scales, where the model holds int8).
+  // output projection and bias (out_scales their row scales, where the
+  // model holds int8), and out_prepared those rows as the backend prepared
+  // them, in a model prepared to translate.
   std::vector<int32_t> vocab;
   ops::ColumnLists own_columns;
   // An ensemble's: own_columns as a (B, columns) mask, 0 or -inf, added to
   // each member's logits before they are combined.
   Tensor vocab_mask{Shape{0}};
   Tensor out_w, out_b, out_scales;
-  ConstantOwner out_owner;
+  std::shared_ptr<PreparedWeight> out_prepared;
   // An ensemble's: each member model's own state (the fields above then
   // mirror the first member's shape, and logits hold the combination).
   std::vector<DecodeState> members;

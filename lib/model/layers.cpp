@@ -5,17 +5,26 @@
 
 namespace nmt {
 
-Linear::Linear(ParamStore& store, const std::string& name, int64_t in, int64_t out, bool bias) {
+Linear::Linear(ParamStore& store, const std::string& name, int64_t in, int64_t out, bool bias,
+               bool sparse_input) {
   w = store.add(name + "/weight", Shape{out, in}, Init::XavierUniform);
   if (bias) b = store.add(name + "/bias", Shape{out}, Init::Zeros);
+  store.multiplied(w, sparse_input, /*products_only=*/true);
 }
 
-// A Linear's weight is read by its products alone (an output projection tied
-// to an embedding is not a Linear): a store frozen for products only need
-// not keep it beside the backend's packed copy.
-void Linear::forward(const Tensor& x, Tensor& y, Activation act, bool sparse_x) const {
-  ops::linear(x, w->value, b ? &b->value : nullptr, y, act, w->store->constant_id(),
-              w->store->compute_type(), w->int8_scales(), w->store->products_only(), sparse_x);
+ops::Weight Linear::weight() const {
+  ops::Weight o;
+  o.out = w->shape[0], o.in = w->shape[1];
+  if (!w->value.empty()) o.value = &w->value;
+  o.scales = w->int8_scales();
+  o.bias = b ? &b->value : nullptr;
+  o.prepared = w->prepared.get();
+  o.compute = w->store->compute_type();
+  return o;
+}
+
+void Linear::forward(const Tensor& x, Tensor& y, Activation act) const {
+  ops::linear(x, weight(), y, act);
 }
 
 void Linear::backward(const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx,
@@ -54,7 +63,9 @@ void LayerNorm::backward(const Tensor& x, const Tensor& dy, const NormStats& sta
 FeedForward::FeedForward(ParamStore& store, const std::string& name, int64_t d_model, int64_t d_ff,
                          float dropout, Activation a)
     : w1(store, name + "/w1", d_model, d_ff),
-      w2(store, name + "/w2", d_ff, d_model),
+      // ReLU leaves most hidden units at zero (about 92% in the Multi30k
+      // transformer-small while it translates), which the second product can skip.
+      w2(store, name + "/w2", d_ff, d_model, true, a == Activation::Relu),
       relu_dropout(dropout),
       act(a) {}
 
@@ -67,9 +78,7 @@ void FeedForward::forward(const Tensor& x, Tensor& hidden, Tensor* pre, Tensor& 
     w1.forward(x, hidden, act);
   }
   if (training) ops::dropout_(hidden, relu_dropout, seed);
-  // ReLU leaves most hidden units at zero (about 92% in the Multi30k
-  // transformer-small while it translates), which the second product can skip.
-  w2.forward(hidden, y, Activation::None, act == Activation::Relu);
+  w2.forward(hidden, y);
 }
 
 void FeedForward::backward(const Tensor& x, const Tensor& hidden, const Tensor* pre,

@@ -17,6 +17,7 @@
 #include "core/activation.h"
 #include "core/tensor.h"
 #include "model/params.h"
+#include "ops/ops.h"
 
 namespace nmt {
 
@@ -26,11 +27,14 @@ struct Linear {
   const Param* b = nullptr;
 
   Linear() = default;
-  Linear(ParamStore& store, const std::string& name, int64_t in, int64_t out, bool bias = true);
+  // sparse_input: its inputs are mostly zeros (the FFN's second product,
+  // after ReLU), which its prepared form may skip.
+  Linear(ParamStore& store, const std::string& name, int64_t in, int64_t out, bool bias = true,
+         bool sparse_input = false);
   // x (N, in) -> y (N, out); the activation is fused into the GEMM.
-  // sparse_x: x is mostly zeros (see GemmAttr::a_sparse).
-  void forward(const Tensor& x, Tensor& y, Activation act = Activation::None,
-               bool sparse_x = false) const;
+  void forward(const Tensor& x, Tensor& y, Activation act = Activation::None) const;
+  // W and b as products read them.
+  ops::Weight weight() const;
   // dx (N, in) = dy W (added to dx when accumulate_dx); dW += dy^T x; db += sum dy.
   void backward(const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx, Grads& g) const;
   int64_t in() const { return w->shape[1]; }

@@ -43,8 +43,8 @@ LoadedModel load_model(const std::string& path, const std::string& compute, File
   // f32 file's rounded as nmt quantize would have written them).
   if (m.compute == ComputeType::INT8) m.net->init_for_loading(/*int8=*/true);
   load_weights(f, *m.net);
-  // Translation and scoring never change it.
-  freeze_for_inference(m.net->params(), m.compute, use == WeightsUse::ProductsOnly);
+  // Translation and scoring never change it: its weights are prepared here, once.
+  prepare_for_inference(m.net->params(), m.compute, use == WeightsUse::ProductsOnly);
 #ifdef __GLIBC__
   // Reading the file freed buffers inside the heap (its header, the
   // vocabulary's bytes, the file's copy of the shortlist), whose pages glibc

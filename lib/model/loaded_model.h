@@ -48,9 +48,9 @@ enum class ShortlistLoad {
   Read,           // when the file has one (nmt info, translate --shortlist on)
   IfOnByDefault,  // only when its metadata turns it on by default (translate --shortlist auto)
 };
-// use: whether the weights may end up in the backend's packed copies alone
-// (ParamStore::freeze's products_only), which a caller that writes the
-// model again must not allow.
+// use: whether the weights that only products read may be held in their
+// prepared form alone (ParamStore::prepare's drop_values), which a caller
+// that writes the model again must not allow.
 enum class WeightsUse {
   Keep,          // the model may be saved again (nmt shortlist)
   ProductsOnly,  // translation, scoring: each matrix held once, packed

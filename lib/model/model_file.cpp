@@ -439,10 +439,10 @@ void save_model(const std::string& path, Transformer& model, const VocabTensors&
   std::deque<Int8Rows> rows;  // the int8 tensors' storage, until written
   std::vector<float> staging;  // the f32 values of a store on another device
   const ParamStore& store = model.params();
-  if (store.products_only())
+  if (store.dropped_values())
     throw Error(
-        "save_model: the model was loaded for its products only, whose weights the "
-        "backend may hold packed alone; load it with WeightsUse::Keep to write it");
+        "save_model: the model was loaded for its products only, and holds its Linear "
+        "weights in their prepared form alone; load it with WeightsUse::Keep to write it");
   const float* values =
       store.holds_int8() ? nullptr : ops::host_data(store.values(), staging);
   for (const auto& p : store.params()) {

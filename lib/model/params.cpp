@@ -1,7 +1,8 @@
 #include "model/params.h"
 
-#include <atomic>
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <random>
 #include <string>
 #include <vector>
@@ -9,12 +10,11 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "model/quantise.h"
+#include "ops/ops.h"
 
 namespace nmt {
 
 namespace {
-std::atomic<uint64_t> next_store_id{1};
-
 // No other backend runs int8 products, so no other device holds int8.
 void int8_on_cpu_only(Device d) {
   if (d != Device::CPU)
@@ -23,35 +23,9 @@ void int8_on_cpu_only(Device d) {
 
 }  // namespace
 
-ParamStore::ParamStore(Device device) : id_(next_store_id++), device_(device) {}
+ParamStore::ParamStore(Device device) : device_(device) {}
 
-ParamStore::~ParamStore() {
-  if (frozen_ && allocated()) backend(device_).forget_constants(id_);
-}
-
-ConstantOwner& ConstantOwner::operator=(ConstantOwner&& o) noexcept {
-  if (this != &o) {
-    forget();
-    id_ = o.id_, device_ = o.device_;
-    o.id_ = 0;
-  }
-  return *this;
-}
-
-uint64_t ConstantOwner::renew(Device device) {
-  forget();
-  device_ = device;
-  return id_ = next_store_id++;
-}
-
-void ConstantOwner::forget() noexcept {
-  if (id_ == 0) return;
-  try {
-    backend(device_).forget_constants(id_);
-  } catch (...) {  // a destructor's: the copies are dropped with the process
-  }
-  id_ = 0;
-}
+ParamStore::~ParamStore() = default;
 
 const Param* ParamStore::add(const std::string& name, Shape shape, Init init, float init_scale,
                              bool quantisable) {
@@ -150,7 +124,7 @@ void ParamStore::allocate_int8() {
 
 void ParamStore::hold_in_int8() {
   if (!allocated() || holds_int8()) return;
-  if (frozen_) throw Error("hold_in_int8: the store is frozen already");
+  if (prepared_) throw Error("hold_in_int8: the store is prepared already");
   int8_on_cpu_only(device_);
   Tensor floats = std::move(values_);  // the f32 layout, read while the new one is filled
   lay_out_int8();
@@ -161,6 +135,92 @@ void ParamStore::hold_in_int8() {
     else
       std::copy(src, src + p.shape.numel(), p.value.data());
   }
+}
+
+void ParamStore::multiplied(const Param* p, bool sparse_input, bool products_only) {
+  for (Param& q : params_)
+    if (&q == p) {
+      if (q.shape.ndim != 2) throw Error("multiplied: " + q.name + " is no matrix");
+      // Marked twice (an output projection tied to a Linear): what both allow.
+      q.sparse_input = sparse_input && (!q.product || q.sparse_input);
+      q.products_only = products_only && (!q.product || q.products_only);
+      q.product = true;
+      return;
+    }
+  throw Error("multiplied: a parameter of another store");
+}
+
+void ParamStore::prepare(ComputeType compute, bool drop_values) {
+  if (!allocated()) throw Error("prepare: the parameters are not allocated");
+  if (prepared_) throw Error("prepare: the store is prepared already");
+  compute_ = compute;
+  for (Param& p : params_)
+    if (p.product)
+      p.prepared = ops::prepare_weight(p.value, p.int8_scales(), compute, p.sparse_input);
+  prepared_ = true;
+  // Dropping moves the values kept: only where no prepared form reads them
+  // (the CPU's; a backend that multiplies the source keeps every value).
+  bool own_copies = true;
+  for (const Param& p : params_) own_copies = own_copies && !(p.prepared && p.prepared->reads_source());
+  if (drop_values && own_copies) drop_product_only_values();
+}
+
+int64_t ParamStore::prepared_bytes() const {
+  int64_t n = 0;
+  for (const Param& p : params_)
+    if (p.prepared) n += p.prepared->bytes();
+  return n;
+}
+
+std::string ParamStore::prepared_forms() const {
+  std::vector<std::pair<std::string, int>> forms;
+  for (const Param& p : params_) {
+    if (!p.prepared) continue;
+    const std::string f = p.prepared->form();
+    auto it = std::find_if(forms.begin(), forms.end(), [&](const auto& x) { return x.first == f; });
+    if (it == forms.end()) it = forms.insert(forms.end(), {f, 0});
+    ++it->second;
+  }
+  std::string out;
+  for (const auto& [f, n] : forms) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + f;
+  return out.empty() ? "none prepared" : out;
+}
+
+void ParamStore::drop_product_only_values() {
+  const auto drops = [](const Param& p) { return p.products_only && p.prepared; };
+  int64_t floats = 0, bytes = 0, rows = 0;
+  for (const Param& p : params_) {
+    if (drops(p)) continue;
+    if (p.value.dtype() == DType::S8)
+      bytes += (p.shape.numel() + 63) / 64 * 64, rows += (p.shape[0] + 15) / 16 * 16;
+    else
+      floats += (p.shape.numel() + 15) / 16 * 16;
+  }
+  Tensor values(Shape{floats}, device_), int8, scales;
+  if (holds_int8()) int8 = Tensor(Shape{bytes}, device_, DType::S8), scales = Tensor(Shape{rows}, device_);
+  floats = bytes = rows = 0;
+  Backend& be = backend(device_);
+  for (Param& p : params_) {
+    if (drops(p)) {
+      p.value = Tensor(), p.scales = Tensor(), p.offset = -1;
+      continue;
+    }
+    if (p.value.dtype() == DType::S8) {
+      Tensor v = Tensor::view_of(int8.data_as<int8_t>() + bytes, p.shape, DType::S8, device_);
+      Tensor sc = Tensor::view_of(scales.data() + rows, Shape{p.shape[0]}, device_);
+      be.copy(v.raw(), p.value.raw(), p.value.bytes());
+      be.copy(sc.raw(), p.scales.raw(), p.scales.bytes());
+      p.value = std::move(v), p.scales = std::move(sc);
+      bytes += (p.shape.numel() + 63) / 64 * 64, rows += (p.shape[0] + 15) / 16 * 16;
+    } else {
+      Tensor v = Tensor::view_of(values.data() + floats, p.shape, device_);
+      be.copy(v.raw(), p.value.raw(), p.value.bytes());
+      p.value = std::move(v), p.offset = floats;
+      floats += (p.shape.numel() + 15) / 16 * 16;
+    }
+  }
+  values_ = std::move(values), int8_ = std::move(int8), scales_ = std::move(scales);
+  dropped_values_ = true;
 }
 
 }  // namespace nmt

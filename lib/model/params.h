@@ -9,11 +9,14 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "core/tensor.h"
 
 namespace nmt {
+
+class PreparedWeight;  // core/backend.h
 
 enum class Init { Zeros, Ones, XavierUniform, Normal };
 
@@ -30,9 +33,17 @@ struct Param {
   // A view into ParamStore::values(); in a store that holds its weights in
   // int8 (ParamStore::holds_int8), a quantisable matrix is an S8 view with
   // one F32 scale per row in `scales` instead.
+  // Empty once the store has dropped it: a weight that nothing but its
+  // products reads, in a store prepared to translate (ParamStore::prepare).
   Tensor value;
   Tensor scales;
   const class ParamStore* store = nullptr;
+  // A weight that products multiply by (ParamStore::multiplied): the
+  // backend's prepared form, made by ParamStore::prepare.
+  bool product = false;
+  bool sparse_input = false;   // its products' inputs are mostly zeros
+  bool products_only = false;  // nothing else reads its value
+  std::shared_ptr<const PreparedWeight> prepared;
 
   // The row scales of an int8 matrix, else null (as the ops take them).
   const Tensor* int8_scales() const { return scales.empty() ? nullptr : &scales; }
@@ -79,20 +90,25 @@ class ParamStore {
   // Elements of the f32 layout of every parameter, padding included (what
   // Grads, Adam and checkpoints hold).
   int64_t size() const { return total_; }
+  // p is a weight matrix W (out, in) that products multiply by (a Linear
+  // layer's, an output projection): prepare() hands it to the backend.
+  // sparse_input: the products' inputs are mostly zeros (a ReLU's output);
+  // products_only: nothing but those products reads its value (not an
+  // output projection tied to an embedding or gathered for a shortlist).
+  void multiplied(const Param* p, bool sparse_input, bool products_only);
   // Promises that the values never change again (a model loaded to
-  // translate or score): backends may then keep repacked copies of the
-  // weights, converted to `compute`. constant_id() is 0 until then.
-  // products_only: nothing will read the Linear layers' weights but their
-  // products (translation and scoring, not a command that writes the model
-  // again), so that the backend may keep them in its packed copy alone
-  // (GemmAttr::b_packed_only).
-  void freeze(ComputeType compute = ComputeType::F32, bool products_only = false) {
-    frozen_ = true;
-    compute_ = compute;
-    products_only_ = products_only;
-  }
-  uint64_t constant_id() const { return frozen_ ? id_ : 0; }
-  bool products_only() const { return frozen_ && products_only_; }
+  // translate or score): each weight that products multiply by is prepared
+  // by its backend, once, for products in `compute` (packed, converted,
+  // quantised). drop_values: the values that nothing but those products
+  // reads go (translation and scoring, not a command that writes the model
+  // again), so that each matrix is held once.
+  void prepare(ComputeType compute = ComputeType::F32, bool drop_values = false);
+  bool prepared() const { return prepared_; }
+  bool dropped_values() const { return dropped_values_; }
+  // Bytes of the backend's prepared weights.
+  int64_t prepared_bytes() const;
+  // Their forms, counted: "36 f32 rows (nmt), 6 f32 sparse rows (nmt)".
+  std::string prepared_forms() const;
   // Training in another compute type (bf16: mixed precision) without
   // freezing: the products convert the weights per call.
   void set_compute_type(ComputeType compute) { compute_ = compute; }
@@ -107,41 +123,16 @@ class ParamStore {
   // Binds the int8 layout: values_ for the f32 parameters, int8_ and
   // scales_ for the quantisable ones.
   void lay_out_int8();
+  // Moves the values still read into buffers of their own; the rest go.
+  void drop_product_only_values();
 
   std::deque<Param> params_;  // deque: stable addresses for layers' Param*
   int64_t total_ = 0;
   Tensor values_;
   Tensor int8_, scales_;  // S8 and F32, when the store holds int8
-  uint64_t id_;
   Device device_;
-  bool frozen_ = false, products_only_ = false;
+  bool prepared_ = false, dropped_values_ = false;
   ComputeType compute_ = ComputeType::F32;
-};
-
-// The owner of constants that live shorter than a model (a batch's rows of
-// the output projection, see DecodeState::vocab), in the same id space as
-// ParamStore's: renew() drops what the backend keeps for the previous id and
-// takes a new one, so a buffer refilled for the next batch is never served
-// from a stale packed copy; the destructor drops them too. A copy owns
-// nothing until it renews.
-class ConstantOwner {
- public:
-  ConstantOwner() = default;
-  ~ConstantOwner() { forget(); }
-  ConstantOwner(const ConstantOwner&) {}
-  ConstantOwner& operator=(const ConstantOwner&) {
-    forget();
-    return *this;
-  }
-  ConstantOwner(ConstantOwner&& o) noexcept : id_(o.id_), device_(o.device_) { o.id_ = 0; }
-  ConstantOwner& operator=(ConstantOwner&& o) noexcept;
-  uint64_t renew(Device device);
-  uint64_t id() const { return id_; }
-
- private:
-  void forget() noexcept;
-  uint64_t id_ = 0;
-  Device device_ = Device::CPU;
 };
 
 // Gradients of every parameter of a store, in one buffer with its layout.

@@ -30,10 +30,10 @@ Int8Rows quantise_rows(const float* w, int64_t rows, int64_t cols) {
   return q;
 }
 
-void freeze_for_inference(ParamStore& store, ComputeType compute, bool products_only) {
+void prepare_for_inference(ParamStore& store, ComputeType compute, bool drop_values) {
   require_compute_type(store.device(), compute);
   if (compute == ComputeType::INT8) store.hold_in_int8();
-  store.freeze(compute, products_only);
+  store.prepare(compute, drop_values);
 }
 
 }  // namespace nmt

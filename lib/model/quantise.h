@@ -26,7 +26,7 @@ Int8Rows quantise_rows(const float* w, int64_t rows, int64_t cols);
 // Makes a model's weights constant for translation or scoring in `compute`:
 // int8 holds its matrices as s8 rows from then on (rounding them first, if
 // the store holds floats). Throws InputError if the CPU cannot run `compute`.
-// products_only: see ParamStore::freeze.
-void freeze_for_inference(ParamStore& store, ComputeType compute, bool products_only = false);
+// drop_values: see ParamStore::prepare.
+void prepare_for_inference(ParamStore& store, ComputeType compute, bool drop_values = false);
 
 }  // namespace nmt

@@ -72,6 +72,8 @@ Transformer::Transformer(const ModelConfig& cfg, Device device) : cfg_(cfg), sto
   }
   if (cfg.output_bias)
     out_bias_ = store_.add("decoder/output/bias", Shape{cfg.vocab_size}, Init::Zeros);
+  // Its rows are gathered for shortlists, and a tied one is an embedding.
+  store_.multiplied(out_proj_, false, /*products_only=*/false);
   src_embed_ = std::make_unique<Embeddings>(store_, "encoder/embed", src_table_, cfg);
   tgt_embed_ = std::make_unique<Embeddings>(store_, "decoder/embed", tgt_table_, cfg);
   encoder_ = std::make_unique<Encoder>(store_, cfg);
@@ -170,13 +172,19 @@ void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool 
   });
 }
 
+ops::Weight Transformer::output_weight() const {
+  ops::Weight w;
+  w.out = out_proj_->shape[0], w.in = out_proj_->shape[1];
+  w.value = &out_proj_->value;
+  w.scales = out_proj_->int8_scales();
+  w.bias = out_bias_ ? &out_bias_->value : nullptr;
+  w.prepared = out_proj_->prepared.get();
+  w.compute = store_.compute_type();
+  return w;
+}
+
 void Transformer::project_output(const Tensor& h, Tensor& logits) const {
-  ops::MatmulOpts o;
-  o.constant_b = store_.constant_id();
-  o.compute = store_.compute_type();
-  if (out_bias_) o.bias = &out_bias_->value;
-  o.b_scales = out_proj_->int8_scales();
-  ops::matmul(h, false, out_proj_->value, true, logits, o);
+  ops::linear(h, output_weight(), logits);
 }
 
 void Transformer::forward(const TokenBatch& b, Activations& a, bool training, uint64_t seed) const {
@@ -289,7 +297,9 @@ void Transformer::select_output_rows(DecodeState& st) const {
   ops::gather_rows(out_proj_->value, st.out_rows, st.out_w);
   if (out_proj_->int8_scales()) ops::gather_rows(out_proj_->scales, st.out_rows, st.out_scales);
   if (out_bias_) ops::gather_rows(out_bias_->value, st.out_rows, st.out_b);
-  if (store_.constant_id()) st.out_owner.renew(st.out_w.device());
+  if (store_.prepared())
+    st.out_prepared = ops::prepare_weight(st.out_w, out_proj_->int8_scales() ? &st.out_scales : nullptr,
+                                          store_.compute_type(), false, std::move(st.out_prepared));
 }
 
 void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
@@ -365,12 +375,13 @@ const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) con
   if (st.vocab.empty()) {
     project_output(st.y, st.logits);
   } else {
-    ops::MatmulOpts o;
-    o.constant_b = st.out_owner.id();  // 0 unless the model is frozen
-    o.compute = store_.compute_type();
-    if (out_bias_) o.bias = &st.out_b;
-    if (out_proj_->int8_scales()) o.b_scales = &st.out_scales;
-    ops::matmul(st.y, false, st.out_w, true, st.logits, o);
+    ops::Weight w = output_weight();
+    w.out = st.out_w.dim(0);
+    w.value = &st.out_w;
+    w.scales = out_proj_->int8_scales() ? &st.out_scales : nullptr;
+    w.bias = out_bias_ ? &st.out_b : nullptr;
+    w.prepared = st.out_prepared.get();
+    ops::linear(st.y, w, st.logits);
   }
   for (int32_t& p : st.pos) ++p;
   return st.logits;

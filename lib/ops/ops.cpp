@@ -41,7 +41,7 @@ Backend& be(const Tensor& t) { return backend(t.device()); }
 MatDesc mat(const Tensor& t, bool trans) {
   const int64_t r = t.dim(0), c = t.dim(1), sr = t.strides()[0], sc = t.strides()[1];
   MatDesc d;
-  // int8 weights go as GemmAttr::b_s8; bf16 operands as their own dtype.
+  // int8 weights go as WeightSource::s8; bf16 operands as their own dtype.
   if (t.dtype() == DType::F32) d.ptr = t.data();
   if (t.dtype() == DType::BF16) d.ptr = static_cast<const float*>(t.raw()), d.dtype = DType::BF16;
   if (trans)
@@ -77,20 +77,16 @@ int64_t primitives_created() { return backend(Device::CPU).primitives_created();
 void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
             const MatmulOpts& o) {
   if (a.ndim() != 2 || b.ndim() != 2) fail("matmul", "expected 2-D tensors");
-  same_device("matmul", {&a, &b, o.accumulate ? &c : nullptr, o.bias, o.b_scales});
-  const bool int8_b = b.dtype() == DType::S8;
+  same_device("matmul", {&a, &b, o.accumulate ? &c : nullptr, o.bias});
+  if (b.dtype() == DType::S8) fail("matmul", "int8 weights are multiplied once prepared (ops::linear)");
   // bf16 operands, both of them (a GPU's bf16 activations), where the device takes them.
   const bool bf16 = a.dtype() == DType::BF16 && b.dtype() == DType::BF16;
   if (bf16) {
     const std::string why = be(a).unsupported(Op::GemmBf16Operands, o.compute);
     if (!why.empty()) fail("matmul", "bf16 operands on " + std::string(device_name(a.device())) + ": " + why);
   }
-  need_f32("matmul", {bf16 ? nullptr : &a, bf16 || int8_b ? o.b_scales : &b, o.bias,
-                      o.accumulate ? &c : nullptr});
-  if (int8_b && (!o.b_scales || !o.constant_b || o.compute != ComputeType::INT8 || o.accumulate))
-    fail("matmul", "int8 weights need their scales, constant_b and compute int8");
-  if (!int8_b && o.b_scales) fail("matmul", "scales given for f32 weights");
-  if (int8_b && !trans_b) fail("matmul", "int8 weights are (out, in) rows, used transposed");
+  if (o.compute == ComputeType::INT8) fail("matmul", "int8 products need prepared weights");
+  need_f32("matmul", {bf16 ? nullptr : &a, bf16 ? nullptr : &b, o.bias, o.accumulate ? &c : nullptr});
   const int64_t M = trans_a ? a.dim(1) : a.dim(0), K = trans_a ? a.dim(0) : a.dim(1);
   const int64_t Kb = trans_b ? b.dim(1) : b.dim(0), N = trans_b ? b.dim(0) : b.dim(1);
   if (K != Kb)
@@ -100,8 +96,6 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
   // oneDNN 2 applies its output scale after the bias; the other backends
   // before it. No caller needs both, so the contract leaves it out.
   if (o.bias && o.alpha != 1.f) fail("matmul", "alpha scales a product without a bias");
-  if (int8_b && o.b_scales->numel() != N)
-    fail("matmul", "int8 weights need one scale per output column");
   if (!o.accumulate) c.resize(Shape{M, N}, a.device());
   check_shape(c, Shape{M, N}, "matmul output");
   GemmAttr attr;
@@ -109,33 +103,50 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor
   attr.accumulate = o.accumulate;
   attr.bias = o.bias ? o.bias->data() : nullptr;
   attr.act = o.act;
-  attr.constant_b = o.constant_b;
   attr.compute = o.compute;
-  attr.b_packed_only = o.b_packed_only;
-  attr.a_sparse = o.a_sparse;
-  if (int8_b) {
-    attr.b_s8 = b.data_as<int8_t>();
-    attr.b_scales = o.b_scales->data();
-  }
   be(a).gemm(mat(a, trans_a), mat(b, trans_b), mat(c, false), attr);
 }
 
-void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, Activation act,
-            uint64_t constant_w, ComputeType compute, const Tensor* w_scales, bool w_packed_only,
-            bool x_sparse) {
-  const int64_t in = w.dim(1);
-  if (x.numel() % in != 0)
-    fail("linear", "input width does not match the weight's " + std::to_string(in));
-  MatmulOpts o;
-  o.bias = b;
-  o.act = act;
-  o.constant_b = constant_w;
-  o.compute = compute;
-  o.b_scales = w_scales;
-  o.b_packed_only = w_packed_only;
-  o.a_sparse = x_sparse;
-  if (x.ndim() == 2) return matmul(x, false, w, true, y, o);
-  matmul(x.view(Shape{x.numel() / in, in}), false, w, true, y, o);
+std::shared_ptr<PreparedWeight> prepare_weight(const Tensor& w, const Tensor* scales,
+                                               ComputeType compute, bool sparse_input,
+                                               std::shared_ptr<PreparedWeight> reuse) {
+  if (w.ndim() != 2) fail("prepare_weight", "expected a 2-D weight");
+  same_device("prepare_weight", {&w, scales});
+  const bool s8 = w.dtype() == DType::S8;
+  if (s8 != (scales != nullptr)) fail("prepare_weight", "int8 weights, and they alone, have scales");
+  if (s8 && (compute != ComputeType::INT8 || scales->numel() != w.dim(0) ||
+             scales->dtype() != DType::F32))
+    fail("prepare_weight", "int8 weights need one f32 scale per row and compute int8");
+  if (!s8) need_f32("prepare_weight", {&w});
+  const std::string why = be(w).unsupported(Op::Gemm, compute);
+  if (!why.empty()) fail("prepare_weight", why);
+  WeightSource src;
+  src.b = mat(w, true);  // (in, out): the transpose of W
+  if (s8) src.s8 = w.data_as<int8_t>(), src.scales = scales->data();
+  src.compute = compute;
+  src.sparse_input = sparse_input;
+  return be(w).prepare_weight(src, std::move(reuse));
+}
+
+void linear(const Tensor& x, const Weight& w, Tensor& y, Activation act) {
+  if (x.numel() % std::max<int64_t>(w.in, 1) != 0)
+    fail("linear", "input width does not match the weight's " + std::to_string(w.in));
+  const Tensor flat = x.ndim() == 2 ? Tensor() : x.view(Shape{x.numel() / w.in, w.in});
+  const Tensor& x2 = x.ndim() == 2 ? x : flat;
+  if (!w.prepared) {
+    if (!w.value) fail("linear", "a weight with neither its value nor a prepared form");
+    MatmulOpts o;
+    o.bias = w.bias;
+    o.act = act;
+    o.compute = w.compute;
+    return matmul(x2, false, *w.value, true, y, o);
+  }
+  same_device("linear", {&x, w.bias});
+  need_f32("linear", {&x, w.bias});
+  if (w.bias && w.bias->numel() != w.out) fail("linear", "bias does not match the output width");
+  y.resize(Shape{x2.dim(0), w.out}, x.device());
+  be(x).gemm_prepared(mat(x2, false), *w.prepared, mat(y, false), w.bias ? w.bias->data() : nullptr,
+                      act);
 }
 
 void linear_backward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor* dx,

@@ -9,10 +9,15 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/activation.h"
 #include "core/tensor.h"
+
+namespace nmt {
+class PreparedWeight;  // core/backend.h
+}  // namespace nmt
 
 namespace nmt::ops {
 
@@ -29,28 +34,37 @@ struct MatmulOpts {
   bool accumulate = false;                 // c += ... (beta = 1)
   const Tensor* bias = nullptr;            // (N) added to every row
   Activation act = Activation::None;       // after the bias
-  uint64_t constant_b = 0;                 // b never changes again (see GemmAttr::constant_b)
-  ComputeType compute = ComputeType::F32;  // with constant_b: what the product runs in
-  // b is S8 (an int8 model's weights, with constant_b and compute int8):
-  // one f32 scale per row of its storage, which is a column of op(b).
-  const Tensor* b_scales = nullptr;
-  bool b_packed_only = false;  // nothing else reads b (see GemmAttr::b_packed_only)
-  bool a_sparse = false;       // a is mostly zeros (see GemmAttr::a_sparse)
+  ComputeType compute = ComputeType::F32;  // f32, or bf16 (mixed-precision training)
 };
 
 // c (M, N) = act(alpha * op(a) op(b) (+ bias)) (+ c), op a transpose when
 // asked (alpha 1 with a bias). 2-D tensors; a and b may be strided views.
 void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
             const MatmulOpts& opts = {});
-// y (N, out) = act(x (N, in) W^T (+ b)): the Linear layer's product, W
-// stored (out, in).
-// constant_w, compute, w_scales, w_packed_only, x_sparse: as
-// MatmulOpts::constant_b, compute, b_scales, b_packed_only and a_sparse (w
-// may be S8).
-void linear(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
-            Activation act = Activation::None, uint64_t constant_w = 0,
-            ComputeType compute = ComputeType::F32, const Tensor* w_scales = nullptr,
-            bool w_packed_only = false, bool x_sparse = false);
+
+// A Linear layer's weight W (out, in) as its products read it: the value
+// (F32; or S8 with one scale per row, which only a prepared weight
+// multiplies), the bias, and, in a model loaded to translate or score, the
+// form its backend prepared once (then value may be null: the model keeps
+// no copy that nothing reads). compute: what products on the value run in
+// (training: f32 or bf16); a prepared weight runs in its own.
+struct Weight {
+  int64_t out = 0, in = 0;
+  const Tensor* value = nullptr;
+  const Tensor* scales = nullptr;
+  const Tensor* bias = nullptr;
+  const PreparedWeight* prepared = nullptr;
+  ComputeType compute = ComputeType::F32;
+};
+// W (out, in) prepared by its device's backend for products in `compute`
+// (Backend::prepare_weight): scales given for an S8 W; sparse_input: the
+// products' inputs are mostly zeros (a ReLU's output); reuse: a prepared
+// weight no longer needed, whose memory may be reused.
+std::shared_ptr<PreparedWeight> prepare_weight(const Tensor& w, const Tensor* scales,
+                                               ComputeType compute, bool sparse_input,
+                                               std::shared_ptr<PreparedWeight> reuse = nullptr);
+// y (N, out) = act(x (N, in) W^T + b): the Linear layer's product.
+void linear(const Tensor& x, const Weight& w, Tensor& y, Activation act = Activation::None);
 // The backward pass of linear (y = x W^T + b) for dy (N, out): dx = dy W
 // (resized; dx += when accumulate_dx; skipped when dx is null), dW += dy^T x
 // and, when db is given, db += dy's column sums.
