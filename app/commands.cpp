@@ -95,7 +95,8 @@ Device open_device(const std::string& name) {
 
 std::string version_text() {
   return std::string("nmt ") + NMT_VERSION + " (commit " + NMT_GIT_COMMIT + ", " + NMT_BUILD_TYPE +
-         " build)\nbackends: " + backends_info();
+         " build)\nbackends: " + backends_info() +
+         "\nnumerics: " + backend(Device::CPU).numerics();
 }
 
 namespace {

@@ -170,7 +170,10 @@ TEST_CASE("encoder and decoder layers backward match finite differences, post-LN
     DecoderLayerActs da;
     auto loss = [&] {
       enc.forward(x, B, S, pad, ea, true, 21);
-      dec.forward(t, enc.output(ea), B, T, S, causal, pad, da, true, 22);
+      DecoderPass pass;
+      pass.enc = &enc.output(ea), pass.B = B, pass.T = T, pass.S = S;
+      pass.causal = &causal, pass.src_mask = &pad, pass.training = true, pass.seed = 22;
+      dec.forward(t, pass, da);
       return dot(enc.output(ea), R1) + dot(dec.output(da), R2);
     };
     loss();

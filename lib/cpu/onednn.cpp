@@ -168,8 +168,7 @@ std::string isa_name() {
 std::string backend_version() {
   const dnnl_version_t* v = dnnl_version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch) + " (ISA " + isa_name() + "; numerics: " +
-         cpu::describe(cpu::numerics()) + ")";
+         std::to_string(v->patch) + " (ISA " + isa_name() + ")";
 }
 
 namespace {

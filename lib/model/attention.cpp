@@ -47,16 +47,22 @@ void MultiHeadAttention::forward(const Tensor& xq, const Tensor* xkv, int64_t B,
     k = heads(a.proj_kv, B, S, H_, dk_, 0);
     v = heads(a.proj_kv, B, S, H_, dv_, Wk);
   }
-  if (!a.keep_probs && !training && (!mask || mask->dim(2) == 1)) {
+  a.probs.resize(Shape{a.keep_probs ? B : 0, H_, T, S}, xq.device());
+  if (a.keep_probs) {
+    ops::bmm(q, transposed(k), a.probs, scale());
+    ops::masked_softmax_(a.probs, mask);
+  }
+  if (!training && (!mask || mask->dim(2) == 1)) {
+    // Inference over padding masks: the fused loop, whether or not the
+    // weights are kept as well (attention maps), so that asking for them
+    // changes no number.
     a.ctx.resize(Shape{B * T, H_ * dv_}, xq.device());
     Tensor ctx = heads(a.ctx, B, T, H_, dv_, 0);
     ops::attend(q, k, v, mask, scale(), ctx);
     out_.forward(a.ctx, y);
     return;
   }
-  a.probs.resize(Shape{B, H_, T, S}, xq.device());
-  ops::bmm(q, transposed(k), a.probs, scale());
-  ops::masked_softmax_(a.probs, mask);
+  if (!a.keep_probs) throw Error("attention: training and causal masks keep their weights");
   const Tensor* p = &a.probs;
   if (training && attn_dropout_ > 0.f) {
     ops::copy(a.probs, a.probs_drop);

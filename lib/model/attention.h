@@ -20,10 +20,12 @@ namespace nmt {
 struct AttnActs {
   Tensor proj_q;   // self: (B*T, 2*H*dk + H*dv) Q|K|V; cross: (B*T, H*dk)
   Tensor proj_kv;  // cross only: (B*S, H*dk + H*dv)
-  // false: inference that needs no weights afterwards runs the fused loop
-  // (ops::attend) over padding masks, which stores no (B, H, T, S) matrix
-  // and whose sums never see the padding, so a sentence's result does not
-  // depend on how far its batch is padded. Causal masks keep the GEMMs.
+  // Whether the (B, H, T, S) weights are kept: for training's backward
+  // pass, for attention maps, and under a causal mask, whose products are
+  // GEMMs over them. It never selects arithmetic: inference over padding
+  // masks always runs the fused loop (ops::attend), whose sums never see
+  // the padding, so a sentence's result does not depend on how far its
+  // batch is padded; kept weights are then computed beside it.
   bool keep_probs = true;
   Tensor probs;       // (B, H, T, S) after the softmax
   Tensor probs_drop;  // after attention dropout (empty without it)

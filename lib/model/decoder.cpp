@@ -19,37 +19,55 @@ DecoderLayer::DecoderLayer(ParamStore& store, const std::string& name, const Mod
       ln2_(store, name + "/ln2", cfg.d_model, cfg.layer_norm_eps),
       ln3_(store, name + "/ln3", cfg.d_model, cfg.layer_norm_eps) {}
 
-void DecoderLayer::forward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
-                           const Tensor& causal, const Tensor& src_mask, DecoderLayerActs& a,
-                           bool training, uint64_t seed) const {
-  const float p = training ? dropout_ : 0.f;
-  auto sub_residual = [&](const Tensor& in, Tensor& branch, Tensor& sum, uint64_t site) {
-    ops::dropout_(branch, p, mix_seed(seed, site));
-    ops::add(in, branch, sum);
+void DecoderLayer::self_attention(const Tensor& h, const DecoderPass& p,
+                                  DecoderLayerActs& a) const {
+  if (!p.st)
+    return self_.forward(h, nullptr, p.B, p.T, p.T, p.causal, a.self_attn, a.a, p.training,
+                         mix_seed(p.seed, 1));
+  DecodeState& st = *p.st;
+  const Tensor* mask = st.self_mask.numel() ? &st.self_mask : nullptr;
+  self_.step_self(h, st.self[p.layer], st.pos, mask, st.scratch, a.a);
+}
+
+void DecoderLayer::cross_attention(const Tensor& h, const DecoderPass& p,
+                                   DecoderLayerActs& a) const {
+  if (!p.st)
+    return cross_.forward(h, p.enc, p.B, p.T, p.S, p.src_mask, a.cross_attn, a.c, p.training,
+                          mix_seed(p.seed, 3));
+  DecodeState& st = *p.st;
+  cross_.step_cross(h, st.cross_kv[p.layer], st.B, st.beam, st.S, st.src_mask, st.scratch, a.c);
+}
+
+void DecoderLayer::forward(const Tensor& x, const DecoderPass& p, DecoderLayerActs& a) const {
+  const bool training = p.training;
+  const float drop = training ? dropout_ : 0.f;
+  // sum = in + dropout(branch) and out = ln(sum), in one op where nothing
+  // needs the sum (post-norm translation): the numbers of add, then norm.
+  auto residual_norm = [&](const LayerNorm& ln, const Tensor& in, Tensor& branch, Tensor* sum,
+                           Tensor& out, NormStats* stats, uint64_t site) {
+    ops::dropout_(branch, drop, mix_seed(p.seed, site));
+    ln.forward_sum(in, branch, sum, out, stats);
   };
   NormStats* s1 = training ? &a.ln1 : nullptr;
   NormStats* s2 = training ? &a.ln2 : nullptr;
   NormStats* s3 = training ? &a.ln3 : nullptr;
+  Tensor* ffn_units = ffn_pre(a, training);
   if (pre_) {
     ln1_.forward(x, a.n1, s1);
-    self_.forward(a.n1, nullptr, B, T, T, &causal, a.self_attn, a.a, training, mix_seed(seed, 1));
-    sub_residual(x, a.a, a.r1, 2);
-    ln2_.forward(a.r1, a.h1, s2);
-    cross_.forward(a.h1, &enc, B, T, S, &src_mask, a.cross_attn, a.c, training, mix_seed(seed, 3));
-    sub_residual(a.r1, a.c, a.r2, 4);
-    ln3_.forward(a.r2, a.h2, s3);
-    ffn_.forward(a.h2, a.ffn_hidden, ffn_pre(a, training), a.f, training, mix_seed(seed, 5));
-    sub_residual(a.r2, a.f, a.r3, 6);
+    self_attention(a.n1, p, a);
+    residual_norm(ln2_, x, a.a, &a.r1, a.h1, s2, 2);
+    cross_attention(a.h1, p, a);
+    residual_norm(ln3_, a.r1, a.c, &a.r2, a.h2, s3, 4);
+    ffn_.forward(a.h2, a.ffn_hidden, ffn_units, a.f, training, mix_seed(p.seed, 5));
+    ops::dropout_(a.f, drop, mix_seed(p.seed, 6));
+    ops::add(a.r2, a.f, a.r3);
   } else {
-    self_.forward(x, nullptr, B, T, T, &causal, a.self_attn, a.a, training, mix_seed(seed, 1));
-    sub_residual(x, a.a, a.r1, 2);
-    ln1_.forward(a.r1, a.h1, s1);
-    cross_.forward(a.h1, &enc, B, T, S, &src_mask, a.cross_attn, a.c, training, mix_seed(seed, 3));
-    sub_residual(a.h1, a.c, a.r2, 4);
-    ln2_.forward(a.r2, a.h2, s2);
-    ffn_.forward(a.h2, a.ffn_hidden, ffn_pre(a, training), a.f, training, mix_seed(seed, 5));
-    sub_residual(a.h2, a.f, a.r3, 6);
-    ln3_.forward(a.r3, a.h3, s3);
+    self_attention(x, p, a);
+    residual_norm(ln1_, x, a.a, training ? &a.r1 : nullptr, a.h1, s1, 2);
+    cross_attention(a.h1, p, a);
+    residual_norm(ln2_, a.h1, a.c, training ? &a.r2 : nullptr, a.h2, s2, 4);
+    ffn_.forward(a.h2, a.ffn_hidden, ffn_units, a.f, training, mix_seed(p.seed, 5));
+    residual_norm(ln3_, a.h2, a.f, training ? &a.r3 : nullptr, a.h3, s3, 6);
   }
 }
 
@@ -98,28 +116,6 @@ void DecoderLayer::backward(const Tensor& x, const Tensor& enc, int64_t B, int64
   }
 }
 
-void DecoderLayer::step(const Tensor& x, DecodeState& st, size_t layer, Tensor& y) const {
-  AttnScratch& s = st.scratch;
-  const Tensor* self_mask = st.self_mask.numel() ? &st.self_mask : nullptr;
-  // Each residual and the norm after it in one op (forward_sum).
-  if (pre_) {
-    ln1_.forward(x, st.h1);
-    self_.step_self(st.h1, st.self[layer], st.pos, self_mask, s, st.a);
-    ln2_.forward_sum(x, st.a, &st.r, st.h1);  // r1 = x + a
-    cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, st.src_mask, s, st.a);
-    ln3_.forward_sum(st.r, st.a, &st.r, st.h1);  // r2 = r1 + a
-    ffn_.forward(st.h1, st.ffn_hidden, nullptr, st.a, false, 0);
-    ops::add(st.r, st.a, y);
-  } else {
-    self_.step_self(x, st.self[layer], st.pos, self_mask, s, st.a);
-    ln1_.forward_sum(x, st.a, nullptr, st.h1);
-    cross_.step_cross(st.h1, st.cross_kv[layer], st.B, st.beam, st.S, st.src_mask, s, st.a);
-    ln2_.forward_sum(st.h1, st.a, nullptr, st.h2);
-    ffn_.forward(st.h2, st.ffn_hidden, nullptr, st.a, false, 0);
-    ln3_.forward_sum(st.h2, st.a, nullptr, y);
-  }
-}
-
 Decoder::Decoder(ParamStore& store, const ModelConfig& cfg)
     : pre_(cfg.pre_norm()), final_(cfg.pre_norm() && cfg.final_norm) {
   layers_.reserve(cfg.decoder_layers);
@@ -136,8 +132,10 @@ void Decoder::forward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, 
                       uint64_t seed) const {
   const Tensor* in = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i].forward(*in, enc, B, T, S, causal, src_mask, a.layers[i], training,
-                       mix_seed(seed, 200 + i));
+    DecoderPass p;
+    p.enc = &enc, p.B = B, p.T = T, p.S = S, p.causal = &causal, p.src_mask = &src_mask;
+    p.training = training, p.seed = mix_seed(seed, 200 + i);
+    layers_[i].forward(*in, p, a.layers[i]);
     in = &layers_[i].output(a.layers[i]);
   }
   if (final_) final_ln_.forward(*in, a.final_out, training ? &a.final_ln : nullptr);
@@ -165,19 +163,19 @@ void Decoder::backward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T,
   }
 }
 
-void Decoder::step(Tensor& x, DecodeState& st, Tensor& y) const {
-  // Ping-pong between x and y: layer i reads `in` and writes `out`.
-  Tensor* in = &x;
-  Tensor* out = &y;
+void Decoder::step(const Tensor& x, DecodeState& st, Tensor& y) const {
+  const Tensor* in = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i].step(*in, st, i, *out);
-    std::swap(in, out);
+    DecoderPass p;
+    p.st = &st, p.layer = i;
+    DecoderLayerActs& a = st.layer_acts[i % 2];
+    layers_[i].forward(*in, p, a);
+    in = &layers_[i].output(a);
   }
-  if (final_) {
-    final_ln_.forward(*in, *out);
-    std::swap(in, out);
-  }
-  if (in != &y) ops::copy(*in, y);
+  if (final_)
+    final_ln_.forward(*in, y);
+  else
+    ops::copy(*in, y);
 }
 
 }  // namespace nmt

@@ -4,6 +4,7 @@
 // translation runs one position at a time against a DecodeState.
 #pragma once
 
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,14 @@
 #include "ops/ops.h"
 
 namespace nmt {
+
+struct DecoderLayerActs {
+  AttnActs self_attn, cross_attn;
+  Tensor ffn_hidden;                           // (B*T, d_ff)
+  Tensor ffn_pre;                              // (B*T, d_ff), training, not ReLU
+  Tensor n1, a, r1, h1, c, r2, h2, f, r3, h3;  // (B*T, D); n1: pre-LN, h3: post-LN
+  NormStats ln1, ln2, ln3;
+};
 
 // Per-request decoding state, kept apart from the immutable model: the
 // encoder's output, the self-attention caches, the cross-attention K/V
@@ -37,7 +46,10 @@ struct DecodeState {
   Tensor src_x;                                       // (B*S, D)
   AttnScratch scratch;
   Tensor ids{Shape{0}, Device::CPU, DType::I32};  // this step's input tokens
-  Tensor x, y, a, r, h1, h2, ffn_hidden, logits;
+  Tensor x, y, logits;
+  // The layers' activations of a step, two sets taken in turn: layer i
+  // reads layer i-1's output from the other set.
+  std::array<DecoderLayerActs, 2> layer_acts;
   // (rows, L) additive: each row's positions after its own, when the rows
   // are at different positions; empty when they are all at one.
   Tensor self_mask{Shape{0}};
@@ -77,32 +89,39 @@ struct DecodeState {
   int64_t rows() const { return B * beam; }
 };
 
-struct DecoderLayerActs {
-  AttnActs self_attn, cross_attn;
-  Tensor ffn_hidden;                           // (B*T, d_ff)
-  Tensor ffn_pre;                              // (B*T, d_ff), training, not ReLU
-  Tensor n1, a, r1, h1, c, r2, h2, f, r3, h3;  // (B*T, D); n1: pre-LN, h3: post-LN
-  NormStats ln1, ln2, ln3;
+
+// What one pass of a decoder layer attends to: whole target sequences
+// (training, scoring: the causal mask over them, the encoder's output), or
+// one position of a search, whose caches in `st` (the layer's keys and
+// values so far, its cross-attention keys and values) the pass extends.
+struct DecoderPass {
+  const Tensor* enc = nullptr;  // (B*S, D)
+  int64_t B = 0, T = 0, S = 0;
+  const Tensor* causal = nullptr;    // (1,1,T,T)
+  const Tensor* src_mask = nullptr;  // (B,1,1,S)
+  bool training = false;
+  uint64_t seed = 0;
+  DecodeState* st = nullptr;  // set: one step against its caches
+  size_t layer = 0;
 };
 
 class DecoderLayer {
  public:
   DecoderLayer(ParamStore& store, const std::string& name, const ModelConfig& cfg);
-  // x (B*T, D), enc (B*S, D). Masks: causal (1,1,T,T), source (B,1,1,S).
-  void forward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
-               const Tensor& causal, const Tensor& src_mask, DecoderLayerActs& a, bool training,
-               uint64_t seed) const;
+  // x (rows, D) -> output(a): rows B*T for whole sequences, B*beam for a
+  // step. One definition of the layer for both: each sub-layer with its
+  // residual and its norm (before it, pre-norm; after the sum, post-norm).
+  void forward(const Tensor& x, const DecoderPass& p, DecoderLayerActs& a) const;
   const Tensor& output(const DecoderLayerActs& a) const { return pre_ ? a.r3 : a.h3; }
   // dx assigned; denc added to.
   void backward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
                 const DecoderLayerActs& a, const Tensor& dy, LayerGrads& s, Tensor& dx,
                 Tensor& denc, Grads& g, uint64_t seed) const;
-
-  // One position: x (N, D) -> y (N, D), updating the layer's cache.
-  void step(const Tensor& x, DecodeState& st, size_t layer, Tensor& y) const;
   const MultiHeadAttention& cross_attention() const { return cross_; }
 
  private:
+  void self_attention(const Tensor& h, const DecoderPass& p, DecoderLayerActs& a) const;
+  void cross_attention(const Tensor& h, const DecoderPass& p, DecoderLayerActs& a) const;
   Tensor* ffn_pre(DecoderLayerActs& a, bool training) const {
     return training && ffn_.keeps_pre() ? &a.ffn_pre : nullptr;
   }
@@ -135,8 +154,8 @@ class Decoder {
                 const DecoderActs& a, const Tensor& dy, LayerGrads& s, Tensor& ping, Tensor& pong,
                 Tensor& dx, Tensor& denc, Grads& g, uint64_t seed) const;
 
-  // x is used as scratch and clobbered.
-  void step(Tensor& x, DecodeState& st, Tensor& y) const;
+  // One position of a search: x (B*beam, D) -> y, extending st's caches.
+  void step(const Tensor& x, DecodeState& st, Tensor& y) const;
   const std::vector<DecoderLayer>& layers() const { return layers_; }
   bool pre_norm() const { return pre_; }
   bool final_norm() const { return final_; }
