@@ -208,7 +208,8 @@ TEST_CASE("a warm decoding loop builds no primitives", "[decode]") {
   auto src = random_sequences(4, 3, 6, 30, 8);
   SearchOptions opts;
   opts.beam = 2;
-  opts.force_length = 8;
+  opts.max_len_a = 0;
+  opts.max_len_b = 8;
   DecodeState st;
   search(model, src, opts, st);
   const auto before = ops::primitives_created();
@@ -259,18 +260,6 @@ TEST_CASE("a frozen model, once warm, builds no primitives on input of other sha
           "[decode][bf16]") {
   require_compute(Device::CPU, ComputeType::BF16);
   check_warm_frozen_model(ComputeType::BF16);
-}
-
-TEST_CASE("forced length produces exactly that many tokens", "[decode]") {
-  ModelConfig cfg = tiny_config(30);
-  Transformer model(cfg);
-  model.init(3);
-  auto src = random_sequences(5, 3, 9, 30, 8);
-  SearchOptions opts;
-  opts.beam = 4;
-  opts.force_length = 7;
-  DecodeState st;
-  for (const auto& h : search(model, src, opts, st)) CHECK(h[0].tokens.size() == 7);
 }
 
 TEST_CASE("batching and finished sentences leaving the batch do not change results", "[decode]") {

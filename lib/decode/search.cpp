@@ -28,7 +28,6 @@ void validate(const SearchOptions& o) {
   if (!in(o.alpha, 0, 10)) fail("--alpha", "from 0 to 10", o.alpha);
   if (!in(o.max_len_a, 0, 100)) fail("--max-length-a", "from 0 to 100", o.max_len_a);
   if (!in(o.max_len_b, 0, 100000)) fail("--max-length-b", "from 0 to 100000", o.max_len_b);
-  if (o.force_length < 0) fail("force_length", ">= 0", o.force_length);
   if (o.sampling.empty()) return;
   if (o.sampling != "topk" && o.sampling != "topp" && o.sampling != "full")
     throw InputError("--sampling: expected topk:K, topp:P or full, got \"" + o.sampling + "\"");
@@ -225,7 +224,6 @@ int64_t BeamSearch::output_limit(const SearchRequest& req) const {
       opts_.max_len_a * static_cast<double>(req.src.size()) + opts_.max_len_b + extra,
       static_cast<double>(cfg.max_positions - 1));
   int64_t out = static_cast<int64_t>(len);
-  if (opts_.force_length > 0) out = std::min<int64_t>(opts_.force_length, cfg.max_positions - 1);
   return std::max<int64_t>(out, 0);
 }
 
@@ -272,12 +270,9 @@ void BeamSearch::start() {
   set_output_vocab();
   // Continuous batching: sentences join as others finish, up to the feed's
   // capacity for this width (or the first batch's size), if they fit the
-  // batch's width and its caches. Forced lengths (benchmarks) ban </s> for
-  // every row at once, so they keep one batch.
+  // batch's width and its caches.
   S_ = S;
-  const int64_t room = opts_.force_length > 0 || !model_.can_add_sentences()
-                           ? 0
-                           : feed_->capacity(S);
+  const int64_t room = model_.can_add_sentences() ? feed_->capacity(S) : 0;
   joining_ = room > 0;
   cap_ = std::max(B, room);
   // Sources at least half the batch's width: the batch holds as many
@@ -366,10 +361,6 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
   for (size_t j = 0; j < live_.size(); ++j)
     for (int64_t k = 0; k < beam; ++k) base_[j * beam + k] = live_[j].live_lp[k];
   banned_.assign(never_.begin(), never_.end());
-  // Forced length (benchmarks): </s> only once the length is reached; every
-  // sentence has the same limit then.
-  if (opts_.force_length > 0 && t - live_.front().t0 < live_.front().max_out)
-    banned_.push_back(eos_);
   // Chosen columns: </s>, then a forced prefix token or the constraint
   // tokens each hypothesis may take next.
   n_cols_ = 1;

@@ -29,7 +29,6 @@ struct SearchOptions {
   int n_best = 1;            // hypotheses returned per sentence (<= beam)
   float max_len_a = 1.f;     // max output length = a * source length + b
   int max_len_b = 50;
-  int force_length = 0;  // >0: suppress </s> until exactly this many tokens (benchmarks)
   // Sampling instead of search: "topk" (the sampling_k most probable
   // tokens), "topp" (nucleus: the fewest reaching sampling_p of the
   // probability), "full"; empty: search. n_best is then the number of
@@ -52,7 +51,7 @@ struct SearchOptions {
 
 // Throws InputError naming the option unless every value is in range (NaN
 // never is): beam and n_best 1..1024, alpha 0..10, max_len_a 0..100,
-// max_len_b 0..100000, force_length >= 0; sampling topk with k 1..1000000,
+// max_len_b 0..100000; sampling topk with k 1..1000000,
 // topp with p in (0, 1], temperature in (0, 100].
 void validate(const SearchOptions& opts);
 

@@ -309,6 +309,10 @@ std::vector<TranslationResult> Translator::translate(
     const std::vector<TranslationRequest>& requests, int64_t first_line) {
   std::vector<TranslationResult> out(requests.size());
   std::vector<SearchRequest> ids = encode(requests, first_line);
+  // A line refused or skipped writes no translation: any constraints it
+  // had are unmet.
+  for (size_t i = 0; i < requests.size(); ++i)
+    out[i].constraints_met = requests[i].constraints.empty();
   std::vector<Batch> batches = make_batches(ids);
   if (batches.empty()) return out;
   run(batches);
