@@ -1,4 +1,4 @@
-// The decoding functions of core/decode_ops.h, which the CUDA kernels run,
+// The decoding functions of kernels/decode_ops.h, which the CUDA kernels run,
 // checked on the host: against naive references in double (attention as an
 // explicit softmax over every key; the top k and the draws from a full sort
 // of the candidates), on the edge cases decoding meets (masked tails, -inf
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/decode_ops.h"
+#include "kernels/decode_ops.h"
 #include "test_helpers.h"
 
 using namespace nmt;

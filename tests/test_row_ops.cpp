@@ -1,4 +1,4 @@
-// The row functions of core/row_ops.h, which the CUDA kernels run, checked
+// The row functions of kernels/row_ops.h, which the CUDA kernels run, checked
 // on the host: against naive reference loops in double (the parity
 // harness's, tests/backend_ops.cpp), on edge cases a GPU run would meet
 // (one column, masked tails, -inf, large magnitudes, pad rows), and each
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/row_ops.h"
+#include "kernels/row_ops.h"
 #include "test_helpers.h"
 
 using namespace nmt;

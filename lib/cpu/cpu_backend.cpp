@@ -12,7 +12,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
-#include "core/row_ops.h"
+#include "kernels/row_ops.h"
 #include "cpu/loops.h"
 #include "cpu/numerics.h"
 #include "cpu/onednn.h"

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/decode_ops.h"
+#include "kernels/decode_ops.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "cpu/parallel.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "core/backend.h"
-#include "core/row_ops.h"
+#include "kernels/row_ops.h"
 #include "cpu/isa.h"
 
 namespace nmt::cpu {

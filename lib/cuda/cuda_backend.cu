@@ -1,6 +1,6 @@
 // The CUDA backend behind core/backend.h: device memory, cuBLAS GEMMs,
-// element-wise kernels, and row-wise ones around core/row_ops.h and
-// core/decode_ops.h (whose arithmetic the host tests check without a GPU).
+// element-wise kernels, and row-wise ones around kernels/row_ops.h and
+// kernels/decode_ops.h (whose arithmetic the host tests check without a GPU).
 // Ops that have no CUDA kernel yet say so by name rather than compute
 // something else; ops::device tests (tests/backend_ops) check every
 // implemented one against the reference where a GPU exists.
@@ -23,11 +23,11 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/decode_ops.h"
+#include "kernels/decode_ops.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/rng.h"
-#include "core/row_ops.h"
+#include "kernels/row_ops.h"
 
 #define CUDA_CHECK(expr)                                                               \
   do {                                                                                 \
@@ -149,7 +149,7 @@ __global__ void embedding_kernel(const float* table, const int32_t* tokens, int6
   out[i] = e + positions[(pos0 + r % T) * D + d];
 }
 
-// The row-wise ops: the arithmetic is core/row_ops.h's, shared with the host
+// The row-wise ops: the arithmetic is kernels/row_ops.h's, shared with the host
 // tests. Rows are reduced by a block of kRowLanes lanes (below); what stays
 // one thread per item (a decoding step's query rows, sampling, a top k
 // larger than kLaneTopk) strides over the grid.
@@ -369,7 +369,7 @@ __global__ void pick_kernel(const float* x, int64_t N, int64_t V, const int32_t*
   NMT_GRID_STRIDE(i, N) out[i] = pick_value(x + i * V, cols[i]);
 }
 
-// Decoding's ops (core/decode_ops.h), one thread per query row or output
+// Decoding's ops (kernels/decode_ops.h), one thread per query row or output
 // row, like the row-wise ops: the same single-threaded order as the host
 // tests check, whatever the launch.
 __global__ void attend_kernel(const float* q, const float* k, const float* v, const float* mask,
@@ -539,7 +539,7 @@ class CudaBackend final : public Backend {
   std::string version() const override { return build_info(); }
   std::string numerics() const override {
     return "products on cuBLAS with f32 sums (bf16: CUBLAS_COMPUTE_32F_FAST_16BF); rows on nmt's "
-           "kernels (lib/core/row_ops.h)";
+           "kernels (lib/kernels/row_ops.h)";
   }
   void set_num_threads(int) override {}
   int num_threads() const override { return 1; }

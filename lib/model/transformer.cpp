@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "core/row_ops.h"
+#include "kernels/row_ops.h"
 #include "ops/ops.h"
 
 namespace nmt {

@@ -1,4 +1,4 @@
-// The arithmetic of the row-wise ops (softmax, masks, layer norm, label-
+// The kernels tier: the arithmetic of the row-wise ops (softmax, masks, layer norm, label-
 // smoothed cross-entropy, the embedding's gradient, sums of squares, a
 // GEMM's epilogue, row gathers), one row, column or element at a time, on
 // raw pointers: one definition that the CUDA kernels call and the host tests

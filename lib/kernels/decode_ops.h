@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "core/host_device.h"
-#include "core/row_ops.h"
+#include "kernels/row_ops.h"
 
 namespace nmt {
 
