@@ -69,22 +69,25 @@ memory::desc elements_of(const memory::desc& d) {
   return memory::desc(e);
 }
 
-// An empty copy in layout md, zeroed (the reorders leave padding unwritten),
-// in the memory of `spare` where that is large enough and at most twice as
-// large: each batch's shortlist then reuses the last batch's pages, where a
-// new mapping took a page fault for every 4 KB.
+// An empty copy in layout md, in the memory of `spare` where that is large
+// enough and at most twice as large: each batch's shortlist then reuses the
+// last batch's pages, where a new mapping took a page fault for every 4 KB.
+// What follows the elements is zeroed (the reorders leave the padding
+// before extra data unwritten); reused memory is zeroed whole, as a new
+// mapping holds (about 0.1 ms for 3 MB).
 PackedCopy empty_copy(const memory::desc& md, PackedCopy* spare) {
   PackedCopy c;
   c.md = md;
   c.bytes = md.get_size();
   const std::string bytes(reinterpret_cast<const char*>(&md.data), sizeof(md.data));
   c.layout = std::hash<std::string>()(bytes);
+  size_t zero_from = elements_of(md).get_size();
   if (spare && spare->capacity >= c.bytes && spare->capacity / 2 < c.bytes) {
-    c.data = std::move(spare->data), c.capacity = spare->capacity;
+    c.data = std::move(spare->data), c.capacity = spare->capacity, zero_from = 0;
   } else {
     c.data = aligned_buffer(c.bytes), c.capacity = c.bytes;
   }
-  std::memset(c.data.get(), 0, c.bytes);
+  std::memset(static_cast<char*>(c.data.get()) + zero_from, 0, c.bytes - zero_from);
   return c;
 }
 

@@ -130,11 +130,12 @@ Decoder::Decoder(ParamStore& store, const ModelConfig& cfg)
 void Decoder::forward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T, int64_t S,
                       const Tensor& causal, const Tensor& src_mask, DecoderActs& a, bool training,
                       uint64_t seed) const {
+  DecoderPass p;
+  p.enc = &enc, p.B = B, p.T = T, p.S = S, p.causal = &causal, p.src_mask = &src_mask;
+  p.training = training;
   const Tensor* in = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    DecoderPass p;
-    p.enc = &enc, p.B = B, p.T = T, p.S = S, p.causal = &causal, p.src_mask = &src_mask;
-    p.training = training, p.seed = mix_seed(seed, 200 + i);
+    p.seed = mix_seed(seed, 200 + i);
     layers_[i].forward(*in, p, a.layers[i]);
     in = &layers_[i].output(a.layers[i]);
   }
@@ -163,19 +164,19 @@ void Decoder::backward(const Tensor& x, const Tensor& enc, int64_t B, int64_t T,
   }
 }
 
-void Decoder::step(const Tensor& x, DecodeState& st, Tensor& y) const {
+const Tensor& Decoder::step(const Tensor& x, DecodeState& st, Tensor& y) const {
+  DecoderPass p;
+  p.st = &st;
   const Tensor* in = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    DecoderPass p;
-    p.st = &st, p.layer = i;
+    p.layer = i;
     DecoderLayerActs& a = st.layer_acts[i % 2];
     layers_[i].forward(*in, p, a);
     in = &layers_[i].output(a);
   }
-  if (final_)
-    final_ln_.forward(*in, y);
-  else
-    ops::copy(*in, y);
+  if (!final_) return *in;  // the last layer's output, where it lies
+  final_ln_.forward(*in, y);
+  return y;
 }
 
 }  // namespace nmt

@@ -154,8 +154,10 @@ class Decoder {
                 const DecoderActs& a, const Tensor& dy, LayerGrads& s, Tensor& ping, Tensor& pong,
                 Tensor& dx, Tensor& denc, Grads& g, uint64_t seed) const;
 
-  // One position of a search: x (B*beam, D) -> y, extending st's caches.
-  void step(const Tensor& x, DecodeState& st, Tensor& y) const;
+  // One position of a search, x (B*beam, D), extending st's caches: the
+  // output, in y when a final norm writes it there, else in st's
+  // activations (valid until the next step).
+  const Tensor& step(const Tensor& x, DecodeState& st, Tensor& y) const;
   const std::vector<DecoderLayer>& layers() const { return layers_; }
   bool pre_norm() const { return pre_; }
   bool final_norm() const { return final_; }

@@ -12,16 +12,18 @@ Linear::Linear(ParamStore& store, const std::string& name, int64_t in, int64_t o
   store.multiplied(w, sparse_input, /*products_only=*/true);
 }
 
-ops::Weight Linear::weight() const {
+ops::Weight weight_of(const Param& w, const Param* b) {
   ops::Weight o;
-  o.out = w->shape[0], o.in = w->shape[1];
-  if (!w->value.empty()) o.value = &w->value;
-  o.scales = w->int8_scales();
+  o.out = w.shape[0], o.in = w.shape[1];
+  if (!w.value.empty()) o.value = &w.value;
+  o.scales = w.int8_scales();
   o.bias = b ? &b->value : nullptr;
-  o.prepared = w->prepared.get();
-  o.compute = w->store->compute_type();
+  o.prepared = w.prepared.get();
+  o.compute = w.store->compute_type();
   return o;
 }
+
+ops::Weight Linear::weight() const { return weight_of(*w, b); }
 
 void Linear::forward(const Tensor& x, Tensor& y, Activation act) const {
   ops::linear(x, weight(), y, act);

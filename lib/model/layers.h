@@ -21,6 +21,10 @@
 
 namespace nmt {
 
+// W (out, in) and its bias b (or none) as products read them: the value,
+// while the store holds it, and the prepared form, once it is prepared.
+ops::Weight weight_of(const Param& w, const Param* b);
+
 // y = x W^T + b, W stored (out, in) like the paper's (d_model x d_ff) maps.
 struct Linear {
   const Param* w = nullptr;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <utility>
 #include <random>
 #include <string>
@@ -93,25 +94,33 @@ void ParamStore::allocate(uint64_t seed) {
 
 void ParamStore::lay_out_int8() {
   int8_on_cpu_only(device_);
+  lay_out(/*int8=*/true, [](const Param&) { return true; });
+}
+
+void ParamStore::lay_out(bool int8, const std::function<bool(const Param&)>& keep) {
+  const auto s8 = [&](const Param& p) { return int8 && p.quantisable; };
   int64_t floats = 0, bytes = 0, rows = 0;
   for (const Param& p : params_) {
-    if (p.quantisable)
+    if (!keep(p)) continue;
+    if (s8(p))
       bytes += (p.shape.numel() + 63) / 64 * 64, rows += (p.shape[0] + 15) / 16 * 16;
     else
       floats += (p.shape.numel() + 15) / 16 * 16;
   }
-  values_ = Tensor(Shape{floats});
-  int8_ = Tensor(Shape{bytes}, Device::CPU, DType::S8);
-  scales_ = Tensor(Shape{rows});  // all three zeroed
+  values_ = Tensor(Shape{floats}, device_);
+  int8_ = int8 ? Tensor(Shape{bytes}, device_, DType::S8) : Tensor();
+  scales_ = int8 ? Tensor(Shape{rows}, device_) : Tensor();  // all three zeroed
   floats = bytes = rows = 0;
   for (Param& p : params_) {
-    if (p.quantisable) {
-      p.value = Tensor::view_of(int8_.data_as<int8_t>() + bytes, p.shape, DType::S8);
-      p.scales = Tensor::view_of(scales_.data() + rows, Shape{p.shape[0]});
+    if (!keep(p)) {
+      p.value = Tensor(), p.scales = Tensor(), p.offset = -1;
+    } else if (s8(p)) {
+      p.value = Tensor::view_of(int8_.data_as<int8_t>() + bytes, p.shape, DType::S8, device_);
+      p.scales = Tensor::view_of(scales_.data() + rows, Shape{p.shape[0]}, device_);
       bytes += (p.shape.numel() + 63) / 64 * 64, rows += (p.shape[0] + 15) / 16 * 16;
     } else {
-      p.value = Tensor::view_of(values_.data() + floats, p.shape);
-      p.scales = Tensor();
+      p.value = Tensor::view_of(values_.data() + floats, p.shape, device_);
+      p.scales = Tensor(), p.offset = floats;
       floats += (p.shape.numel() + 15) / 16 * 16;
     }
   }
@@ -138,16 +147,13 @@ void ParamStore::hold_in_int8() {
 }
 
 void ParamStore::multiplied(const Param* p, bool sparse_input, bool products_only) {
-  for (Param& q : params_)
-    if (&q == p) {
-      if (q.shape.ndim != 2) throw Error("multiplied: " + q.name + " is no matrix");
-      // Marked twice (an output projection tied to a Linear): what both allow.
-      q.sparse_input = sparse_input && (!q.product || q.sparse_input);
-      q.products_only = products_only && (!q.product || q.products_only);
-      q.product = true;
-      return;
-    }
-  throw Error("multiplied: a parameter of another store");
+  if (p->store != this) throw Error("multiplied: a parameter of another store");
+  if (p->shape.ndim != 2) throw Error("multiplied: " + p->name + " is no matrix");
+  Param& q = const_cast<Param&>(*p);  // this store's own (params_)
+  // Marked twice (an output projection tied to a Linear): what both allow.
+  q.sparse_input = sparse_input && (!q.product || q.sparse_input);
+  q.products_only = products_only && (!q.product || q.products_only);
+  q.product = true;
 }
 
 void ParamStore::prepare(ComputeType compute, bool drop_values) {
@@ -187,39 +193,19 @@ std::string ParamStore::prepared_forms() const {
 }
 
 void ParamStore::drop_product_only_values() {
-  const auto drops = [](const Param& p) { return p.products_only && p.prepared; };
-  int64_t floats = 0, bytes = 0, rows = 0;
-  for (const Param& p : params_) {
-    if (drops(p)) continue;
-    if (p.value.dtype() == DType::S8)
-      bytes += (p.shape.numel() + 63) / 64 * 64, rows += (p.shape[0] + 15) / 16 * 16;
-    else
-      floats += (p.shape.numel() + 15) / 16 * 16;
-  }
-  Tensor values(Shape{floats}, device_), int8, scales;
-  if (holds_int8()) int8 = Tensor(Shape{bytes}, device_, DType::S8), scales = Tensor(Shape{rows}, device_);
-  floats = bytes = rows = 0;
+  // The old views, read while the new layout, without the dropped, is filled.
+  std::vector<Tensor> old_values, old_scales;
+  for (const Param& p : params_) old_values.push_back(p.value.view()), old_scales.push_back(p.scales.view());
+  Tensor held_values = std::move(values_), held_int8 = std::move(int8_),
+         held_scales = std::move(scales_);
+  lay_out(held_int8.numel() > 0, [](const Param& p) { return !(p.products_only && p.prepared); });
   Backend& be = backend(device_);
+  size_t i = 0;
   for (Param& p : params_) {
-    if (drops(p)) {
-      p.value = Tensor(), p.scales = Tensor(), p.offset = -1;
-      continue;
-    }
-    if (p.value.dtype() == DType::S8) {
-      Tensor v = Tensor::view_of(int8.data_as<int8_t>() + bytes, p.shape, DType::S8, device_);
-      Tensor sc = Tensor::view_of(scales.data() + rows, Shape{p.shape[0]}, device_);
-      be.copy(v.raw(), p.value.raw(), p.value.bytes());
-      be.copy(sc.raw(), p.scales.raw(), p.scales.bytes());
-      p.value = std::move(v), p.scales = std::move(sc);
-      bytes += (p.shape.numel() + 63) / 64 * 64, rows += (p.shape[0] + 15) / 16 * 16;
-    } else {
-      Tensor v = Tensor::view_of(values.data() + floats, p.shape, device_);
-      be.copy(v.raw(), p.value.raw(), p.value.bytes());
-      p.value = std::move(v), p.offset = floats;
-      floats += (p.shape.numel() + 15) / 16 * 16;
-    }
+    if (!p.value.empty()) be.copy(p.value.raw(), old_values[i].raw(), p.value.bytes());
+    if (!p.scales.empty()) be.copy(p.scales.raw(), old_scales[i].raw(), p.scales.bytes());
+    ++i;
   }
-  values_ = std::move(values), int8_ = std::move(int8), scales_ = std::move(scales);
   dropped_values_ = true;
 }
 

@@ -123,6 +123,9 @@ class ParamStore {
   // Binds the int8 layout: values_ for the f32 parameters, int8_ and
   // scales_ for the quantisable ones.
   void lay_out_int8();
+  // Fresh zeroed buffers for the parameters `keep` selects, views bound
+  // (int8: the quantisable ones in int8_ and scales_); the rest get none.
+  void lay_out(bool int8, const std::function<bool(const Param&)>& keep);
   // Moves the values still read into buffers of their own; the rest go.
   void drop_product_only_values();
 

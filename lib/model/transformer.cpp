@@ -172,19 +172,8 @@ void Transformer::lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool 
   });
 }
 
-ops::Weight Transformer::output_weight() const {
-  ops::Weight w;
-  w.out = out_proj_->shape[0], w.in = out_proj_->shape[1];
-  w.value = &out_proj_->value;
-  w.scales = out_proj_->int8_scales();
-  w.bias = out_bias_ ? &out_bias_->value : nullptr;
-  w.prepared = out_proj_->prepared.get();
-  w.compute = store_.compute_type();
-  return w;
-}
-
 void Transformer::project_output(const Tensor& h, Tensor& logits) const {
-  ops::linear(h, output_weight(), logits);
+  ops::linear(h, weight_of(*out_proj_, out_bias_), logits);
 }
 
 void Transformer::forward(const TokenBatch& b, Activations& a, bool training, uint64_t seed) const {
@@ -371,17 +360,18 @@ const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) con
     st.self_mask.resize(Shape{N, L}, store_.device());
     ops::upload(st.self_mask_host.data(), st.self_mask);
   }
-  decoder_->step(st.x, st, st.y);
+  const Tensor& y = decoder_->step(st.x, st, st.y);
   if (st.vocab.empty()) {
-    project_output(st.y, st.logits);
+    project_output(y, st.logits);
   } else {
-    ops::Weight w = output_weight();
+    // The batch's rows of the output projection, prepared with them.
+    ops::Weight w = weight_of(*out_proj_, out_bias_);
     w.out = st.out_w.dim(0);
     w.value = &st.out_w;
     w.scales = out_proj_->int8_scales() ? &st.out_scales : nullptr;
     w.bias = out_bias_ ? &st.out_b : nullptr;
     w.prepared = st.out_prepared.get();
-    ops::linear(st.y, w, st.logits);
+    ops::linear(y, w, st.logits);
   }
   for (int32_t& p : st.pos) ++p;
   return st.logits;

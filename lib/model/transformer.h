@@ -153,7 +153,6 @@ class Transformer : public Decodable {
   void lay_out(Activations& a, int64_t B, int64_t S, int64_t T, bool training) const;
   void select_output_rows(DecodeState& st) const;
   void project_output(const Tensor& h, Tensor& logits) const;
-  ops::Weight output_weight() const;
 
   ModelConfig cfg_;
   ParamStore store_;
