@@ -131,6 +131,33 @@ const int64_t kCols[] = {1, 2, 7, 100, 1025, 3000};
 
 }  // namespace
 
+TEST_CASE("exp_approx: within 1.5 ulp of exp over its range, 0 below it, saturated above",
+          "[row_ops]") {
+  // Two million points spread evenly from -86 to 88, and the edges.
+  float worst_at = 0;
+  double worst = 0;
+  constexpr int kPoints = 2000000;
+  for (int i = 0; i <= kPoints; ++i) {
+    const float x = -86.f + 174.f * static_cast<float>(i) / kPoints;
+    const double ref = std::exp(static_cast<double>(x));
+    const double ulp = std::nextafter(static_cast<float>(ref), INFINITY) - static_cast<float>(ref);
+    const double err = std::abs(exp_approx(x) - ref) / ulp;
+    if (err > worst) worst = err, worst_at = x;
+  }
+  INFO("worst error " << worst << " ulp at x = " << worst_at);
+  CHECK(worst <= 1.5);
+  for (float x = -87.5f; x < -86.f; x += 1e-3f) {
+    CHECK(exp_approx(x) >= 0.f);
+    CHECK(exp_approx(x) <= std::exp(-86.f));
+  }
+  CHECK(exp_approx(0.f) == 1.f);
+  CHECK(exp_approx(-INFINITY) == 0.f);
+  CHECK(exp_approx(-100.f) == 0.f);
+  CHECK(exp_approx(1000.f) == exp_approx(88.37626f));
+  CHECK(std::isfinite(exp_approx(INFINITY)));
+  CHECK(std::isnan(exp_approx(NAN)));
+}
+
 TEST_CASE("softmax_row and log-softmax against double references", "[row_ops]") {
   for (int64_t cols : kCols)
     for (const auto& [name, x] : softmax_inputs(cols))

@@ -15,7 +15,7 @@ namespace nmt {
 // the exact erf and its tanh approximation (BERT-style models, CTranslate2).
 enum class Activation { None, Relu, Swish, Gelu, GeluTanh };
 
-NMT_HOST_DEVICE inline float activate(Activation a, float x) {
+NMT_KERNEL float activate(Activation a, float x) {
   switch (a) {
     case Activation::Relu:
       return x > 0.f ? x : 0.f;
@@ -33,7 +33,7 @@ NMT_HOST_DEVICE inline float activate(Activation a, float x) {
 
 // d activate(x) / dx, from the input x (ReLU's from its output works as
 // well: both are 0 exactly where the unit was off).
-NMT_HOST_DEVICE inline float activate_derivative(Activation a, float x) {
+NMT_KERNEL float activate_derivative(Activation a, float x) {
   switch (a) {
     case Activation::Relu:
       return x > 0.f ? 1.f : 0.f;

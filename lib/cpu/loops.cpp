@@ -27,51 +27,6 @@
 
 namespace nmt::cpu::NMT_CPU_VARIANT {
 
-namespace {
-
-// exp(x) in float, written so that `omp simd` loops vectorise it: glibc's
-// vector expf is only declared under -ffast-math, and the scalar call was a
-// fifth of decoding time. Cephes' range reduction and polynomial: within
-// 1.5 ulp of std::exp from -86 to 88; below about -87 (where exp is under
-// 2^-125) it gives 0, above 88.4 it saturates at exp(88.4).
-#pragma omp declare simd notinbranch
-inline float exp_simd(float x) {
-  x = x < -87.33654f ? -87.33654f : x;
-  x = x > 88.37626f ? 88.37626f : x;
-  constexpr float kRound = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float n = (x * 1.44269504088896341f + kRound) - kRound;
-  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.f;
-  // 2^n by building the exponent field of 2^(n-1), so that n = 128 (at the
-  // upper clamp) stays in range; n = -126 gives a zero field, i.e. 0.
-  // (A NaN x leaves y NaN whatever the exponent, which is then built from
-  // 0: converting a NaN to an integer is undefined, UBSan said.)
-  const int32_t e = static_cast<int32_t>(n == n ? n : 0.f) + 126;  // 0 to 254
-  const uint32_t bits = static_cast<uint32_t>(e) << 23;
-  float two_n;
-  std::memcpy(&two_n, &bits, sizeof two_n);
-  return y * two_n * 2.f;
-}
-
-// y = exp(x - mx) over n values; returns their sum (the softmax's denominator).
-inline float exp_shifted(const float* x, float* y, int64_t n, float mx) {
-  float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = exp_simd(x[i] - mx);
-    sum += y[i];
-  }
-  return sum;
-}
-
-}  // namespace
-
 void add(const float* a, const float* b, float* dst, int64_t n) {
   parallel_range(n, n > 32768, [&](int64_t i0, int64_t i1) {
 #pragma omp simd
@@ -225,9 +180,10 @@ struct Lanes {
 #endif
 using V = Lanes::V;
 
-// exp_simd on a vector: the same operations, so the same values. (The
+// exp_approx (kernels/row_ops.h) on a vector: the same operations, so the
+// same values. (The
 // clamps take x second: max and min return their second operand when
-// either is NaN, so a NaN stays NaN, as in exp_simd.)
+// either is NaN, so a NaN stays NaN, as in exp_approx.)
 inline V exp_lanes(V x) {
   using L = Lanes;
   x = L::max(L::set1(-87.33654f), x);
@@ -313,7 +269,7 @@ void attend_row(const float* qi, const T* kb, int64_t ks, const T* vb, int64_t v
 }
 
 // The sum of exp(x[v] - mx) over n values, on whole vectors (the last
-// one's lanes past n count 0). The `omp simd` loop of exp_simd it replaces
+// one's lanes past n count 0). The `omp simd` loop of exp_approx it replaces
 // computed the same values, but GCC made it a loop masked throughout, with
 // the clamps as compares and blends: 36 instructions per vector, where
 // this loop takes 26 (top-k over an 8000-piece vocabulary spent most of
@@ -339,7 +295,7 @@ namespace {
 inline float exp_sum(const float* x, int64_t n, float mx) {
   float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t v = 0; v < n; ++v) sum += exp_simd(x[v] - mx);
+  for (int64_t v = 0; v < n; ++v) sum += exp_approx(x[v] - mx);
   return sum;
 }
 
@@ -347,55 +303,6 @@ inline float exp_sum(const float* x, int64_t n, float mx) {
 #endif
 
 namespace {
-
-// One query row's attention without a vector kernel: four keys at a time
-// (four independent accumulators instead of one dependent chain of FMAs
-// per key), over f32 keys kf and values vf, rows ks and vs apart; s holds
-// L scores; o gets the Dv-wide result.
-void attend_row_loop(const float* qi, const float* kf, int64_t ks, const float* vf, int64_t vs,
-                     const float* m, int64_t L, int64_t D, int64_t Dv, float scale, float* s,
-                     float* o) {
-  int64_t j = 0;
-  for (; j + 4 <= L; j += 4) {
-    const float *k0 = kf + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
-    float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
-#pragma omp simd reduction(+ : d0, d1, d2, d3)
-    for (int64_t x = 0; x < D; ++x) {
-      d0 += qi[x] * k0[x];
-      d1 += qi[x] * k1[x];
-      d2 += qi[x] * k2[x];
-      d3 += qi[x] * k3[x];
-    }
-    s[j] = d0, s[j + 1] = d1, s[j + 2] = d2, s[j + 3] = d3;
-  }
-  for (; j < L; ++j) {
-    const float* kj = kf + j * ks;
-    float dot = 0.f;
-#pragma omp simd reduction(+ : dot)
-    for (int64_t x = 0; x < D; ++x) dot += qi[x] * kj[x];
-    s[j] = dot;
-  }
-  float mx = -INFINITY;
-  for (j = 0; j < L; ++j) {
-    s[j] = s[j] * scale + (m ? m[j] : 0.f);
-    mx = s[j] > mx ? s[j] : mx;
-  }
-  const float inv = 1.f / exp_shifted(s, s, L, mx);
-#pragma omp simd
-  for (int64_t x = 0; x < Dv; ++x) o[x] = 0.f;
-  for (j = 0; j + 4 <= L; j += 4) {
-    const float *v0 = vf + j * vs, *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
-    const float p0 = s[j] * inv, p1 = s[j + 1] * inv, p2 = s[j + 2] * inv, p3 = s[j + 3] * inv;
-#pragma omp simd
-    for (int64_t x = 0; x < Dv; ++x) o[x] += p0 * v0[x] + p1 * v1[x] + p2 * v2[x] + p3 * v3[x];
-  }
-  for (; j < L; ++j) {
-    const float* vj = vf + j * vs;
-    const float p = s[j] * inv;
-#pragma omp simd
-    for (int64_t x = 0; x < Dv; ++x) o[x] += p * vj[x];
-  }
-}
 
 template <typename T>
 using AttendRow = void (*)(const float*, const T*, int64_t, const T*, int64_t, const float*,
@@ -473,7 +380,7 @@ void attend_as(const MatDesc& q, const MatDesc& k, const MatDesc& v, const float
           if (row_kernel)
             row_kernel(qi, kb, k.strides[2], vb, v.strides[2], m, L, scale, s, o);
           else
-            attend_row_loop(qi, kf, ks, vf, vs, m, L, D, Dv, scale, s, o);
+            attend_keys(qi, kf, ks, vf, vs, m, L, D, Dv, scale, s, o);
         }
       });
 }
@@ -543,41 +450,15 @@ void add_column_sums(const float* src, float* dst, int64_t rows, int64_t cols) {
 }
 
 void softmax_rows(const float* src, float* dst, int64_t rows, int64_t cols) {
-  parallel_for(rows, rows * cols > 4096, [&](int64_t r) {
-    const float* x = src + r * cols;
-    float* y = dst + r * cols;
-    const int64_t n = unmasked_length(x, cols);
-    float mx = x[0];
-    for (int64_t c = 1; c < n; ++c) mx = std::max(mx, x[c]);
-    const float inv = 1.f / exp_shifted(x, y, n, mx);
-#pragma omp simd
-    for (int64_t c = 0; c < n; ++c) y[c] *= inv;
-    for (int64_t c = n; c < cols; ++c) y[c] = 0.f;
-  });
+  parallel_for(rows, rows * cols > 4096,
+               [&](int64_t r) { softmax_row(src + r * cols, dst + r * cols, cols, false); });
 }
-
-namespace {
-
-// One row of layer_norm_rows; y may be x.
-inline void layer_norm_row(const float* x, float* y, const float* gamma, const float* beta,
-                           int64_t D, float eps) {
-  float mean = 0.f, var = 0.f;
-#pragma omp simd reduction(+ : mean)
-  for (int64_t i = 0; i < D; ++i) mean += x[i];
-  mean /= static_cast<float>(D);
-#pragma omp simd reduction(+ : var)
-  for (int64_t i = 0; i < D; ++i) var += (x[i] - mean) * (x[i] - mean);
-  const float rstd = 1.f / std::sqrt(var / static_cast<float>(D) + eps);
-#pragma omp simd
-  for (int64_t i = 0; i < D; ++i) y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
-}
-
-}  // namespace
 
 void layer_norm_rows(const float* src, float* dst, const float* gamma, const float* beta,
                      int64_t rows, int64_t D, float eps) {
-  parallel_for(rows, rows * D > 4096,
-               [&](int64_t r) { layer_norm_row(src + r * D, dst + r * D, gamma, beta, D, eps); });
+  parallel_for(rows, rows * D > 4096, [&](int64_t r) {
+    layer_norm_row(src + r * D, gamma, beta, dst + r * D, nullptr, nullptr, D, eps);
+  });
 }
 
 void add_layer_norm_rows(const float* x, const float* a, const float* gamma, const float* beta,
@@ -590,7 +471,7 @@ void add_layer_norm_rows(const float* x, const float* a, const float* gamma, con
     const float *xr = x + r * D, *ar = a + r * D;
 #pragma omp simd
     for (int64_t i = 0; i < D; ++i) s[i] = xr[i] + ar[i];
-    layer_norm_row(s, dst + r * D, gamma, beta, D, eps);
+    layer_norm_row(s, gamma, beta, dst + r * D, nullptr, nullptr, D, eps);
   });
 }
 
@@ -679,7 +560,7 @@ XentRow xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, 
       if (g) {
 #pragma omp simd reduction(+ : zb, sb)
         for (int64_t j = j0; j < j1; ++j) {
-          const float xj = x[j], e = exp_simd(xj - mx);
+          const float xj = x[j], e = exp_approx(xj - mx);
           g[j] = e;
           zb += e;
           sb += xj;
@@ -687,7 +568,7 @@ XentRow xent(const float* logits, const int32_t* targets, int64_t N, int64_t V, 
       } else {
 #pragma omp simd reduction(+ : zb, sb)
         for (int64_t j = j0; j < j1; ++j) {
-          zb += exp_simd(x[j] - mx);
+          zb += exp_approx(x[j] - mx);
           sb += x[j];
         }
       }
@@ -805,68 +686,6 @@ void topk_log_softmax(const float* logits, const double* base, int64_t rows, int
   });
 }
 
-namespace {
-
-using Candidate = std::pair<float, int32_t>;  // (logit, id)
-
-// Largest logit first, ties to the lower id.
-inline bool ranks_before(const Candidate& a, const Candidate& b) {
-  return a.first != b.first ? a.first > b.first : a.second < b.second;
-}
-
-// The candidates a row x (V logits) draws from, largest logit first: the
-// top k, the nucleus's superset (sorted), or every token (in id order: no
-// order is needed to draw from all of them); never a banned id.
-void sample_candidates(const float* x, int64_t V, int64_t top_k, float top_p,
-                       const int32_t* banned, int64_t n_banned, std::vector<Candidate>& cand) {
-  auto is_banned = [&](int64_t v) {
-    for (int64_t q = 0; q < n_banned; ++q)
-      if (banned[q] == v) return true;
-    return false;
-  };
-  cand.clear();
-  if (top_k > 0 && top_k <= 64 && top_k < V) {
-    // Streaming selection, as topk_log_softmax's: most logits never beat
-    // the k-th best so far (insertion into a short sorted list).
-    float worst = -INFINITY;
-    for (int64_t v = 0; v < V; ++v) {
-      if (static_cast<int64_t>(cand.size()) == top_k && !(x[v] > worst)) continue;
-      if (is_banned(v)) continue;
-      const Candidate c{x[v], static_cast<int32_t>(v)};
-      cand.insert(std::upper_bound(cand.begin(), cand.end(), c, ranks_before), c);
-      if (static_cast<int64_t>(cand.size()) > top_k) cand.pop_back();
-      if (static_cast<int64_t>(cand.size()) == top_k) worst = cand.back().first;
-    }
-    return;
-  }
-  cand.reserve(static_cast<size_t>(V));
-  for (int64_t v = 0; v < V; ++v)
-    if (!is_banned(v)) cand.push_back({x[v], static_cast<int32_t>(v)});
-  if (top_k > 0 && static_cast<size_t>(top_k) < cand.size()) {  // a large k
-    std::partial_sort(cand.begin(), cand.begin() + top_k, cand.end(), ranks_before);
-    cand.resize(static_cast<size_t>(top_k));
-  } else if (top_p < 1.f) {
-    std::sort(cand.begin(), cand.end(), ranks_before);  // the nucleus is a prefix
-  }
-}
-
-// One id drawn from the candidates at u in [0, 1), by their tempered
-// weights relative to the largest (draw_index, decode_ops.h: the nucleus
-// and the walk are the GPU's; the weights are exp_simd's, stored).
-int32_t draw(const std::vector<Candidate>& cand, float inv_t, int64_t top_k, float top_p,
-             double u) {
-  thread_local std::vector<float> w;
-  const int64_t m = static_cast<int64_t>(cand.size());
-  float zmax = -INFINITY;
-  for (int64_t j = 0; j < m; ++j) zmax = std::max(zmax, cand[j].first * inv_t);
-  w.resize(static_cast<size_t>(m));
-  for (int64_t j = 0; j < m; ++j) w[j] = exp_simd(cand[j].first * inv_t - zmax);
-  const int64_t j = draw_index(m, [&](int64_t i) { return w[i]; }, top_k, top_p, u);
-  return j >= 0 ? cand[j].second : 0;
-}
-
-}  // namespace
-
 void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t n,
                    float temperature, int64_t top_k, float top_p, const double* u,
                    const int32_t* forced, const int32_t* banned, int64_t n_banned, int32_t* ids,
@@ -875,7 +694,9 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
   // not depend on the thread count. Vectorised passes over the row (its
   // maximum and log-sum-exp); a small top k is selected while streaming;
   // top-p sorts the row.
-  const float inv_t = 1.f / temperature;
+  SampleParams p;
+  p.inv_t = 1.f / temperature, p.top_k = top_k, p.top_p = top_p;
+  p.banned = banned, p.n_banned = n_banned;
 #pragma omp parallel for schedule(dynamic, 1) if (n * V > 65536)
   for (int64_t i = 0; i < n; ++i) {
     const float* x = logits + rows[i] * V;
@@ -885,9 +706,10 @@ void sample_tokens(const float* logits, int64_t V, const int64_t* rows, int64_t 
     const float lse = mx + std::log(exp_sum(x, V, mx));
     int32_t pick = forced[i];
     if (pick < 0) {
-      thread_local std::vector<Candidate> cand;
-      sample_candidates(x, V, top_k, top_p, banned, n_banned, cand);
-      pick = draw(cand, inv_t, top_k, top_p, u[i]);
+      thread_local std::vector<float> cand_val;
+      thread_local std::vector<int32_t> cand_id;
+      cand_val.resize(static_cast<size_t>(V)), cand_id.resize(static_cast<size_t>(V));
+      pick = sample_draw(x, V, p, u[i], cand_val.data(), cand_id.data());
     }
     ids[i] = pick;
     lp[i] = x[pick] - lse;

@@ -1,10 +1,11 @@
 // The arithmetic of decoding's ops (a step's fused attention, the search
 // step's top k of the log-probabilities, a sampling step), one query row or
-// one logits row at a time, on raw pointers: one definition that the CUDA
-// kernels call and the host tests check against reference loops. Each keeps
-// the CPU backend's semantics (lib/cpu/loops.cpp): its selections and tie
-// breaks exactly, its sums in the CPU's order where that order is fixed by
-// the code rather than by vector lanes.
+// one logits row at a time, on raw pointers: one definition that the CPU's
+// loops (lib/cpu/loops.cpp) and the CUDA kernels call and the host tests
+// check against reference loops. The CPU's vector kernels (attention whose
+// head width fills whole vectors, the search step's top k with its block
+// maxima) are variants of these with the same selections and tie breaks,
+// checked against the naive references of tests/backend_ops.cpp.
 #pragma once
 
 #include <cmath>
@@ -25,53 +26,78 @@ struct AttendShape {
   int64_t q[3] = {}, k[3] = {}, v[3] = {}, ctx[3] = {};
 };
 
-// Query row `item` (of B * H * M, in (b, h, i) order) of a step's attention:
-// ctx = sum_j p_j v_j with p = softmax_j(scale q . k_j + mask[b, j]). s holds
-// L floats of scratch. Keys past the mask's unmasked length are left out,
-// as the CPU does, so a sentence's numbers do not depend on its batch's
-// padding. The context is accumulated four keys at a time in the CPU's
-// grouping, o += ((p0 v0 + p1 v1) + p2 v2) + p3 v3, so that each element
-// rounds as it does there.
-NMT_HOST_DEVICE inline void attend_row(const float* q, const float* k, const float* v,
-                                       const float* mask, float scale, float* ctx,
-                                       const AttendShape& a, int64_t item, float* s) {
-  const int64_t i = item % a.M, h = item / a.M % a.H, b = item / (a.M * a.H);
-  const float* qi = q + b * a.q[0] + h * a.q[1] + i * a.q[2];
-  const float* kb = k + b * a.k[0] + h * a.k[1];
-  const float* vb = v + b * a.v[0] + h * a.v[1];
-  float* o = ctx + b * a.ctx[0] + h * a.ctx[1] + i * a.ctx[2];
-  const float* m = mask ? mask + b * a.L : nullptr;
-  const int64_t L = m ? unmasked_length(m, a.L) : a.L;
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < L; ++j) {
-    const float* kj = kb + j * a.k[2];
+// One query qi (D wide) against L keys and values, rows ks and vs apart
+// (the keys past the mask's unmasked length already left out): o (Dv) =
+// sum_j p_j v_j with p = softmax_j(scale qi . k_j + m[j]); s holds L floats
+// of scratch. Four keys at a time: four independent sums instead of one
+// dependent chain per key, and the context accumulated in the grouping o +=
+// ((p0 v0 + p1 v1) + p2 v2) + p3 v3. The CPU's loop without a vector
+// kernel, and one GPU thread's query row.
+NMT_KERNEL void attend_keys(const float* qi, const float* kb, int64_t ks, const float* vb,
+                            int64_t vs, const float* m, int64_t L, int64_t D, int64_t Dv,
+                            float scale, float* s, float* o) {
+  int64_t j = 0;
+  for (; j + 4 <= L; j += 4) {
+    const float *k0 = kb + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
+    float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
+    NMT_SIMD_SUM(d0, d1, d2, d3)
+    for (int64_t x = 0; x < D; ++x) {
+      d0 += qi[x] * k0[x];
+      d1 += qi[x] * k1[x];
+      d2 += qi[x] * k2[x];
+      d3 += qi[x] * k3[x];
+    }
+    s[j] = d0, s[j + 1] = d1, s[j + 2] = d2, s[j + 3] = d3;
+  }
+  for (; j < L; ++j) {
+    const float* kj = kb + j * ks;
     float dot = 0.f;
-    for (int64_t x = 0; x < a.D; ++x) dot += qi[x] * kj[x];
-    s[j] = dot * scale + (m ? m[j] : 0.f);
+    NMT_SIMD_SUM(dot)
+    for (int64_t x = 0; x < D; ++x) dot += qi[x] * kj[x];
+    s[j] = dot;
+  }
+  float mx = -INFINITY;
+  for (j = 0; j < L; ++j) {
+    s[j] = s[j] * scale + (m ? m[j] : 0.f);
     mx = s[j] > mx ? s[j] : mx;
   }
   float sum = 0.f;
-  for (int64_t j = 0; j < L; ++j) {
-    s[j] = expf(s[j] - mx);
+  NMT_SIMD_SUM(sum)
+  for (j = 0; j < L; ++j) {
+    s[j] = exp_approx(s[j] - mx);
     sum += s[j];
   }
   const float inv = 1.f / sum;
-  for (int64_t x = 0; x < a.Dv; ++x) o[x] = 0.f;
-  const int64_t vs = a.v[2];
-  int64_t j = 0;
-  for (; j + 4 <= L; j += 4) {
+  NMT_SIMD
+  for (int64_t x = 0; x < Dv; ++x) o[x] = 0.f;
+  for (j = 0; j + 4 <= L; j += 4) {
     const float *v0 = vb + j * vs, *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
     const float p0 = s[j] * inv, p1 = s[j + 1] * inv, p2 = s[j + 2] * inv, p3 = s[j + 3] * inv;
-    for (int64_t x = 0; x < a.Dv; ++x) o[x] += p0 * v0[x] + p1 * v1[x] + p2 * v2[x] + p3 * v3[x];
+    NMT_SIMD
+    for (int64_t x = 0; x < Dv; ++x) o[x] += p0 * v0[x] + p1 * v1[x] + p2 * v2[x] + p3 * v3[x];
   }
   for (; j < L; ++j) {
     const float* vj = vb + j * vs;
     const float p = s[j] * inv;
-    for (int64_t x = 0; x < a.Dv; ++x) o[x] += p * vj[x];
+    NMT_SIMD
+    for (int64_t x = 0; x < Dv; ++x) o[x] += p * vj[x];
   }
 }
 
-NMT_HOST_DEVICE inline bool is_banned_id(int64_t v, const int32_t* banned, int64_t n_banned) {
+// Query row `item` (of B * H * M, in (b, h, i) order) of a step's
+// attention (attend_keys). Keys past the mask's unmasked length are left
+// out, as the CPU does, so a sentence's numbers do not depend on its
+// batch's padding.
+NMT_KERNEL void attend_row(const float* q, const float* k, const float* v, const float* mask,
+                           float scale, float* ctx, const AttendShape& a, int64_t item, float* s) {
+  const int64_t i = item % a.M, h = item / a.M % a.H, b = item / (a.M * a.H);
+  const float* m = mask ? mask + b * a.L : nullptr;
+  attend_keys(q + b * a.q[0] + h * a.q[1] + i * a.q[2], k + b * a.k[0] + h * a.k[1], a.k[2],
+              v + b * a.v[0] + h * a.v[1], a.v[2], m, m ? unmasked_length(m, a.L) : a.L, a.D,
+              a.Dv, scale, s, ctx + b * a.ctx[0] + h * a.ctx[1] + i * a.ctx[2]);
+}
+
+NMT_KERNEL bool is_banned_id(int64_t v, const int32_t* banned, int64_t n_banned) {
   for (int64_t q = 0; q < n_banned; ++q)
     if (banned[q] == v) return true;
   return false;
@@ -92,7 +118,7 @@ struct HigherValue {
 // drops its last. The caller has already checked that x beats the last
 // entry of a full list (the search's and sampling's selection, CPU and GPU).
 template <typename T, typename Before>
-NMT_HOST_DEVICE inline void insert_best(T* val, int32_t* idx, int64_t& filled, int64_t k, T x,
+NMT_KERNEL void insert_best(T* val, int32_t* idx, int64_t& filled, int64_t k, T x,
                                         int32_t id, Before before) {
   int64_t pos = filled < k ? filled : k - 1;
   while (pos > 0 && before(x, id, val[pos - 1], idx[pos - 1])) {
@@ -108,11 +134,11 @@ NMT_HOST_DEVICE inline void insert_best(T* val, int32_t* idx, int64_t& filled, i
 // The row's log-sum-exp. ordered (the search's ordered_sum, and every sum
 // here) adds the exponentials one by one in column order; exp(-inf) adds
 // exactly 0, so a row's -inf columns never change its other numbers.
-NMT_HOST_DEVICE inline float log_sum_exp_row(const float* x, int64_t V) {
+NMT_KERNEL float log_sum_exp_row(const float* x, int64_t V) {
   float mx = -INFINITY;
   for (int64_t v = 0; v < V; ++v) mx = x[v] > mx ? x[v] : mx;
   float sum = 0.f;
-  for (int64_t v = 0; v < V; ++v) sum += expf(x[v] - mx);
+  for (int64_t v = 0; v < V; ++v) sum += exp_approx(x[v] - mx);
   return mx + logf(sum);
 }
 
@@ -122,7 +148,7 @@ NMT_HOST_DEVICE inline float log_sum_exp_row(const float* x, int64_t V) {
 // list kept sorted by insertion, a newcomer placed after its equals and
 // admitted to a full list only if it beats the k-th, so ties keep the lower
 // id; -inf logits fill a list that has room. Slots left over: -inf, id -1.
-NMT_HOST_DEVICE inline void topk_log_softmax_row(const float* x, double base, int64_t V, int64_t k,
+NMT_KERNEL void topk_log_softmax_row(const float* x, double base, int64_t V, int64_t k,
                                                  const int32_t* banned, int64_t n_banned,
                                                  const int32_t* cols, int64_t n_cols, double* val,
                                                  int32_t* idx, float* col_lp) {
@@ -144,7 +170,7 @@ NMT_HOST_DEVICE inline void topk_log_softmax_row(const float* x, double base, in
 // A candidate comes before another: the larger logit, ties the lower id (a
 // strict total order, so every correct sort or merge agrees): the order of
 // a sampling step's candidates and of the search step's merged lists.
-NMT_HOST_DEVICE inline bool sample_before(float a, int32_t ia, float b, int32_t ib) {
+NMT_KERNEL bool sample_before(float a, int32_t ia, float b, int32_t ib) {
   return a != b ? a > b : ia < ib;
 }
 
@@ -159,7 +185,7 @@ NMT_HOST_DEVICE inline bool sample_before(float a, int32_t ia, float b, int32_t 
 constexpr int64_t kLaneTopk = 16;
 
 // Lane `lane`'s list (val, idx: k entries), its length returned.
-NMT_HOST_DEVICE inline int64_t topk_lane(const float* x, int64_t V, int64_t k,
+NMT_KERNEL int64_t topk_lane(const float* x, int64_t V, int64_t k,
                                          const int32_t* banned, int64_t n_banned, int lane,
                                          float* val, int32_t* idx) {
   int64_t filled = 0;
@@ -173,7 +199,7 @@ NMT_HOST_DEVICE inline int64_t topk_lane(const float* x, int64_t V, int64_t k,
 
 // Merges list b (nb) into list a (na), both best first, keeping at most k:
 // a's new length. tmp holds k entries of each.
-NMT_HOST_DEVICE inline int64_t merge_best(float* av, int32_t* ai, int64_t na, const float* bv,
+NMT_KERNEL int64_t merge_best(float* av, int32_t* ai, int64_t na, const float* bv,
                                           const int32_t* bi, int64_t nb, int64_t k, float* tv,
                                           int32_t* ti) {
   int64_t i = 0, j = 0, n = 0;
@@ -192,7 +218,7 @@ NMT_HOST_DEVICE inline int64_t merge_best(float* av, int32_t* ai, int64_t na, co
 // The row's largest logit and log-sum-exp from the lanes' partial maxima
 // and sums (the unordered sum; ordered_sum takes log_sum_exp_row's order).
 // The selected lp values and col_lp as topk_log_softmax_row writes them.
-NMT_HOST_DEVICE inline void topk_finish(const float* x, double base, int64_t k,
+NMT_KERNEL void topk_finish(const float* x, double base, int64_t k,
                                         const int32_t* cols, int64_t n_cols, float lse,
                                         const float* best_val, const int32_t* best_idx,
                                         int64_t filled, double* val, int32_t* idx, float* col_lp) {
@@ -243,7 +269,7 @@ struct SampleBefore {
 // Sorts n candidates by sample_before, in place, without extra memory (a
 // heap sort: a kernel's thread has no std::sort). The order is total, so
 // the result equals std::sort's and std::partial_sort's prefix.
-NMT_HOST_DEVICE inline void sort_candidates(float* val, int32_t* id, int64_t n) {
+NMT_KERNEL void sort_candidates(float* val, int32_t* id, int64_t n) {
   // A heap whose root comes last in the order; popped to the back.
   auto sift = [&](int64_t root, int64_t end) {
     for (;;) {
@@ -275,7 +301,7 @@ NMT_HOST_DEVICE inline void sort_candidates(float* val, int32_t* id, int64_t n) 
 // (sorted, largest first) that reach top_p of the mass. m - 1 where
 // rounding leaves u past the total; -1 without candidates.
 template <typename Weight>
-NMT_HOST_DEVICE inline int64_t draw_index(int64_t m, const Weight& weight, int64_t top_k,
+NMT_KERNEL int64_t draw_index(int64_t m, const Weight& weight, int64_t top_k,
                                           float top_p, double u) {
   double total = 0;
   for (int64_t j = 0; j < m; ++j) total += weight(j);
@@ -309,54 +335,56 @@ struct SampleParams {
   int64_t n_banned = 0;
 };
 
-// One output of a sampling step (ops::sample_tokens) from logits row x:
-// the id (forced if forced >= 0, else drawn by u) and its untempered
-// log-probability. cand_val and cand_id hold room for V candidates. The
-// candidates and their order are the CPU's: a small top k selected while
-// streaming (sorted), a large one sorted, the nucleus sorted, and otherwise
-// every id not banned in id order; the weights are exp(z / t - max) in
-// float, their totals in double in candidate order, so the same u walks to
-// the same id.
-NMT_HOST_DEVICE inline int32_t sample_row(const float* x, int64_t V, const SampleParams& p,
-                                          double u, int32_t forced, float* cand_val,
-                                          int32_t* cand_id, float* lp) {
-  const float lse = log_sum_exp_row(x, V);
-  int32_t pick = forced;
-  if (pick < 0) {
-    const int64_t top_k = p.top_k;
-    int64_t m = 0;
-    if (top_k > 0 && top_k <= 64 && top_k < V) {
-      float worst = -INFINITY;
-      for (int64_t v = 0; v < V; ++v) {
-        if (m == top_k && !(x[v] > worst)) continue;
-        if (is_banned_id(v, p.banned, p.n_banned)) continue;
-        insert_best(cand_val, cand_id, m, top_k, x[v], static_cast<int32_t>(v), SampleBefore());
-        if (m == top_k) worst = cand_val[top_k - 1];
-      }
-    } else {
-      for (int64_t v = 0; v < V; ++v)
-        if (!is_banned_id(v, p.banned, p.n_banned)) {
-          cand_val[m] = x[v];
-          cand_id[m] = static_cast<int32_t>(v);
-          ++m;
-        }
-      if (top_k > 0 && top_k < m) {  // a large k
-        sort_candidates(cand_val, cand_id, m);
-        m = top_k;
-      } else if (p.top_p < 1.f) {
-        sort_candidates(cand_val, cand_id, m);  // the nucleus is a prefix
-      }
+// The id drawn at u in [0, 1) from logits row x (V) by p: the candidates
+// and their order are a small top k selected while streaming (sorted), a
+// large one sorted, the nucleus sorted, and otherwise every id not banned
+// in id order; the weights are exp(z / t - max) in float (written over
+// cand_val), their totals in double in candidate order, so the same u walks
+// to the same id on every backend. cand_val and cand_id hold room for V
+// candidates.
+NMT_KERNEL int32_t sample_draw(const float* x, int64_t V, const SampleParams& p, double u,
+                               float* cand_val, int32_t* cand_id) {
+  const int64_t top_k = p.top_k;
+  int64_t m = 0;
+  if (top_k > 0 && top_k <= 64 && top_k < V) {
+    float worst = -INFINITY;
+    for (int64_t v = 0; v < V; ++v) {
+      if (m == top_k && !(x[v] > worst)) continue;
+      if (is_banned_id(v, p.banned, p.n_banned)) continue;
+      insert_best(cand_val, cand_id, m, top_k, x[v], static_cast<int32_t>(v), SampleBefore());
+      if (m == top_k) worst = cand_val[top_k - 1];
     }
-    float zmax = -INFINITY;
-    for (int64_t j = 0; j < m; ++j) {
-      const float z = cand_val[j] * p.inv_t;
-      zmax = z > zmax ? z : zmax;
+  } else {
+    for (int64_t v = 0; v < V; ++v)
+      if (!is_banned_id(v, p.banned, p.n_banned)) {
+        cand_val[m] = x[v];
+        cand_id[m] = static_cast<int32_t>(v);
+        ++m;
+      }
+    if (top_k > 0 && top_k < m) {  // a large k
+      sort_candidates(cand_val, cand_id, m);
+      m = top_k;
+    } else if (p.top_p < 1.f) {
+      sort_candidates(cand_val, cand_id, m);  // the nucleus is a prefix
     }
-    // Recomputed rather than stored: the same float each time.
-    auto weight = [&](int64_t j) { return expf(cand_val[j] * p.inv_t - zmax); };
-    const int64_t j = draw_index(m, weight, top_k, p.top_p, u);
-    pick = j >= 0 ? cand_id[j] : 0;
   }
+  float zmax = -INFINITY;
+  for (int64_t j = 0; j < m; ++j) {
+    const float z = cand_val[j] * p.inv_t;
+    zmax = z > zmax ? z : zmax;
+  }
+  for (int64_t j = 0; j < m; ++j) cand_val[j] = exp_approx(cand_val[j] * p.inv_t - zmax);
+  const int64_t j = draw_index(m, [&](int64_t i) { return cand_val[i]; }, top_k, p.top_p, u);
+  return j >= 0 ? cand_id[j] : 0;
+}
+
+// One output of a sampling step (ops::sample_tokens) from logits row x:
+// the id (forced if forced >= 0, else sample_draw's at u) and its
+// untempered log-probability.
+NMT_KERNEL int32_t sample_row(const float* x, int64_t V, const SampleParams& p, double u,
+                              int32_t forced, float* cand_val, int32_t* cand_id, float* lp) {
+  const float lse = log_sum_exp_row(x, V);
+  const int32_t pick = forced >= 0 ? forced : sample_draw(x, V, p, u, cand_val, cand_id);
   *lp = x[pick] - lse;
   return pick;
 }
