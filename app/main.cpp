@@ -100,6 +100,16 @@ int finish_stdout(const std::string& prefix) {
   return 0;
 }
 
+// The library names an option by its key (InputError::option): here it is
+// written as the command line's flag, before the message.
+std::string message_of(const nmt::Error& e) {
+  const auto* input = dynamic_cast<const nmt::InputError*>(&e);
+  if (!input || input->option().empty()) return e.what();
+  std::string flag = input->option() == "model" ? "-m" : "--" + input->option();
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag + (e.what()[0] == ':' ? "" : " ") + e.what();
+}
+
 int usage_error(const std::string& prefix, const std::string& msg) {
   std::cerr << prefix << ": error: " << msg << " (see " << prefix << " --help)\n";
   return 2;
@@ -166,11 +176,11 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     // A refusal one rank alone made (its node's memory) would leave the
     // others waiting: end them too.
-    const int rc = usage_error(prefix, e.what());
+    const int rc = usage_error(prefix, message_of(e));
     nmt::abort_if_distributed(rc);
     return rc;
   } catch (const nmt::Error& e) {
-    std::cerr << "nmt: error: " << e.what() << "\n";
+    std::cerr << "nmt: error: " << message_of(e) << "\n";
     nmt::abort_if_distributed(1);
     return 1;
   } catch (const std::bad_alloc&) {

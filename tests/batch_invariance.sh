@@ -100,7 +100,7 @@ translate "$WORK/test.en" "$WORK/al_static" --batch-tokens 300 --alignments --ba
 : >"$WORK/err"
 translate "$WORK/test.en" "$WORK/al_cont" --batch-tokens 300 --alignments --batching continuous
 cmp -s "$WORK/al_static" "$WORK/al_cont" || fail "--alignments with --batching continuous changed the output"
-[ "$(grep -c 'batching continuous does not apply: alignments' "$WORK/err")" -eq 1 ] ||
+[ "$(grep -c 'continuous batching does not apply: alignments' "$WORK/err")" -eq 1 ] ||
   fail "--alignments with --batching continuous: expected one warning, stderr: $(cat "$WORK/err")"
 echo "continuous batching with alignments: one warning, static batches, the same output"
 

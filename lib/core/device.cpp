@@ -17,15 +17,16 @@ Device parse_device(const std::string& name) {
   if (name == "cpu") return Device::CPU;
   if (name == "cuda" || name == "cuda:0") return Device::CUDA;
   if (name.rfind("cuda:", 0) == 0)
-    throw UsageError("--device " + name + ": only cuda:0 is supported for now");
-  throw UsageError("--device: expected cpu or cuda[:N], got \"" + name + "\"");
+    throw about_option<UsageError>("device", name + ": only cuda:0 is supported for now");
+  throw about_option<UsageError>("device", ": expected cpu or cuda[:N], got \"" + name + "\"");
 }
 
 ComputeType parse_compute_type(const std::string& name) {
   if (name == "f32" || name == "float32") return ComputeType::F32;
   if (name == "bf16" || name == "bfloat16") return ComputeType::BF16;
   if (name == "int8") return ComputeType::INT8;
-  throw UsageError("--compute-type: expected f32, bf16 or int8, got \"" + name + "\"");
+  throw about_option<UsageError>("compute_type",
+                                 ": expected f32, bf16 or int8, got \"" + name + "\"");
 }
 
 namespace {
@@ -96,7 +97,7 @@ void require_compute_type(Device d, ComputeType t, bool training) {
                      lacks);
   const std::string why = missing_ops(d, t, training);
   if (!why.empty())
-    throw InputError("--compute-type " + std::string(compute_type_name(t)) + ": " + why);
+    throw about_option<InputError>("compute_type", std::string(compute_type_name(t)) + ": " + why);
 }
 
 std::string backends_info() {

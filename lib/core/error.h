@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace nmt {
 
@@ -76,6 +77,14 @@ class NMT_ERROR_VISIBLE Error : public std::runtime_error {
 class NMT_ERROR_VISIBLE InputError : public Error {
  public:
   using Error::Error;
+  // The option at fault, by its key in the library's options (beam,
+  // batch_tokens), or empty: app/ writes the key as its command-line flag
+  // before the message, so that the library names no flag.
+  const std::string& option() const { return option_; }
+  void set_option(std::string key) { option_ = std::move(key); }
+
+ private:
+  std::string option_;
 };
 
 // A command line that cannot mean anything (an output that is an input or a
@@ -85,5 +94,14 @@ class NMT_ERROR_VISIBLE UsageError : public InputError {
  public:
   using InputError::InputError;
 };
+
+// An error of kind E (InputError, UsageError) about the option `key`; what
+// follows the option's name in the message ("8: more than ...").
+template <class E>
+E about_option(std::string key, const std::string& what) {
+  E e(what);
+  e.set_option(std::move(key));
+  return e;
+}
 
 }  // namespace nmt

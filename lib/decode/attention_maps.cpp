@@ -14,11 +14,13 @@ AttentionMap attention_map(const Transformer& model, const std::vector<int32_t>&
   const bool enc = kind == AttentionKind::EncoderSelf;
   const int64_t layers = enc ? cfg.encoder_layers : cfg.decoder_layers;
   if (layer < 0 || layer >= layers)
-    throw UsageError("--layer " + std::to_string(layer + 1) + ": the " +
-                     (enc ? "encoder" : "decoder") + " has layers 1.." + std::to_string(layers));
+    throw about_option<UsageError>("layer", std::to_string(layer + 1) + ": the " +
+                                                (enc ? "encoder" : "decoder") + " has layers 1.." +
+                                                std::to_string(layers));
   if (head >= cfg.heads)
-    throw UsageError("--head " + std::to_string(head + 1) + ": the model has heads 1.." +
-                     std::to_string(cfg.heads));
+    throw about_option<UsageError>("head", std::to_string(head + 1) +
+                                               ": the model has heads 1.." +
+                                               std::to_string(cfg.heads));
   TokenBatch b = make_batch({&src}, {&out}, cfg);
   acts.keep_attention = true;
   model.forward(b, acts, /*training=*/false, 0);

@@ -18,25 +18,28 @@ double length_penalty(int64_t length, const SearchOptions& opts) {
 
 void validate(const SearchOptions& o) {
   auto in = [](double x, double lo, double hi) { return x >= lo && x <= hi; };  // false for NaN
-  auto fail = [](const char* name, const std::string& range, double x) {
+  // name: the option's key, then what of it ("topk:K"), if a part.
+  auto fail = [](const char* key, const char* part, const std::string& range, double x) {
     std::ostringstream v;
     v << x;
-    throw InputError(std::string(name) + ": expected a number " + range + ", got " + v.str());
+    throw about_option<InputError>(
+        key, std::string(part) + ": expected a number " + range + ", got " + v.str());
   };
-  if (!in(o.beam, 1, 1024)) fail("--beam", "from 1 to 1024", o.beam);
-  if (!in(o.n_best, 1, 1024)) fail("--n-best", "from 1 to 1024", o.n_best);
-  if (!in(o.alpha, 0, 10)) fail("--alpha", "from 0 to 10", o.alpha);
-  if (!in(o.max_len_a, 0, 100)) fail("--max-length-a", "from 0 to 100", o.max_len_a);
-  if (!in(o.max_len_b, 0, 100000)) fail("--max-length-b", "from 0 to 100000", o.max_len_b);
+  if (!in(o.beam, 1, 1024)) fail("beam", "", "from 1 to 1024", o.beam);
+  if (!in(o.n_best, 1, 1024)) fail("n_best", "", "from 1 to 1024", o.n_best);
+  if (!in(o.alpha, 0, 10)) fail("alpha", "", "from 0 to 10", o.alpha);
+  if (!in(o.max_len_a, 0, 100)) fail("max_length_a", "", "from 0 to 100", o.max_len_a);
+  if (!in(o.max_len_b, 0, 100000)) fail("max_length_b", "", "from 0 to 100000", o.max_len_b);
   if (o.sampling.empty()) return;
   if (o.sampling != "topk" && o.sampling != "topp" && o.sampling != "full")
-    throw InputError("--sampling: expected topk:K, topp:P or full, got \"" + o.sampling + "\"");
+    throw about_option<InputError>("sampling",
+                                   ": expected topk:K, topp:P or full, got \"" + o.sampling + "\"");
   if (o.sampling == "topk" && !in(o.sampling_k, 1, 1000000))
-    fail("--sampling topk:K", "K from 1 to 1000000", o.sampling_k);
+    fail("sampling", "topk:K", "K from 1 to 1000000", o.sampling_k);
   if (o.sampling == "topp" && !(o.sampling_p > 0 && o.sampling_p <= 1))
-    fail("--sampling topp:P", "P in (0, 1]", o.sampling_p);
+    fail("sampling", "topp:P", "P in (0, 1]", o.sampling_p);
   if (!(o.temperature > 0 && o.temperature <= 100))
-    fail("--sampling-temperature", "in (0, 100]", o.temperature);
+    fail("sampling_temperature", "", "in (0, 100]", o.temperature);
 }
 
 namespace {

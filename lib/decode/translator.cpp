@@ -40,8 +40,9 @@ Translator::Translator(const LoadedModel& model, SearchOptions opts, int64_t bat
   const int layers = model_.config.decoder_layers;
   if (attention_.layer < 0) attention_.layer = std::max(0, layers - 2);
   if (attention_.layer >= layers)
-    throw UsageError("--alignment-layer " + std::to_string(attention_.layer + 1) +
-                     ": the decoder has layers 1.." + std::to_string(layers));
+    throw about_option<UsageError>("alignment_layer", std::to_string(attention_.layer + 1) +
+                                                          ": the decoder has layers 1.." +
+                                                          std::to_string(layers));
   cores_ = cores_per_rank();
   // Several single-threaded workers beat one multi-threaded one on batch
   // throughput (decoding's small products scale poorly across threads);
@@ -74,7 +75,7 @@ void Translator::set_continuous(bool on) {
     why = "this model cannot take sentences into a running batch";
   continuous_ = on && why.empty();
   if (!why.empty() && warn_)
-    warn_("--batching continuous does not apply: " + why + "; batches run static");
+    warn_("continuous batching does not apply: " + why + "; batches run static");
 }
 
 // What a worker's search translates: the rest of the batch it started

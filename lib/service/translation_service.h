@@ -1,0 +1,104 @@
+// The translation service: models loaded (one, or an ensemble), a
+// Translator over them, and input lines turned into output lines in input
+// order, window by window, in one process or shared over the ranks of a
+// distributed run (Comm). `nmt translate` parses its options into
+// TranslateOptions, makes one and hands it its inputs; any program that
+// links the library can do the same.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/device.h"
+#include "decode/ensemble.h"
+#include "decode/translator.h"
+#include "io/text_file.h"
+#include "service/requests.h"
+
+namespace nmt {
+
+enum class ShortlistUse {
+  automatic,  // where the model's training run turned it on
+  on,         // required: a model without one is refused
+  off,
+};
+
+struct TranslateOptions {
+  std::vector<std::string> models;  // one, or an ensemble sharing a vocabulary
+  std::string compute;              // empty: each model file's own
+  Device device = Device::CPU;
+  SearchOptions search;  // validated by the caller; its shortlist is the service's to set
+  ShortlistUse shortlist = ShortlistUse::automatic;
+  int64_t batch_tokens = 0;  // 0: auto_batch_tokens()
+  int workers = 0, threads = 0;
+  bool continuous = false;  // sentences join running batches
+  int alignment_layer = 0;  // of alignments and attention, from 1 (0: the second-to-last)
+  InputFormat input_format = InputFormat::text;
+  ResultFormat output;
+  int window = 1024;  // lines read ahead and sorted by length
+  bool beam_given = false;  // a memory refusal then blames the beam, not the batch
+};
+
+// Where a stream's results go: its text, a window's lines at a time (to be
+// written and flushed), and how far it is (lines done, the share of the
+// input read, or -1).
+struct StreamSink {
+  std::function<void(const std::string& text)> write;
+  std::function<void(int64_t lines, double fraction)> progress;
+};
+
+class TranslationService {
+ public:
+  // Loads the models. warn: one-line warnings ("NAME line N: ...", NAME the
+  // input being read). Refuses (InputError, with the option's key) an
+  // ensemble whose members do not share a vocabulary, a required shortlist
+  // the model lacks, and batches that could take more memory than the
+  // machine has.
+  TranslationService(TranslateOptions opts, std::function<void(const std::string&)> warn);
+  ~TranslationService();
+  TranslationService(const TranslationService&) = delete;
+  TranslationService& operator=(const TranslationService&) = delete;
+
+  // How it will translate, on lines of their own: models, compute type,
+  // device, workers and threads, batches, search; the backend's numerics;
+  // the prepared weights.
+  std::string describe() const;
+  // How an input file should be read: lines cut where the model could not
+  // take more, jsonl records read whole.
+  io::TextChecks text_checks() const;
+
+  // One input, window by window, until it ends. With comm of more than one
+  // rank, rank 0 reads and writes while every rank translates its share
+  // (the other ranks call serve_windows).
+  void translate(io::LineReader& in, const std::string& name, const StreamSink& sink,
+                 Comm* comm = nullptr);
+  // Ranks other than 0: windows until rank 0 sends end_windows.
+  void serve_windows(Comm& comm);
+  static void end_windows(Comm& comm);
+
+  const LoadedModel& model() const { return models_[0]; }
+
+ private:
+  std::vector<TranslationResult> translate_requests(std::vector<std::string>& lines,
+                                                   int64_t first);
+  std::string translate_window(const std::string& packed);
+  void translate_as_root(io::LineReader& in, const StreamSink& sink, Comm& comm);
+  void check_memory() const;
+  size_t text_cap() const;
+  std::string why_limit() const;
+
+  TranslateOptions opts_;
+  std::function<void(const std::string&)> warn_;
+  std::string input_name_;  // of the input being read, for warnings
+  RequestFormat request_format_;
+  std::vector<LoadedModel> models_;
+  std::optional<Ensemble> ensemble_;
+  std::unique_ptr<Translator> translator_;
+};
+
+}  // namespace nmt

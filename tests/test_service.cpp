@@ -1,0 +1,128 @@
+// The translation service's line formats (service/requests.h): requests
+// from text, tsv and jsonl lines, malformed lines skipped with a warning
+// that names the line, fields cut at a character's start; results as text,
+// scores, alignments, Moses n-best lines and jsonl. `nmt translate` runs
+// through the same functions (the CLI tests check it end to end).
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "service/requests.h"
+
+using namespace nmt;
+
+namespace {
+
+struct Warnings {
+  std::vector<std::string> said;
+  LineWarning sink() {
+    return [this](int64_t line, const std::string& what) {
+      said.push_back(std::to_string(line) + ": " + what);
+    };
+  }
+};
+
+TranslationRequest parse(const std::string& line, InputFormat f, Warnings& w,
+                         size_t max_bytes = 0) {
+  RequestFormat rf;
+  rf.format = f;
+  rf.max_text_bytes = max_bytes;
+  rf.why_limit = "the model takes at most 3 subwords";
+  return parse_request(line, rf, 7, w.sink());
+}
+
+}  // namespace
+
+TEST_CASE("requests: text, tsv and jsonl lines, and the lines that do not parse", "[service]") {
+  Warnings w;
+  TranslationRequest r = parse("a\tb {\"text\"}", InputFormat::text, w);
+  CHECK(r.source == "a\tb {\"text\"}");
+  CHECK(!r.skip);
+
+  r = parse("Ein Hund.\tA dog", InputFormat::tsv, w);
+  CHECK(r.source == "Ein Hund.");
+  CHECK(r.prefix == "A dog");
+  r = parse("no tab here", InputFormat::tsv, w);
+  CHECK(r.skip);
+  REQUIRE(w.said.size() == 1);
+  CHECK(w.said[0].rfind("7: no TAB", 0) == 0);
+  CHECK(w.said[0].find("an empty line is written instead") != std::string::npos);
+
+  r = parse(R"({"text": "Hallo", "prefix": "Hel", "constraints": ["world", "x"]})",
+            InputFormat::jsonl, w);
+  CHECK(!r.skip);
+  CHECK(r.source == "Hallo");
+  CHECK(r.prefix == "Hel");
+  CHECK(r.constraints == std::vector<std::string>{"world", "x"});
+  r = parse("   ", InputFormat::jsonl, w);  // empty in, empty out, no warning
+  CHECK(!r.skip);
+  CHECK(r.source.empty());
+  const size_t before = w.said.size();
+  for (const char* bad : {R"({"text": 3})", R"(["text"])", R"({"txt": "a"})", "{\"text\": \"a\"",
+                          R"({"text": "a", "constraints": [1]})", R"({"prefix": "a"})",
+                          R"({"text": " ", "prefix": "a"})"}) {
+    INFO(bad);
+    CHECK(parse(bad, InputFormat::jsonl, w).skip);
+  }
+  CHECK(w.said.size() == before + 7);
+  CHECK(w.said.back().find("the source is empty, so its prefix is not used") !=
+        std::string::npos);
+}
+
+TEST_CASE("requests: a long field is cut at a character's start, with a warning", "[service]") {
+  Warnings w;
+  // "ü" is two bytes: a cut at 4 bytes would split the second one.
+  TranslationRequest r = parse(R"({"text": "aüü", "prefix": "xy"})", InputFormat::jsonl, w, 4);
+  CHECK(r.source == "aü");
+  CHECK(r.prefix == "xy");
+  REQUIRE(w.said.size() == 1);
+  CHECK(w.said[0] ==
+        "7: \"text\" is 5 bytes; only the first 3 are read (the model takes at most 3 subwords)");
+}
+
+TEST_CASE("results: text, scores, alignments, n-best lines and jsonl", "[service]") {
+  TranslationResult r;
+  r.text = "a ||| b";
+  r.score = -0.5;
+  r.logprob = -1.5;
+  r.tokens = 3;
+  r.alignment = {{0, 0}, {1, 2}};
+  r.n_best = {{"a ||| b", -0.5}, {"c", -0.75}};
+  ResultFormat f;
+  CHECK(format_results({r}, f, 1) == "a ||| b\n");
+  f.scores = true;
+  CHECK(format_results({r}, f, 1) == "-0.500000\ta ||| b\n");
+  f.scores = false;
+  f.alignments = true;
+  CHECK(format_results({r}, f, 1) == "a &#124;&#124;&#124; b ||| 0-0 1-2\n");
+  f.alignments = false;
+  f.n_best = 2;
+  CHECK(format_results({r, r}, f, 4) ==
+        "4 ||| a &#124;&#124;&#124; b ||| -0.500000\n4 ||| c ||| -0.750000\n"
+        "5 ||| a &#124;&#124;&#124; b ||| -0.500000\n5 ||| c ||| -0.750000\n");
+  f.format = OutputFormat::jsonl;
+  f.alignments = true;
+  const std::string line = format_results({r}, f, 9);
+  REQUIRE(line.back() == '\n');
+  const auto j = nlohmann::json::parse(line);
+  CHECK(j["line"] == 9);
+  CHECK(j["translation"] == "a ||| b");
+  CHECK(j["tokens"] == 3);
+  CHECK(j["alignment"] == "0-0 1-2");
+  CHECK(j["n_best"].size() == 2);
+  CHECK(!j.contains("constraints_met"));
+}
+
+TEST_CASE("formats: an unknown one is refused by its option's key", "[service]") {
+  CHECK(parse_input_format("tsv") == InputFormat::tsv);
+  CHECK(parse_output_format("jsonl") == OutputFormat::jsonl);
+  try {
+    parse_input_format("csv");
+    FAIL("csv was taken");
+  } catch (const InputError& e) {
+    CHECK(e.option() == "input_format");
+    CHECK(std::string(e.what()) == "csv is not text, tsv or jsonl");
+  }
+}
