@@ -12,32 +12,21 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <iostream>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 
 #include "commands.h"
-#include "core/backend.h"
 #include "core/comm.h"
 #include "core/error.h"
-#include "core/memory.h"
-#include "decode/ensemble.h"
 #include "decode/shortlist_cost.h"
 #include "decode/translator.h"
-#include "io/json.h"
 #include "io/output_file.h"
 #include "io/std_streams.h"
 #include "io/text_file.h"
-#include "model/loaded_model.h"
-#include "model/model_file.h"
-#include "ops/ops.h"
 #include "progress.h"
 #include "service/translation_service.h"
 

@@ -51,11 +51,9 @@ TranslationService::TranslationService(TranslateOptions opts,
     throw InputError(opts_.models[0] +
                      " has no vocabulary shortlist; nmt shortlist makes one from parallel text");
   if (model.shortlist) opts_.search.shortlist = &*model.shortlist;  // read only if used
-  auto warn_input = [this](const std::string& what) {
-    warn_((input_name_.empty() ? "" : input_name_ + " ") + what);
-  };
   translator_ = std::make_unique<Translator>(
-      model, opts_.search, opts_.batch_tokens, warn_input, opts_.workers, opts_.threads,
+      model, opts_.search, opts_.batch_tokens,
+      [this](const std::string& what) { warn_input(what); }, opts_.workers, opts_.threads,
       AttentionOutput{opts_.output.alignments, opts_.output.attention, opts_.alignment_layer - 1},
       ensemble_ ? &*ensemble_ : nullptr);
   translator_->set_continuous(opts_.continuous);
@@ -68,6 +66,10 @@ TranslationService::TranslationService(TranslateOptions opts,
 }
 
 TranslationService::~TranslationService() = default;
+
+void TranslationService::warn_input(const std::string& what) const {
+  warn_((input_name_.empty() ? "" : input_name_ + " ") + what);
+}
 
 // Every worker may hold a batch at once: a beam or batch size that could
 // take more than the machine has is refused before any work.
@@ -143,10 +145,9 @@ io::TextChecks TranslationService::text_checks() const {
 
 std::vector<TranslationResult> TranslationService::translate_requests(
     std::vector<std::string>& lines, int64_t first) {
+  // One write per warning, so that ranks' warnings do not interleave.
   auto warn_line = [this](int64_t line_no, const std::string& what) {
-    // One write, so that ranks' warnings do not interleave mid-line.
-    warn_((input_name_.empty() ? "" : input_name_ + " ") + "line " + std::to_string(line_no) +
-          ": " + what);
+    warn_input("line " + std::to_string(line_no) + ": " + what);
   };
   std::vector<TranslationRequest> requests;
   requests.reserve(lines.size());

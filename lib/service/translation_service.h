@@ -81,14 +81,14 @@ class TranslationService {
   void serve_windows(Comm& comm);
   static void end_windows(Comm& comm);
 
-  const LoadedModel& model() const { return models_[0]; }
-
  private:
   std::vector<TranslationResult> translate_requests(std::vector<std::string>& lines,
                                                    int64_t first);
   std::string translate_window(const std::string& packed);
   void translate_as_root(io::LineReader& in, const StreamSink& sink, Comm& comm);
   void check_memory() const;
+  // A warning about the input being read, prefixed with its name.
+  void warn_input(const std::string& what) const;
   size_t text_cap() const;
   std::string why_limit() const;
 
