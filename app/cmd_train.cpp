@@ -93,7 +93,7 @@ std::string progress_line(const TrainProgress& p) {
 
 void register_train(CLI::App& app) {
   struct Cli {
-    std::string config = "transformer-small";
+    std::string config = kDefaultConfig;
     TrainOptions opts;
     nlohmann::json given = nlohmann::json::object();  // training options named on the command line
     int threads = 0;

@@ -17,7 +17,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 
 #include "commands.h"
 #include "core/comm.h"
@@ -57,35 +56,6 @@ struct Opts {
   bool verbose = false;   // how it will translate, on stderr
   std::string shortlist = "auto";
 };
-
-// --sampling topk:K | topp:P | full into the search options.
-void parse_sampling(const std::string& spec, SearchOptions& o) {
-  const size_t colon = spec.find(':');
-  const std::string kind = spec.substr(0, colon),
-                    arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  auto bad = [&] {
-    return UsageError("--sampling " + spec +
-                      ": expected topk:K (K from 1 to 1000000), topp:P "
-                      "(P in (0, 1]) or full");
-  };
-  o.sampling = kind;
-  try {
-    size_t used = 0;
-    if (kind == "topk" && !arg.empty()) {
-      const long k = std::stol(arg, &used);
-      if (used != arg.size() || k < 1 || k > 1000000) throw bad();
-      o.sampling_k = static_cast<int>(k);
-    } else if (kind == "topp" && !arg.empty()) {
-      const double p = std::stod(arg, &used);
-      if (used != arg.size() || !(p > 0 && p <= 1)) throw bad();
-      o.sampling_p = static_cast<float>(p);
-    } else if (!(kind == "full" && arg.empty())) {
-      throw bad();
-    }
-  } catch (const std::logic_error&) {
-    throw bad();
-  }
-}
 
 // Standard output, or a file written as what it is (io::OutputFile).
 class Output {
@@ -175,40 +145,13 @@ std::vector<std::string> plan_outputs(const Opts& o) {
   return outs;
 }
 
-// The combinations of options that mean nothing, refused before any file
-// is read.
-void check_options(Opts& o) {
-  if (!o.sampling.empty()) {
-    parse_sampling(o.sampling, o.search);
-    if (o.beam_given && o.search.beam > 1)
-      throw UsageError(
-          "--sampling draws one token at a time: it takes --beam 1 (--n-best N "
-          "draws N samples)");
-    if (o.shortlist == "on")
-      throw UsageError("--shortlist on restricts the search; --sampling draws from the whole "
-                       "vocabulary");
-    o.search.beam = o.search.n_best;  // the rows a sentence holds: one per sample
-  }
-  validate(o.search);
-  if (o.search.n_best > o.search.beam)
-    throw UsageError("--n-best " + std::to_string(o.search.n_best) + " exceeds --beam " +
-                     std::to_string(o.search.beam));
-  if (!o.output.empty() && o.inputs.size() > 1)
-    throw UsageError("-o takes one input; use --output-dir for several");
-  if (!o.suffix.empty() && o.output_dir.empty())
-    throw UsageError("--suffix names the files of --output-dir; give --output-dir too");
-  if (o.alignments && o.search.n_best > 1 && o.format == "text")
-    throw UsageError(
-        "--alignments belongs to the best translation; with --n-best use --format jsonl");
-  if (o.attention && o.format != "jsonl")
-    throw UsageError("--attention writes a matrix per line; it needs --format jsonl");
-}
-
-TranslateOptions service_options(const Opts& o) {
+// The service's options, checked before any file is read (the device is
+// opened later, once the files are known to be there).
+TranslateOptions service_options(Opts& o) {
+  if (!o.sampling.empty()) parse_sampling(o.sampling, o.search);
   TranslateOptions t;
   t.models = o.models;
   t.compute = o.compute;
-  t.device = open_device(o.device);
   t.search = o.search;
   t.shortlist = o.shortlist == "on"    ? ShortlistUse::on
                 : o.shortlist == "off" ? ShortlistUse::off
@@ -222,11 +165,16 @@ TranslateOptions service_options(const Opts& o) {
               o.search.n_best};
   t.window = o.window;
   t.beam_given = o.beam_given;
+  check_options(t);
+  if (!o.output.empty() && o.inputs.size() > 1)
+    throw UsageError("-o takes one input; use --output-dir for several");
+  if (!o.suffix.empty() && o.output_dir.empty())
+    throw UsageError("--suffix names the files of --output-dir; give --output-dir too");
   return t;
 }
 
 void run(Opts& o) {
-  check_options(o);
+  TranslateOptions t = service_options(o);
   if (o.inputs.empty()) o.inputs.push_back("-");
   for (const auto& m : o.models) io::check_input_path(m, "-m");
   // Distributed, rank 0 alone reads the inputs and writes the outputs: only
@@ -243,7 +191,8 @@ void run(Opts& o) {
       if (ec) throw InputError("cannot create --output-dir " + o.output_dir + ": " + ec.message());
     }
   });
-  TranslationService service(service_options(o), io::warn_on_stderr);
+  t.device = open_device(o.device);
+  TranslationService service(std::move(t), io::warn_on_stderr);
   if (o.verbose && root) std::fprintf(stderr, "nmt translate: %s", service.describe().c_str());
   if (!root) return service.serve_windows(comm);
   const io::TextChecks checks = service.text_checks();

@@ -103,11 +103,11 @@ int finish_stdout(const std::string& prefix) {
 // The library names an option by its key (InputError::option): here it is
 // written as the command line's flag, before the message.
 std::string message_of(const nmt::Error& e) {
-  const auto* input = dynamic_cast<const nmt::InputError*>(&e);
-  if (!input || input->option().empty()) return e.what();
-  std::string flag = input->option() == "model" ? "-m" : "--" + input->option();
-  std::replace(flag.begin(), flag.end(), '_', '-');
-  return flag + (e.what()[0] == ':' ? "" : " ") + e.what();
+  return nmt::message_naming(e, [](const std::string& key) {
+    std::string flag = key == "model" ? "-m" : "--" + key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+  });
 }
 
 int usage_error(const std::string& prefix, const std::string& msg) {

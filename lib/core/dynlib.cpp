@@ -19,6 +19,14 @@ std::string Module::describe(const char* build_info) const {
   return info;
 }
 
+std::string code_directory() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&code_directory), &info) == 0 || !info.dli_fname) return "";
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? "" : file.parent_path().string();
+}
+
 Module open_module(const char* env_var, const std::string& file_name, const std::string& built_path,
                    const char* abi_symbol, const std::string& abi, bool global,
                    std::initializer_list<const char*> entries) {
@@ -30,6 +38,9 @@ Module open_module(const char* env_var, const std::string& file_name, const std:
     const fs::path p = fs::absolute(fs::path(env), ec);
     paths.push_back(ec ? fs::path(env) : p);
   } else {
+    // Beside libnmt.so where a program links it, then beside the binary.
+    if (const std::string code = code_directory(); !code.empty())
+      paths.push_back(fs::path(code) / file_name);
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     if (!ec) {
       paths.push_back(exe.parent_path() / file_name);

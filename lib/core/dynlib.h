@@ -34,9 +34,14 @@ struct Module {
  private:
   void* symbol(const char* name) const;
 };
+// The directory of the file that holds nmt's code: the binary, or libnmt.so
+// in a program that links it (empty if it cannot be told).
+std::string code_directory();
+
 // Looks for file_name in the file $env_var names, alone, when it is set (a
-// wrong one is reported, not passed over); else beside the running binary,
-// in ../lib from it (an installed layout), then at built_path (where the
+// wrong one is reported, not passed over); else beside the code's file
+// (libnmt.so, in a program that links it), beside the running binary, in
+// ../lib from it (an installed layout), then at built_path (where the
 // build wrote it, for the test and bench binaries). The module's abi_symbol,
 // a function returning a C string, must return abi: a module built from
 // another version of nmt would call the wrong virtual functions. global:

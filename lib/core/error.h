@@ -3,6 +3,7 @@
 // app/ turns that into a message on stderr and a non-zero exit code.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -96,12 +97,36 @@ class NMT_ERROR_VISIBLE UsageError : public InputError {
 };
 
 // An error of kind E (InputError, UsageError) about the option `key`; what
-// follows the option's name in the message ("8: more than ...").
+// follows the option's name in the message ("8: more than ..."). Other
+// options it names are written "{key}" ("5 exceeds {beam} 4").
 template <class E>
 E about_option(std::string key, const std::string& what) {
   E e(what);
   e.set_option(std::move(key));
   return e;
+}
+
+// e's message with its options named as the caller names them (the command
+// line "--beam", a program "beam"): the option at fault before the text (no
+// space where the text starts with ':'), and every "{key}" in it.
+inline std::string message_naming(const Error& e,
+                                   const std::function<std::string(const std::string&)>& name) {
+  std::string text = e.what(), out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    size_t end = text[i] == '{' ? i + 1 : std::string::npos;
+    while (end != std::string::npos && end < text.size() &&
+           ((text[end] >= 'a' && text[end] <= 'z') || text[end] == '_'))
+      ++end;
+    if (end != std::string::npos && end > i + 1 && end < text.size() && text[end] == '}') {
+      out += name(text.substr(i + 1, end - i - 1));
+      i = end;
+    } else {
+      out += text[i];
+    }
+  }
+  const auto* input = dynamic_cast<const InputError*>(&e);
+  if (!input || input->option().empty()) return out;
+  return name(input->option()) + (out.empty() || out[0] == ':' ? "" : " ") + out;
 }
 
 }  // namespace nmt

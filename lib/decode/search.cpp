@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <limits>
 #include <sstream>
 
@@ -40,6 +41,33 @@ void validate(const SearchOptions& o) {
     fail("sampling", "topp:P", "P in (0, 1]", o.sampling_p);
   if (!(o.temperature > 0 && o.temperature <= 100))
     fail("sampling_temperature", "", "in (0, 100]", o.temperature);
+}
+
+void parse_sampling(const std::string& spec, SearchOptions& o) {
+  const size_t colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon),
+                    arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  auto bad = [&] {
+    return about_option<UsageError>(
+        "sampling", spec + ": expected topk:K (K from 1 to 1000000), topp:P (P in (0, 1]) or full");
+  };
+  o.sampling = kind;
+  try {
+    size_t used = 0;
+    if (kind == "topk" && !arg.empty()) {
+      const long k = std::stol(arg, &used);
+      if (used != arg.size() || k < 1 || k > 1000000) throw bad();
+      o.sampling_k = static_cast<int>(k);
+    } else if (kind == "topp" && !arg.empty()) {
+      const double p = std::stod(arg, &used);
+      if (used != arg.size() || !(p > 0 && p <= 1)) throw bad();
+      o.sampling_p = static_cast<float>(p);
+    } else if (!(kind == "full" && arg.empty())) {
+      throw bad();
+    }
+  } catch (const std::logic_error&) {
+    throw bad();
+  }
 }
 
 namespace {

@@ -55,6 +55,10 @@ struct SearchOptions {
 // topp with p in (0, 1], temperature in (0, 100].
 void validate(const SearchOptions& opts);
 
+// A sampling as one string, "topk:K", "topp:P" or "full", into opts'
+// sampling fields; anything else is a UsageError about the option sampling.
+void parse_sampling(const std::string& spec, SearchOptions& opts);
+
 struct Hypothesis {
   std::vector<int32_t> tokens;  // without </s>
   double logprob = 0;           // sum of token log-probabilities, </s> included

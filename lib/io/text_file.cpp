@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <istream>
 
 #include "core/error.h"
 #include "io/std_streams.h"
@@ -36,6 +37,7 @@ struct LineReader::Impl {
   std::string path;
   int fd = -1;
   bool owns_fd = false;
+  std::istream* stream = nullptr;  // read instead of fd when set
   Mode mode = Mode::kUnknown;
   bool raw_eof = false;
   bool at_end = false;  // no more bytes will be added to `pending`
@@ -59,9 +61,18 @@ struct LineReader::Impl {
     std::size_t old = dst.size();
     dst.resize(old + kChunk);
     ssize_t n;
-    do {
-      n = ::read(fd, &dst[old], kChunk);
-    } while (n < 0 && errno == EINTR);
+    if (stream) {
+      stream->read(&dst[old], kChunk);
+      if (stream->bad()) {
+        dst.resize(old);
+        throw InputError("cannot read " + path + ": the stream failed");
+      }
+      n = static_cast<ssize_t>(stream->gcount());
+    } else {
+      do {
+        n = ::read(fd, &dst[old], kChunk);
+      } while (n < 0 && errno == EINTR);
+    }
     if (n < 0) {
       int err = errno;
       dst.resize(old);
@@ -180,6 +191,12 @@ LineReader::LineReader(const std::string& path, TextChecks checks)
   if (stat_ok && S_ISREG(st.st_mode)) impl_->size = static_cast<int64_t>(st.st_size);
 }
 
+LineReader::LineReader(std::istream& in, const std::string& name, TextChecks checks)
+    : impl_(std::make_unique<Impl>()), path_(name), checks_(std::move(checks)) {
+  impl_->path = name;
+  impl_->stream = &in;
+}
+
 double LineReader::fraction_read() const {
   const Impl& s = *impl_;
   if (s.size <= 0) return -1;
@@ -199,7 +216,7 @@ LineReader& LineReader::operator=(LineReader&&) noexcept = default;
 
 bool LineReader::would_block() const {
   const Impl& s = *impl_;
-  if (s.at_end || s.pending.find('\n', s.pos) != std::string::npos) return false;
+  if (s.at_end || s.stream || s.pending.find('\n', s.pos) != std::string::npos) return false;
   pollfd p{s.fd, POLLIN, 0};
   return ::poll(&p, 1, 0) == 0;
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -53,6 +54,10 @@ class LineReader {
  public:
   // path "-" reads stdin. Throws nmt::InputError("cannot open PATH: ...").
   explicit LineReader(const std::string& path, TextChecks checks = {});
+  // From a stream, named `name` in warnings, read a chunk at a time (so it
+  // never reports that it would block: a stream's lines are translated by
+  // the window, not as each is typed). The stream must outlive the reader.
+  LineReader(std::istream& in, const std::string& name, TextChecks checks = {});
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;

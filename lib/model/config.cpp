@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/dynlib.h"
 #include "core/error.h"
 #include "core/suggest.h"
 #include "io/json.h"
@@ -367,12 +368,16 @@ json config_to_json(const ModelConfig& c) {
 std::string find_config(const std::string& name) {
   struct stat st;
   if (stat(name.c_str(), &st) == 0) return name;
+  // Where a name is looked for: ./models/, then where an installed nmt keeps
+  // its configs (PREFIX/share/nmt/models beside PREFIX/bin or PREFIX/lib),
+  // then the source tree's it was built from.
+  std::vector<std::string> dirs = {"models/"};
+  if (const std::string code = code_directory(); !code.empty())
+    dirs.push_back(code + "/../share/nmt/models/");
 #ifdef NMT_SOURCE_DIR
-  for (const std::string& dir :
-       {std::string("models/"), std::string(NMT_SOURCE_DIR) + "/models/"}) {
-#else
-  for (const std::string& dir : {std::string("models/")}) {
+  dirs.push_back(std::string(NMT_SOURCE_DIR) + "/models/");
 #endif
+  for (const std::string& dir : dirs) {
     const std::string p =
         dir + name + (name.size() > 5 && name.substr(name.size() - 5) == ".json" ? "" : ".json");
     if (stat(p.c_str(), &st) == 0) return p;

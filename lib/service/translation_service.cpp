@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -26,6 +27,36 @@ std::string sampling_spec(const SearchOptions& s) {
 }
 
 }  // namespace
+
+void check_options(TranslateOptions& o) {
+  SearchOptions& s = o.search;
+  if (!s.sampling.empty()) {
+    if (o.beam_given && s.beam > 1)
+      throw about_option<UsageError>(
+          "sampling", "draws one token at a time: it takes {beam} 1 ({n_best} N draws N samples)");
+    if (o.shortlist == ShortlistUse::on)
+      throw about_option<UsageError>(
+          "shortlist", "on restricts the search; {sampling} draws from the whole vocabulary");
+    s.beam = s.n_best;  // the rows a sentence holds: one per sample
+  }
+  try {
+    validate(s);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const InputError& e) {  // a value out of range, given as an option
+    throw about_option<UsageError>(e.option(), e.what());
+  }
+  if (s.n_best > s.beam)
+    throw about_option<UsageError>(
+        "n_best", std::to_string(s.n_best) + " exceeds {beam} " + std::to_string(s.beam));
+  if (o.output.alignments && s.n_best > 1 && o.output.format == OutputFormat::text)
+    throw about_option<UsageError>(
+        "alignments", "belongs to the best translation; with {n_best} use {format} jsonl");
+  if (o.output.attention && o.output.format != OutputFormat::jsonl)
+    throw about_option<UsageError>("attention",
+                                   "writes a matrix per line; it needs {format} jsonl");
+  o.output.n_best = s.n_best;
+}
 
 TranslationService::TranslationService(TranslateOptions opts,
                                        std::function<void(const std::string&)> warn)
@@ -175,6 +206,38 @@ void TranslationService::translate(io::LineReader& in, const std::string& name,
     if (static_cast<int>(window.size()) >= opts_.window || in.would_block()) flush();
   }
   if (!window.empty()) flush();
+}
+
+std::vector<std::string> TranslationService::translate(const std::vector<std::string>& lines) {
+  std::string text;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find('\n') != std::string::npos)
+      throw InputError("line " + std::to_string(i + 1) +
+                       " holds a line break; give each line on its own");
+    text += lines[i];
+    text += '\n';
+  }
+  input_name_ = "<lines>";
+  std::istringstream stream(std::move(text));
+  io::TextChecks checks = text_checks();
+  io::LineReader in(stream, input_name_, checks);
+  std::vector<std::string> out, window;
+  out.reserve(lines.size());
+  std::string line;
+  auto flush = [&] {
+    const int64_t first = static_cast<int64_t>(out.size()) + 1;
+    std::vector<TranslationResult> results = translate_requests(window, first);
+    for (size_t i = 0; i < results.size(); ++i)
+      out.push_back(format_results({std::move(results[i])}, opts_.output,
+                                   first + static_cast<int64_t>(i)));
+    window.clear();
+  };
+  while (in.next(line)) {
+    window.push_back(std::move(line));
+    if (static_cast<int>(window.size()) >= opts_.window) flush();
+  }
+  if (!window.empty()) flush();
+  return out;
 }
 
 // A distributed run (mpirun/srun): rank 0 reads the input in rounds of one

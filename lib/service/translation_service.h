@@ -44,6 +44,13 @@ struct TranslateOptions {
   bool beam_given = false;  // a memory refusal then blames the beam, not the batch
 };
 
+// The combinations of options that mean nothing (sampling with a beam or a
+// required shortlist, more hypotheses than the beam, n-best alignments as
+// text, attention outside jsonl) and search values out of range, refused
+// before a model is read (errors about the option's key). With sampling,
+// search.beam becomes the rows a sentence holds: one per sample.
+void check_options(TranslateOptions& opts);
+
 // Where a stream's results go: its text, a window's lines at a time (to be
 // written and flushed), and how far it is (lines done, the share of the
 // input read, or -1).
@@ -77,6 +84,11 @@ class TranslationService {
   // (the other ranks call serve_windows).
   void translate(io::LineReader& in, const std::string& name, const StreamSink& sink,
                  Comm* comm = nullptr);
+  // Lines held in memory, read as a file of them would be (cut where the
+  // model could not take more, ill-formed UTF-8 replaced): what each line's
+  // translation writes (its output lines, each ending in "\n"), in order.
+  // A line may not hold "\n".
+  std::vector<std::string> translate(const std::vector<std::string>& lines);
   // Ranks other than 0: windows until rank 0 sends end_windows.
   void serve_windows(Comm& comm);
   static void end_windows(Comm& comm);

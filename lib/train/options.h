@@ -24,6 +24,10 @@ class OptionError : public InputError {
   using InputError::InputError;
 };
 
+// The config trained when none is named: the recipe then picks one by the
+// corpus's size (train/recipe.h).
+inline constexpr const char* kDefaultConfig = "transformer-small";
+
 struct TrainOptions {
   // Files (command line only). Several training corpora: train_src[i] is
   // line-aligned with train_tgt[i].

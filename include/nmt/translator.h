@@ -1,0 +1,91 @@
+// Translation, as `nmt translate` does it: one model or an ensemble loaded
+// once, then lines in and output lines out, in order, batched and shared
+// among workers, whatever the batching the same bytes `nmt translate`
+// writes for the same options.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nmt/error.h"
+
+namespace nmt::api {
+
+enum class InputFormat {
+  text,   // a line is a source text
+  tsv,    // source<TAB>prefix: the translation starts with the prefix
+  jsonl,  // {"text": ..., "prefix": ..., "constraints": [...]}
+};
+enum class OutputFormat {
+  text,   // the translation (with scores, alignments or n-best as asked)
+  jsonl,  // {"line", "translation", "score", "logprob", "tokens", ...}
+};
+enum class Shortlist {
+  automatic,  // where the model's training run measured it to cost little
+  on,         // required: a model without one is refused
+  off,
+};
+
+// The options of `nmt translate`, by the same names (--n-best is n_best);
+// constructed with its defaults.
+struct NMT_API TranslateOptions {
+  TranslateOptions();
+  std::string compute_type;  // "f32", "bf16", "int8"; empty: the model's
+  std::string device;        // "cpu", "cuda"
+  int beam;
+  double alpha;      // GNMT length penalty exponent
+  bool length_norm;  // divide scores by length instead
+  int n_best;
+  std::string sampling;  // "topk:K", "topp:P", "full"; empty: search
+  double sampling_temperature;
+  uint64_t seed;  // of sampling
+  double max_length_a;  // max output length = a * source length + b
+  int max_length_b;
+  Shortlist shortlist;
+  int64_t batch_tokens;  // 0: chosen by the workers' threads
+  bool continuous_batching;
+  int window;   // lines read ahead and sorted by length
+  int threads;  // of each worker; 0: the cores shared out
+  int workers;  // 0: min(cores, 4)
+  InputFormat input_format;
+  OutputFormat format;
+  bool scores, alignments, attention;
+  int alignment_layer;  // from 1; 0: the second-to-last
+};
+
+class NMT_API Translator {
+ public:
+  // Loads the models (several: an ensemble sharing one vocabulary) and
+  // checks the options. warn: one-line warnings about the input (a line
+  // cut, ill-formed UTF-8); none when empty.
+  explicit Translator(const std::vector<std::string>& models, const TranslateOptions& options = {},
+                      std::function<void(const std::string&)> warn = {});
+  ~Translator();
+  Translator(Translator&&) noexcept;
+  Translator& operator=(Translator&&) noexcept;
+
+  // Each line's output as `nmt translate` writes it, without its last line
+  // break: the translation, or n lines with text n-best, or one JSON
+  // object. A line may not hold a line break.
+  std::vector<std::string> translate(const std::vector<std::string>& lines);
+  // A stream to its end (plain or gzip), written as each window of lines is
+  // translated.
+  void translate(std::istream& in, std::ostream& out);
+  // A file ("-": standard input), plain or gzip, read as `nmt translate -i`
+  // reads it: a line typed into a pipe is answered at once.
+  void translate_file(const std::string& path, std::ostream& out);
+
+  // How it translates: models, compute type, device, workers and threads,
+  // batches, search and the backend's numerics, a line each.
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nmt::api

@@ -1,0 +1,33 @@
+// The public API's one way out: whatever the library throws becomes an
+// nmt::api::Error with the option named by its key.
+#pragma once
+
+#include <new>
+
+#include "core/error.h"
+#include "nmt/error.h"
+#include "train/options.h"
+
+namespace nmt::api {
+
+template <class F>
+auto guarded(F&& f) -> decltype(f()) {
+  auto key = [](const std::string& k) { return k; };
+  try {
+    return f();
+  } catch (const api::Error&) {
+    throw;
+  } catch (const UsageError& e) {
+    throw Error(Error::Kind::usage, e.option(), message_naming(e, key));
+  } catch (const OptionError& e) {
+    throw Error(Error::Kind::usage, e.option(), message_naming(e, key));
+  } catch (const InputError& e) {
+    throw Error(Error::Kind::input, e.option(), message_naming(e, key));
+  } catch (const nmt::Error& e) {
+    throw Error(Error::Kind::runtime, "", e.what());
+  } catch (const std::bad_alloc&) {
+    throw Error(Error::Kind::runtime, "", "out of memory");
+  }
+}
+
+}  // namespace nmt::api

@@ -1,0 +1,179 @@
+// The public API (include/nmt/): what a program gets is what `nmt
+// translate` writes (its lines, a stream, n-best and jsonl), sacreBLEU's
+// scores, and every failure as an api::Error naming the option by its key.
+// tests/api_package.sh checks the same against the installed package.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "metrics/bleu.h"
+#include "model/model_file.h"
+#include "model/transformer.h"
+#include "model/vocab.h"
+#include "nmt/nmt.h"
+#include "test_helpers.h"
+
+namespace fs = std::filesystem;
+namespace api = nmt::api;
+
+namespace {
+
+const std::vector<std::string> kLines = {"the red dog runs", "", "a tiny bird sings over the tree",
+                                         "old cat"};
+
+// A small untrained model with a real vocabulary, written once.
+const std::string& model_path() {
+  static const std::string path = [] {
+    const fs::path dir = fs::temp_directory_path() / ("nmt_test_api_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    std::vector<std::string> text;
+    for (int i = 0; i < 40; ++i)
+      for (const auto& l : kLines)
+        if (!l.empty()) text.push_back(l + " " + std::to_string(i % 7));
+    const nmt::Vocab vocab = nmt::Vocab::train(text, 40);
+    nmt::ModelConfig cfg = nmt::test::tiny_config(vocab.size());
+    nmt::Transformer m(cfg);
+    m.init(3);
+    const std::string p = (dir / "m.nmt").string();
+    nmt::save_model(p, m, vocab.bytes(), {}, false);
+    return p;
+  }();
+  return path;
+}
+
+// What the call threw, as the api::Error it must be.
+template <class F>
+api::Error error_of(F&& f) {
+  try {
+    f();
+  } catch (const api::Error& e) {
+    return e;
+  }
+  FAIL("no api::Error thrown");
+  return api::Error(api::Error::Kind::runtime, "", "");
+}
+
+}  // namespace
+
+TEST_CASE("api: lines, a stream and a file translate alike", "[api]") {
+  api::TranslateOptions o;
+  o.workers = 1;
+  api::Translator t({model_path()}, o);
+  const std::vector<std::string> out = t.translate(kLines);
+  REQUIRE(out.size() == kLines.size());
+  CHECK(out[1].empty());  // an empty line in, an empty line out
+  std::string joined;
+  for (const auto& s : out) joined += s + "\n";
+
+  std::string input;
+  for (const auto& l : kLines) input += l + "\n";
+  std::istringstream in(input);
+  std::ostringstream streamed;
+  t.translate(in, streamed);
+  CHECK(streamed.str() == joined);
+  // Batch invariance: one line at a time, the same translations.
+  for (size_t i = 0; i < kLines.size(); ++i) CHECK(t.translate({kLines[i]}) == std::vector{out[i]});
+  CHECK(t.translate(std::vector<std::string>{}).empty());
+  CHECK(t.describe().find("beam 4") != std::string::npos);
+}
+
+TEST_CASE("api: n-best text and jsonl, one entry per line", "[api]") {
+  api::TranslateOptions o;
+  o.beam = 3;
+  o.n_best = 2;
+  o.scores = true;
+  api::Translator text({model_path()}, o);
+  const auto nbest = text.translate(kLines);
+  REQUIRE(nbest.size() == kLines.size());
+  for (size_t i = 0; i < kLines.size(); ++i)  // two Moses n-best lines; one for an empty line
+    CHECK(std::count(nbest[i].begin(), nbest[i].end(), '\n') == (kLines[i].empty() ? 0 : 1));
+  o.format = api::OutputFormat::jsonl;
+  o.scores = false;
+  api::Translator jsonl({model_path()}, o);
+  const auto out = jsonl.translate(kLines);
+  REQUIRE(out.size() == kLines.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    CHECK(out[i].rfind("{\"line\":" + std::to_string(i + 1) + ",", 0) == 0);
+    CHECK(out[i].find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("api: errors name the option by its key, with their kind", "[api]") {
+  api::TranslateOptions o;
+  o.beam = 0;
+  api::Error e = error_of([&] { api::Translator({model_path()}, o); });
+  CHECK(e.kind() == api::Error::Kind::usage);
+  CHECK(e.option() == "beam");
+  CHECK(std::string(e.what()) == "beam: expected a number from 1 to 1024, got 0");
+
+  o = {};
+  o.sampling = "topk:5";
+  o.beam = 2;
+  e = error_of([&] { api::Translator({model_path()}, o); });
+  CHECK(e.kind() == api::Error::Kind::usage);
+  CHECK(std::string(e.what()) ==
+        "sampling draws one token at a time: it takes beam 1 (n_best N draws N samples)");
+  o.sampling = "topk:0";
+  e = error_of([&] { api::Translator({model_path()}, o); });
+  CHECK(std::string(e.what()).rfind("sampling topk:0: expected topk:K", 0) == 0);
+
+  o = {};
+  o.attention = true;
+  e = error_of([&] { api::Translator({model_path()}, o); });
+  CHECK(std::string(e.what()) == "attention writes a matrix per line; it needs format jsonl");
+  o = {};
+  o.n_best = 5;
+  e = error_of([&] { api::Translator({model_path()}, o); });
+  CHECK(std::string(e.what()) == "n_best 5 exceeds beam 4");
+
+  e = error_of([&] { api::Translator({model_path() + ".missing"}, {}); });
+  CHECK(e.kind() == api::Error::Kind::input);
+  CHECK(std::string(e.what()).find(".missing") != std::string::npos);
+  e = error_of([&] { api::Translator(std::vector<std::string>{}, {}); });
+  CHECK(e.option() == "model");
+
+  api::Translator t({model_path()});
+  e = error_of([&] { t.translate(std::vector<std::string>{"a\nb"}); });
+  CHECK(std::string(e.what()) == "line 1 holds a line break; give each line on its own");
+  e = error_of([&] { t.translate_file(model_path() + ".none", std::cout); });
+  CHECK(e.kind() == api::Error::Kind::input);
+}
+
+TEST_CASE("api: corpus scores are sacreBLEU's, errors included", "[api]") {
+  const std::vector<std::string> hyps = {"the cat sat on the mat", "a dog runs"};
+  const std::vector<std::vector<std::string>> refs = {{"the cat sat on a mat", "the dog runs"}};
+  const api::MetricScore s = api::corpus_score(api::Metric::bleu, hyps, refs);
+  const nmt::metrics::BleuScore want = nmt::metrics::corpus_bleu(hyps, refs);
+  CHECK(s.score == want.score);
+  CHECK(s.line == want.line());
+  CHECK(s.signature == want.signature());
+  CHECK(api::corpus_score(api::Metric::chrf, hyps, refs).line.rfind("chrF2|nrefs:1", 0) == 0);
+  CHECK(api::corpus_score(api::Metric::ter, hyps, refs).line.rfind("TER|nrefs:1", 0) == 0);
+
+  api::MetricOptions bad;
+  bad.tokenize = "nope";
+  api::Error e = error_of([&] { api::corpus_score(api::Metric::bleu, hyps, refs, bad); });
+  CHECK(e.kind() == api::Error::Kind::input);
+  e = error_of([&] { api::corpus_score(api::Metric::bleu, {"one"}, refs); });
+  CHECK(std::string(e.what()).find("line count mismatch") != std::string::npos);
+}
+
+TEST_CASE("api: training options are checked before any work", "[api]") {
+  api::TrainSpec spec;
+  spec.training_json = "{not json";
+  api::Error e = error_of([&] { api::train(spec); });
+  CHECK(e.kind() == api::Error::Kind::usage);
+  CHECK(e.option() == "training_json");
+  spec.training_json = R"({"max_steps": -3})";
+  e = error_of([&] { api::train(spec); });
+  CHECK(std::string(e.what()).find("max_steps") != std::string::npos);
+  spec.training_json = "{}";
+  spec.config = "no-such-config";
+  e = error_of([&] { api::train(spec); });
+  CHECK(std::string(e.what()).find("config not found: no-such-config") != std::string::npos);
+}
