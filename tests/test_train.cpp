@@ -23,6 +23,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "core/token_batches.h"
 #include "model/model_file.h"
 #include "ops/ops.h"
 #include "test_helpers.h"
@@ -181,6 +182,33 @@ TEST_CASE("Adam matches a double-precision reference with bias correction", "[tr
   CHECK(q[1] == Approx(0.01).epsilon(1e-4));
   CHECK(q[2] == Approx(-0.01).epsilon(1e-3));
   CHECK(ops::l2_norm(gqt) == Approx(std::sqrt(4.0 + 0.25 + 1e-8)));
+}
+
+TEST_CASE("batching by tokens: each batch the longest prefix within the budget", "[train]") {
+  // The reference: from each start, the most items whose count times their
+  // widest fits the budget, and at least one.
+  auto naive = [](const std::vector<int64_t>& w, int64_t budget) {
+    std::vector<size_t> ends;
+    for (size_t begin = 0; begin < w.size();) {
+      size_t end = begin + 1;
+      while (end < w.size()) {
+        const int64_t widest = *std::max_element(w.begin() + begin, w.begin() + end + 1);
+        if (widest * static_cast<int64_t>(end + 1 - begin) > budget) break;
+        ++end;
+      }
+      ends.push_back(end);
+      begin = end;
+    }
+    return ends;
+  };
+  std::mt19937 g(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<int64_t> w(g() % 8);
+    for (auto& x : w) x = 1 + g() % 9;
+    const int64_t budget = 1 + g() % 30;
+    INFO("trial " << trial);
+    CHECK(token_batch_ends(w.size(), budget, [&](size_t k) { return w[k]; }) == naive(w, budget));
+  }
 }
 
 TEST_CASE("batches hold similar lengths within the token budget and cover the data once",

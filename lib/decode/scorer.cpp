@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/token_batches.h"
 #include "ops/ops.h"
 
 namespace nmt {
@@ -31,21 +32,16 @@ std::vector<ForcedScore> score_pairs(const Transformer& model,
   Activations acts;
   Tensor logp;
   std::vector<float> picked;
-  for (size_t i = 0; i < n;) {
+  size_t i = 0;
+  for (size_t end : token_batch_ends(n, batch_tokens, [&](size_t k) {
+         return static_cast<int64_t>(std::max(src[order[k]].size(), tgt[order[k]].size())) + 1;
+       })) {
     std::vector<const std::vector<int32_t>*> bs, bt;
     std::vector<size_t> idx;
-    int64_t longest = 0;
-    while (i < n) {
-      const int64_t len =
-          static_cast<int64_t>(std::max(src[order[i]].size(), tgt[order[i]].size())) + 1;
-      if (!idx.empty() &&
-          (std::max(longest, len) * static_cast<int64_t>(idx.size() + 1) > batch_tokens))
-        break;
-      longest = std::max(longest, len);
+    for (; i < end; ++i) {
       bs.push_back(&src[order[i]]);
       bt.push_back(&tgt[order[i]]);
       idx.push_back(order[i]);
-      ++i;
     }
     TokenBatch b = make_batch(bs, bt, model.config());
     model.forward(b, acts, /*training=*/false, 0);

@@ -5,6 +5,7 @@
 
 #include "core/comm.h"
 #include "core/error.h"
+#include "core/token_batches.h"
 #include "io/text_file.h"
 #include "ops/ops.h"
 
@@ -262,18 +263,16 @@ std::vector<Translator::Batch> Translator::make_batches(std::vector<SearchReques
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return ids[a].src.size() > ids[b].src.size(); });
   std::vector<Batch> batches;
-  int64_t longest = 0;
-  for (size_t i : order) {
-    const int64_t len = static_cast<int64_t>(ids[i].src.size()) + 1;
-    if (batches.empty() ||
-        std::max(longest, len) * static_cast<int64_t>(batches.back().src.size() + 1) >
-            batch_tokens_) {
-      batches.emplace_back();
-      longest = 0;
+  size_t begin = 0;
+  for (size_t end : token_batch_ends(order.size(), batch_tokens_, [&](size_t k) {
+         return static_cast<int64_t>(ids[order[k]].src.size()) + 1;
+       })) {
+    Batch& b = batches.emplace_back();
+    for (size_t k = begin; k < end; ++k) {
+      b.src.push_back(std::move(ids[order[k]]));
+      b.index.push_back(order[k]);
     }
-    longest = std::max(longest, len);
-    batches.back().src.push_back(std::move(ids[i]));
-    batches.back().index.push_back(i);
+    begin = end;
   }
   return batches;
 }

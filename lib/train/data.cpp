@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/token_batches.h"
 #include "io/text_file.h"
 #include "model/vocab.h"
 
@@ -285,23 +286,17 @@ int64_t pair_width(const ParallelCorpus& c, int64_t i) {
 }
 
 // Cuts an ordered list of sentences into batches of at most batch_tokens
-// padded tokens (a single longer pair still gets a batch of its own).
+// padded tokens (core/token_batches.h).
 std::vector<std::vector<int64_t>> cut(const ParallelCorpus& c, const std::vector<int64_t>& order,
                                       int64_t batch_tokens) {
   std::vector<std::vector<int64_t>> out;
-  std::vector<int64_t> cur;
-  int64_t width = 0;
-  for (int64_t i : order) {
-    const int64_t w = std::max(width, pair_width(c, i));
-    if (!cur.empty() && static_cast<int64_t>(cur.size() + 1) * w > batch_tokens) {
-      out.push_back(std::move(cur));
-      cur.clear();
-      width = 0;
-    }
-    cur.push_back(i);
-    width = std::max(width, pair_width(c, i));
+  size_t begin = 0;
+  for (size_t end : token_batch_ends(order.size(), batch_tokens,
+                                     [&](size_t k) { return pair_width(c, order[k]); })) {
+    out.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(begin),
+                     order.begin() + static_cast<std::ptrdiff_t>(end));
+    begin = end;
   }
-  if (!cur.empty()) out.push_back(std::move(cur));
   return out;
 }
 
