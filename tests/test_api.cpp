@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -176,4 +177,37 @@ TEST_CASE("api: training options are checked before any work", "[api]") {
   spec.config = "no-such-config";
   e = error_of([&] { api::train(spec); });
   CHECK(std::string(e.what()).find("config not found: no-such-config") != std::string::npos);
+}
+
+TEST_CASE("api: forced scores, as TSV rows or JSON lines", "[api]") {
+  const std::vector<std::string> src = {"the red dog runs", "old cat"},
+                                 tgt = {"a tiny bird", "the tree sings over"};
+  api::Scorer tsv({model_path()});
+  const auto rows = tsv.score(src, tgt);
+  REQUIRE(rows.size() == 2);
+  api::ScoreOptions o;
+  o.jsonl = true;
+  o.word_scores = true;
+  api::Scorer jsonl({model_path()}, o);
+  const auto lines = jsonl.score(src, tgt);
+  REQUIRE(lines.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    INFO(rows[i]);
+    CHECK(std::count(rows[i].begin(), rows[i].end(), '\t') == 3);
+    const nlohmann::json j = nlohmann::json::parse(lines[i]);
+    CHECK(j["line"] == i + 1);
+    double sum = 0;
+    for (double lp : j["token_logprobs"]) sum += lp;
+    CHECK(j["logprob"].get<double>() == Approx(sum).epsilon(1e-5));
+    CHECK(j["tokens"] == j["pieces"].size());
+    // The TSV row's first column is the same log-probability.
+    CHECK(std::stod(rows[i].substr(0, rows[i].find('\t'))) ==
+          Approx(j["logprob"].get<double>()).margin(1e-6));
+  }
+  api::Error e = error_of([&] { tsv.score(src, {"one"}); });
+  CHECK(std::string(e.what()) == "source has 2 lines but target has 1");
+  o = {};
+  o.batch_tokens = 0;
+  e = error_of([&] { api::Scorer({model_path()}, o); });
+  CHECK(e.option() == "batch_tokens");
 }

@@ -4,5 +4,6 @@
 
 #include "nmt/error.h"
 #include "nmt/metrics.h"
+#include "nmt/scorer.h"
 #include "nmt/train.h"
 #include "nmt/translator.h"
