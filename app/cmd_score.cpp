@@ -303,6 +303,8 @@ void run(ScoreCli& cli) {
   run_metric_score(cli);
 }
 
+void add_test_options(CLI::App* cmd, ScoreCli& cli);
+
 void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   auto add = [&](CLI::Option* o) { cli.metric_only.push_back(o); };
   add(cmd->add_option("refs", cli.refs, "Reference files (.gz ok), as sacrebleu takes them"));
@@ -376,6 +378,12 @@ void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_flag("-b,--score-only", cli.score_only, "Print only the score"));
   add(cmd->add_flag("-q,--quiet,--no-color",
                     "Accepted for sacrebleu compatibility; nmt prints no colours"));
+  add_test_options(cmd, cli);
+}
+
+// sacreBLEU's paired tests and confidence interval.
+void add_test_options(CLI::App* cmd, ScoreCli& cli) {
+  auto add = [&](CLI::Option* o) { cli.metric_only.push_back(o); };
   CLI::Option* bs = cmd->add_flag("--paired-bs", cli.paired_bs,
                                   "Paired bootstrap resampling test of each -i system against the "
                                   "first (-pbs); SACREBLEU_SEED seeds it (default 12345, none)");

@@ -89,26 +89,70 @@ std::string progress_line(const TrainProgress& p) {
   return buf;
 }
 
-}  // namespace
+// What the command line holds: the files and switches, and the training
+// options named on it by key.
+struct TrainCli {
+  std::string config = kDefaultConfig;
+  TrainOptions opts;
+  nlohmann::json given = nlohmann::json::object();  // training options named on the command line
+  int threads = 0;
+  std::string device = "cpu";
+  CLI::App* app = nullptr;
+  bool no_recipe = false, no_filter = false, no_shortlist = false;
+};
 
-void register_train(CLI::App& app) {
-  struct Cli {
-    std::string config = kDefaultConfig;
-    TrainOptions opts;
-    nlohmann::json given = nlohmann::json::object();  // training options named on the command line
-    int threads = 0;
-    std::string device = "cpu";
-    CLI::App* app = nullptr;
-    bool no_recipe = false, no_filter = false, no_shortlist = false;
-  };
-  auto cli = std::make_shared<Cli>();
-  auto* cmd = app.add_subcommand(
-      "train",
-      "Train a model on parallel text (plain or gzip). Give the data and a budget "
-      "(--max-minutes, --max-steps or --max-epochs): the recipe chooses the model, vocabulary, "
-      "compute type, batch, schedule, regularisation and cadence, each printed with its "
-      "reason; an option given wins");
-  cli->app = cmd;
+// A value in [0, 1), or what is wrong with it.
+CLI::Validator fraction(const char* what) {
+  return CLI::Validator(
+      [what](std::string& s) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(s, v) || !(v >= 0 && v < 1))
+          return std::string(what) + ": expected a number in [0, 1), got " + s;
+        return "";
+      },
+      "FLOAT in [0, 1)");
+}
+
+// Each option's range is the one training_keys() declares for its key,
+// checked by CLI11 (a usage error, exit 2, naming the option as typed) and
+// shown by --help.
+CLI::Validator training_range(const char* key) {
+  const auto k = std::find_if(training_keys().begin(), training_keys().end(),
+                              [&](const TrainingKey& t) { return std::string(key) == t.name; });
+  if (k == training_keys().end()) throw std::logic_error(std::string("no training key ") + key);
+  const bool integer = k->kind == TrainingKey::kInt;
+  std::ostringstream desc;
+  desc << (integer ? "INT " : "FLOAT ") << (k->strict ? "> " : ">= ") << k->min;
+  return CLI::Validator(
+      [key, integer](std::string& s) -> std::string {
+        nlohmann::json v;
+        int64_t i = 0;
+        double x = 0;
+        if (integer && CLI::detail::lexical_cast(s, i))
+          v = i;
+        else if (CLI::detail::lexical_cast(s, x) && std::isfinite(x))
+          v = x;
+        else
+          v = s;
+        try {
+          validate_training_json({{key, v}}, "command line", /*cli=*/true);
+        } catch (const InputError& e) {
+          // "--warmup-steps: expected ..., got 0": the option is named by
+          // CLI11, the value as typed.
+          std::string m = name_options(e.what(), flag_of);
+          const size_t colon = m.find(": ");
+          if (colon != std::string::npos) m = m.substr(colon + 2);
+          const size_t got = m.rfind(", got ");
+          return got == std::string::npos ? m : m.substr(0, got) + ", got " + s;
+        }
+        return "";
+      },
+      desc.str());
+}
+
+// The files, the config, the vocabulary, the switches, regularisation and
+// the machine.
+void add_file_options(CLI::App* cmd, TrainCli* cli) {
   TrainOptions& o = cli->opts;
   cmd->add_option("-c,--config", cli->config,
                   "Model config file or name in models/ (default: the recipe's, by corpus size)")
@@ -156,16 +200,6 @@ void register_train(CLI::App& app) {
                 "Store no vocabulary shortlist in the model (by default one is built from the "
                 "training pairs, and its BLEU cost measured on the validation set decides "
                 "whether translation uses it)");
-  auto fraction = [](const char* what) {
-    return CLI::Validator(
-        [what](std::string& s) -> std::string {
-          double v = 0;
-          if (!CLI::detail::lexical_cast(s, v) || !(v >= 0 && v < 1))
-            return std::string(what) + ": expected a number in [0, 1), got " + s;
-          return "";
-        },
-        "FLOAT in [0, 1)");
-  };
   cmd->add_option("--dropout", o.dropout,
                   "Dropout on embeddings and sub-layer outputs (default: the config's or the "
                   "recipe's)")
@@ -178,8 +212,11 @@ void register_train(CLI::App& app) {
   add_threads_option(cmd, cli->threads);
   add_device_option(cmd, cli->device);
 
-  // Options that the config's "training" object may also set, under the
-  // same name with underscores; given here they win.
+}
+
+// Options that the config's "training" object may also set, under the
+// same name with underscores; given here they win.
+void add_training_options(CLI::App* cmd, const std::shared_ptr<TrainCli>& cli) {
   auto given = [cli](const char* key) { return [cli, key](auto v) { cli->given[key] = v; }; };
   const nlohmann::json defaults = options_to_json(TrainOptions{});
   // The recipe chooses these unless they are given; --help says so, and
@@ -193,47 +230,11 @@ void register_train(CLI::App& app) {
     const std::string v = d.is_string() ? d.get<std::string>() : d.dump();
     opt->default_str(chosen.count(key) ? "recipe, or " + v : v);
   };
-  // Each option's range is the one training_keys() declares for its key,
-  // checked by CLI11 (a usage error, exit 2, naming the option as typed) and
-  // shown by --help.
-  auto range_check = [](const char* key) {
-    const auto k = std::find_if(training_keys().begin(), training_keys().end(),
-                                [&](const TrainingKey& t) { return std::string(key) == t.name; });
-    if (k == training_keys().end()) throw std::logic_error(std::string("no training key ") + key);
-    const bool integer = k->kind == TrainingKey::kInt;
-    std::ostringstream desc;
-    desc << (integer ? "INT " : "FLOAT ") << (k->strict ? "> " : ">= ") << k->min;
-    return CLI::Validator(
-        [key, integer](std::string& s) -> std::string {
-          nlohmann::json v;
-          int64_t i = 0;
-          double x = 0;
-          if (integer && CLI::detail::lexical_cast(s, i))
-            v = i;
-          else if (CLI::detail::lexical_cast(s, x) && std::isfinite(x))
-            v = x;
-          else
-            v = s;
-          try {
-            validate_training_json({{key, v}}, "command line", /*cli=*/true);
-          } catch (const InputError& e) {
-            // "--warmup-steps: expected ..., got 0": the option is named by
-            // CLI11, the value as typed.
-            std::string m = e.what();
-            const size_t colon = m.find(": ");
-            if (colon != std::string::npos) m = m.substr(colon + 2);
-            const size_t got = m.rfind(", got ");
-            return got == std::string::npos ? m : m.substr(0, got) + ", got " + s;
-          }
-          return "";
-        },
-        desc.str());
-  };
   auto int_opt = [&](const char* flag, const char* key, const char* help) {
-    shown(cmd->add_option_function<int64_t>(flag, given(key), help)->check(range_check(key)), key);
+    shown(cmd->add_option_function<int64_t>(flag, given(key), help)->check(training_range(key)), key);
   };
   auto num_opt = [&](const char* flag, const char* key, const char* help) {
-    shown(cmd->add_option_function<double>(flag, given(key), help)->check(range_check(key)), key);
+    shown(cmd->add_option_function<double>(flag, given(key), help)->check(training_range(key)), key);
   };
   int_opt("--batch-tokens", "batch_tokens", "Padded tokens per batch, max of source and target");
   int_opt("--update-freq", "update_freq", "Batches per update, gradients summed");
@@ -279,90 +280,115 @@ void register_train(CLI::App& app) {
             ->check(CLI::IsMember({"f32", "bf16"})),
         "compute_type");
 
-  cmd->callback([cli] {
-    ops::set_num_threads(cli->threads);
-    const std::string config_path = find_config(cli->config);
-    io::check_input_path(config_path, "-c", /*nonempty=*/true);
-    ModelConfig cfg = load_config(config_path);
-    TrainOptions opts = cli->opts;
-    opts.device = open_device(cli->device);
-    if (opts.device != Device::CPU && launched_distributed())
-      throw UsageError("--device " + cli->device +
-                       ": training on several processes runs on the CPU only for now");
-    opts.recipe = !cli->no_recipe;
-    opts.filter = !cli->no_filter;
-    opts.shortlist = !cli->no_shortlist;
-    opts.resume = opts.resume || opts.resume_with_new_data;
-    CLI::App* self = cli->app;
-    if (self->count("--config")) {
-      opts.config = config_path;
-      opts.given.insert("config");
-    }
-    if (self->count("--vocab-size") || self->count("--spm")) opts.given.insert("vocab_size");
-    if (self->count("--dropout")) opts.given.insert("dropout");
-    if (self->count("--label-smoothing")) opts.given.insert("label_smoothing");
-    // A config's own "training" values are the user's too.
-    apply_training_json(cfg.training, opts, config_path);
-    for (auto it = cfg.training.begin(); it != cfg.training.end(); ++it)
-      opts.given.insert(it.key());
-    for (auto it = cli->given.begin(); it != cli->given.end(); ++it) opts.given.insert(it.key());
-    try {
-      apply_training_json(cli->given, opts, "command line", /*cli=*/true);
-    } catch (const InputError& e) {
-      throw UsageError(e.what());
-    }
+}
 
-    const bool tty = ::isatty(STDERR_FILENO) == 1;
-    bool live = false;  // a "\r" line is showing
-    auto last_draw = std::chrono::steady_clock::now() - std::chrono::hours(1);
-    TrainCallbacks cb;
-    cb.log = [&](const std::string& line) {
-      std::cerr << (live ? "\r\033[K" : "") << "nmt train: " << line << "\n" << std::flush;
-      live = false;
-    };
-    cb.progress = [&](const TrainProgress& p) {
-      if (tty) {
-        const auto now = std::chrono::steady_clock::now();
-        if (now - last_draw < std::chrono::milliseconds(200)) return;
-        last_draw = now;
-        std::cerr << "\r\033[K" << progress_line(p) << std::flush;
-        live = true;
-      } else if (p.stats.step == 1 || p.stats.step % opts.log_every == 0) {
-        std::cerr << "nmt train: " << progress_line(p) << "\n" << std::flush;
-      }
-    };
-    g_stop.store(0);
-    g_phase.store(0);
-    std::snprintf(g_lock_path, sizeof g_lock_path, "%s", lock_path(opts.out).c_str());
-    cb.stop = &g_stop;
-    cb.on_locked = [] { g_phase.store(1); };
-    cb.on_training = [] { g_phase.store(2); };
-    auto restore = [&] {
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
-      g_phase.store(0);
-      if (live) std::cerr << "\n";
-    };
-    std::signal(SIGINT, on_stop_signal);
-    std::signal(SIGTERM, on_stop_signal);
-    TrainResult r;
-    try {
-      r = train(cfg, opts, cb);
-    } catch (const OptionError& e) {
-      restore();
-      throw UsageError(e.what());
-    } catch (const DataChanged& e) {
-      restore();
-      throw InputError(std::string(e.what()) +
-                       ": resume with the data it was trained on, or pass "
-                       "--resume-with-new-data to go on with the data as they are now");
-    } catch (...) {
-      restore();
-      throw;
+// The options of the run, as the user gave them (the config's "training"
+// object, then the command line), and its config.
+TrainOptions train_options(const TrainCli& cli, ModelConfig& cfg) {
+  ops::set_num_threads(cli.threads);
+  const std::string config_path = find_config(cli.config);
+  io::check_input_path(config_path, "-c", /*nonempty=*/true);
+  cfg = load_config(config_path);
+  TrainOptions opts = cli.opts;
+  opts.device = open_device(cli.device);
+  if (opts.device != Device::CPU && launched_distributed())
+    throw UsageError("--device " + cli.device +
+                     ": training on several processes runs on the CPU only for now");
+  opts.recipe = !cli.no_recipe;
+  opts.filter = !cli.no_filter;
+  opts.shortlist = !cli.no_shortlist;
+  opts.resume = opts.resume || opts.resume_with_new_data;
+  CLI::App* self = cli.app;
+  if (self->count("--config")) {
+    opts.config = config_path;
+    opts.given.insert("config");
+  }
+  if (self->count("--vocab-size") || self->count("--spm")) opts.given.insert("vocab_size");
+  if (self->count("--dropout")) opts.given.insert("dropout");
+  if (self->count("--label-smoothing")) opts.given.insert("label_smoothing");
+  // A config's own "training" values are the user's too.
+  apply_training_json(cfg.training, opts, config_path);
+  for (auto it = cfg.training.begin(); it != cfg.training.end(); ++it)
+    opts.given.insert(it.key());
+  for (auto it = cli.given.begin(); it != cli.given.end(); ++it) opts.given.insert(it.key());
+  try {
+    apply_training_json(cli.given, opts, "command line", /*cli=*/true);
+  } catch (const InputError& e) {
+    throw UsageError(e.what());
+  }
+  return opts;
+}
+
+void run_train(const TrainCli& cli) {
+  ModelConfig cfg;
+  const TrainOptions opts = train_options(cli, cfg);
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  bool live = false;  // a "\r" line is showing
+  auto last_draw = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  TrainCallbacks cb;
+  cb.log = [&](const std::string& line) {
+    std::cerr << (live ? "\r\033[K" : "") << "nmt train: " << name_options(line, flag_of) << "\n"
+              << std::flush;
+    live = false;
+  };
+  cb.progress = [&](const TrainProgress& p) {
+    if (tty) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_draw < std::chrono::milliseconds(200)) return;
+      last_draw = now;
+      std::cerr << "\r\033[K" << progress_line(p) << std::flush;
+      live = true;
+    } else if (p.stats.step == 1 || p.stats.step % opts.log_every == 0) {
+      std::cerr << "nmt train: " << progress_line(p) << "\n" << std::flush;
     }
+  };
+  g_stop.store(0);
+  g_phase.store(0);
+  std::snprintf(g_lock_path, sizeof g_lock_path, "%s", lock_path(opts.out).c_str());
+  cb.stop = &g_stop;
+  cb.on_locked = [] { g_phase.store(1); };
+  cb.on_training = [] { g_phase.store(2); };
+  auto restore = [&] {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    g_phase.store(0);
+    if (live) std::cerr << "\n";
+  };
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  TrainResult r;
+  try {
+    r = train(cfg, opts, cb);
+  } catch (const OptionError& e) {
     restore();
-    if (r.interrupted) exit_code() = 128 + g_stop.load();
-  });
+    throw UsageError(e.what());
+  } catch (const DataChanged& e) {
+    restore();
+    throw InputError(std::string(e.what()) +
+                     ": resume with the data it was trained on, or pass "
+                     "--resume-with-new-data to go on with the data as they are now");
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  if (r.interrupted) exit_code() = 128 + g_stop.load();
+}
+
+}  // namespace
+
+void register_train(CLI::App& app) {
+  auto cli = std::make_shared<TrainCli>();
+  auto* cmd = app.add_subcommand(
+      "train",
+      "Train a model on parallel text (plain or gzip). Give the data and a budget "
+      "(--max-minutes, --max-steps or --max-epochs): the recipe chooses the model, vocabulary, "
+      "compute type, batch, schedule, regularisation and cadence, each printed with its "
+      "reason; an option given wins");
+  cli->app = cmd;
+  add_file_options(cmd, cli.get());
+  add_training_options(cmd, cli);
+  cmd->callback([cli] { run_train(*cli); });
 }
 
 }  // namespace nmt::app

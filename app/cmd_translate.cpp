@@ -237,12 +237,8 @@ void run(Opts& o) {
   if (!launched_distributed()) exit_without_teardown();
 }
 
-}  // namespace
-
-void register_translate(CLI::App& app) {
-  auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand(
-      "translate", "Translate text with a trained model (stdin to stdout by default)");
+// Models, inputs and outputs, compute type and device.
+void add_file_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
   cmd->add_option("-m,--model", o->models,
                   "Model file (nmt train's or nmt convert's); several (-m a -m b) translate as "
                   "an ensemble, the mean of their probabilities at every step (they must share "
@@ -264,6 +260,10 @@ void register_translate(CLI::App& app) {
                           "f32, bf16 (AVX512-BF16 or AMX CPUs) or int8 for the weight products; "
                           "default: the model's (int8 after nmt quantize, else f32)");
   add_device_option(cmd, o->device);
+}
+
+// The search, or sampling.
+void add_search_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
   cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")
       ->check(CLI::Range(1, 1024))
       ->each([o](const std::string&) { o->beam_given = true; });
@@ -290,6 +290,10 @@ void register_translate(CLI::App& app) {
       ->check(unsigned_integer())
       ->needs(sampling)
       ->capture_default_str();
+}
+
+// What is written, and said on stderr.
+void add_output_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
   cmd->add_flag("--verbose", o->verbose,
                 "Print how it will translate (compute type, device, workers, threads, batch size, "
                 "the backend's numerics) on stderr before it starts");
@@ -319,6 +323,10 @@ void register_translate(CLI::App& app) {
   cmd->add_flag("--attention", o->attention,
                 "With --format jsonl: the best translation's cross-attention (target piece x "
                 "source piece, heads averaged) and the pieces, as \"attention\"");
+}
+
+// Batches, workers, the shortlist and the output's length.
+void add_batching_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
   cmd->add_option("--batch-tokens", o->batch_tokens,
                   "Source tokens per batch (0: " + std::to_string(kBatchTokensOneThread) +
                       " for workers of one thread (" + std::to_string(kBatchTokensOneThreadInt8) +
@@ -353,6 +361,18 @@ void register_translate(CLI::App& app) {
       ->check(finite_range(0.0, 100.0));
   cmd->add_option("--max-length-b", o->search.max_len_b, "See --max-length-a")
       ->check(CLI::Range(0, 100000));
+}
+
+}  // namespace
+
+void register_translate(CLI::App& app) {
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand(
+      "translate", "Translate text with a trained model (stdin to stdout by default)");
+  add_file_options(cmd, o);
+  add_search_options(cmd, o);
+  add_output_options(cmd, o);
+  add_batching_options(cmd, o);
   cmd->callback([o] { run(*o); });
 }
 

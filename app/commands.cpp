@@ -3,6 +3,7 @@
 // cost of a config or model) and `nmt info` (what is inside a model file).
 #include "commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -91,6 +92,14 @@ Device open_device(const std::string& name) {
   const Device d = parse_device(name);
   require_device(d);
   return d;
+}
+
+std::string flag_of(const std::string& key) {
+  if (key == "model") return "-m";
+  if (key == "warmup_steps") return "--warmup";  // the one option named unlike its key
+  std::string flag = "--" + key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
 }
 
 std::string version_text() {
@@ -247,12 +256,8 @@ nlohmann::ordered_json model_info(const std::string& path) {
   return j;
 }
 
-void print_info(const nlohmann::ordered_json& j) {
-  const auto& c = j["config"];
-  std::printf("file         %s\n", j["file"].get<std::string>().c_str());
-  std::printf("format       %s, %s weights, %s, crc32 %s\n", j["format"].get<std::string>().c_str(),
-              j["weights"].get<std::string>().c_str(), human(j["bytes"].get<double>(), "B").c_str(),
-              j["crc32"].get<std::string>().c_str());
+// The config's line, and one of what an imported model has differently.
+void print_config(const nlohmann::ordered_json& c) {
   const bool tied = c["tie_embeddings"].get<bool>(), tied_out = c["tie_output"].get<bool>();
   std::printf(
       "config       %s: %d+%d layers, d_model %d, d_ff %d (%s), %d heads, %s-LN%s, %s positions "
@@ -290,24 +295,10 @@ void print_info(const nlohmann::ordered_json& j) {
     add("token ids " + t);
   }
   if (!extra.empty()) std::printf("             %s\n", extra.c_str());
-  std::printf("parameters   %s (%lld)\n", human(j["parameters"].get<double>()).c_str(),
-              j["parameters"].get<long long>());
-  if (j.contains("loaded_bytes"))
-    std::printf("memory       %s once loaded (weights as read, vocabulary%s)\n",
-                human(j["loaded_bytes"].get<double>(), "B").c_str(),
-                j.contains("shortlist") ? ", shortlist" : "");
-  auto print_vocab = [](const char* label, const nlohmann::ordered_json& v) {
-    std::string sample;
-    for (const auto& p : v["sample"]) sample += (sample.empty() ? "" : " ") + p.get<std::string>();
-    const std::string kind = v["kind"].get<std::string>();
-    std::printf("%s %d %s, e.g. %s\n", label, v["pieces"].get<int>(),
-                kind == "sentencepiece" ? "SentencePiece pieces" : kind.c_str(), sample.c_str());
-  };
-  print_vocab(j.contains("source_vocabulary") ? "target vocab" : "vocabulary  ", j["vocabulary"]);
-  if (j.contains("source_vocabulary")) print_vocab("source vocab", j["source_vocabulary"]);
-  if (j.contains("imported_from"))
-    std::printf("imported     %s\n", j["imported_from"].value("summary", std::string()).c_str());
-  if (j.contains("step")) std::printf("step         %lld\n", j["step"].get<long long>());
+}
+
+// How the model was trained: data, options, checkpoint, shortlist, recipe.
+void print_training(const nlohmann::ordered_json& j) {
   if (j.contains("training_data")) {
     const auto& d = j["training_data"];
     // One file (a string) or several corpora (a list).
@@ -353,6 +344,33 @@ void print_info(const nlohmann::ordered_json& j) {
                   v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str(),
                   c.value("reason", std::string()).c_str());
     }
+}
+
+void print_info(const nlohmann::ordered_json& j) {
+  std::printf("file         %s\n", j["file"].get<std::string>().c_str());
+  std::printf("format       %s, %s weights, %s, crc32 %s\n", j["format"].get<std::string>().c_str(),
+              j["weights"].get<std::string>().c_str(), human(j["bytes"].get<double>(), "B").c_str(),
+              j["crc32"].get<std::string>().c_str());
+  print_config(j["config"]);
+  std::printf("parameters   %s (%lld)\n", human(j["parameters"].get<double>()).c_str(),
+              j["parameters"].get<long long>());
+  if (j.contains("loaded_bytes"))
+    std::printf("memory       %s once loaded (weights as read, vocabulary%s)\n",
+                human(j["loaded_bytes"].get<double>(), "B").c_str(),
+                j.contains("shortlist") ? ", shortlist" : "");
+  auto print_vocab = [](const char* label, const nlohmann::ordered_json& v) {
+    std::string sample;
+    for (const auto& p : v["sample"]) sample += (sample.empty() ? "" : " ") + p.get<std::string>();
+    const std::string kind = v["kind"].get<std::string>();
+    std::printf("%s %d %s, e.g. %s\n", label, v["pieces"].get<int>(),
+                kind == "sentencepiece" ? "SentencePiece pieces" : kind.c_str(), sample.c_str());
+  };
+  print_vocab(j.contains("source_vocabulary") ? "target vocab" : "vocabulary  ", j["vocabulary"]);
+  if (j.contains("source_vocabulary")) print_vocab("source vocab", j["source_vocabulary"]);
+  if (j.contains("imported_from"))
+    std::printf("imported     %s\n", j["imported_from"].value("summary", std::string()).c_str());
+  if (j.contains("step")) std::printf("step         %lld\n", j["step"].get<long long>());
+  print_training(j);
   std::printf("numerics     %s (on this machine)\n", j["numerics"].get<std::string>().c_str());
 }
 

@@ -56,6 +56,9 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& device);
 // that is none; an Error (exit 1, one line) for a GPU that this build or
 // machine does not have ("no CUDA device is available").
 Device open_device(const std::string& name);
+// The command line's flag of an option's key (beam -> --beam, model -> -m):
+// how app/ writes the options the library names by key.
+std::string flag_of(const std::string& key);
 
 // "nmt 0.2.0 (commit ..., Release)" and the backends compiled in.
 std::string version_text();

@@ -88,27 +88,21 @@ std::string extras_message(const CLI::App& app, const CLI::App* cmd,
   return what + list + hint;
 }
 
+// The library names an option by its key (InputError::option): here it is
+// written as the command line's flag, before the message.
+std::string message_of(const nmt::Error& e) { return nmt::message_naming(e, nmt::app::flag_of); }
 // After --help or --version: the text must have reached stdout.
 int finish_stdout(const std::string& prefix) {
   try {
     nmt::io::check_stdout(/*flush=*/true);
   } catch (const nmt::io::StdoutClosed&) {
   } catch (const nmt::Error& e) {
-    std::cerr << prefix << ": error: " << e.what() << "\n";
+    std::cerr << prefix << ": error: " << message_of(e) << "\n";
     return 1;
   }
   return 0;
 }
 
-// The library names an option by its key (InputError::option): here it is
-// written as the command line's flag, before the message.
-std::string message_of(const nmt::Error& e) {
-  return nmt::message_naming(e, [](const std::string& key) {
-    std::string flag = key == "model" ? "-m" : "--" + key;
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    return flag;
-  });
-}
 
 int usage_error(const std::string& prefix, const std::string& msg) {
   std::cerr << prefix << ": error: " << msg << " (see " << prefix << " --help)\n";

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""No function in lib/ is longer than 80 lines (a body from the line of its
+"""No function in lib/ or app/ is longer than 80 lines (a body from the line of its
 opening brace to the line of its closing one, lambdas and local classes
 inside it included): a reader finds each step of a long procedure under a
 name. Comments and strings are blanked first so that their braces do not
@@ -51,14 +51,14 @@ def long_functions(path):
 def main():
     os.chdir(sys.argv[1])
     found = []
-    for pattern in ("lib/**/*.cpp", "lib/**/*.h", "lib/**/*.cu", "lib/**/*.cuh"):
+    for pattern in ("lib/**/*.cpp", "lib/**/*.h", "lib/**/*.cu", "lib/**/*.cuh", "app/*.cpp", "app/*.h"):
         for path in sorted(glob.glob(pattern, recursive=True)):
             found += long_functions(path)
     for path, start, n, head in found:
         print(f"FAIL: {path}:{start}: a function of {n} lines (at most {LIMIT}): ...{head}",
               file=sys.stderr)
     if not found:
-        print(f"function length: no function in lib/ over {LIMIT} lines")
+        print(f"function length: no function in lib/ or app/ over {LIMIT} lines")
     return 1 if found else 0
 
 

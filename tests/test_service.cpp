@@ -3,6 +3,7 @@
 // that names the line, fields cut at a character's start; results as text,
 // scores, alignments, Moses n-best lines and jsonl. `nmt translate` runs
 // through the same functions (the CLI tests check it end to end).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -125,4 +126,21 @@ TEST_CASE("formats: an unknown one is refused by its option's key", "[service]")
     CHECK(e.option() == "input_format");
     CHECK(std::string(e.what()) == "csv is not text, tsv or jsonl");
   }
+}
+
+TEST_CASE("errors name options by key, written as each caller names them", "[service]") {
+  auto flag = [](const std::string& key) {
+    std::string f = "--" + key;
+    std::replace(f.begin(), f.end(), '_', '-');
+    return f;
+  };
+  auto key = [](const std::string& k) { return k; };
+  const UsageError e = about_option<UsageError>("n_best", "5 exceeds {beam} 4");
+  CHECK(message_naming(e, flag) == "--n-best 5 exceeds --beam 4");
+  CHECK(message_naming(e, key) == "n_best 5 exceeds beam 4");
+  CHECK(message_naming(about_option<InputError>("beam", ": expected 1 to 1024"), flag) ==
+        "--beam: expected 1 to 1024");
+  // Only {lowercase_key} is an option: JSON, empty braces and other text stay.
+  const Error plain("{\"text\": 1} {} {Beam} {a b} {valid_src} {x");
+  CHECK(message_naming(plain, flag) == "{\"text\": 1} {} {Beam} {a b} --valid-src {x");
 }

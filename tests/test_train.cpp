@@ -731,16 +731,18 @@ TEST_CASE("bad training inputs give one clear error before training", "[train]")
                              " has 3 lines but " + dir / "a.tgt" + " has 2";
   CHECK(m == differ);
   m = message(opts(dir / "missing.src", dir / "a.tgt"));
-  CHECK(m == "--train-src " + dir / "missing.src" + ": No such file or directory");
+  CHECK(m == "{train_src} " + dir / "missing.src" + ": No such file or directory");
   m = message(opts(dir / "empty.txt", dir / "a.tgt"));
   CHECK(m == dir / "empty.txt" + ": the file is empty (expected one sentence per line)");
   TrainOptions v = opts(dir / "a.src", dir / "b.tgt");
   v.valid_src = dir / "a.src";
-  CHECK(message(v) == "--valid-src and --valid-tgt go together: give both or neither");
+  CHECK(message(v) == "{valid_src} and {valid_tgt} go together: give both or neither");
   v.valid_tgt = dir / "a.tgt";
   CHECK(message(v) == differ);  // the validation pair this time
   CHECK(!fs::exists(dir / "m.nmt"));
 
+  // The library names an option by its key, {batch_tokens}, which nmt
+  // writes as its flag (--batch-tokens) and a program as it likes.
   TrainOptions o;
   auto opt_error = [&](const nlohmann::json& j, bool cli) -> std::string {
     try {
@@ -751,14 +753,14 @@ TEST_CASE("bad training inputs give one clear error before training", "[train]")
     return "(no InputError)";
   };
   CHECK(opt_error({{"batch_tokens", 0}}, true) ==
-        "--batch-tokens: expected an integer >= 2, got 0");
-  CHECK(opt_error({{"max_steps", -5}}, true) == "--max-steps: expected an integer >= 0, got -5");
-  CHECK(opt_error({{"warmup_steps", 0}}, true) == "--warmup: expected an integer >= 1, got 0");
+        "{batch_tokens}: expected an integer >= 2, got 0");
+  CHECK(opt_error({{"max_steps", -5}}, true) == "{max_steps}: expected an integer >= 0, got -5");
+  CHECK(opt_error({{"warmup_steps", 0}}, true) == "{warmup_steps}: expected an integer >= 1, got 0");
   CHECK(opt_error({{"update_freq", 1.5}}, false) ==
         "models/x.json: training.update_freq: expected an integer >= 1, got 1.5");
-  CHECK(opt_error({{"lr_scale", 0}}, true) == "--lr-scale: expected a number > 0, got 0");
+  CHECK(opt_error({{"lr_scale", 0}}, true) == "{lr_scale}: expected a number > 0, got 0");
   CHECK(opt_error({{"best_metric", "ter"}}, true) ==
-        "--best-metric: expected \"bleu\" or \"loss\", got \"ter\"");
+        "{best_metric}: expected \"bleu\" or \"loss\", got \"ter\"");
   CHECK(opt_error({{"warmup", 10}}, false) ==
         "models/x.json: unknown key \"training.warmup\" (did you mean warmup_steps?)");
   apply_training_json({{"warmup_steps", 10}, {"batch_tokens", 999}, {"max_minutes", 1.5}}, o, "x");
@@ -819,12 +821,12 @@ TEST_CASE("options that multiply memory are bounded by the machine's, naming the
   o.update_freq = 1000000000;
   CHECK_THROWS_WITH(
       check_memory_bounds(o, cfg, 32000, gib8),
-      Catch::StartsWith("--update-freq 1000000000:") && Catch::Contains("expected at most"));
+      Catch::StartsWith("{update_freq} 1000000000:") && Catch::Contains("expected at most"));
   o.update_freq = 1;
   o.batch_tokens = 1000000000;
   CHECK_THROWS_AS(check_memory_bounds(o, cfg, 32000, gib8), OptionError);
   CHECK_THROWS_WITH(check_memory_bounds(o, cfg, 32000, gib8),
-                    Catch::StartsWith("--batch-tokens 1000000000:"));
+                    Catch::StartsWith("{batch_tokens} 1000000000:"));
   CHECK(physical_memory_bytes() > 0);
 }
 

@@ -52,7 +52,10 @@ TrainResult train(const TrainSpec& spec, const std::function<void(const std::str
     for (auto it = given.begin(); it != given.end(); ++it) o.given.insert(it.key());
 
     TrainCallbacks cb;
-    cb.log = log;
+    if (log)
+      cb.log = [&log](const std::string& line) {
+        log(name_options(line, [](const std::string& key) { return key; }));
+      };
     if (progress)
       cb.progress = [&progress](const nmt::TrainProgress& p) {
         progress({p.stats.step, p.stats.loss, p.tokens_per_second, p.eta_seconds});

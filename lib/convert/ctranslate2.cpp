@@ -654,10 +654,10 @@ std::vector<std::string> attach_vocabs(const Ct2Vocabs& v, const ModelConfig& c,
   const std::vector<std::string> spm = spm_pair(opts.spm);
   if (spm.size() > 2)
     throw InputError(
-        "--spm: give one SentencePiece model for both sides, or the source's and "
+        "{spm}: give one SentencePiece model for both sides, or the source's and "
         "the target's");
-  const std::string src_spm = spm.empty() ? "" : io::read_whole_file(spm[0], "--spm"),
-                    tgt_spm = spm.empty() ? "" : io::read_whole_file(spm[1], "--spm");
+  const std::string src_spm = spm.empty() ? "" : io::read_whole_file(spm[0], "{spm}"),
+                    tgt_spm = spm.empty() ? "" : io::read_whole_file(spm[1], "{spm}");
   out.vocab = Vocab::from_tokens(v.tgt, tgt_spm, c.unk_id, tgt_spm.empty() ? "" : spm[1]);
   if (c.src_vocab_size || src_spm != tgt_spm)
     out.source_vocab = Vocab::from_tokens(v.src, src_spm, c.unk_id, src_spm.empty() ? "" : spm[0]);

@@ -172,7 +172,7 @@ Files locate(const std::string& src, const ConvertOptions& opts, const Options* 
     throw InputError(f.npz + ": " +
                      (f.vocabs.empty() ? std::string("no vocabulary found beside the model")
                                        : std::to_string(f.vocabs.size()) + " vocabularies found") +
-                     ": give --vocab FILE (both sides) or --vocab SRC TGT");
+                     ": give {vocab} FILE (both sides) or {vocab} SRC TGT");
   f.spms = opts.spm;
   auto is_spm = [](const std::string& p) {
     const std::string e = fs::path(p).extension().string();
@@ -189,7 +189,7 @@ Files locate(const std::string& src, const ConvertOptions& opts, const Options* 
   f.spms = spm_pair(f.spms);
   if (f.spms.size() > 2)
     throw InputError(
-        "--spm: give one SentencePiece model for both sides, or the source's and "
+        "{spm}: give one SentencePiece model for both sides, or the source's and "
         "the target's");
   return f;
 }
@@ -516,12 +516,12 @@ void copy_layers(Params& p, const ModelConfig& c, const MarianArch& a, const std
 void attach_vocabs(const Files& files, const std::vector<std::string>& src_tokens,
                    const std::vector<std::string>& tgt_tokens, const ModelConfig& c,
                    Imported& m) {
-  const std::string src_spm = files.spms.empty() ? "" : io::read_whole_file(files.spms[0], "--spm"),
-                    tgt_spm = files.spms.empty() ? "" : io::read_whole_file(files.spms[1], "--spm");
+  const std::string src_spm = files.spms.empty() ? "" : io::read_whole_file(files.spms[0], "{spm}"),
+                    tgt_spm = files.spms.empty() ? "" : io::read_whole_file(files.spms[1], "{spm}");
   if (tgt_spm.empty())
     throw InputError(files.npz +
                      ": no SentencePiece model found (source.spm and target.spm "
-                     "beside the model): give --spm FILE (both sides) or --spm SRC TGT");
+                     "beside the model): give {spm} FILE (both sides) or {spm} SRC TGT");
   m.vocab = Vocab::from_tokens(tgt_tokens, tgt_spm, c.unk_id, files.spms[1]);
   if (c.src_vocab_size || src_spm != tgt_spm)
     m.source_vocab =

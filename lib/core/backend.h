@@ -360,7 +360,7 @@ const std::vector<Op>& ops_needed(bool training);
 // "int8 is not implemented on CUDA (f32 and bf16 are): gemm, embedding".
 std::string missing_ops(Device d, ComputeType t, bool training);
 // Throws InputError unless missing_ops is "": "the cuda backend cannot run
-// this model: ..." for ops the device lacks in f32, else "--compute-type T:
+// this model: ..." for ops the device lacks in f32, else "{compute_type} T:
 // ..." for those it lacks in t.
 void require_compute_type(Device d, ComputeType t, bool training = false);
 

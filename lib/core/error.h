@@ -106,12 +106,11 @@ E about_option(std::string key, const std::string& what) {
   return e;
 }
 
-// e's message with its options named as the caller names them (the command
-// line "--beam", a program "beam"): the option at fault before the text (no
-// space where the text starts with ':'), and every "{key}" in it.
-inline std::string message_naming(const Error& e,
-                                   const std::function<std::string(const std::string&)>& name) {
-  std::string text = e.what(), out;
+// text with every "{key}" (a key of lowercase letters and '_') written as
+// name(key): the command line's "--beam", a program's "beam".
+inline std::string name_options(const std::string& text,
+                                const std::function<std::string(const std::string&)>& name) {
+  std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
     size_t end = text[i] == '{' ? i + 1 : std::string::npos;
     while (end != std::string::npos && end < text.size() &&
@@ -124,6 +123,15 @@ inline std::string message_naming(const Error& e,
       out += text[i];
     }
   }
+  return out;
+}
+
+// e's message with its options named as the caller names them: the option
+// at fault before the text (no space where the text starts with ':'), and
+// every "{key}" in it.
+inline std::string message_naming(const Error& e,
+                                  const std::function<std::string(const std::string&)>& name) {
+  const std::string out = name_options(e.what(), name);
   const auto* input = dynamic_cast<const InputError*>(&e);
   if (!input || input->option().empty()) return out;
   return name(input->option()) + (out.empty() || out[0] == ':' ? "" : " ") + out;

@@ -23,7 +23,7 @@ namespace nmt {
 namespace {
 
 const char* const kF32Operands =
-    "the CPU's products take f32 operands (--compute-type bf16 rounds them to bf16 inside "
+    "the CPU's products take f32 operands ({compute_type} bf16 rounds them to bf16 inside "
     "the product)";
 
 constexpr int64_t kLoopSoftmaxCols = 1024;

@@ -88,7 +88,7 @@ void write_file(const std::string& path, std::string_view contents,
 void check_output_path(const std::string& path, const std::string& option,
                        Content content = Content::Binary);
 
-// A path and the option that named it, for messages ("--config", "-m").
+// A path and the option that named it, for messages ("{config}", "-m").
 struct NamedPath {
   std::string option, path;
 };

@@ -28,8 +28,8 @@ struct ReportOptions {
   ChrfOptions chrf;
   TerOptions ter;
   ReportFormat format = ReportFormat::text;
-  int width = 2;           // decimals of a score
-  bool signature = true;   // in the text line
+  int width = 2;          // decimals of a score
+  bool signature = true;  // in the text line
   bool score_only = false;
   bool sentence_level = false;  // one line per segment (one system, one metric)
   ReportTest paired = ReportTest::none;

@@ -515,11 +515,11 @@ const sentencepiece::SentencePieceProcessor& spm_processor(const std::string& pa
   if (path.empty())
     throw InputError(
         "the SentencePiece tokenisers (spm, flores101, flores200, spBLEU-1K) need a model file "
-        "(--spm-model FILE)");
+        "({spm_model} FILE)");
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = sp->Load(path);
   if (!status.ok())
-    throw InputError("--spm-model " + path + ": not a SentencePiece model (" + status.ToString() +
+    throw InputError("{spm_model} " + path + ": not a SentencePiece model (" + status.ToString() +
                      ")");
   return *models.emplace(path, std::move(sp)).first->second;
 }

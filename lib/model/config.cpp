@@ -260,10 +260,7 @@ namespace {
 
 std::string training_key_name(const std::string& key, const std::string& source, bool cli) {
   if (!cli) return source + ": training." + key;
-  if (key == "warmup_steps") return "--warmup";  // the one option named unlike its key
-  std::string s = "--" + key;
-  std::replace(s.begin(), s.end(), '_', '-');
-  return s;
+  return "{" + key + "}";  // the option, as the caller names it
 }
 
 std::string number_text(double x) {

@@ -123,14 +123,14 @@ InputError VocabSizeError(const std::string& spm_message, int size) {
     return spm_message.substr(b, spm_message.find_first_not_of("0123456789", b) - b);
   };
   if (std::string need = number_after(want + " vs "); !need.empty())
-    return InputError("--vocab-size " + want + " is too small for this text: it has " + need +
-                      " distinct characters and special pieces; use --vocab-size " + need +
+    return InputError("{vocab_size} " + want + " is too small for this text: it has " + need +
+                      " distinct characters and special pieces; use {vocab_size} " + need +
                       " or more");
   if (std::string most = number_after("value <="); !most.empty())
-    return InputError("--vocab-size " + want + " is more than this text can fill; use " +
-                      "--vocab-size " + most + " or less");
+    return InputError("{vocab_size} " + want + " is more than this text can fill; use " +
+                      "{vocab_size} " + most + " or less");
   return InputError("SentencePiece could not train a vocabulary of " + want +
-                    " pieces (change --vocab-size): " + spm_message);
+                    " pieces (change {vocab_size}): " + spm_message);
 }
 
 }  // namespace

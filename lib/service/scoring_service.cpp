@@ -80,14 +80,13 @@ void ScoringService::check_memory(const std::vector<std::vector<int32_t>>& s,
   const double need = double(models_.size()) * score_batch_memory(cfg, tokens);
   if (need > double(phys))
     throw about_option<UsageError>(
-        "batch_tokens", std::to_string(opts_.batch_tokens) + ": a batch of " +
-                            std::to_string(tokens) + " padded tokens would need at least " +
-                            gigabytes(need) + " for its logits and activations (vocabulary " +
-                            std::to_string(cfg.vocab_size) + ", d_model " +
-                            std::to_string(cfg.d_model) + "), more than this machine's " +
-                            gigabytes(double(phys)) + "; expected at most " +
-                            std::to_string(static_cast<int64_t>(double(tokens) * double(phys) /
-                                                                need)));
+        "batch_tokens",
+        std::to_string(opts_.batch_tokens) + ": a batch of " + std::to_string(tokens) +
+            " padded tokens would need at least " + gigabytes(need) +
+            " for its logits and activations (vocabulary " + std::to_string(cfg.vocab_size) +
+            ", d_model " + std::to_string(cfg.d_model) + "), more than this machine's " +
+            gigabytes(double(phys)) + "; expected at most " +
+            std::to_string(static_cast<int64_t>(double(tokens) * double(phys) / need)));
 }
 
 // The columns: the log-probability (natural log, </s> included), its

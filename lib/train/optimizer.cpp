@@ -20,7 +20,7 @@ LrShape parse_lr_shape(const std::string& name) {
   if (name == "linear") return LrShape::Linear;
   if (name == "cosine") return LrShape::Cosine;
   if (name == "inverse-sqrt") return LrShape::InverseSqrt;
-  throw InputError("--lr-schedule: expected inverse-sqrt, linear or cosine, got " + name);
+  throw InputError("{lr_schedule}: expected inverse-sqrt, linear or cosine, got " + name);
 }
 
 const char* lr_shape_name(LrShape s) {

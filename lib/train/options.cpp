@@ -125,56 +125,56 @@ json options_to_json(const TrainOptions& o) {
 }
 
 void validate_options(const TrainOptions& o) {
-  if (o.train_src.empty()) throw InputError("--train-src is required");
-  if (o.train_tgt.empty()) throw InputError("--train-tgt is required");
+  if (o.train_src.empty()) throw InputError("{train_src} is required");
+  if (o.train_tgt.empty()) throw InputError("{train_tgt} is required");
   if (o.train_src.size() != o.train_tgt.size())
-    throw OptionError("--train-src names " + std::to_string(o.train_src.size()) +
-                      " file(s) and --train-tgt " + std::to_string(o.train_tgt.size()) +
+    throw OptionError("{train_src} names " + std::to_string(o.train_src.size()) +
+                      " file(s) and {train_tgt} " + std::to_string(o.train_tgt.size()) +
                       ": give one target file for each source file, in the same order");
-  for (const std::string& f : o.train_src) check_file(f, "--train-src");
-  for (const std::string& f : o.train_tgt) check_file(f, "--train-tgt");
+  for (const std::string& f : o.train_src) check_file(f, "{train_src}");
+  for (const std::string& f : o.train_tgt) check_file(f, "{train_tgt}");
   if (o.valid_src.empty() != o.valid_tgt.empty())
-    throw OptionError("--valid-src and --valid-tgt go together: give both or neither");
+    throw OptionError("{valid_src} and {valid_tgt} go together: give both or neither");
   if (!o.valid_src.empty()) {
-    check_file(o.valid_src, "--valid-src");
-    check_file(o.valid_tgt, "--valid-tgt");
+    check_file(o.valid_src, "{valid_src}");
+    check_file(o.valid_tgt, "{valid_tgt}");
   }
-  if (!o.spm.empty()) check_file(o.spm, "--spm");
+  if (!o.spm.empty()) check_file(o.spm, "{spm}");
   // Empty, a directory, in a directory that does not exist, or a .gz name
   // (models are not compressed): refused as every command refuses them.
-  io::check_output_path(o.out, "--out");
+  io::check_output_path(o.out, "{out}");
   std::error_code ec;
   if (o.vocab_size < 0 || (o.vocab_size > 0 && o.vocab_size < 8))
-    throw OptionError("--vocab-size: expected 0 or at least 8, got " +
+    throw OptionError("{vocab_size}: expected 0 or at least 8, got " +
                       std::to_string(o.vocab_size));
   if (o.early_stop > 0 && o.valid_src.empty())
-    throw OptionError("--early-stop needs a validation set (--valid-src, --valid-tgt)");
+    throw OptionError("{early_stop} needs a validation set ({valid_src}, {valid_tgt})");
   if (o.early_stop > 0 && o.valid_every == 0)
-    throw OptionError("--early-stop needs validations during the run, but --valid-every is 0");
+    throw OptionError("{early_stop} needs validations during the run, but {valid_every} is 0");
   if (o.batch_tokens < 2)
-    throw OptionError("--batch-tokens: expected an integer >= 2, got " +
+    throw OptionError("{batch_tokens}: expected an integer >= 2, got " +
                       std::to_string(o.batch_tokens));
   // Nothing that training writes may be one of its inputs: not the files
   // beside OUT, nor anything in OUT.ckpt/, where checkpoints are written and
   // pruned.
-  std::vector<std::pair<std::string, const char*>> inputs = {{o.valid_src, "--valid-src"},
-                                                             {o.valid_tgt, "--valid-tgt"},
-                                                             {o.spm, "--spm"},
-                                                             {o.config, "--config"}};
-  for (const std::string& f : o.train_src) inputs.emplace_back(f, "--train-src");
-  for (const std::string& f : o.train_tgt) inputs.emplace_back(f, "--train-tgt");
+  std::vector<std::pair<std::string, const char*>> inputs = {{o.valid_src, "{valid_src}"},
+                                                             {o.valid_tgt, "{valid_tgt}"},
+                                                             {o.spm, "{spm}"},
+                                                             {o.config, "{config}"}};
+  for (const std::string& f : o.train_src) inputs.emplace_back(f, "{train_src}");
+  for (const std::string& f : o.train_tgt) inputs.emplace_back(f, "{train_tgt}");
   const std::string ckpt = o.out + ".ckpt";
   for (const std::string& out : {o.out, o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg",
                                  o.out + ".lock", partial_path(o.out), ckpt})
     for (const auto& [in, name] : inputs)
       if (!in.empty() && io::file_id(out) == io::file_id(in))
-        throw OptionError("--out: " + out + " would overwrite the " + name + " file " + in);
+        throw OptionError("{out}: " + out + " would overwrite the " + name + " file " + in);
   const io::FileId ckpt_dir = io::file_id(ckpt);
   for (const auto& [in, name] : inputs) {
     if (in.empty()) continue;
     const fs::path dir = fs::path(in).parent_path();
     if (ckpt_dir.exists && io::file_id(dir.empty() ? "." : dir.string()) == ckpt_dir)
-      throw OptionError("--out: the " + std::string(name) + " file " + in + " is in " + ckpt +
+      throw OptionError("{out}: the " + std::string(name) + " file " + in + " is in " + ckpt +
                         "/, where this run writes and removes checkpoints");
   }
   // Checked now, not at the first checkpoint, validation or the end, when
@@ -182,12 +182,12 @@ void validate_options(const TrainOptions& o) {
   for (const std::string& out :
        {o.out + ".best", o.out + ".log.jsonl", o.out + ".curve.svg", partial_path(o.out)})
     if (fs::is_directory(out, ec))
-      throw InputError("--out: " + out + " is a directory (nmt train writes a file there): " +
-                       "remove it or choose another --out");
+      throw InputError("{out}: " + out + " is a directory (nmt train writes a file there): " +
+                       "remove it or choose another {out}");
   if (fs::exists(fs::symlink_status(ckpt, ec)) && !fs::is_directory(ckpt, ec))
     throw InputError(ckpt +
                      " exists and is not a directory (checkpoints go there): remove it "
-                     "or choose another --out");
+                     "or choose another {out}");
 }
 
 
@@ -206,7 +206,7 @@ void check_memory_bounds(const TrainOptions& o, const ModelConfig& cfg, int64_t 
   const double tokens = static_cast<double>(o.batch_tokens);
   if (tokens * per_token > mem) {
     const auto most = static_cast<int64_t>(mem / per_token);
-    throw OptionError("--batch-tokens " + std::to_string(o.batch_tokens) +
+    throw OptionError("{batch_tokens} " + std::to_string(o.batch_tokens) +
                       ": a batch would need at least " + gigabytes(tokens * per_token) +
                       " for its activations (vocabulary " + std::to_string(vocab) + ", d_model " +
                       std::to_string(cfg.d_model) + "), more than this machine's " + gigabytes(mem) +
@@ -219,7 +219,7 @@ void check_memory_bounds(const TrainOptions& o, const ModelConfig& cfg, int64_t 
   const double gathered = static_cast<double>(o.update_freq) * per_batch;
   if (gathered > mem / 2) {
     const auto most = static_cast<int64_t>(mem / 2 / per_batch);
-    throw OptionError("--update-freq " + std::to_string(o.update_freq) +
+    throw OptionError("{update_freq} " + std::to_string(o.update_freq) +
                       ": an update gathers its batches (of up to " +
                       std::to_string(o.batch_tokens) + " tokens) before computing them, " +
                       gigabytes(gathered) + ", more than half this machine's " + gigabytes(mem) +

@@ -125,7 +125,7 @@ class TrainRun {
                          /*training=*/true);
     for (size_t k = 0; k < opts_.train_src.size(); ++k)
       if (io::file_id(opts_.train_src[k]) == io::file_id(opts_.train_tgt[k]))
-        log("warning: --train-src and --train-tgt are the same file (" + opts_.train_src[k] +
+        log("warning: {train_src} and {train_tgt} are the same file (" + opts_.train_src[k] +
             "): the model will learn to copy its input");
     apply_given_regularisation();
     std::optional<io::FileLock> lock;
@@ -153,7 +153,7 @@ class TrainRun {
     build_model();
     if (opts_.explain) {
       result_.stop_reason = "explain";
-      log("--explain: the recipe above is what this run would train with; stopping before "
+      log("{explain}: the recipe above is what this run would train with; stopping before "
           "training");
       return std::move(result_);
     }
@@ -446,13 +446,6 @@ std::string reason_about(const std::string& path, std::string why) {
 
 std::string name_of(const std::string& path) { return fs::path(path).filename().string(); }
 
-// The command-line spelling of a training option's key.
-std::string flag_of(const std::string& key) {
-  if (key == "warmup_steps") return "--warmup";
-  std::string s = "--" + key;
-  std::replace(s.begin(), s.end(), '_', '-');
-  return s;
-}
 
 // A new run (nothing to resume) replaces OUT.log.jsonl, OUT.curve.svg and
 // OUT.best where an earlier nmt run of this --out left them, which its log
@@ -481,9 +474,9 @@ void check_side_outputs(const std::string& out) {
   if (earlier_run) return;
   for (const std::string& p : {log, out + ".curve.svg", out + ".best", partial_path(out)})
     if (regular(p) && !(p == log && empty_log))
-      throw InputError("--out " + out + ": " + p +
-                       " already exists and is not from an earlier nmt run of this --out; " +
-                       "refusing to overwrite it: move it away or choose another --out");
+      throw InputError("{out} " + out + ": " + p +
+                       " already exists and is not from an earlier nmt run of this {out}; " +
+                       "refusing to overwrite it: move it away or choose another {out}");
 }
 
 }  // namespace
@@ -493,13 +486,13 @@ void TrainRun::open_previous_run() {
   if (!ckpts.empty() && !opts_.resume)
     throw InputError(checkpoint_dir(opts_.out) + " holds checkpoints of an earlier run (latest " +
                      ckpts.back() +
-                     "): pass --resume to continue it, or remove the directory to start over");
+                     "): pass {resume} to continue it, or remove the directory to start over");
   std::error_code ec;
   if (ckpts.empty() && !opts_.resume && fs::exists(opts_.out, ec))
     throw InputError(
-        "--out: " + opts_.out +
+        "{out}: " + opts_.out +
         " already exists (the model of an earlier run?) and there is no checkpoint in " +
-        checkpoint_dir(opts_.out) + "/ to resume: remove it or choose another --out");
+        checkpoint_dir(opts_.out) + "/ to resume: remove it or choose another {out}");
   if (ckpts.empty()) check_side_outputs(opts_.out);
   if (opts_.resume && !ckpts.empty()) {
     ModelConfig ccfg;
@@ -507,14 +500,14 @@ void TrainRun::open_previous_run() {
     return resume_from(chosen, ccfg);
   }
   if (opts_.resume)
-    log("--resume: no checkpoint in " + checkpoint_dir(opts_.out) + "; starting from scratch");
+    log("{resume}: no checkpoint in " + checkpoint_dir(opts_.out) + "; starting from scratch");
   if (!opts_.spm.empty()) {
     vocab_ = Vocab::from_file(opts_.spm);
     if (opts_.vocab_size > 0 && opts_.vocab_size != vocab_.size())
-      throw OptionError("--vocab-size " + std::to_string(opts_.vocab_size) +
-                        " differs from --spm " + opts_.spm + ", which has " +
+      throw OptionError("{vocab_size} " + std::to_string(opts_.vocab_size) +
+                        " differs from {spm} " + opts_.spm + ", which has " +
                         std::to_string(vocab_.size()) +
-                        " pieces: leave out --vocab-size (the vocabulary is the --spm model's)");
+                        " pieces: leave out {vocab_size} (the vocabulary is the {spm} model's)");
     log("vocabulary: " + opts_.spm + " (" + std::to_string(vocab_.size()) + " pieces)");
     spm_ = vocab_.bytes();
     cfg_.vocab_size = vocab_.size();
@@ -545,7 +538,7 @@ std::string TrainRun::newest_whole_checkpoint(const std::vector<std::string>& ck
   std::string list;
   for (const auto& d : damaged) list += (list.empty() ? "" : "; ") + d;
   if (chosen.empty())
-    throw InputError("--resume: no checkpoint in " + checkpoint_dir(opts_.out) +
+    throw InputError("{resume}: no checkpoint in " + checkpoint_dir(opts_.out) +
                      " can be resumed from: " + list + "; remove the directory to start over");
   for (const auto& d : damaged)
     log("warning: " + d + "; resuming from " + name_of(chosen) +
@@ -566,12 +559,12 @@ void TrainRun::resume_from(const std::string& chosen, const ModelConfig& ccfg) {
   if (rs.seed != opts_.seed) log("resuming with the checkpoint's seed " + std::to_string(rs.seed));
   opts_.seed = rs.seed;
   if (rs.update_freq != opts_.update_freq)
-    log("warning: --update-freq differs from the checkpoint's (" + std::to_string(rs.update_freq) +
+    log("warning: {update_freq} differs from the checkpoint's (" + std::to_string(rs.update_freq) +
         "); the run will not repeat an uninterrupted one exactly");
   if (rs.ranks != comm_.size())
     log("warning: the checkpoint was trained by " + std::to_string(rs.ranks) +
         " process(es), this run has " + std::to_string(comm_.size()) + ": an update now takes " +
-        std::to_string(comm_.size()) + " x --update-freq batches, so the batch size and the " +
+        std::to_string(comm_.size()) + " x {update_freq} batches, so the batch size and the " +
         "order in which batches meet the optimiser change from here on");
   log("resuming from " + chosen + " at step " + std::to_string(rs.step) + " (epoch " +
       std::to_string(rs.epoch) + ", batch " + std::to_string(rs.batch_index) + ")");
@@ -622,20 +615,20 @@ void TrainRun::check_resume(const std::string& path, const ModelConfig& ccfg,
       differ += (differ.empty() ? "" : "; ") + k + " " + it->dump() + " there, " +
                 (now.contains(k) ? now[k].dump() : std::string("none")) + " here";
   }
-  const std::string config_name = opts_.config.empty() ? "the config" : "--config " + opts_.config;
+  const std::string config_name = opts_.config.empty() ? "the config" : "{config} " + opts_.config;
   if (!differ.empty() && (given("config") || !opts_.recipe))
-    throw InputError("--resume: " + config_name + " differs from the model of checkpoint " + ckpt +
+    throw InputError("{resume}: " + config_name + " differs from the model of checkpoint " + ckpt +
                      " (" + differ +
-                     "): resume with the config it was trained with, or train into another --out");
+                     "): resume with the config it was trained with, or train into another {out}");
   if (was.value("name", "") != now.value("name", "") && (given("config") || !opts_.recipe))
     log("warning: " + config_name + " is named \"" + now.value("name", "") +
         "\", the checkpoint's config \"" + was.value("name", "") +
         "\" (the model's shape is the same)");
   if (!opts_.spm.empty() && Vocab::from_file(opts_.spm).bytes() != spm_)
-    throw InputError("--resume: --spm " + opts_.spm + " is not the vocabulary of checkpoint " +
-                     ckpt + ": resume without --spm (the checkpoint holds its vocabulary)");
+    throw InputError("{resume}: {spm} " + opts_.spm + " is not the vocabulary of checkpoint " +
+                     ckpt + ": resume without {spm} (the checkpoint holds its vocabulary)");
   if (rs.batch_tokens != opts_.batch_tokens)
-    throw InputError("--resume: checkpoint " + ckpt + " was trained with --batch-tokens " +
+    throw InputError("{resume}: checkpoint " + ckpt + " was trained with {batch_tokens} " +
                      std::to_string(rs.batch_tokens) + ", not " +
                      std::to_string(opts_.batch_tokens) + "; resume with the same value");
   const json old = rs.extra.contains("options") && rs.extra["options"].is_object()
@@ -644,10 +637,10 @@ void TrainRun::check_resume(const std::string& path, const ModelConfig& ccfg,
   const int pieces = Vocab::from_bytes(spm_).size();
   if (opts_.vocab_size > 0 && opts_.vocab_size != pieces &&
       old.value("vocab_size", json()) != json(opts_.vocab_size))
-    throw InputError("--resume: --vocab-size " + std::to_string(opts_.vocab_size) +
+    throw InputError("{resume}: {vocab_size} " + std::to_string(opts_.vocab_size) +
                      " differs from the vocabulary of checkpoint " + ckpt + " (" +
                      std::to_string(pieces) +
-                     " pieces): resume without --vocab-size, or with the same value");
+                     " pieces): resume without {vocab_size}, or with the same value");
   // Options that only say how long to go on, or how to log, may change.
   const json cur = options_to_json(opts_);
   for (auto it = old.begin(); it != old.end(); ++it) {
@@ -659,7 +652,7 @@ void TrainRun::check_resume(const std::string& path, const ModelConfig& ccfg,
     if (it->is_string() && cur[k].is_string() && !it->get<std::string>().empty() &&
         io::file_id(it->get<std::string>()) == io::file_id(cur[k].get<std::string>()))
       continue;  // the same file, named another way
-    log("warning: " + flag_of(k) + " is " + cur[k].dump() + " here but was " + it->dump() +
+    log("warning: {" + k + "} is " + cur[k].dump() + " here but was " + it->dump() +
         " when checkpoint " + ckpt + " was written; continuing with " + cur[k].dump());
   }
 }
@@ -724,13 +717,13 @@ void TrainRun::encode_data() {
     if (w > widest) widest = w, widest_line = train_c_.line[i];
   }
   if (opts_.batch_tokens < widest && (!opts_.recipe || given("batch_tokens")))
-    throw OptionError("--batch-tokens " + std::to_string(opts_.batch_tokens) +
+    throw OptionError("{batch_tokens} " + std::to_string(opts_.batch_tokens) +
                       " is smaller than the widest sentence pair (" + std::to_string(widest) +
                       " subwords with </s>, " + where(widest_line) +
-                      "): a batch must hold at least one pair; use " + "--batch-tokens " +
+                      "): a batch must hold at least one pair; use " + "{batch_tokens} " +
                       std::to_string(widest) + " or more");
   widest_ = widest;
-  std::string filtered = "; --no-filter: duplicates and length ratios kept";
+  std::string filtered = "; {no_filter}: duplicates and length ratios kept";
   if (opts_.filter)
     filtered = "; dropped " + std::to_string(duplicates_) + " exact duplicate pairs and " +
                std::to_string(ratio_.dropped) + " of implausible length ratio (target/source " +
@@ -964,7 +957,7 @@ void TrainRun::loop() {
     if (!std::isfinite(s.loss))
       throw Error("training diverged at step " + std::to_string(s.step) + " (loss " +
                   fmt("%g", s.loss) +
-                  "); try a smaller --lr-scale, a longer --warmup or --clip-norm");
+                  "); try a smaller {lr_scale}, a longer {warmup_steps} or {clip_norm}");
     after_update(s);
   }
 }
@@ -1077,7 +1070,7 @@ void TrainRun::save_checkpoint() {
                 "); " +
                 (all.empty() ? std::string("there is no earlier checkpoint")
                              : "the previous checkpoint " + all.back() +
-                                   " is intact: free some space and continue with --resume"));
+                                   " is intact: free some space and continue with {resume}"));
   }
   last_ckpt_step_ = step;
   last_ckpt_time_ = Clock::now();
@@ -1235,14 +1228,14 @@ void TrainRun::add_shortlist(const std::string& model_path, VocabTensors& tensor
             (cost->on_by_default() ? "translation uses it by default"
                                    : "it costs more than " +
                                          fmt("%.1f", kMaxDefaultShortlistCost) +
-                                         " BLEU, so translation uses it only with --shortlist on");
+                                         " BLEU, so translation uses it only with {shortlist} on");
     entry["bleu"] = cost->bleu_full;
     entry["bleu_shortlist"] = cost->bleu_shortlist;
     entry["seconds_full"] = cost->seconds_full;
     entry["seconds_shortlist"] = cost->seconds_shortlist;
     entry["default"] = cost->on_by_default();
   } else {
-    line += "; no validation set to measure it on, so translation uses it only with --shortlist on";
+    line += "; no validation set to measure it on, so translation uses it only with {shortlist} on";
     entry["default"] = false;
   }
   log_->write(entry);
@@ -1302,7 +1295,7 @@ void TrainRun::finish() {
   if (result_.interrupted)
     log("interrupted at step " + std::to_string(steps) +
         (in_final_phase ? ", before " + opts_.out + " was written" : std::string()) +
-        "; checkpoint saved in " + checkpoint_dir(opts_.out) + "; continue with --resume");
+        "; checkpoint saved in " + checkpoint_dir(opts_.out) + "; continue with {resume}");
   if (best_step_ >= 0) {
     result_.best_path = opts_.out + ".best";
     result_.best = best_;
