@@ -9,7 +9,8 @@
 
 static std::vector<std::string> read_lines(const char* path) {
   std::ifstream in(path);
-  if (!in) throw nmt::api::Error(nmt::api::Error::Kind::input, "", std::string("cannot open ") + path);
+  if (!in)
+    throw nmt::api::Error(nmt::api::Error::Kind::input, "", std::string("cannot open ") + path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;

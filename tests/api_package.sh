@@ -61,6 +61,9 @@ got=$(ex/bleu hyp.de ref.de 2>&1) || fail "examples/bleu: $got"
 ex/translate m.nmt beam=0 <in.en >/dev/null 2>err.txt
 [ $? -eq 2 ] || fail "beam=0: expected exit 2"
 grep -q "^error: beam: expected a number from 1 to 1024, got 0$" err.txt || fail "beam=0: $(cat err.txt)"
+ex/translate m.nmt beam=x <in.en >/dev/null 2>err.txt
+[ $? -eq 2 ] || fail "beam=x: expected exit 2"
+grep -q "^translate: beam=x: expected a number$" err.txt || fail "beam=x: $(cat err.txt)"
 ex/translate missing.nmt <in.en >/dev/null 2>err.txt
 [ $? -eq 1 ] || fail "a missing model: expected exit 1"
 grep -q "^error: .*missing.nmt" err.txt || fail "a missing model: $(cat err.txt)"

@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>

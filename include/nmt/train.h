@@ -22,7 +22,7 @@ struct NMT_API TrainSpec {
   // The config's "training" keys ({"max_minutes": 10, "batch_tokens":
   // 8192}), as a JSON object; they override the config's own.
   std::string training_json = "{}";
-  int vocab_size = 0;  // of the joint vocabulary; 0: the config's
+  int vocab_size = 0;                         // of the joint vocabulary; 0: the config's
   double dropout = -1, label_smoothing = -1;  // < 0: the config's, or the recipe's
   bool resume = false;
   std::string device = "cpu";

@@ -42,7 +42,7 @@ struct NMT_API TranslateOptions {
   int n_best;
   std::string sampling;  // "topk:K", "topp:P", "full"; empty: search
   double sampling_temperature;
-  uint64_t seed;  // of sampling
+  uint64_t seed;        // of sampling
   double max_length_a;  // max output length = a * source length + b
   int max_length_b;
   Shortlist shortlist;

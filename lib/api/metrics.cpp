@@ -13,7 +13,8 @@ MetricScore corpus_score(Metric metric, const std::vector<std::string>& hyps,
                          const MetricOptions& o) {
   return guarded([&]() -> MetricScore {
     if (o.width < 0 || o.width > 10)
-      throw about_option<UsageError>("width", std::to_string(o.width) + ": expected a number from 0 to 10");
+      throw about_option<UsageError>("width",
+                                     std::to_string(o.width) + ": expected a number from 0 to 10");
     if (metric == Metric::chrf) {
       metrics::ChrfOptions c;
       c.char_order = o.char_order, c.word_order = o.word_order, c.beta = o.beta;

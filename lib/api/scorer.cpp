@@ -29,8 +29,8 @@ Scorer::Scorer(const std::vector<std::string>& models, const ScoreOptions& o,
     if (models.empty()) throw about_option<UsageError>("model", ": none given");
     for (const auto& m : models) io::check_input_path(m, "model");
     if (o.batch_tokens <= 0)
-      throw about_option<UsageError>("batch_tokens",
-                                     std::to_string(o.batch_tokens) + ": expected a positive number");
+      throw about_option<UsageError>(
+          "batch_tokens", std::to_string(o.batch_tokens) + ": expected a positive number");
     nmt::ScoreOptions s;
     s.models = models;
     s.compute = o.compute_type;
