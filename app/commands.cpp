@@ -4,7 +4,6 @@
 #include "commands.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +13,6 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "core/backend.h"
 #include "core/device.h"
@@ -26,6 +24,7 @@
 #include "io/std_streams.h"
 #include "io/text_file.h"
 #include "model/config.h"
+#include "model/forward_timing.h"
 #include "model/loaded_model.h"
 #include "model/model_file.h"
 #include "model/transformer.h"
@@ -152,25 +151,7 @@ void register_summary_impl(CLI::App& app) {
       cfg = m.config;
       model = std::move(m.net);
     }
-    if (opts->length > cfg.max_positions)
-      throw UsageError("--length " + std::to_string(opts->length) + " exceeds the model's " +
-                       std::to_string(cfg.max_positions) + " positions");
-    std::mt19937 g(1);
-    std::uniform_int_distribution<int32_t> tok(4, std::min(cfg.vocab_size, cfg.source_vocab()) - 1);
-    std::vector<std::vector<int32_t>> sents(opts->batch, std::vector<int32_t>(opts->length - 1));
-    for (auto& s : sents)
-      for (auto& t : s) t = tok(g);
-    std::vector<const std::vector<int32_t>*> ptrs;
-    for (auto& s : sents) ptrs.push_back(&s);
-    TokenBatch b = make_batch(ptrs, ptrs, cfg);
-    Activations acts;
-    model->forward(b, acts, false, 0);  // warm-up: builds the primitives
-    const int reps = 3;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r) model->forward(b, acts, false, 0);
-    const double sec =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
-    const double fpt = model->flops_per_token(b.S, b.T);
+    const ForwardTiming t = time_forward_pass(*model, opts->batch, opts->length);
     std::printf("model        %s (%s)\n", cfg.name.c_str(), path.c_str());
     std::printf("layers       %d encoder + %d decoder, d_model %d, d_ff %d, heads %d, %s-LN\n",
                 cfg.encoder_layers, cfg.decoder_layers, cfg.d_model, cfg.d_ff, cfg.heads,
@@ -178,13 +159,13 @@ void register_summary_impl(CLI::App& app) {
     std::printf("parameters   %s (%lld)\n", human(double(model->parameter_count())).c_str(),
                 static_cast<long long>(model->parameter_count()));
     std::printf("forward      %s per target token (source and target length %lld)\n",
-                human(fpt, "FLOP").c_str(), static_cast<long long>(b.T));
+                human(t.flops_per_token, "FLOP").c_str(), static_cast<long long>(t.length));
     std::printf(
         "forward pass %d sentences x %d tokens on %d threads: %.3g ms, %s target "
         "tokens/s, %s/s\n",
-        opts->batch, opts->length, ops::num_threads(), sec * 1e3,
-        human(double(b.B * b.T) / sec).c_str(),
-        human(fpt * double(b.B * b.T) / sec, "FLOP").c_str());
+        opts->batch, opts->length, ops::num_threads(), t.seconds * 1e3,
+        human(double(t.target_tokens) / t.seconds).c_str(),
+        human(t.flops_per_token * double(t.target_tokens) / t.seconds, "FLOP").c_str());
   });
 }
 
