@@ -143,6 +143,14 @@ TEST_CASE("api: errors name the option by its key, with their kind", "[api]") {
   CHECK(std::string(e.what()) == "line 1 holds a line break; give each line on its own");
   e = error_of([&] { t.translate_file(model_path() + ".none", std::cout); });
   CHECK(e.kind() == api::Error::Kind::input);
+
+  // Moved from, a translator says so instead of crashing.
+  api::Translator moved = std::move(t);
+  CHECK(moved.translate({"old cat"}).size() == 1);
+  e = error_of([&] { t.translate({"old cat"}); });
+  CHECK(std::string(e.what()) == "this Translator was moved from");
+  e = error_of([&] { t.describe(); });
+  CHECK(e.kind() == api::Error::Kind::usage);
 }
 
 TEST_CASE("api: corpus scores are sacreBLEU's, errors included", "[api]") {

@@ -2,13 +2,24 @@
 // nmt::api::Error with the option named by its key.
 #pragma once
 
+#include <memory>
 #include <new>
+#include <string>
 
 #include "core/error.h"
 #include "nmt/error.h"
 #include "train/options.h"
 
 namespace nmt::api {
+
+// A Translator or Scorer that was moved from holds nothing: using it is an
+// Error, not a crash.
+template <class Impl>
+Impl& held(const std::unique_ptr<Impl>& impl, const char* what) {
+  if (!impl)
+    throw Error(Error::Kind::usage, "", std::string("this ") + what + " was moved from");
+  return *impl;
+}
 
 template <class F>
 auto guarded(F&& f) -> decltype(f()) {

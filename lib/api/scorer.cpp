@@ -52,7 +52,7 @@ Scorer& Scorer::operator=(Scorer&&) noexcept = default;
 std::vector<std::string> Scorer::score(const std::vector<std::string>& source,
                                        const std::vector<std::string>& target) {
   return guarded([&] {
-    const ScoringService& service = *impl_->service;
+    const ScoringService& service = *held(impl_, "Scorer").service;
     std::vector<std::string> out;
     service.write(service.score(source, target, {}), [&out](const std::string& line) {
       out.push_back(line.substr(0, line.size() - 1));

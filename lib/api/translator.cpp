@@ -108,7 +108,7 @@ Translator& Translator::operator=(Translator&&) noexcept = default;
 
 std::vector<std::string> Translator::translate(const std::vector<std::string>& lines) {
   return guarded([&] {
-    std::vector<std::string> out = impl_->service->translate(lines);
+    std::vector<std::string> out = held(impl_, "Translator").service->translate(lines);
     for (std::string& s : out)
       if (!s.empty() && s.back() == '\n') s.pop_back();
     return out;
@@ -117,7 +117,7 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& l
 
 void Translator::translate(std::istream& in, std::ostream& out) {
   guarded([&] {
-    TranslationService& service = *impl_->service;
+    TranslationService& service = *held(impl_, "Translator").service;
     io::LineReader reader(in, "<stream>", service.text_checks());
     StreamSink sink;
     sink.write = [&out](const std::string& text) { write_to(out, text); };
@@ -127,7 +127,7 @@ void Translator::translate(std::istream& in, std::ostream& out) {
 
 void Translator::translate_file(const std::string& path, std::ostream& out) {
   guarded([&] {
-    TranslationService& service = *impl_->service;
+    TranslationService& service = *held(impl_, "Translator").service;
     io::check_input_path(path, "input");
     io::LineReader reader(path, service.text_checks());
     StreamSink sink;
@@ -136,6 +136,8 @@ void Translator::translate_file(const std::string& path, std::ostream& out) {
   });
 }
 
-std::string Translator::describe() const { return impl_->service->describe(); }
+std::string Translator::describe() const {
+  return held(impl_, "Translator").service->describe();
+}
 
 }  // namespace nmt::api
