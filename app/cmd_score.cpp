@@ -289,13 +289,9 @@ void run(ScoreCli& cli) {
                          " write --metrics " + m);
     if (const std::string extra = option_names(cli.metric_only); !extra.empty())
       throw UsageError("score: -m (model scoring) cannot be combined with " + extra);
-    if (cli.model.batch_tokens <= 0)
-      throw UsageError("score: --batch-tokens must be positive, got " +
-                       std::to_string(cli.model.batch_tokens));
-    const int rc = metrics::while_scoring("scoring with -m " + cli.model.models[0] + " (--batch-tokens " +
-                             std::to_string(cli.model.batch_tokens) + ")",
-                         [&] { return run_model_score(cli.model); });
-    if (rc != 0) exit_code() = rc;
+    metrics::while_scoring("scoring with -m " + cli.model.models[0] + " (--batch-tokens " +
+                               std::to_string(cli.model.batch_tokens) + ")",
+                           [&] { run_model_score(cli.model); });
     return;
   }
   if (const std::string extra = option_names(cli.model_only); !extra.empty())

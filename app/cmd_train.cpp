@@ -286,10 +286,9 @@ void add_training_options(CLI::App* cmd, const std::shared_ptr<TrainCli>& cli) {
 // object, then the command line), and its config.
 TrainOptions train_options(const TrainCli& cli, ModelConfig& cfg) {
   ops::set_num_threads(cli.threads);
-  const std::string config_path = find_config(cli.config);
-  io::check_input_path(config_path, "-c", /*nonempty=*/true);
-  cfg = load_config(config_path);
   TrainOptions opts = cli.opts;
+  CLI::App* self = cli.app;
+  cfg = read_training_config(cli.config, self->count("--config") > 0, "-c", opts);
   opts.device = open_device(cli.device);
   if (opts.device != Device::CPU && launched_distributed())
     throw UsageError("--device " + cli.device +
@@ -298,21 +297,11 @@ TrainOptions train_options(const TrainCli& cli, ModelConfig& cfg) {
   opts.filter = !cli.no_filter;
   opts.shortlist = !cli.no_shortlist;
   opts.resume = opts.resume || opts.resume_with_new_data;
-  CLI::App* self = cli.app;
-  if (self->count("--config")) {
-    opts.config = config_path;
-    opts.given.insert("config");
-  }
   if (self->count("--vocab-size") || self->count("--spm")) opts.given.insert("vocab_size");
   if (self->count("--dropout")) opts.given.insert("dropout");
   if (self->count("--label-smoothing")) opts.given.insert("label_smoothing");
-  // A config's own "training" values are the user's too.
-  apply_training_json(cfg.training, opts, config_path);
-  for (auto it = cfg.training.begin(); it != cfg.training.end(); ++it)
-    opts.given.insert(it.key());
-  for (auto it = cli.given.begin(); it != cli.given.end(); ++it) opts.given.insert(it.key());
   try {
-    apply_training_json(cli.given, opts, "command line", /*cli=*/true);
+    apply_given_training(cli.given, opts, "command line", /*cli=*/true);
   } catch (const InputError& e) {
     throw UsageError(e.what());
   }

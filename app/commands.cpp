@@ -87,12 +87,6 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& device) {
       ->capture_default_str();
 }
 
-Device open_device(const std::string& name) {
-  const Device d = parse_device(name);
-  require_device(d);
-  return d;
-}
-
 std::string flag_of(const std::string& key) {
   if (key == "model") return "-m";
   if (key == "warmup_steps") return "--warmup";  // the one option named unlike its key

@@ -50,12 +50,10 @@ CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
 // long names); empty keeps the model file's.
 CLI::Option* add_compute_type_option(CLI::App* cmd, std::string& compute, const std::string& help);
 
-// --device cpu|cuda[:N] (default cpu), for the commands that run a model.
+// --device cpu|cuda[:N] (default cpu), for the commands that run a model;
+// core/device.h's open_device makes it ready to use.
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device);
-// The device that --device names, ready to use: a usage error for a name
-// that is none; an Error (exit 1, one line) for a GPU that this build or
-// machine does not have ("no CUDA device is available").
-Device open_device(const std::string& name);
+
 // The command line's flag of an option's key (beam -> --beam, model -> -m):
 // how app/ writes the options the library names by key.
 std::string flag_of(const std::string& key);

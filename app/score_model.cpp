@@ -13,7 +13,7 @@
 
 namespace nmt::app {
 
-int run_model_score(const ModelScoreArgs& args) {
+void run_model_score(const ModelScoreArgs& args) {
   ops::set_num_threads(args.threads);
   for (const auto& path : args.models) io::check_input_path(path, "-m");
   if (!args.src.empty()) io::check_input_path(args.src, "--src");
@@ -49,7 +49,6 @@ int run_model_score(const ModelScoreArgs& args) {
     io::check_stdout();  // a full disk stops the run at the line it struck
   });
   io::check_stdout(/*flush=*/true);
-  return 0;
 }
 
 }  // namespace nmt::app

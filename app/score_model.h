@@ -1,7 +1,7 @@
 // `nmt score -m MODEL`: what the score subcommand hands to model scoring
 // (teacher-forced log-probabilities of --tgt given --src). cmd_score.cpp
-// parses the options into ModelScoreArgs; run_model_score is implemented
-// with the decoding code.
+// parses the options into ModelScoreArgs; run_model_score reads the pairs
+// and prints what the library's ScoringService computes.
 #pragma once
 
 #include <string>
@@ -25,8 +25,8 @@ struct ModelScoreArgs {
   bool progress = false;            // --progress: plain progress lines where stderr is no terminal
 };
 
-// Runs model scoring and prints its results; returns the exit status.
-// Errors are thrown as nmt::Error like everywhere else in app/.
-int run_model_score(const ModelScoreArgs& args);
+// Runs model scoring and prints its results; errors are thrown as
+// nmt::Error like everywhere else in app/.
+void run_model_score(const ModelScoreArgs& args);
 
 }  // namespace nmt::app

@@ -132,6 +132,12 @@ TEST_CASE("api: errors name the option by its key, with their kind", "[api]") {
   e = error_of([&] { api::Translator({model_path()}, o); });
   CHECK(std::string(e.what()) == "n_best 5 exceeds beam 4");
 
+  o = {};
+  o.workers = -1;  // checked by the service, as the command line's range is
+  e = error_of([&] { api::Translator({model_path()}, o); });
+  CHECK(e.kind() == api::Error::Kind::usage);
+  CHECK(std::string(e.what()) == "workers: expected a number from 0 to 256, got -1");
+
   e = error_of([&] { api::Translator({model_path() + ".missing"}, {}); });
   CHECK(e.kind() == api::Error::Kind::input);
   CHECK(std::string(e.what()).find(".missing") != std::string::npos);

@@ -28,14 +28,12 @@ auto guarded(F&& f) -> decltype(f()) {
     return f();
   } catch (const api::Error&) {
     throw;
-  } catch (const UsageError& e) {
-    throw Error(Error::Kind::usage, e.option(), message_naming(e, key));
-  } catch (const OptionError& e) {
-    throw Error(Error::Kind::usage, e.option(), message_naming(e, key));
-  } catch (const InputError& e) {
-    throw Error(Error::Kind::input, e.option(), message_naming(e, key));
   } catch (const nmt::Error& e) {
-    throw Error(Error::Kind::runtime, "", e.what());
+    const auto* input = dynamic_cast<const InputError*>(&e);
+    const bool usage =
+        dynamic_cast<const UsageError*>(&e) || dynamic_cast<const OptionError*>(&e);
+    throw Error(usage ? Error::Kind::usage : input ? Error::Kind::input : Error::Kind::runtime,
+                input ? input->option() : "", message_naming(e, key));
   } catch (const std::bad_alloc&) {
     throw Error(Error::Kind::runtime, "", "out of memory");
   }

@@ -26,16 +26,11 @@ Scorer::Scorer(const std::vector<std::string>& models, const ScoreOptions& o,
     : impl_(std::make_unique<Impl>()) {
   if (!warn) warn = [](const std::string&) {};
   guarded([&] {
-    if (models.empty()) throw about_option<UsageError>("model", ": none given");
     for (const auto& m : models) io::check_input_path(m, "model");
-    if (o.batch_tokens <= 0)
-      throw about_option<UsageError>(
-          "batch_tokens", std::to_string(o.batch_tokens) + ": expected a positive number");
     nmt::ScoreOptions s;
     s.models = models;
     s.compute = o.compute_type;
-    s.device = parse_device(o.device);
-    require_device(s.device);
+    s.device = open_device(o.device);
     s.batch_tokens = o.batch_tokens;
     s.alpha = o.alpha;
     s.format = o.jsonl ? ScoreFormat::jsonl : ScoreFormat::text;

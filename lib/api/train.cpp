@@ -7,7 +7,6 @@
 
 #include "api/guard.h"
 #include "core/device.h"
-#include "io/text_file.h"
 #include "model/config.h"
 #include "train/train_run.h"
 
@@ -25,21 +24,13 @@ TrainResult train(const TrainSpec& spec, const std::function<void(const std::str
     o.dropout = spec.dropout, o.label_smoothing = spec.label_smoothing;
     o.resume = spec.resume;
     o.recipe = spec.recipe, o.filter = spec.filter, o.shortlist = spec.shortlist;
-    o.device = parse_device(spec.device);
-    require_device(o.device);
+    o.device = open_device(spec.device);
     if (spec.vocab_size > 0 || !spec.spm.empty()) o.given.insert("vocab_size");
     if (spec.dropout >= 0) o.given.insert("dropout");
     if (spec.label_smoothing >= 0) o.given.insert("label_smoothing");
 
-    const std::string path = find_config(spec.config.empty() ? kDefaultConfig : spec.config);
-    io::check_input_path(path, "config", /*nonempty=*/true);
-    ModelConfig cfg = load_config(path);
-    if (!spec.config.empty()) {
-      o.config = path;
-      o.given.insert("config");
-    }
-    apply_training_json(cfg.training, o, path);
-    for (auto it = cfg.training.begin(); it != cfg.training.end(); ++it) o.given.insert(it.key());
+    ModelConfig cfg = read_training_config(spec.config.empty() ? kDefaultConfig : spec.config,
+                                           !spec.config.empty(), "config", o);
     nlohmann::json given;
     try {
       given = nlohmann::json::parse(spec.training_json);
@@ -48,8 +39,7 @@ TrainResult train(const TrainSpec& spec, const std::function<void(const std::str
     }
     if (!given.is_object())
       throw about_option<UsageError>("training_json", ": expected a JSON object");
-    apply_training_json(given, o, "training_json");
-    for (auto it = given.begin(); it != given.end(); ++it) o.given.insert(it.key());
+    apply_given_training(given, o, "training_json");
 
     TrainCallbacks cb;
     if (log)

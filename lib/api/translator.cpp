@@ -18,7 +18,6 @@ nmt::TranslateOptions service_options(const std::vector<std::string>& models,
                                       const TranslateOptions& o) {
   nmt::TranslateOptions t;
   for (const auto& m : models) io::check_input_path(m, "model");
-  if (models.empty()) throw about_option<UsageError>("model", ": none given");
   t.models = models;
   t.compute = o.compute_type;
   SearchOptions& s = t.search;
@@ -50,15 +49,21 @@ nmt::TranslateOptions service_options(const std::vector<std::string>& models,
   t.output.attention = o.attention;
   t.alignment_layer = o.alignment_layer;
   check_options(t);
-  t.device = parse_device(o.device);
-  require_device(t.device);
+  t.device = open_device(o.device);
   return t;
 }
 
-void write_to(std::ostream& out, const std::string& text) {
-  out << text;
-  out.flush();
-  if (!out) throw nmt::Error("cannot write the translations: the output stream failed");
+// One input to its end, each window's translations written to out as they
+// are done.
+void translate_to(TranslationService& service, io::LineReader& in, const std::string& name,
+                  std::ostream& out) {
+  StreamSink sink;
+  sink.write = [&out](const std::string& text) {
+    out << text;
+    out.flush();
+    if (!out) throw nmt::Error("cannot write the translations: the output stream failed");
+  };
+  service.translate(in, name, sink);
 }
 
 }  // namespace
@@ -119,9 +124,7 @@ void Translator::translate(std::istream& in, std::ostream& out) {
   guarded([&] {
     TranslationService& service = *held(impl_, "Translator").service;
     io::LineReader reader(in, "<stream>", service.text_checks());
-    StreamSink sink;
-    sink.write = [&out](const std::string& text) { write_to(out, text); };
-    service.translate(reader, "<stream>", sink);
+    translate_to(service, reader, "<stream>", out);
   });
 }
 
@@ -130,9 +133,7 @@ void Translator::translate_file(const std::string& path, std::ostream& out) {
     TranslationService& service = *held(impl_, "Translator").service;
     io::check_input_path(path, "input");
     io::LineReader reader(path, service.text_checks());
-    StreamSink sink;
-    sink.write = [&out](const std::string& text) { write_to(out, text); };
-    service.translate(reader, path == "-" ? "<stdin>" : path, sink);
+    translate_to(service, reader, path == "-" ? "<stdin>" : path, out);
   });
 }
 

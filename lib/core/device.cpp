@@ -45,6 +45,12 @@ Backend& backend(Device d) {
 
 void require_device(Device d) { backend(d); }
 
+Device open_device(const std::string& name) {
+  const Device d = parse_device(name);
+  require_device(d);
+  return d;
+}
+
 const char* op_name(Op op) {
   static const char* const names[kNumOps] = {
       "gemm",       "linear_backward", "softmax",   "softmax_backward",   "add_mask",

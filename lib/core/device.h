@@ -30,6 +30,11 @@ ComputeType parse_compute_type(const std::string& name);
 // without CUDA support", "no CUDA device is available".
 void require_device(Device d);
 
+// The device a user named, ready to use: a UsageError for a name that is
+// none; an Error for a GPU that this build or machine does not have ("no
+// CUDA device is available").
+Device open_device(const std::string& name);
+
 // True when the build has CUDA, its library (libnmt_cuda.so) loads, and a GPU
 // is present.
 bool cuda_available();

@@ -23,7 +23,7 @@ void validate(const SearchOptions& o) {
   auto fail = [](const char* key, const char* part, const std::string& range, double x) {
     std::ostringstream v;
     v << x;
-    throw about_option<InputError>(
+    throw about_option<UsageError>(
         key, std::string(part) + ": expected a number " + range + ", got " + v.str());
   };
   if (!in(o.beam, 1, 1024)) fail("beam", "", "from 1 to 1024", o.beam);
@@ -33,7 +33,7 @@ void validate(const SearchOptions& o) {
   if (!in(o.max_len_b, 0, 100000)) fail("max_length_b", "", "from 0 to 100000", o.max_len_b);
   if (o.sampling.empty()) return;
   if (o.sampling != "topk" && o.sampling != "topp" && o.sampling != "full")
-    throw about_option<InputError>("sampling",
+    throw about_option<UsageError>("sampling",
                                    ": expected topk:K, topp:P or full, got \"" + o.sampling + "\"");
   if (o.sampling == "topk" && !in(o.sampling_k, 1, 1000000))
     fail("sampling", "topk:K", "K from 1 to 1000000", o.sampling_k);

@@ -49,7 +49,7 @@ struct SearchOptions {
   const StopFlag* stop = nullptr;
 };
 
-// Throws InputError naming the option unless every value is in range (NaN
+// Throws UsageError naming the option unless every value is in range (NaN
 // never is): beam and n_best 1..1024, alpha 0..10, max_len_a 0..100,
 // max_len_b 0..100000; sampling topk with k 1..1000000,
 // topp with p in (0, 1], temperature in (0, 100].

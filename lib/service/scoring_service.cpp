@@ -33,6 +33,12 @@ std::string printf_string(const char* format, ...) {
 
 ScoringService::ScoringService(ScoreOptions opts, std::function<void(const std::string&)> warn)
     : opts_(std::move(opts)), warn_(std::move(warn)) {
+  if (opts_.models.empty()) throw about_option<UsageError>("model", ": none given");
+  if (opts_.batch_tokens < 1 || opts_.batch_tokens > (int64_t{1} << 24))
+    throw about_option<UsageError>("batch_tokens", ": expected a number from 1 to 16777216, got " +
+                                                       std::to_string(opts_.batch_tokens));
+  if (!(opts_.alpha >= 0 && opts_.alpha <= 10))  // false for NaN
+    throw about_option<UsageError>("alpha", ": expected a number from 0 to 10");
   models_.reserve(opts_.models.size());
   for (const auto& path : opts_.models)
     models_.push_back(load_model(path, opts_.compute, nullptr, opts_.device, ShortlistLoad::Skip,
@@ -93,12 +99,11 @@ void ScoringService::check_memory(const std::vector<std::vector<int32_t>>& s,
 // token count, their ratio, and the search's normalised score
 // logprob / ((5 + tokens) / 6)^alpha, which translate --scores prints.
 std::string ScoringService::line_of(size_t i, const ForcedScore& score,
-                                    const std::vector<int32_t>& target) const {
-  SearchOptions so;
-  so.alpha = static_cast<float>(opts_.alpha);
+                                    const std::vector<int32_t>& target,
+                                    const SearchOptions& penalty) const {
   const auto& lp = score.token_logprobs;
   const int64_t n = static_cast<int64_t>(lp.size());
-  const double norm = score.total() / length_penalty(n, so);
+  const double norm = score.total() / length_penalty(n, penalty);
   std::vector<std::string> pieces;
   if (opts_.word_scores) {
     pieces = models_[0].tgt_vocab().pieces(target);
@@ -178,7 +183,10 @@ void ScoringService::write(const Scored& scored,
   if (opts_.format == ScoreFormat::text && opts_.header)
     write(std::string("logprob\ttokens\tlogprob_per_token\tscore") +
           (opts_.word_scores ? "\tword_scores" : "") + "\n");
-  for (size_t i = 0; i < scores.size(); ++i) write(line_of(i, scores[i], scored.targets[i]));
+  SearchOptions penalty;  // the GNMT length penalty of the "score" column
+  penalty.alpha = static_cast<float>(opts_.alpha);
+  for (size_t i = 0; i < scores.size(); ++i)
+    write(line_of(i, scores[i], scored.targets[i], penalty));
 }
 
 }  // namespace nmt

@@ -11,6 +11,7 @@
 
 #include "core/device.h"
 #include "decode/scorer.h"
+#include "decode/search.h"
 #include "io/text_file.h"
 #include "model/loaded_model.h"
 
@@ -32,7 +33,8 @@ struct ScoreOptions {
 
 class ScoringService {
  public:
-  // Loads the models; warn: one-line warnings (a pair cut to what the model
+  // Checks the options (UsageErrors about their keys) and loads the
+  // models; warn: one-line warnings (a pair cut to what the model
   // takes). An ensemble whose members do not share a vocabulary is refused.
   ScoringService(ScoreOptions opts, std::function<void(const std::string&)> warn);
 
@@ -60,7 +62,8 @@ class ScoringService {
  private:
   void check_memory(const std::vector<std::vector<int32_t>>& s,
                     const std::vector<std::vector<int32_t>>& t) const;
-  std::string line_of(size_t i, const ForcedScore& score, const std::vector<int32_t>& target) const;
+  std::string line_of(size_t i, const ForcedScore& score, const std::vector<int32_t>& target,
+                      const SearchOptions& penalty) const;
 
   ScoreOptions opts_;
   std::function<void(const std::string&)> warn_;

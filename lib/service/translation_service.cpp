@@ -39,13 +39,19 @@ void check_options(TranslateOptions& o) {
           "shortlist", "on restricts the search; {sampling} draws from the whole vocabulary");
     s.beam = s.n_best;  // the rows a sentence holds: one per sample
   }
-  try {
-    validate(s);
-  } catch (const UsageError&) {
-    throw;
-  } catch (const InputError& e) {  // a value out of range, given as an option
-    throw about_option<UsageError>(e.option(), e.what());
-  }
+  validate(s);
+  if (o.models.empty()) throw about_option<UsageError>("model", ": none given");
+  auto range = [](const char* key, int64_t v, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi)
+      throw about_option<UsageError>(key, ": expected a number from " + std::to_string(lo) +
+                                              " to " + std::to_string(hi) + ", got " +
+                                              std::to_string(v));
+  };
+  range("batch_tokens", o.batch_tokens, 0, int64_t{1} << 24);
+  range("window", o.window, 1, 1 << 20);
+  range("threads", o.threads, 0, 1024);
+  range("workers", o.workers, 0, 256);
+  range("alignment_layer", o.alignment_layer, 0, 1024);
   if (s.n_best > s.beam)
     throw about_option<UsageError>(
         "n_best", std::to_string(s.n_best) + " exceeds {beam} " + std::to_string(s.beam));

@@ -124,6 +124,26 @@ json options_to_json(const TrainOptions& o) {
               {"threads", ops::num_threads()}};
 }
 
+ModelConfig read_training_config(const std::string& name, bool config_given,
+                                 const std::string& option, TrainOptions& opts) {
+  const std::string path = find_config(name);
+  io::check_input_path(path, option, /*nonempty=*/true);
+  ModelConfig cfg = load_config(path);
+  if (config_given) {
+    opts.config = path;
+    opts.given.insert("config");
+  }
+  // A config's own "training" values are the user's too.
+  apply_given_training(cfg.training, opts, path);
+  return cfg;
+}
+
+void apply_given_training(const nlohmann::json& given, TrainOptions& opts,
+                          const std::string& source, bool cli) {
+  for (auto it = given.begin(); it != given.end(); ++it) opts.given.insert(it.key());
+  apply_training_json(given, opts, source, cli);
+}
+
 void validate_options(const TrainOptions& o) {
   if (o.train_src.empty()) throw InputError("{train_src} is required");
   if (o.train_tgt.empty()) throw InputError("{train_tgt} is required");

@@ -100,6 +100,16 @@ struct TrainOptions {
 // (`cli`: name it as the command-line option, --batch-tokens).
 void apply_training_json(const nlohmann::json& j, TrainOptions& opts, const std::string& source,
                          bool cli = false);
+// The config to train, by name or file (option: how messages name what
+// gave it), read, and its "training" object applied onto opts with every
+// key marked as the user's; config_given: the user named the config, so the
+// recipe keeps it.
+ModelConfig read_training_config(const std::string& name, bool config_given,
+                                 const std::string& option, TrainOptions& opts);
+// Training keys the user gave, marked as the user's and applied onto opts
+// (as apply_training_json).
+void apply_given_training(const nlohmann::json& given, TrainOptions& opts,
+                          const std::string& source, bool cli = false);
 // Checks the combination of options (OptionError), that the input files
 // exist and that no output of the run (OUT, OUT.best, OUT.log.jsonl,
 // OUT.curve.svg, OUT.lock, OUT.ckpt/ and what it holds) is one of them, and
