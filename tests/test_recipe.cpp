@@ -342,3 +342,113 @@ TEST_CASE("pairs of implausible length ratio are dropped by the corpus median", 
   CHECK(c.line.back() == 54);
   CHECK(c.line[50] == 52);
 }
+
+namespace {
+
+// Stage 1 for 29k pairs, then plan_budget with a probe that records what it
+// was asked and answers `per_token` seconds per batch token in each type.
+struct Probed {
+  Planned p;
+  BudgetPlan budget;
+  std::vector<std::pair<int64_t, ComputeType>> asked;
+};
+
+Probed probed(TrainOptions o, double f32_per_token, double bf16_per_token,
+              const std::string& bf16_why_not = "", int64_t widest = 60) {
+  Probed r;
+  r.p.opts = std::move(o);
+  r.p.opts.recipe = true;
+  CorpusFacts c;
+  c.pairs = 29000;
+  r.p.cfg = shipped(recipe_config_name(c.pairs));
+  r.p.data = recipe_for_data(c, r.p.cfg, r.p.opts, bf16_why_not, r.p.recipe);
+  BudgetFacts b;
+  b.pairs = c.pairs;
+  b.target_tokens = c.pairs * 15;
+  b.widest_pair = widest;
+  b.has_valid = true;
+  r.budget = plan_budget(b, r.p.cfg, r.p.opts, r.p.recipe, [&](int64_t batch, ComputeType t) {
+    r.asked.emplace_back(batch, t);
+    ProbeTiming timing;
+    timing.seconds = double(batch) * (t == ComputeType::BF16 ? bf16_per_token : f32_per_token);
+    timing.fill = 0.8;
+    return timing;
+  });
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("recipe: plan_budget times only a budget of time, on the batch it plans", "[recipe]") {
+  // A budget of steps or epochs trains the same model on every run: no clock.
+  TrainOptions steps;
+  steps.max_steps = 500;
+  const Probed s = probed(steps, 1e-4, 1e-4);
+  CHECK(s.asked.empty());
+  CHECK(s.budget.updates == 500);
+  CHECK(s.budget.seconds_per_update == 0);
+
+  // A time budget on an f32 machine: the first batch (4096 below 100k
+  // pairs), then the batch the plan chose, which the plan is made again with.
+  const Probed t = probed(minutes(10), 1e-4, 1e-4, "no AVX512-BF16");
+  REQUIRE(t.asked.size() == 2);
+  CHECK(t.asked[0] == std::make_pair(int64_t{4096}, ComputeType::F32));
+  CHECK(t.asked[1] == std::make_pair(t.p.opts.batch_tokens, ComputeType::F32));
+  CHECK(t.p.opts.batch_tokens != 4096);
+  CHECK_FALSE(t.budget.compute_revised);
+  // What recipe_for_budget makes of the last measurement, and its time per
+  // update at the chosen batch.
+  Planned again;
+  again.opts = minutes(10);
+  again.opts.recipe = true;
+  CorpusFacts c;
+  c.pairs = 29000;
+  again.cfg = shipped(recipe_config_name(c.pairs));
+  recipe_for_data(c, again.cfg, again.opts, "no AVX512-BF16", again.recipe);
+  BudgetFacts b;
+  b.pairs = c.pairs;
+  b.target_tokens = c.pairs * 15;
+  b.widest_pair = 60;
+  b.has_valid = true;
+  b.probe_batch_tokens = t.p.opts.batch_tokens;
+  b.probe_seconds = 1e-4 * double(b.probe_batch_tokens);
+  b.fill = 0.8;
+  CHECK(recipe_for_budget(b, again.cfg, again.opts, again.recipe) == t.budget.updates);
+  CHECK(t.budget.seconds_per_update == Approx(1e-4 * double(t.p.opts.batch_tokens)));
+
+  // A given batch is timed once, and never below the widest pair.
+  TrainOptions given = minutes(10);
+  given.batch_tokens = 512;
+  given.given = {"batch_tokens"};
+  const Probed w = probed(given, 1e-4, 1e-4, "no AVX512-BF16", /*widest=*/700);
+  REQUIRE(w.asked.size() == 1);
+  CHECK(w.asked[0].first == 700);
+}
+
+TEST_CASE("recipe: plan_budget keeps bf16 only where the probe finds it faster", "[recipe]") {
+  // Stage 1 chose bf16 (the CPU has it): both types timed on the same
+  // batch, the faster kept, then the chosen batch timed in that type.
+  const Probed slow = probed(minutes(10), 1e-4, 1.6e-4);
+  REQUIRE(slow.asked.size() >= 2);
+  CHECK(slow.asked[0] == std::make_pair(int64_t{4096}, ComputeType::BF16));
+  CHECK(slow.asked[1] == std::make_pair(int64_t{4096}, ComputeType::F32));
+  CHECK(slow.p.opts.compute_type == "f32");
+  CHECK(slow.budget.compute_revised);
+  for (size_t i = 2; i < slow.asked.size(); ++i) CHECK(slow.asked[i].second == ComputeType::F32);
+
+  const Probed fast = probed(minutes(10), 1e-4, 0.6e-4);
+  CHECK(fast.p.opts.compute_type == "bf16");
+  CHECK(fast.budget.compute_revised);
+  for (size_t i = 2; i < fast.asked.size(); ++i) CHECK(fast.asked[i].second == ComputeType::BF16);
+  // Faster, so more updates in the same ten minutes.
+  CHECK(fast.budget.updates > slow.budget.updates);
+
+  // Given bf16: not compared, timed in it.
+  TrainOptions g = minutes(10);
+  g.compute_type = "bf16";
+  g.given = {"compute_type"};
+  const Probed given = probed(g, 1e-4, 1.6e-4);
+  CHECK(given.p.opts.compute_type == "bf16");
+  CHECK_FALSE(given.budget.compute_revised);
+  CHECK(given.asked[0].second == ComputeType::BF16);
+}

@@ -29,7 +29,7 @@ std::string detect(const std::string& src) {
     throw InputError(src + ": give CTranslate2's model directory, not its model.bin");
   throw InputError(src +
                    ": not a Marian .npz model nor a CTranslate2 model directory "
-                   "(--from marian|ctranslate2 says which)");
+                   "({from} marian|ctranslate2 says which)");
 }
 
 Imported import_model(const std::string& src, const ConvertOptions& opts) {

@@ -16,4 +16,16 @@ std::string human_number(double x, const char* unit) {
   return buf;
 }
 
+std::string format_number(const char* printf_format, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, printf_format, x);
+  return buf;
+}
+
+std::string short_count(int64_t n) {
+  if (n >= 1000000) return format_number("%.1fM", double(n) / 1e6);
+  if (n >= 10000) return format_number("%.0fk", double(n) / 1e3);
+  return std::to_string(n);
+}
+
 }  // namespace nmt

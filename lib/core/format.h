@@ -1,7 +1,9 @@
 // Numbers for people: counts and costs with a unit prefix (41.5K, 7.6M,
-// 120 MFLOP), so that tiny and huge models both print something readable.
+// 120 MFLOP), so that tiny and huge models both print something readable,
+// and figures in a printf format.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace nmt {
@@ -9,5 +11,12 @@ namespace nmt {
 // 3 significant digits and K/M/G/T; a unit is separated by a space:
 // human_number(52352) == "52.4K", human_number(1.2e8, "FLOP") == "120 MFLOP".
 std::string human_number(double x, const char* unit = "");
+
+// A count in two or three digits: 950, 52k, 1.2M (recipes' reasons).
+std::string short_count(int64_t n);
+
+// One number in a printf format ("%.2f", "%g"): for the logs' fixed-width
+// figures.
+std::string format_number(const char* printf_format, double x);
 
 }  // namespace nmt

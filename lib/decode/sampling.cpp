@@ -44,7 +44,7 @@ int64_t start_requests(const std::vector<SearchRequest>& requests, const ModelCo
   int64_t longest = 0;
   for (size_t b = 0; b < requests.size(); ++b) {
     const SearchRequest& req = requests[b];
-    if (!req.constraints.empty()) throw InputError("constraints need beam search, not --sampling");
+    if (!req.constraints.empty()) throw InputError("constraints need beam search, not {sampling}");
     frame_source(req.src, cfg, batch.data() + static_cast<int64_t>(b) * S);
     Live& s = live[b];
     s.index = static_cast<int64_t>(b);

@@ -58,6 +58,7 @@ struct TrainOptions {
   // What the user set, by key: the training keys below, and "config",
   // "vocab_size", "dropout", "label_smoothing". The recipe leaves these.
   std::set<std::string> given;
+  bool was_given(const std::string& key) const { return given.count(key) > 0; }
   // --dropout, --label-smoothing: set on whichever config is trained (< 0:
   // the config's, or the recipe's).
   double dropout = -1, label_smoothing = -1;

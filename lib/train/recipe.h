@@ -5,23 +5,27 @@
 //   1. from the corpus (pairs, script): the model config (when -c is not
 //      given), the vocabulary size and SentencePiece's character coverage,
 //      the compute type;
-//   2. from the budget and the throughput measured on the built model: the
+//   2. from the budget and the throughput measured on a model of the
+//      chosen shape (plan_budget, before the model is built): the
 //      number of updates the budget allows, and from it the batch size, the
 //      warmup, the learning-rate schedule and its peak, dropout, label
 //      smoothing, and the validation, checkpoint, averaging and early-stopping
 //      cadence.
-// Both stages are pure functions of their inputs, so tests can ask what a
-// corpus of any size would get without having one. An option the user gave
+// Both stages are pure functions of their inputs (the second's measurements
+// come from a probe the caller passes), so tests can ask what a corpus of
+// any size on any machine would get without having either. An option the user gave
 // (on the command line or in the config's "training" object) is never
 // changed; it is listed as given.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "model/config.h"
 #include "train/options.h"
 
@@ -113,6 +117,32 @@ struct BudgetFacts {
 // for a run without a budget).
 int64_t recipe_for_budget(const BudgetFacts& facts, ModelConfig& cfg, TrainOptions& opts,
                           Recipe& recipe);
+
+// One update's time as a probe measures it, on a model of the run's shape
+// (not the one it will train: train_run.cpp builds a throwaway one).
+struct ProbeTiming {
+  double seconds = 0;  // one update of the batch asked for
+  double fill = 0.8;   // target tokens per padded batch token
+};
+using UpdateProbe = std::function<ProbeTiming(int64_t batch_tokens, ComputeType type)>;
+
+struct BudgetPlan {
+  int64_t updates = 0;            // recipe_for_budget's
+  double seconds_per_update = 0;  // at the chosen batch, from the probe (0: not measured)
+  bool compute_revised = false;   // the compute type's choice was revised (moved last)
+};
+
+// Stage 2 with the measurements it needs. Only a budget of time is timed
+// (a budget of steps or epochs must train the same model on every run of
+// the same command: a resumed run is checked against an uninterrupted
+// one). Then: where stage 1 chose bf16 on its own, an update is timed in
+// bf16 and in f32 and the faster kept (recipe_compute_by_speed); the plan
+// is made with the chosen type's speed, and when the batch it picks is not
+// the one timed (smaller batches run fewer tokens a second), that batch is
+// timed and the plan made again. A batch is never timed below the widest
+// pair.
+BudgetPlan plan_budget(BudgetFacts facts, ModelConfig& cfg, TrainOptions& opts, Recipe& recipe,
+                       const UpdateProbe& probe);
 
 // The updates a time budget allows at `seconds_per_update`, keeping
 // `reserve_seconds` for the end (the last validation and the final model).

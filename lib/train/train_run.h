@@ -1,7 +1,6 @@
-// `nmt train` as a whole: reads and checks the data, trains or loads the
-// vocabulary, runs the Trainer's updates with validation, checkpoints, the
-// log and the learning curve, and writes the final model. See train_run.cpp
-// for the parts of a run.
+// `nmt train` as a whole: takes over an earlier run into OUT, reads and
+// checks the data, plans the run (the recipe), then trains and writes the
+// model in a session. See train_run.cpp for the parts of a run.
 #pragma once
 
 #include <atomic>
@@ -13,17 +12,10 @@
 #include "model/config.h"
 #include "train/checkpoints.h"
 #include "train/options.h"
+#include "train/previous_run.h"
 #include "train/trainer.h"
 
 namespace nmt {
-
-// --resume where a data file differs from what the checkpoint recorded of
-// it (TrainOptions::resume_with_new_data not set): the message names the
-// file and the checkpoint.
-class DataChanged : public InputError {
- public:
-  using InputError::InputError;
-};
 
 struct TrainProgress {
   StepStats stats;

@@ -235,11 +235,6 @@ void Trainer::greedy_bleu(const ParallelCorpus& valid, const Vocab* vocab,
   v.hyps = std::move(hyps);
 }
 
-namespace {
-constexpr const char* kAdamM = "optimizer/adam_m";
-constexpr const char* kAdamV = "optimizer/adam_v";
-}  // namespace
-
 void Trainer::save(const std::string& path, const std::string& spm_model, const json& extra) {
   std::map<std::string, std::string> meta;
   meta["format"] = "nmt";
@@ -263,93 +258,12 @@ void Trainer::save(const std::string& path, const std::string& spm_model, const 
   for (const auto& p : model_.params().params())
     tensors.push_back({p.name, p.shape, values + p.offset});
   const int64_t n = model_.params().size();
-  tensors.push_back({kAdamM, Shape{n}, ops::host_data(adam_.m(), m_h)});
-  tensors.push_back({kAdamV, Shape{n}, ops::host_data(adam_.v(), v_h)});
+  tensors.push_back({kAdamMTensor, Shape{n}, ops::host_data(adam_.m(), m_h)});
+  tensors.push_back({kAdamVTensor, Shape{n}, ops::host_data(adam_.v(), v_h)});
   std::map<std::string, std::string> bytes;
   if (!spm_model.empty()) bytes["vocab/sentencepiece"] = spm_model;
   meta["checksum"] = content_checksum(meta, tensors, bytes);
   write_safetensors(path, meta, tensors, bytes);
-}
-
-std::string checkpoint_problem(const FileContents& f, int64_t expected_step) {
-  auto it = f.metadata.find("checksum");
-  if (it != f.metadata.end()) {
-    const std::string now = content_checksum(f);
-    if (now != it->second)
-      return "its checksum does not match its content: stored " + it->second + ", computed " + now;
-  }
-  TrainState s;
-  try {
-    s = read_train_state(f);
-  } catch (const InputError& e) {
-    std::string why = e.what();
-    if (why.rfind(f.source + ": ", 0) == 0) why = why.substr(f.source.size() + 2);
-    return why;
-  }
-  if (expected_step >= 0 && s.step != expected_step)
-    return "its training state says step " + std::to_string(s.step) + ", its name step " +
-           std::to_string(expected_step);
-  for (const char* name : {kAdamM, kAdamV}) {
-    auto t = f.tensors.find(name);
-    if (t == f.tensors.end()) return std::string("it has no tensor ") + name;
-    if (t->second.dtype != "F32" || t->second.shape.size() != 1)
-      return std::string("tensor ") + name + " is not a vector of F32";
-  }
-  // Every F32 value finite, and Adam's second moments (running means of
-  // squares) never negative.
-  std::vector<float> chunk;  // a tensor is read a piece at a time: Adam's are model-sized
-  for (const auto& [name, e] : f.tensors) {
-    if (e.dtype != "F32") continue;
-    const int64_t n = static_cast<int64_t>((e.end - e.begin) / 4);
-    const bool second_moment = name == kAdamV;
-    for (int64_t at = 0; at < n; at += int64_t{1} << 20) {
-      const int64_t m = std::min<int64_t>(n - at, int64_t{1} << 20);
-      chunk.resize(static_cast<size_t>(m));
-      f.data.copy(e.begin + 4 * static_cast<uint64_t>(at), 4 * static_cast<uint64_t>(m),
-                  chunk.data());
-      int64_t bad = -1;
-#pragma omp parallel for reduction(max : bad) if (m > (1 << 16))
-      for (int64_t i = 0; i < m; ++i)
-        if (!std::isfinite(chunk[i]) || (second_moment && chunk[i] < 0)) bad = std::max(bad, i);
-      if (bad >= 0) {
-        const float x = chunk[bad];
-        return "tensor " + name + " holds " + (std::isfinite(x) ? "a negative" : "a non-finite") +
-               " value at element " + std::to_string(at + bad) +
-               (second_moment && std::isfinite(x) ? " (Adam's second moments are squares)" : "");
-      }
-    }
-  }
-  return "";
-}
-
-TrainState read_train_state(const FileContents& f) {
-  auto it = f.metadata.find("training_state");
-  if (it == f.metadata.end())
-    throw InputError(f.source + ": not a training checkpoint (no training_state in its metadata)");
-  const json j = io::parse_json(it->second, f.source + " (training_state)");
-  auto field = [&](const char* key) -> int64_t {
-    if (!j.is_object() || !j.contains(key) || !j[key].is_number_integer() ||
-        (j[key].is_number_integer() && j[key].get<int64_t>() < 0))
-      throw InputError(f.source + ": damaged training_state: \"" + key +
-                       "\" is missing or not a non-negative integer");
-    return j[key].get<int64_t>();
-  };
-  TrainState s;
-  s.step = field("step");
-  s.epoch = field("epoch");
-  s.batch_index = field("batch_index");
-  s.seed = static_cast<uint64_t>(field("seed"));
-  s.adam_t = field("adam_t");
-  s.batch_tokens = field("batch_tokens");
-  s.update_freq = field("update_freq");
-  s.train_pairs = field("train_pairs");
-  s.ranks = j.contains("ranks") ? field("ranks") : 1;
-  if (j.contains("extra")) {
-    if (!j["extra"].is_object())
-      throw InputError(f.source + ": damaged training_state: \"extra\" is not an object");
-    s.extra = j["extra"];
-  }
-  return s;
 }
 
 TrainState Trainer::load(const FileContents& f, bool new_data) {
@@ -359,7 +273,7 @@ TrainState Trainer::load(const FileContents& f, bool new_data) {
                 " differs from the trainer's " + std::to_string(opts_.seed));
   const int64_t bt = s.batch_tokens;
   if (bt != opts_.batch_tokens)
-    throw InputError(f.source + ": the checkpoint was trained with --batch-tokens " +
+    throw InputError(f.source + ": the checkpoint was trained with {batch_tokens} " +
                      std::to_string(bt) + ", not " + std::to_string(opts_.batch_tokens) +
                      "; resume with the same value");
   const int64_t pairs = s.train_pairs;
@@ -370,7 +284,8 @@ TrainState Trainer::load(const FileContents& f, bool new_data) {
   load_weights(f, model_);
   const int64_t n = model_.params().size();
   std::vector<float> staging(static_cast<size_t>(n));
-  for (auto [name, moment] : {std::pair{kAdamM, &adam_.m()}, std::pair{kAdamV, &adam_.v()}}) {
+  for (auto [name, moment] :
+       {std::pair{kAdamMTensor, &adam_.m()}, std::pair{kAdamVTensor, &adam_.v()}}) {
     f.read_f32(name, Shape{n}, staging.data());
     ops::upload(staging.data(), *moment);
   }
@@ -383,30 +298,6 @@ TrainState Trainer::load(const FileContents& f, bool new_data) {
     stream_.seek(s.epoch + 1, 0);  // fewer batches now: the epoch is over
   }
   return s;
-}
-
-void average_checkpoints(const std::vector<std::string>& paths, Transformer& model,
-                         const StopFlag* stop) {
-  if (paths.empty()) throw Error("average_checkpoints: no files");
-  Tensor& values = model.params().values();
-  const int64_t n = values.numel();
-  std::vector<double> acc(n, 0.0);
-  std::vector<float> staging;  // the values, on the host
-  for (const std::string& p : paths) {
-    throw_if_stopped(stop);
-    const FileContents f = read_safetensors(p);
-    load_weights(f, model);
-    const float* v = ops::host_data(values, staging);
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) acc[i] += v[i];
-  }
-  const double inv = 1.0 / static_cast<double>(paths.size());
-  const bool on_host = values.device() == Device::CPU;
-  if (!on_host) staging.resize(static_cast<size_t>(n));
-  float* v = on_host ? values.data() : staging.data();
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(acc[i] * inv);
-  if (!on_host) ops::upload(v, values);
 }
 
 }  // namespace nmt

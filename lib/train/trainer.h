@@ -33,6 +33,7 @@
 #include "core/stop.h"
 #include "model/config.h"
 #include "model/transformer.h"
+#include "train/checkpoints.h"
 #include "train/data.h"
 #include "train/grad_sync.h"
 #include "train/optimizer.h"
@@ -64,15 +65,6 @@ struct ValidStats {
   std::string bleu_text;  // sacreBLEU's line
   int64_t bleu_sentences = 0;
   std::vector<std::string> hyps;  // the decoded validation hypotheses
-};
-
-// Position and counters saved with a checkpoint.
-struct TrainState {
-  int64_t step = 0, epoch = 0, batch_index = 0;
-  uint64_t seed = 0;
-  int64_t adam_t = 0, batch_tokens = 0, update_freq = 0, train_pairs = 0;
-  int64_t ranks = 1;                                // processes that trained it
-  nlohmann::json extra = nlohmann::json::object();  // the loop's own state
 };
 
 class Trainer {
@@ -152,21 +144,5 @@ class Trainer {
 // per padded batch token.
 double measure_update_seconds(Transformer& model, const ParallelCorpus& corpus,
                               int64_t batch_tokens, uint64_t seed, double* fill = nullptr);
-
-// The training state a checkpoint holds; throws InputError naming the file
-// when it is missing or damaged.
-TrainState read_train_state(const FileContents& file);
-
-// Why a checkpoint cannot be resumed from, or "" if it can: a checksum that
-// does not match (older checkpoints have none and are checked structurally
-// only), a training state that is missing, damaged or for another step than
-// expected_step (the file name's; -1: not checked), Adam moments that are
-// missing, non-finite or (the second) negative, or a non-finite weight.
-std::string checkpoint_problem(const FileContents& file, int64_t expected_step);
-
-// Averages the weights of the given model files (checkpoints) into model;
-// throws Stopped between files once *stop is non-zero.
-void average_checkpoints(const std::vector<std::string>& paths, Transformer& model,
-                         const StopFlag* stop = nullptr);
 
 }  // namespace nmt
