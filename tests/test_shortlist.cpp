@@ -305,8 +305,8 @@ TEST_CASE("a shortlisted search equals full-vocabulary search masked to each sen
       const auto want = search(reference, f.src, opts, a);
       opts.shortlist = &f.sl;
       const auto got = search(f.model, f.src, opts, b);
-      CHECK(!b.vocab.empty());  // the narrow path, not the whole vocabulary masked
-      CHECK(b.vocab.size() < 400 * Shortlist::kFullShare);
+      CHECK(!b.out.vocab.empty());  // the narrow path, not the whole vocabulary masked
+      CHECK(b.out.vocab.size() < 400 * Shortlist::kFullShare);
       REQUIRE(got.size() == want.size());
       for (size_t i = 0; i < got.size(); ++i) {
         REQUIRE(got[i].size() == want[i].size());
@@ -421,7 +421,7 @@ TEST_CASE("a model trained here to copy translates exactly with its shortlist, i
   opts.shortlist = &sl;
   DecodeState st;
   search(model, {src[0]}, opts, st);
-  CHECK(st.vocab.size() == 64);
+  CHECK(st.out.vocab.size() == 64);
 }
 
 // A batch's width and row counts make a primitive the first time they meet

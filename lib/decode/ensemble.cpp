@@ -17,14 +17,14 @@ Ensemble::Ensemble(std::vector<const Transformer*> members) : members_(std::move
 }
 
 void Ensemble::mirror(DecodeState& st) const {
-  const DecodeState& first = st.members[0];
+  const DecodeState& first = st.ensemble.members[0];
   st.B = first.B, st.beam = first.beam, st.S = first.S;
 }
 
 void Ensemble::share_vocab(DecodeState& st) const {
-  for (DecodeState& m : st.members) {
-    m.vocab = st.vocab;
-    m.own_columns = st.own_columns;
+  for (DecodeState& m : st.ensemble.members) {
+    m.out.vocab = st.out.vocab;
+    m.out.own_columns = st.out.own_columns;
   }
   mask_columns(st);
 }
@@ -32,59 +32,61 @@ void Ensemble::share_vocab(DecodeState& st) const {
 // The members' log-probabilities are combined over each sentence's own
 // columns alone (a shortlist): own_columns as a mask of 0 and -inf.
 void Ensemble::mask_columns(DecodeState& st) const {
-  const ops::ColumnLists& own = st.own_columns;
+  const ops::ColumnLists& own = st.out.own_columns;
   if (own.size() <= 0) {
-    st.vocab_mask.resize(Shape{0});
+    st.ensemble.column_mask.resize(Shape{0});
     return;
   }
-  const int64_t W =
-      st.vocab.empty() ? members_[0]->config().vocab_size : static_cast<int64_t>(st.vocab.size());
+  const int64_t W = st.out.vocab.empty() ? members_[0]->config().vocab_size
+                                         : static_cast<int64_t>(st.out.vocab.size());
   std::vector<float> mask(static_cast<size_t>(own.size() * W), -INFINITY);
   for (int64_t s = 0; s < own.size(); ++s)
     for (int64_t i = own.offsets[s]; i < own.offsets[s + 1]; ++i) mask[s * W + own.cols[i]] = 0.f;
-  st.vocab_mask.resize(Shape{own.size(), W}, members_[0]->device());
-  ops::upload(mask.data(), st.vocab_mask);
+  st.ensemble.column_mask.resize(Shape{own.size(), W}, members_[0]->device());
+  ops::upload(mask.data(), st.ensemble.column_mask);
 }
 
 void Ensemble::start_decoding(const int32_t* src, int64_t B, int64_t S, int64_t beam,
                               int64_t max_len, DecodeState& st, int64_t max_sentences) const {
-  st.members.resize(members_.size());
+  st.ensemble.members.resize(members_.size());
   share_vocab(st);
   for (size_t m = 0; m < members_.size(); ++m)
-    members_[m]->start_decoding(src, B, S, beam, max_len, st.members[m], max_sentences);
+    members_[m]->start_decoding(src, B, S, beam, max_len, st.ensemble.members[m], max_sentences);
   mirror(st);
 }
 
 void Ensemble::add_sentences(const int32_t* src, int64_t n, int64_t S, DecodeState& st) const {
   share_vocab(st);
-  for (size_t m = 0; m < members_.size(); ++m) members_[m]->add_sentences(src, n, S, st.members[m]);
+  for (size_t m = 0; m < members_.size(); ++m)
+    members_[m]->add_sentences(src, n, S, st.ensemble.members[m]);
   mirror(st);
 }
 
 const Tensor& Ensemble::step(DecodeState& st, const int32_t* last_tokens) const {
   for (size_t m = 0; m < members_.size(); ++m) {
-    DecodeState& ms = st.members[m];
+    DecodeState& ms = st.ensemble.members[m];
     members_[m]->step(ms, last_tokens);
-    if (st.vocab_mask.numel()) ops::add_group_rows_(ms.logits, st.vocab_mask, ms.beam);
+    if (st.ensemble.column_mask.numel())
+      ops::add_group_rows_(ms.step.logits, st.ensemble.column_mask, ms.beam);
     if (m == 0) {
-      ops::log_softmax(ms.logits, st.logits);
+      ops::log_softmax(ms.step.logits, st.step.logits);
     } else {
-      ops::log_softmax(ms.logits, ms.logits);
-      ops::log_add_exp_(st.logits, ms.logits);
+      ops::log_softmax(ms.step.logits, ms.step.logits);
+      ops::log_add_exp_(st.step.logits, ms.step.logits);
     }
   }
   mirror(st);
-  return st.logits;
+  return st.step.logits;
 }
 
 void Ensemble::reorder(DecodeState& st, const std::vector<int64_t>& keep,
                        const std::vector<int64_t>& rows, int64_t new_beam) const {
   for (size_t m = 0; m < members_.size(); ++m)
-    members_[m]->reorder(st.members[m], keep, rows, new_beam);
+    members_[m]->reorder(st.ensemble.members[m], keep, rows, new_beam);
   mirror(st);
-  const ops::ColumnLists& kept = st.members[0].own_columns;
-  if (kept.offsets != st.own_columns.offsets || kept.cols != st.own_columns.cols) {
-    st.own_columns = kept;
+  const ops::ColumnLists& kept = st.ensemble.members[0].out.own_columns;
+  if (kept.offsets != st.out.own_columns.offsets || kept.cols != st.out.own_columns.cols) {
+    st.out.own_columns = kept;
     mask_columns(st);
   }
 }

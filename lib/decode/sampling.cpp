@@ -109,8 +109,8 @@ std::vector<std::vector<Hypothesis>> sample(const Decodable& model,
   std::vector<int32_t> batch(B * S, kNoToken);
   std::vector<Live> live(requests.size());
   const int64_t longest = start_requests(requests, cfg, opts, N, S, batch, live);
-  st.vocab.clear();  // samples are drawn from the whole vocabulary
-  st.own_columns.clear();
+  st.out.vocab.clear();  // samples are drawn from the whole vocabulary
+  st.out.own_columns.clear();
   model.start_decoding(batch.data(), B, S, N, longest + 1, st);
   const int32_t eos = cfg.eos_id;
   const std::vector<int32_t> never = cfg.never_output();

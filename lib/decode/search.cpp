@@ -348,9 +348,9 @@ void BeamSearch::join(int64_t t) {
 // pieces (or, when it is most of the vocabulary, all of them), and each
 // sentence's own pieces among them, whatever else its batch holds.
 void BeamSearch::set_output_vocab() {
-  st_.vocab.clear();
+  st_.out.vocab.clear();
   column_of_.clear();
-  st_.own_columns.clear();
+  st_.out.own_columns.clear();
   if (!opts_.shortlist) return;
   const int64_t B = static_cast<int64_t>(live_.size()), V = model_.config().vocab_size;
   std::vector<const std::vector<int32_t>*> sources;
@@ -361,13 +361,14 @@ void BeamSearch::set_output_vocab() {
     for (const auto& c : s.req->constraints) forced.insert(forced.end(), c.begin(), c.end());
   }
   std::vector<uint8_t> mark;
-  opts_.shortlist->batch_vocab(sources, forced, 2 * K_, st_.vocab, mark);
-  if (!st_.vocab.empty()) {
+  opts_.shortlist->batch_vocab(sources, forced, 2 * K_, st_.out.vocab, mark);
+  if (!st_.out.vocab.empty()) {
     column_of_.assign(V, -1);
-    for (size_t c = 0; c < st_.vocab.size(); ++c) column_of_[st_.vocab[c]] = static_cast<int32_t>(c);
+    for (size_t c = 0; c < st_.out.vocab.size(); ++c)
+      column_of_[st_.out.vocab[c]] = static_cast<int32_t>(c);
   }
-  const int64_t W = st_.vocab.empty() ? V : static_cast<int64_t>(st_.vocab.size());
-  ops::ColumnLists& own = st_.own_columns;
+  const int64_t W = st_.out.vocab.empty() ? V : static_cast<int64_t>(st_.out.vocab.size());
+  ops::ColumnLists& own = st_.out.own_columns;
   std::vector<uint8_t> in(static_cast<size_t>(W));
   for (int64_t b = 0; b < B; ++b) {
     const SearchRequest& req = *live_[b].req;
@@ -421,11 +422,11 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
     }
   }
   // A shortlist: each sentence's beam searches its own columns alone.
-  const ops::ColumnLists* own = st_.own_columns.size() > 0 ? &st_.own_columns : nullptr;
+  const ops::ColumnLists* own = st_.out.own_columns.size() > 0 ? &st_.out.own_columns : nullptr;
   if (column_of_.empty())
     return ops::topk_log_softmax(logits, base_, k2_, banned_, cols_, n_cols_, top_val_, top_idx_,
                                  col_lp_, own, beam);
-  // Shortlisted: the logits' columns are st_.vocab's ids (ascending, so ties
+  // Shortlisted: the logits' columns are st_.out.vocab's ids (ascending, so ties
   // still go to the lower id). Every id in cols_ has a column
   // (set_output_vocab put them in the batch's vocabulary); banned ids
   // without one need no ban.
@@ -437,7 +438,7 @@ void BeamSearch::candidates_per_row(const Tensor& logits, int64_t t) {
   ops::topk_log_softmax(logits, base_, k2_, banned_cols_, cols_mapped_, n_cols_, top_val_, top_idx_,
                         col_lp_, own, beam);
   for (int32_t& c : top_idx_)
-    if (c >= 0) c = st_.vocab[c];
+    if (c >= 0) c = st_.out.vocab[c];
 }
 
 // Every continuation considered for sentence j at step t, best first.

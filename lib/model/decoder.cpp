@@ -25,8 +25,8 @@ void DecoderLayer::self_attention(const Tensor& h, const DecoderPass& p,
     return self_.forward(h, nullptr, p.B, p.T, p.T, p.causal, a.self_attn, a.a, p.training,
                          mix_seed(p.seed, 1));
   DecodeState& st = *p.st;
-  const Tensor* mask = st.self_mask.numel() ? &st.self_mask : nullptr;
-  self_.step_self(h, st.self[p.layer], st.pos, mask, st.scratch, a.a);
+  const Tensor* mask = st.step.self_mask.numel() ? &st.step.self_mask : nullptr;
+  self_.step_self(h, st.cache.self[p.layer], st.pos, mask, st.step.attn, a.a);
 }
 
 void DecoderLayer::cross_attention(const Tensor& h, const DecoderPass& p,
@@ -35,7 +35,8 @@ void DecoderLayer::cross_attention(const Tensor& h, const DecoderPass& p,
     return cross_.forward(h, p.enc, p.B, p.T, p.S, p.src_mask, a.cross_attn, a.c, p.training,
                           mix_seed(p.seed, 3));
   DecodeState& st = *p.st;
-  cross_.step_cross(h, st.cross_kv[p.layer], st.B, st.beam, st.S, st.src_mask, st.scratch, a.c);
+  cross_.step_cross(h, st.cache.cross_kv[p.layer], st.B, st.beam, st.S, st.cache.src_mask,
+                    st.step.attn, a.c);
 }
 
 void DecoderLayer::forward(const Tensor& x, const DecoderPass& p, DecoderLayerActs& a) const {
@@ -170,7 +171,7 @@ const Tensor& Decoder::step(const Tensor& x, DecodeState& st, Tensor& y) const {
   const Tensor* in = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
     p.layer = i;
-    DecoderLayerActs& a = st.layer_acts[i % 2];
+    DecoderLayerActs& a = st.step.layer_acts[i % 2];
     layers_[i].forward(*in, p, a);
     in = &layers_[i].output(a);
   }

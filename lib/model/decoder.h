@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,69 +27,102 @@ struct DecoderLayerActs {
   NormStats ln1, ln2, ln3;
 };
 
-// Per-request decoding state, kept apart from the immutable model: the
-// encoder's output, the self-attention caches, the cross-attention K/V
-// (computed once per source batch), the source mask and the scratch of the
-// encoder pass and of each step. One model serves any number of these.
-struct DecodeState {
-  int64_t B = 0;                                      // live sentences
-  int64_t beam = 1;                                   // hypotheses per sentence (rows B*beam)
-  int64_t S = 0;                                      // source length (padded)
-  // Per row: the position its next token takes. Rows are at different
-  // positions once sentences join a running batch (Transformer::add_sentences).
-  std::vector<int32_t> pos;
-  int64_t max_B = 0;  // sentences the buffers are sized for
+struct DecodeState;
+
+// What the model keeps of a batch between steps: the additive source mask
+// (B, 1, 1, S), per layer the cross-attention keys and values (B*S,
+// H*dk + H*dv), computed once per source, and the self-attention caches.
+struct DecodeCaches {
+  Tensor src_mask;
+  std::vector<Tensor> cross_kv;
+  std::vector<KVCache> self;
+};
+
+// The encoder pass over a batch's sources (start_decoding, add_sentences).
+struct SourcePass {
   Tensor src_ids{Shape{0}, Device::CPU, DType::I32};  // (B*S)
-  Tensor src_mask;                                    // (B, 1, 1, S) additive
-  std::vector<Tensor> cross_kv;                       // per layer (B*S, H*dk + H*dv)
-  std::vector<KVCache> self;                          // per layer
-  EncoderActs encoder;                                // the encoder pass's scratch
   Tensor src_x;                                       // (B*S, D)
-  AttnScratch scratch;
-  Tensor ids{Shape{0}, Device::CPU, DType::I32};  // this step's input tokens
+  EncoderActs encoder;
+};
+
+// Sentences joining a running batch (Transformer::add_sentences): their
+// sources padded to the batch's width, their mask rows and keys and values.
+struct JoinScratch {
+  Tensor ids{Shape{0}, Device::CPU, DType::I32}, mask, kv;
+  std::vector<int32_t> host;  // staging for ids
+};
+
+// One step: the input tokens, embeddings, the layers' activations (two
+// sets taken in turn: layer i reads layer i-1's output from the other set)
+// and the logits the step returns.
+struct StepScratch {
+  Tensor ids{Shape{0}, Device::CPU, DType::I32};
   Tensor x, y, logits;
-  // The layers' activations of a step, two sets taken in turn: layer i
-  // reads layer i-1's output from the other set.
   std::array<DecoderLayerActs, 2> layer_acts;
+  AttnScratch attn;
   // (rows, L) additive: each row's positions after its own, when the rows
   // are at different positions; empty when they are all at one.
   Tensor self_mask{Shape{0}};
-  Tensor join_ids{Shape{0}, Device::CPU, DType::I32}, join_mask, join_kv;  // add_sentences
   std::vector<float> self_mask_host;  // staging for self_mask
-  std::vector<int32_t> join_host;     // staging for join_ids
-  std::vector<int32_t> pos_spare;
-  std::vector<int64_t> cache_order;  // a reorder's rows over the caches' positions
-  Tensor spare;  // gather target, swapped in to avoid allocation
-  // A reorder's plans (beam rows; sentences), each made once for all the
-  // caches it applies to and placed on the device in one copy, and the
-  // shortlist's rows of the output projection.
+};
+
+// A reorder's plans (beam rows; sentences), each made once for all the
+// caches it applies to and placed on the device in one copy, and its
+// staging; spare is the gather target, swapped in to avoid allocation.
+struct ReorderScratch {
+  std::vector<int32_t> pos;
+  std::vector<int64_t> cache_order;  // the rows over the caches' positions
+  Tensor spare;
   ops::RowOrder row_order, sentence_order;
-  ops::RowIndices out_rows;
-  // A shortlist, set by the caller before start_decoding. vocab: the
-  // output's columns, empty for the whole vocabulary, else these target ids
-  // ascending (the union of the batch's shortlists); the logits are then
-  // (rows, vocab.size()), column c being id vocab[c]. own_columns: empty, or
-  // each of the B sentences' own pieces among those columns: its search
-  // takes only those (ops::topk_log_softmax's allowed), so that no
-  // sentence's result depends on the rest of its batch; step() leaves the
-  // logits whole. out_w, out_b hold vocab's rows of the
-  // output projection and bias (out_scales their row scales, where the
-  // model holds int8), and out_prepared those rows as the backend prepared
-  // them, in a model prepared to translate.
+};
+
+// A shortlist's output columns, set by the caller before start_decoding.
+// vocab: empty for the whole vocabulary, else these target ids ascending
+// (the union of the batch's shortlists); the logits are then (rows,
+// vocab.size()), column c being id vocab[c]. own_columns: empty, or each of
+// the B sentences' own pieces among those columns: its search takes only
+// those (ops::topk_log_softmax's allowed), so that no sentence's result
+// depends on the rest of its batch; step() leaves the logits whole. w, b
+// hold vocab's rows of the output projection and bias (scales their row
+// scales, where the model holds int8), and prepared those rows as the
+// backend prepared them, in a model prepared to translate.
+struct OutputRows {
   std::vector<int32_t> vocab;
   ops::ColumnLists own_columns;
-  // An ensemble's: own_columns as a (B, columns) mask, 0 or -inf, added to
-  // each member's logits before they are combined.
-  Tensor vocab_mask{Shape{0}};
-  Tensor out_w, out_b, out_scales;
-  std::shared_ptr<PreparedWeight> out_prepared;
-  // An ensemble's: each member model's own state (the fields above then
-  // mirror the first member's shape, and logits hold the combination).
+  ops::RowIndices rows;
+  Tensor w, b, scales;
+  std::shared_ptr<PreparedWeight> prepared;
+};
+
+// An ensemble's: each member model's own state (the batch's fields then
+// mirror the first member's, and the step's logits hold the combination),
+// and own_columns as a (B, columns) mask, 0 or -inf, added to each
+// member's logits before they are combined.
+struct EnsembleStates {
   std::vector<DecodeState> members;
+  Tensor column_mask{Shape{0}};
+};
+
+// Per-request decoding state, kept apart from the immutable model, in its
+// parts. One model serves any number of these.
+struct DecodeState {
+  int64_t B = 0;      // live sentences
+  int64_t beam = 1;   // hypotheses per sentence (rows B*beam)
+  int64_t S = 0;      // source length (padded)
+  int64_t max_B = 0;  // sentences the buffers are sized for
+  // Per row: the position its next token takes. Rows are at different
+  // positions once sentences join a running batch (Transformer::add_sentences).
+  std::vector<int32_t> pos;
+  DecodeCaches cache;
+  SourcePass source;
+  JoinScratch join;
+  StepScratch step;
+  ReorderScratch reorder;
+  OutputRows out;
+  EnsembleStates ensemble;
 
   int64_t rows() const { return B * beam; }
 };
-
 
 // What one pass of a decoder layer attends to: whole target sequences
 // (training, scoring: the causal mask over them, the encoder's output), or

@@ -228,31 +228,32 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   st.S = S;
   st.max_B = cap;
   st.pos.assign(static_cast<size_t>(B), 0);
-  st.self_mask.resize(Shape{0}, store_.device());
-  st.src_ids.resize(Shape{B * S}, store_.device());
-  ops::upload(src, st.src_ids);
+  st.step.self_mask.resize(Shape{0}, store_.device());
+  st.source.src_ids.resize(Shape{B * S}, store_.device());
+  ops::upload(src, st.source.src_ids);
   // Sized for cap sentences first: sentences that join later grow these
   // within their capacity, which keeps what they hold.
-  st.src_mask.resize(Shape{cap, 1, 1, S}, store_.device());
-  st.src_mask.resize(Shape{B, 1, 1, S}, store_.device());
-  ops::padding_mask(st.src_ids, kNoToken, st.src_mask);
-  src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
+  st.cache.src_mask.resize(Shape{cap, 1, 1, S}, store_.device());
+  st.cache.src_mask.resize(Shape{B, 1, 1, S}, store_.device());
+  ops::padding_mask(st.source.src_ids, kNoToken, st.cache.src_mask);
+  src_embed_->forward(st.source.src_ids, S, 0, st.source.src_x, false, 0);
   // Two sets of activations, taken in turn: a 6-layer base model's encoder
   // scratch is then a third of one set per layer.
-  st.encoder.layers.resize(std::min<size_t>(encoder_->depth(), 2));
-  for (EncoderLayerActs& l : st.encoder.layers) l.attn.keep_probs = false;
-  encoder_->forward(st.src_x, B, S, st.src_mask, st.encoder, false, 0);
+  st.source.encoder.layers.resize(std::min<size_t>(encoder_->depth(), 2));
+  for (EncoderLayerActs& l : st.source.encoder.layers) l.attn.keep_probs = false;
+  encoder_->forward(st.source.src_x, B, S, st.cache.src_mask, st.source.encoder, false, 0);
   const auto& layers = decoder_->layers();
-  st.cross_kv.resize(layers.size());
-  st.self.resize(layers.size());
+  st.cache.cross_kv.resize(layers.size());
+  st.cache.self.resize(layers.size());
   const int64_t kvw = cfg_.qk_width() + cfg_.v_width();
   // int8 decoding keeps the self-attention caches in bf16: half the bytes
   // that every step's attention reads and every beam reorder copies.
   const DType kv_type = store_.compute_type() == ComputeType::INT8 ? DType::BF16 : DType::F32;
   for (size_t i = 0; i < layers.size(); ++i) {
-    st.cross_kv[i].resize(Shape{cap * S, kvw}, store_.device());
-    layers[i].cross_attention().project_kv(encoder_->output(st.encoder), st.cross_kv[i]);
-    KVCache& c = st.self[i];
+    st.cache.cross_kv[i].resize(Shape{cap * S, kvw}, store_.device());
+    layers[i].cross_attention().project_kv(encoder_->output(st.source.encoder),
+                                           st.cache.cross_kv[i]);
+    KVCache& c = st.cache.self[i];
     c.len = 0;
     c.capacity = max_len;
     for (Tensor* t : {&c.k, &c.v})
@@ -263,32 +264,34 @@ void Transformer::start_decoding(const int32_t* src, int64_t B, int64_t S, int64
   select_output_rows(st);
 }
 
-// The shortlist's rows of the output projection (st.vocab), gathered once
+// The shortlist's rows of the output projection (st.out.vocab), gathered once
 // per batch and packed by the backend on the next step.
 void Transformer::select_output_rows(DecodeState& st) const {
-  const int64_t cols = st.vocab.empty() ? cfg_.vocab_size : static_cast<int64_t>(st.vocab.size());
-  const ops::ColumnLists& own = st.own_columns;
+  const int64_t cols =
+      st.out.vocab.empty() ? cfg_.vocab_size : static_cast<int64_t>(st.out.vocab.size());
+  const ops::ColumnLists& own = st.out.own_columns;
   if (own.size() != 0) {
     if (own.size() != st.B || own.offsets.back() != static_cast<int64_t>(own.cols.size()))
       throw Error("start_decoding: the shortlist's columns are not one list per sentence");
     for (int32_t c : own.cols)
       if (c < 0 || c >= cols) throw Error("start_decoding: a shortlisted column is out of range");
   }
-  if (st.vocab.empty()) return;
-  std::vector<int64_t> rows(st.vocab.size());
+  if (st.out.vocab.empty()) return;
+  std::vector<int64_t> rows(st.out.vocab.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (st.vocab[i] < 0 || st.vocab[i] >= cfg_.vocab_size ||
-        (i > 0 && st.vocab[i] <= st.vocab[i - 1]))
+    if (st.out.vocab[i] < 0 || st.out.vocab[i] >= cfg_.vocab_size ||
+        (i > 0 && st.out.vocab[i] <= st.out.vocab[i - 1]))
       throw Error("start_decoding: the output ids are not ascending vocabulary ids");
-    rows[i] = st.vocab[i];
+    rows[i] = st.out.vocab[i];
   }
-  st.out_rows.assign(rows, cfg_.vocab_size, store_.device());
-  ops::gather_rows(out_proj_->value, st.out_rows, st.out_w);
-  if (out_proj_->int8_scales()) ops::gather_rows(out_proj_->scales, st.out_rows, st.out_scales);
-  if (out_bias_) ops::gather_rows(out_bias_->value, st.out_rows, st.out_b);
+  st.out.rows.assign(rows, cfg_.vocab_size, store_.device());
+  ops::gather_rows(out_proj_->value, st.out.rows, st.out.w);
+  if (out_proj_->int8_scales()) ops::gather_rows(out_proj_->scales, st.out.rows, st.out.scales);
+  if (out_bias_) ops::gather_rows(out_bias_->value, st.out.rows, st.out.b);
   if (store_.prepared())
-    st.out_prepared = ops::prepare_weight(st.out_w, out_proj_->int8_scales() ? &st.out_scales : nullptr,
-                                          store_.compute_type(), false, std::move(st.out_prepared));
+    st.out.prepared =
+        ops::prepare_weight(st.out.w, out_proj_->int8_scales() ? &st.out.scales : nullptr,
+                            store_.compute_type(), false, std::move(st.out.prepared));
 }
 
 void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
@@ -300,31 +303,31 @@ void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
   // Encoded as a batch of their own (a sentence's encoding never depends on
   // its batch), in the encoder's scratch, which nothing reads after
   // start_decoding.
-  st.src_ids.resize(Shape{n * S}, store_.device());
-  ops::upload(src, st.src_ids);
-  st.join_mask.resize(Shape{n, 1, 1, S}, store_.device());
-  ops::padding_mask(st.src_ids, kNoToken, st.join_mask);
-  src_embed_->forward(st.src_ids, S, 0, st.src_x, false, 0);
-  encoder_->forward(st.src_x, n, S, st.join_mask, st.encoder, false, 0);
+  st.source.src_ids.resize(Shape{n * S}, store_.device());
+  ops::upload(src, st.source.src_ids);
+  st.join.mask.resize(Shape{n, 1, 1, S}, store_.device());
+  ops::padding_mask(st.source.src_ids, kNoToken, st.join.mask);
+  src_embed_->forward(st.source.src_ids, S, 0, st.source.src_x, false, 0);
+  encoder_->forward(st.source.src_x, n, S, st.join.mask, st.source.encoder, false, 0);
   // Their rows of the batch's source mask, at the batch's width W.
-  st.join_host.assign(static_cast<size_t>(n * W), kNoToken);
+  st.join.host.assign(static_cast<size_t>(n * W), kNoToken);
   for (int64_t b = 0; b < n; ++b)
-    std::copy(src + b * S, src + (b + 1) * S, st.join_host.begin() + b * W);
-  st.join_ids.resize(Shape{n * W}, store_.device());
-  ops::upload(st.join_host.data(), st.join_ids);
-  st.src_mask.grow(Shape{B0 + n, 1, 1, W});
-  Tensor mask_rows = st.src_mask.rows(B0, B0 + n);
-  ops::padding_mask(st.join_ids, kNoToken, mask_rows);
+    std::copy(src + b * S, src + (b + 1) * S, st.join.host.begin() + b * W);
+  st.join.ids.resize(Shape{n * W}, store_.device());
+  ops::upload(st.join.host.data(), st.join.ids);
+  st.cache.src_mask.grow(Shape{B0 + n, 1, 1, W});
+  Tensor mask_rows = st.cache.src_mask.rows(B0, B0 + n);
+  ops::padding_mask(st.join.ids, kNoToken, mask_rows);
   // Their cross-attention keys and values, each sentence's S rows at the
   // start of its W (the rest is masked).
   const auto& layers = decoder_->layers();
   const int64_t kvw = cfg_.qk_width() + cfg_.v_width();
   for (size_t i = 0; i < layers.size(); ++i) {
-    layers[i].cross_attention().project_kv(encoder_->output(st.encoder), st.join_kv);
-    Tensor& kv = st.cross_kv[i];
+    layers[i].cross_attention().project_kv(encoder_->output(st.source.encoder), st.join.kv);
+    Tensor& kv = st.cache.cross_kv[i];
     kv.grow(Shape{(B0 + n) * W, kvw});
     Tensor dst = kv.strided(Shape{n, S * kvw}, {W * kvw, 1, 0, 0}, B0 * W * kvw);
-    ops::copy_rows(st.join_kv.view(Shape{n, S * kvw}), dst);
+    ops::copy_rows(st.join.kv.view(Shape{n, S * kvw}), dst);
   }
   // Their rows of the self-attention caches follow the others' at every
   // position: start_decoding made room for max_B sentences.
@@ -336,45 +339,45 @@ void Transformer::add_sentences(const int32_t* src, int64_t n, int64_t S,
 const Tensor& Transformer::step(DecodeState& st, const int32_t* last_tokens) const {
   const int64_t N = st.rows();
   if (static_cast<int64_t>(st.pos.size()) != N) throw Error("decoder step: a position per row needed");
-  st.ids.resize(Shape{N}, store_.device());
-  ops::upload(last_tokens, st.ids);
+  st.step.ids.resize(Shape{N}, store_.device());
+  ops::upload(last_tokens, st.step.ids);
   int32_t lo = st.pos.empty() ? 0 : st.pos[0], last = lo;
   for (int32_t p : st.pos) lo = std::min(lo, p), last = std::max(last, p);
   if (lo == last) {
-    tgt_embed_->forward(st.ids, 1, lo, st.x, false, 0);
-    st.self_mask.resize(Shape{0}, store_.device());
+    tgt_embed_->forward(st.step.ids, 1, lo, st.step.x, false, 0);
+    st.step.self_mask.resize(Shape{0}, store_.device());
   } else {
     // A run of rows per position; and the mask that hides, from each row,
     // the positions after its own.
-    st.x.resize(Shape{N, cfg_.d_model}, store_.device());
+    st.step.x.resize(Shape{N, cfg_.d_model}, store_.device());
     for (int64_t r0 = 0, r1 = 0; r0 < N; r0 = r1) {
       for (r1 = r0 + 1; r1 < N && st.pos[r1] == st.pos[r0];) ++r1;
-      Tensor x = st.x.rows(r0, r1);
-      tgt_embed_->forward(st.ids.rows(r0, r1), 1, st.pos[r0], x, false, 0);
+      Tensor x = st.step.x.rows(r0, r1);
+      tgt_embed_->forward(st.step.ids.rows(r0, r1), 1, st.pos[r0], x, false, 0);
     }
     const int64_t L = last + 1;
-    st.self_mask_host.assign(static_cast<size_t>(N * L), 0.f);
+    st.step.self_mask_host.assign(static_cast<size_t>(N * L), 0.f);
     for (int64_t r = 0; r < N; ++r)
-      std::fill(st.self_mask_host.begin() + r * L + st.pos[r] + 1, st.self_mask_host.begin() + (r + 1) * L,
-                kMask);
-    st.self_mask.resize(Shape{N, L}, store_.device());
-    ops::upload(st.self_mask_host.data(), st.self_mask);
+      std::fill(st.step.self_mask_host.begin() + r * L + st.pos[r] + 1,
+                st.step.self_mask_host.begin() + (r + 1) * L, kMask);
+    st.step.self_mask.resize(Shape{N, L}, store_.device());
+    ops::upload(st.step.self_mask_host.data(), st.step.self_mask);
   }
-  const Tensor& y = decoder_->step(st.x, st, st.y);
-  if (st.vocab.empty()) {
-    project_output(y, st.logits);
+  const Tensor& y = decoder_->step(st.step.x, st, st.step.y);
+  if (st.out.vocab.empty()) {
+    project_output(y, st.step.logits);
   } else {
     // The batch's rows of the output projection, prepared with them.
     ops::Weight w = weight_of(*out_proj_, out_bias_);
-    w.out = st.out_w.dim(0);
-    w.value = &st.out_w;
-    w.scales = out_proj_->int8_scales() ? &st.out_scales : nullptr;
-    w.bias = out_bias_ ? &st.out_b : nullptr;
-    w.prepared = st.out_prepared.get();
-    ops::linear(y, w, st.logits);
+    w.out = st.out.w.dim(0);
+    w.value = &st.out.w;
+    w.scales = out_proj_->int8_scales() ? &st.out.scales : nullptr;
+    w.bias = out_bias_ ? &st.out.b : nullptr;
+    w.prepared = st.out.prepared.get();
+    ops::linear(y, w, st.step.logits);
   }
   for (int32_t& p : st.pos) ++p;
-  return st.logits;
+  return st.step.logits;
 }
 
 void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
@@ -390,25 +393,25 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
     // caches' filled prefix, (len * R) rows of one position each, shared by
     // every layer's caches (they hold the same rows). Only the rows whose
     // history changes are copied.
-    if (!st.self.empty() && st.self[0].len > 0) {
-      const int64_t R = st.self[0].rows(), len = st.self[0].len;
+    if (!st.cache.self.empty() && st.cache.self[0].len > 0) {
+      const int64_t R = st.cache.self[0].rows(), len = st.cache.self[0].len;
       if (N > R) throw Error("reorder: more rows than the caches hold");
-      st.cache_order.resize(static_cast<size_t>(len * R));
+      st.reorder.cache_order.resize(static_cast<size_t>(len * R));
       for (int64_t t = 0; t < len; ++t) {
-        int64_t* o = st.cache_order.data() + t * R;
+        int64_t* o = st.reorder.cache_order.data() + t * R;
         for (int64_t i = 0; i < R; ++i) o[i] = t * R + (i < N ? rows[i] : i);
       }
-      st.row_order.plan(st.cache_order, len * R, store_.device());
-      for (KVCache& c : st.self) {
+      st.reorder.row_order.plan(st.reorder.cache_order, len * R, store_.device());
+      for (KVCache& c : st.cache.self) {
         for (Tensor* kv : {&c.k, &c.v}) {
           Tensor filled = kv->rows(0, len).view(Shape{len * R, 1, kv->dim(2)});
-          ops::reorder_cache(filled, st.row_order, 1, st.spare);
+          ops::reorder_cache(filled, st.reorder.row_order, 1, st.reorder.spare);
         }
       }
     }
-    st.pos_spare.resize(static_cast<size_t>(N));
-    for (int64_t i = 0; i < N; ++i) st.pos_spare[i] = st.pos.at(static_cast<size_t>(rows[i]));
-    st.pos.swap(st.pos_spare);
+    st.reorder.pos.resize(static_cast<size_t>(N));
+    for (int64_t i = 0; i < N; ++i) st.reorder.pos[i] = st.pos.at(static_cast<size_t>(rows[i]));
+    st.pos.swap(st.reorder.pos);
   }
   bool identity_keep = newB == st.B;
   for (int64_t i = 0; identity_keep && i < newB; ++i) identity_keep = keep[i] == i;
@@ -417,16 +420,16 @@ void Transformer::reorder(DecodeState& st, const std::vector<int64_t>& keep,
     // In place, as the self-attention caches: sentences that stay put are
     // not copied (keep never holds more sentences than before).
     const int64_t S = st.S, kvw = cfg_.qk_width() + cfg_.v_width();
-    st.sentence_order.plan(keep, st.B, store_.device());
-    for (Tensor& kv : st.cross_kv) {
+    st.reorder.sentence_order.plan(keep, st.B, store_.device());
+    for (Tensor& kv : st.cache.cross_kv) {
       Tensor rows3 = kv.view(Shape{st.B, S, kvw});
-      ops::reorder_cache(rows3, st.sentence_order, S, st.spare);
+      ops::reorder_cache(rows3, st.reorder.sentence_order, S, st.reorder.spare);
       kv.resize(Shape{newB * S, kvw}, store_.device());
     }
-    Tensor mask3 = st.src_mask.view(Shape{st.B, 1, S});
-    ops::reorder_cache(mask3, st.sentence_order, 1, st.spare);
-    st.src_mask.resize(Shape{newB, 1, 1, S}, store_.device());
-    if (st.own_columns.size() > 0) st.own_columns.keep(keep);
+    Tensor mask3 = st.cache.src_mask.view(Shape{st.B, 1, S});
+    ops::reorder_cache(mask3, st.reorder.sentence_order, 1, st.reorder.spare);
+    st.cache.src_mask.resize(Shape{newB, 1, 1, S}, store_.device());
+    if (st.out.own_columns.size() > 0) st.out.own_columns.keep(keep);
   }
   st.B = newB;
   st.beam = new_beam;

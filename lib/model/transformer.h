@@ -140,7 +140,7 @@ class Transformer : public Decodable {
   // st.S) after the st.B there, with st.beam rows each at position 0, while
   // the others go on from where they are. Their source is encoded alone and
   // each row attends to its own positions only, so a sentence decodes the
-  // same whenever it joins. The caller has set st.vocab and st.own_columns
+  // same whenever it joins. The caller has set st.out.vocab and st.out.own_columns
   // for all st.B + n sentences. At most start_decoding's max_sentences.
   bool can_add_sentences() const override { return true; }
   void add_sentences(const int32_t* src, int64_t n, int64_t S, DecodeState& st) const override;
