@@ -18,9 +18,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 
 #include "commands.h"
@@ -28,7 +26,6 @@
 #include "core/error.h"
 #include "io/output_file.h"
 #include "io/text_file.h"
-#include "metrics/tokenizers.h"
 #include "model/config.h"
 #include "ops/ops.h"
 #include "train/checkpoints.h"
@@ -113,18 +110,16 @@ CLI::Validator fraction(const char* what) {
       "FLOAT in [0, 1)");
 }
 
-// Each option's range is the one training_keys() declares for its key,
-// checked by CLI11 (a usage error, exit 2, naming the option as typed) and
-// shown by --help.
-CLI::Validator training_range(const char* key) {
-  const auto k = std::find_if(training_keys().begin(), training_keys().end(),
-                              [&](const TrainingKey& t) { return std::string(key) == t.name; });
-  if (k == training_keys().end()) throw std::logic_error(std::string("no training key ") + key);
-  const bool integer = k->kind == TrainingKey::kInt;
+// Each option's range or choices are the ones its table entry declares
+// (training_options()), checked by CLI11 (a usage error, exit 2, naming the
+// option as typed) and shown by --help.
+CLI::Validator training_check(const TrainingOption& t) {
+  if (t.type == TrainingOption::kChoice) return CLI::IsMember(t.choices);
+  const bool integer = t.type == TrainingOption::kInt;
   std::ostringstream desc;
-  desc << (integer ? "INT " : "FLOAT ") << (k->strict ? "> " : ">= ") << k->min;
+  desc << (integer ? "INT " : "FLOAT ") << (t.strict ? "> " : ">= ") << t.min;
   return CLI::Validator(
-      [key, integer](std::string& s) -> std::string {
+      [&t, integer](std::string& s) -> std::string {
         nlohmann::json v;
         int64_t i = 0;
         double x = 0;
@@ -135,15 +130,9 @@ CLI::Validator training_range(const char* key) {
         else
           v = s;
         try {
-          validate_training_json({{key, v}}, "command line", /*cli=*/true);
-        } catch (const InputError& e) {
-          // "--warmup-steps: expected ..., got 0": the option is named by
-          // CLI11, the value as typed.
-          std::string m = name_options(e.what(), flag_of);
-          const size_t colon = m.find(": ");
-          if (colon != std::string::npos) m = m.substr(colon + 2);
-          const size_t got = m.rfind(", got ");
-          return got == std::string::npos ? m : m.substr(0, got) + ", got " + s;
+          t.check(v, t.key);
+        } catch (const InputError&) {
+          return "expected " + t.expected() + ", got " + s;  // the value as typed
         }
         return "";
       },
@@ -215,71 +204,23 @@ void add_file_options(CLI::App* cmd, TrainCli* cli) {
 }
 
 // Options that the config's "training" object may also set, under the
-// same name with underscores; given here they win.
+// same name with underscores; given here they win. --help says which the
+// recipe chooses, and what --no-recipe uses.
 void add_training_options(CLI::App* cmd, const std::shared_ptr<TrainCli>& cli) {
-  auto given = [cli](const char* key) { return [cli, key](auto v) { cli->given[key] = v; }; };
-  const nlohmann::json defaults = options_to_json(TrainOptions{});
-  // The recipe chooses these unless they are given; --help says so, and
-  // what --no-recipe uses.
-  static const std::set<std::string> chosen = {
-      "batch_tokens", "warmup_steps", "lr_scale",         "lr_schedule", "valid_every",
-      "valid_sentences", "checkpoint_every", "average_last", "early_stop", "compute_type",
-      "valid_tokenize"};
-  auto shown = [&](CLI::Option* opt, const char* key) {
-    const nlohmann::json& d = defaults.at(key);
+  const TrainOptions defaults;
+  for (const TrainingOption& t : training_options()) {
+    auto given = [cli, key = t.key](const auto& v) { cli->given[key] = v; };
+    const std::string flag = flag_of(t.key), help = name_options(t.help, flag_of);
+    CLI::Option* opt = t.type == TrainingOption::kInt
+                           ? cmd->add_option_function<int64_t>(flag, given, help)
+                       : t.type == TrainingOption::kNumber
+                           ? cmd->add_option_function<double>(flag, given, help)
+                           : cmd->add_option_function<std::string>(flag, given, help);
+    opt->check(training_check(t));
+    const nlohmann::json d = t.get(defaults);
     const std::string v = d.is_string() ? d.get<std::string>() : d.dump();
-    opt->default_str(chosen.count(key) ? "recipe, or " + v : v);
-  };
-  auto int_opt = [&](const char* flag, const char* key, const char* help) {
-    shown(cmd->add_option_function<int64_t>(flag, given(key), help)->check(training_range(key)), key);
-  };
-  auto num_opt = [&](const char* flag, const char* key, const char* help) {
-    shown(cmd->add_option_function<double>(flag, given(key), help)->check(training_range(key)), key);
-  };
-  int_opt("--batch-tokens", "batch_tokens", "Padded tokens per batch, max of source and target");
-  int_opt("--update-freq", "update_freq", "Batches per update, gradients summed");
-  int_opt("--max-steps", "max_steps", "Stop after this many updates (0: no limit)");
-  int_opt("--max-epochs", "max_epochs", "Stop after this many epochs (0: no limit)");
-  num_opt("--max-minutes", "max_minutes", "Stop after this many minutes of this run (0: no limit)");
-  int_opt("--seed", "seed", "Random seed: initialisation, batch order, dropout");
-  int_opt("--warmup", "warmup_steps", "Warmup steps of the learning-rate schedule");
-  num_opt("--lr-scale", "lr_scale",
-          "Multiplies the paper's learning rate (its value at the end of warmup is the peak)");
-  shown(cmd->add_option_function<std::string>(
-               "--lr-schedule", given("lr_schedule"),
-               "After warmup: inverse-sqrt (the paper's), or linear or cosine decay to 0 at the "
-               "end of the budget (--max-steps, --max-epochs or --max-minutes)")
-            ->check(CLI::IsMember({"inverse-sqrt", "linear", "cosine"})),
-        "lr_schedule");
-  num_opt("--clip-norm", "clip_norm", "Clip the gradient norm to this (0: off)");
-  int_opt("--valid-every", "valid_every", "Validate every N updates");
-  int_opt("--valid-sentences", "valid_sentences", "Validation sentences decoded for BLEU (0: all)");
-  int_opt("--checkpoint-every", "checkpoint_every", "Checkpoint every N updates");
-  num_opt("--checkpoint-minutes", "checkpoint_minutes", "Also checkpoint every M minutes (0: off)");
-  int_opt("--keep-checkpoints", "keep_checkpoints", "Keep the last K checkpoints (0: all)");
-  int_opt("--average-last", "average_last",
-          "Final model: the average of the last K checkpoints, if it validates better than the "
-          "last weights");
-  int_opt("--early-stop", "early_stop", "Stop after N validations without improvement (0: never)");
-  shown(cmd->add_option_function<std::string>("--best-metric", given("best_metric"),
-                                              "Metric that picks OUT.best: bleu or loss")
-            ->check(CLI::IsMember({"bleu", "loss"})),
-        "best_metric");
-  shown(cmd->add_option_function<std::string>(
-               "--valid-tokenize", given("valid_tokenize"),
-               "sacreBLEU's tokeniser for the validation BLEU: 13a, intl, char, zh, ja-mecab, none")
-            ->check(CLI::IsMember(
-                std::vector<std::string>(std::begin(metrics::kValidationTokenizerNames),
-                                         std::end(metrics::kValidationTokenizerNames)))),
-        "valid_tokenize");
-  int_opt("--log-every", "log_every", "Steps between progress lines when stderr is not a terminal");
-  shown(cmd->add_option_function<std::string>(
-               "--compute-type", given("compute_type"),
-               "f32, or bf16: mixed precision, the products in bf16 with f32 accumulation "
-               "(weights, gradients, Adam and the loss stay f32); needs AVX512-BF16 or AMX")
-            ->check(CLI::IsMember({"f32", "bf16"})),
-        "compute_type");
-
+    opt->default_str(t.recipe ? "recipe, or " + v : v);
+  }
 }
 
 // The options of the run, as the user gave them (the config's "training"

@@ -114,11 +114,12 @@ TEST_CASE("recipe: character coverage below 1 for Chinese and Japanese text", "[
 }
 
 TEST_CASE("recipe: validation BLEU tokenised as the target language is scored", "[recipe]") {
-  CHECK(plan(26000, minutes(10), 0.5, 0.0).opts.valid_tokenize == "13a");
-  CHECK(plan(26000, minutes(10), 0.5, 0.95).opts.valid_tokenize == "zh");
-  CHECK(plan(50000, minutes(10), 0.5, 0.6, "", 0.4).opts.valid_tokenize == "ja-mecab");
+  CHECK(plan(26000, minutes(10), 0.5, 0.0).opts.valid_tokenize == metrics::TokenizerKind::k13a);
+  CHECK(plan(26000, minutes(10), 0.5, 0.95).opts.valid_tokenize == metrics::TokenizerKind::kZh);
+  CHECK(plan(50000, minutes(10), 0.5, 0.6, "", 0.4).opts.valid_tokenize ==
+        metrics::TokenizerKind::kJaMecab);
   const Planned nomecab = plan(50000, minutes(10), 0.5, 0.6, "", 0.4, "no dictionary");
-  CHECK(nomecab.opts.valid_tokenize == "char");
+  CHECK(nomecab.opts.valid_tokenize == metrics::TokenizerKind::kChar);
   CHECK(nomecab.recipe.find("valid_tokenize")->reason.find("no dictionary") != std::string::npos);
   const std::vector<std::string> en = {"I am a student ."};
   const std::vector<std::string> ja = {"私 は 学生 です 。", "これ は ペン です か 。"};
@@ -155,17 +156,17 @@ TEST_CASE("a vocabulary below full character coverage spells rare characters in 
 TEST_CASE("recipe: bf16 where the CPU has it, else f32 with the reason", "[recipe]") {
   const Planned with = plan(29000, minutes(10), 0.5, 0, "");
   const Planned without = plan(29000, minutes(10), 0.5, 0, "--compute-type bf16: no AVX512-BF16");
-  CHECK(with.opts.compute_type == "bf16");
-  CHECK(without.opts.compute_type == "f32");
+  CHECK(with.opts.compute_type == ComputeType::BF16);
+  CHECK(without.opts.compute_type == ComputeType::F32);
   CHECK(without.recipe.find("compute_type")->reason.find("no AVX512-BF16") != std::string::npos);
 }
 
 TEST_CASE("recipe: bf16 only where an update measures faster in it", "[recipe]") {
   // A CPU with AVX512-BF16 but no AMX measured 1.6x slower in bf16: f32.
   Planned slow = plan(29000, minutes(10), 0.5, 0, "");
-  REQUIRE(slow.opts.compute_type == "bf16");
+  REQUIRE(slow.opts.compute_type == ComputeType::BF16);
   CHECK(recipe_compute_by_speed(0.80, 0.50, 4096, slow.opts, slow.recipe));
-  CHECK(slow.opts.compute_type == "f32");
+  CHECK(slow.opts.compute_type == ComputeType::F32);
   const RecipeChoice* c = slow.recipe.find("compute_type");
   REQUIRE(c);
   CHECK(c->value == "f32");
@@ -177,22 +178,22 @@ TEST_CASE("recipe: bf16 only where an update measures faster in it", "[recipe]")
   // Within 5%: f32, the exact one.
   Planned even = plan(29000, minutes(10), 0.5, 0, "");
   CHECK(recipe_compute_by_speed(0.49, 0.50, 4096, even.opts, even.recipe));
-  CHECK(even.opts.compute_type == "f32");
+  CHECK(even.opts.compute_type == ComputeType::F32);
   // Faster in bf16 (AMX, or a Zen 4): kept, with the times as its reason.
   Planned fast = plan(29000, minutes(10), 0.5, 0, "");
   CHECK_FALSE(recipe_compute_by_speed(0.30, 0.50, 4096, fast.opts, fast.recipe));
-  CHECK(fast.opts.compute_type == "bf16");
+  CHECK(fast.opts.compute_type == ComputeType::BF16);
   CHECK(fast.recipe.find("compute_type")->reason.find("0.300 s in bf16") != std::string::npos);
   // Given, or f32 already: untouched.
   TrainOptions g = minutes(10);
-  g.compute_type = "bf16";
+  g.compute_type = ComputeType::BF16;
   g.given = {"compute_type"};
   Planned given = plan(29000, g, 0.5, 0, "");
   CHECK_FALSE(recipe_compute_by_speed(0.80, 0.50, 4096, given.opts, given.recipe));
-  CHECK(given.opts.compute_type == "bf16");
+  CHECK(given.opts.compute_type == ComputeType::BF16);
   Planned none = plan(29000, minutes(10), 0.5, 0, "--compute-type bf16: no AVX512-BF16");
   CHECK_FALSE(recipe_compute_by_speed(0.30, 0.50, 4096, none.opts, none.recipe));
-  CHECK(none.opts.compute_type == "f32");
+  CHECK(none.opts.compute_type == ComputeType::F32);
 }
 
 TEST_CASE("recipe: a time budget plans its updates from the measured speed", "[recipe]") {
@@ -203,7 +204,7 @@ TEST_CASE("recipe: a time budget plans its updates from the measured speed", "[r
   const int64_t batch = int64_t(570 / (0.5 / 4096) / 2000) / 256 * 256;
   CHECK(batch == 2304);
   CHECK(p.opts.batch_tokens == batch);
-  CHECK(p.opts.lr_schedule == "linear");
+  CHECK(p.opts.lr_schedule == LrShape::Linear);
   const int64_t expect = updates_in_time(600, 0.5 * double(batch) / 4096, 30);
   CHECK(p.updates == expect);
   CHECK(p.opts.warmup_steps == expect / 10);
@@ -234,7 +235,7 @@ TEST_CASE("recipe: step and epoch budgets, and no budget", "[recipe]") {
   const Planned s = plan(1000, steps, 0);
   CHECK(s.updates == 20);
   CHECK(s.opts.warmup_steps == 5);  // a quarter of a short run
-  CHECK(s.opts.lr_schedule == "linear");
+  CHECK(s.opts.lr_schedule == LrShape::Linear);
   TrainOptions epochs;
   epochs.max_epochs = 3;
   const Planned e = plan(29000, epochs, 0);
@@ -242,7 +243,7 @@ TEST_CASE("recipe: step and epoch budgets, and no budget", "[recipe]") {
   CHECK(e.updates == int64_t(std::ceil(3.0 * 29000 * 15 / (0.8 * double(e.opts.batch_tokens)))));
   const Planned none = plan(29000, TrainOptions{}, 0);
   CHECK(none.updates == 0);
-  CHECK(none.opts.lr_schedule == "inverse-sqrt");
+  CHECK(none.opts.lr_schedule == LrShape::InverseSqrt);
   CHECK(none.opts.warmup_steps == 4000);
   CHECK(none.opts.lr_scale == Approx(1.0));  // the paper's schedule, as it is
 }
@@ -252,8 +253,8 @@ TEST_CASE("recipe: every option given stays as given", "[recipe]") {
   o.batch_tokens = 1234;
   o.warmup_steps = 77;
   o.lr_scale = 0.7;
-  o.lr_schedule = "cosine";
-  o.compute_type = "f32";
+  o.lr_schedule = LrShape::Cosine;
+  o.compute_type = ComputeType::F32;
   o.valid_every = 33;
   o.average_last = 2;
   o.dropout = 0.25;
@@ -263,8 +264,8 @@ TEST_CASE("recipe: every option given stays as given", "[recipe]") {
   CHECK(p.opts.batch_tokens == 1234);
   CHECK(p.opts.warmup_steps == 77);
   CHECK(p.opts.lr_scale == 0.7);
-  CHECK(p.opts.lr_schedule == "cosine");
-  CHECK(p.opts.compute_type == "f32");
+  CHECK(p.opts.lr_schedule == LrShape::Cosine);
+  CHECK(p.opts.compute_type == ComputeType::F32);
   CHECK(p.opts.valid_every == 33);
   CHECK(p.opts.average_last == 2);
   CHECK(p.cfg.name == "transformer-tiny");  // the given config, with its own vocabulary
@@ -287,7 +288,10 @@ TEST_CASE("learning-rate shapes share the peak and end with the budget", "[recip
   const double peak = noam_lr(w, d, w, 2.0);
   for (LrShape s : {LrShape::InverseSqrt, LrShape::Linear, LrShape::Cosine}) {
     INFO(lr_shape_name(s));
-    CHECK(parse_lr_shape(lr_shape_name(s)) == s);
+    // Named in the config and on the command line as lr_shape_name says.
+    TrainOptions o;
+    apply_training_json({{"lr_schedule", lr_shape_name(s)}}, o, "x");
+    CHECK(o.lr_schedule == s);
     for (int64_t step : {1, 50, 99, 100})  // warmup is the paper's for every shape
       CHECK(schedule_lr(s, step, d, w, 2.0, total) == Approx(noam_lr(step, d, w, 2.0)));
     for (int64_t step = w + 1; step < total; step += 37)
@@ -302,7 +306,10 @@ TEST_CASE("learning-rate shapes share the peak and end with the budget", "[recip
   // Without a known end, the decaying shapes fall back to the paper's.
   CHECK(schedule_lr(LrShape::Linear, 500, d, w, 2.0, 0) == noam_lr(500, d, w, 2.0));
   CHECK(schedule_lr(LrShape::InverseSqrt, 500, d, w, 2.0, total) == noam_lr(500, d, w, 2.0));
-  CHECK_THROWS_WITH(parse_lr_shape("step"), Catch::Contains("inverse-sqrt, linear or cosine"));
+  TrainOptions o;
+  CHECK_THROWS_WITH(apply_training_json({{"lr_schedule", "step"}}, o, "x", /*cli=*/true),
+                    "{lr_schedule}: expected \"inverse-sqrt\", \"linear\" or \"cosine\", "
+                    "got \"step\"");
 }
 
 TEST_CASE("exact duplicate pairs are dropped, near ones kept", "[recipe][data]") {
@@ -432,12 +439,12 @@ TEST_CASE("recipe: plan_budget keeps bf16 only where the probe finds it faster",
   REQUIRE(slow.asked.size() >= 2);
   CHECK(slow.asked[0] == std::make_pair(int64_t{4096}, ComputeType::BF16));
   CHECK(slow.asked[1] == std::make_pair(int64_t{4096}, ComputeType::F32));
-  CHECK(slow.p.opts.compute_type == "f32");
+  CHECK(slow.p.opts.compute_type == ComputeType::F32);
   CHECK(slow.budget.compute_revised);
   for (size_t i = 2; i < slow.asked.size(); ++i) CHECK(slow.asked[i].second == ComputeType::F32);
 
   const Probed fast = probed(minutes(10), 1e-4, 0.6e-4);
-  CHECK(fast.p.opts.compute_type == "bf16");
+  CHECK(fast.p.opts.compute_type == ComputeType::BF16);
   CHECK(fast.budget.compute_revised);
   for (size_t i = 2; i < fast.asked.size(); ++i) CHECK(fast.asked[i].second == ComputeType::BF16);
   // Faster, so more updates in the same ten minutes.
@@ -445,10 +452,10 @@ TEST_CASE("recipe: plan_budget keeps bf16 only where the probe finds it faster",
 
   // Given bf16: not compared, timed in it.
   TrainOptions g = minutes(10);
-  g.compute_type = "bf16";
+  g.compute_type = ComputeType::BF16;
   g.given = {"compute_type"};
   const Probed given = probed(g, 1e-4, 1.6e-4);
-  CHECK(given.p.opts.compute_type == "bf16");
+  CHECK(given.p.opts.compute_type == ComputeType::BF16);
   CHECK_FALSE(given.budget.compute_revised);
   CHECK(given.asked[0].second == ComputeType::BF16);
 }

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "core/dynlib.h"
@@ -13,7 +12,6 @@
 #include "core/suggest.h"
 #include "io/json.h"
 #include "io/text_file.h"
-#include "metrics/tokenizers.h"
 
 namespace nmt {
 namespace {
@@ -215,7 +213,11 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   if (c.source_bos && c.bos_id < 0) r.fail("source_bos", "the model has no bos_id");
   check_sizes(c, r);
   if (const json* t = r.find("training", false)) {
-    validate_training_json(*t, source);
+    // Its keys and values are the training tier's to check
+    // (train/options.h), when a run applies them.
+    if (!t->is_object())
+      throw InputError(source + ": key \"training\": expected an object, got " +
+                       std::string(t->type_name()));
     c.training = *t;
   }
   return c;
@@ -227,102 +229,6 @@ ModelConfig parse_config(const std::string& text, const std::string& source) {
 
 ModelConfig load_config(const std::string& path) {
   return parse_config(io::read_whole_file(path, "config"), path);
-}
-
-const std::vector<TrainingKey>& training_keys() {
-  static const std::vector<TrainingKey> keys = {
-      {"batch_tokens", TrainingKey::kInt, 2, false},
-      {"update_freq", TrainingKey::kInt, 1, false},
-      {"max_steps", TrainingKey::kInt, 0, false},
-      {"max_epochs", TrainingKey::kInt, 0, false},
-      {"max_minutes", TrainingKey::kNumber, 0, false},
-      {"seed", TrainingKey::kInt, 0, false},
-      {"warmup_steps", TrainingKey::kInt, 1, false},
-      {"lr_scale", TrainingKey::kNumber, 0, true},
-      {"clip_norm", TrainingKey::kNumber, 0, false},
-      {"valid_every", TrainingKey::kInt, 0, false},
-      {"valid_sentences", TrainingKey::kInt, 0, false},
-      {"checkpoint_every", TrainingKey::kInt, 0, false},
-      {"checkpoint_minutes", TrainingKey::kNumber, 0, false},
-      {"keep_checkpoints", TrainingKey::kInt, 0, false},
-      {"average_last", TrainingKey::kInt, 0, false},
-      {"early_stop", TrainingKey::kInt, 0, false},
-      {"best_metric", TrainingKey::kMetric, 0, false},
-      {"log_every", TrainingKey::kInt, 1, false},
-      {"compute_type", TrainingKey::kCompute, 0, false},
-      {"lr_schedule", TrainingKey::kSchedule, 0, false},
-      {"valid_tokenize", TrainingKey::kTokenizer, 0, false},
-  };
-  return keys;
-}
-
-namespace {
-
-std::string training_key_name(const std::string& key, const std::string& source, bool cli) {
-  if (!cli) return source + ": training." + key;
-  return "{" + key + "}";  // the option, as the caller names it
-}
-
-std::string number_text(double x) {
-  std::ostringstream o;
-  o << x;
-  return o.str();
-}
-
-void check_training_value(const TrainingKey& k, const json& v, const std::string& name) {
-  if (k.kind == TrainingKey::kMetric) {
-    if (!v.is_string() || (v != "bleu" && v != "loss"))
-      throw InputError(name + ": expected \"bleu\" or \"loss\", got " + v.dump());
-    return;
-  }
-  if (k.kind == TrainingKey::kTokenizer) {
-    const auto& names = metrics::kValidationTokenizerNames;
-    if (!v.is_string() ||
-        std::none_of(std::begin(names), std::end(names), [&](const char* n) { return v == n; }))
-      throw InputError(name + ": expected one of 13a, intl, char, zh, ja-mecab, none, got " +
-                       v.dump());
-    return;
-  }
-  if (k.kind == TrainingKey::kSchedule) {
-    if (!v.is_string() || (v != "inverse-sqrt" && v != "linear" && v != "cosine"))
-      throw InputError(name + ": expected \"inverse-sqrt\", \"linear\" or \"cosine\", got " +
-                       v.dump());
-    return;
-  }
-  if (k.kind == TrainingKey::kCompute) {
-    if (!v.is_string() || (v != "f32" && v != "bf16"))
-      throw InputError(name + ": expected \"f32\" or \"bf16\", got " + v.dump());
-    return;
-  }
-  const std::string want = std::string(k.kind == TrainingKey::kInt ? "an integer " : "a number ") +
-                           (k.strict ? "> " : ">= ") + number_text(k.min);
-  const bool type_ok = k.kind == TrainingKey::kInt ? v.is_number_integer() : v.is_number();
-  if (!type_ok) throw InputError(name + ": expected " + want + ", got " + v.dump());
-  const double x = v.get<double>();
-  const bool in_range = std::isfinite(x) && (k.strict ? x > k.min : x >= k.min) &&
-                        (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{1} << 62);
-  if (!in_range) throw InputError(name + ": expected " + want + ", got " + v.dump());
-}
-
-}  // namespace
-
-void validate_training_json(const json& j, const std::string& source, bool cli) {
-  if (!j.is_object())
-    throw InputError(source + ": key \"training\": expected an object, got " +
-                     std::string(j.type_name()));
-  std::vector<std::string> names;
-  for (const TrainingKey& k : training_keys()) names.push_back(k.name);
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string name = training_key_name(it.key(), source, cli);
-    const auto k = std::find_if(training_keys().begin(), training_keys().end(),
-                                [&](const TrainingKey& t) { return it.key() == t.name; });
-    if (k == training_keys().end()) {
-      if (cli) throw InputError("unknown training option " + name);
-      throw InputError(source + ": unknown key \"training." + it.key() + "\"" +
-                       did_you_mean(it.key(), names));
-    }
-    check_training_value(*k, it.value(), name);
-  }
 }
 
 json config_to_json(const ModelConfig& c) {

@@ -101,20 +101,6 @@ ModelConfig load_config(const std::string& path);
 // Parses config text (depth-limited, duplicate keys refused) and validates it.
 ModelConfig parse_config(const std::string& text, const std::string& source);
 
-// The options a config's "training" object may set (`nmt train` applies
-// them, and its command line sets the same ones): each key's name and what
-// its value must be.
-struct TrainingKey {
-  enum Kind { kInt, kNumber, kMetric, kCompute, kSchedule, kTokenizer };
-  const char* name;
-  Kind kind;
-  double min;   // smallest allowed value
-  bool strict;  // the value must exceed min
-};
-const std::vector<TrainingKey>& training_keys();
-// Checks every key and value of a "training" object. Throws InputError
-// naming `source` and the key (with cli, naming the option: --batch-tokens).
-void validate_training_json(const nlohmann::json& j, const std::string& source, bool cli = false);
 nlohmann::json config_to_json(const ModelConfig& c);
 
 // Resolves a config argument: a path, or the name of one in models/

@@ -88,7 +88,7 @@ void TrainSession::add_shortlist(const std::string& model_path, VocabTensors& te
     SearchOptions so;
     so.beam = 4;
     so.stop = cb_.stop;
-    cost = measure_shortlist(m, sl, src, refs, so, opts_.valid_tokenize);
+    cost = measure_shortlist(m, sl, src, refs, so, metrics::tokenizer_name(opts_.valid_tokenize));
   }
   const std::string from = std::to_string(data_.train.size()) + " training pairs";
   meta["shortlist"] = shortlist_metadata(sl, from, cost ? &*cost : nullptr);

@@ -16,13 +16,6 @@ double noam_lr(int64_t step, int64_t d_model, int64_t warmup, double scale) {
          std::min(std::pow(s, -0.5), s * std::pow(w, -1.5));
 }
 
-LrShape parse_lr_shape(const std::string& name) {
-  if (name == "linear") return LrShape::Linear;
-  if (name == "cosine") return LrShape::Cosine;
-  if (name == "inverse-sqrt") return LrShape::InverseSqrt;
-  throw InputError("{lr_schedule}: expected inverse-sqrt, linear or cosine, got " + name);
-}
-
 const char* lr_shape_name(LrShape s) {
   switch (s) {
     case LrShape::Linear: return "linear";

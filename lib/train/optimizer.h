@@ -19,8 +19,7 @@ double noam_lr(int64_t step, int64_t d_model, int64_t warmup, double scale = 1.0
 // root, which never ends, and two that end at 0 after `total` updates, for
 // a run whose budget is known (see train/recipe.h).
 enum class LrShape { InverseSqrt, Linear, Cosine };
-LrShape parse_lr_shape(const std::string& name);  // "inverse-sqrt", "linear", "cosine"
-const char* lr_shape_name(LrShape s);
+const char* lr_shape_name(LrShape s);  // "inverse-sqrt", "linear", "cosine"
 // total <= warmup (unknown or too short) decays like InverseSqrt.
 double schedule_lr(LrShape shape, int64_t step, int64_t d_model, int64_t warmup, double scale,
                    int64_t total);

@@ -22,53 +22,7 @@ using json = nlohmann::json;
 
 void apply_training_json(const json& j, TrainOptions& o, const std::string& source, bool cli) {
   validate_training_json(j, source, cli);
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& k = it.key();
-    const json& v = it.value();
-    auto i64 = [&] { return v.get<int64_t>(); };
-    if (k == "batch_tokens")
-      o.batch_tokens = i64();
-    else if (k == "update_freq")
-      o.update_freq = i64();
-    else if (k == "max_steps")
-      o.max_steps = i64();
-    else if (k == "max_epochs")
-      o.max_epochs = i64();
-    else if (k == "max_minutes")
-      o.max_minutes = v.get<double>();
-    else if (k == "seed")
-      o.seed = v.get<uint64_t>();
-    else if (k == "warmup_steps")
-      o.warmup_steps = i64();
-    else if (k == "lr_scale")
-      o.lr_scale = v.get<double>();
-    else if (k == "clip_norm")
-      o.clip_norm = v.get<double>();
-    else if (k == "valid_every")
-      o.valid_every = i64();
-    else if (k == "valid_sentences")
-      o.valid_sentences = i64();
-    else if (k == "checkpoint_every")
-      o.checkpoint_every = i64();
-    else if (k == "checkpoint_minutes")
-      o.checkpoint_minutes = v.get<double>();
-    else if (k == "keep_checkpoints")
-      o.keep_checkpoints = i64();
-    else if (k == "average_last")
-      o.average_last = i64();
-    else if (k == "early_stop")
-      o.early_stop = i64();
-    else if (k == "log_every")
-      o.log_every = i64();
-    else if (k == "best_metric")
-      o.best_metric = v.get<std::string>();
-    else if (k == "compute_type")
-      o.compute_type = v.get<std::string>();
-    else if (k == "lr_schedule")
-      o.lr_schedule = v.get<std::string>();
-    else if (k == "valid_tokenize")
-      o.valid_tokenize = v.get<std::string>();
-  }
+  for (auto it = j.begin(); it != j.end(); ++it) find_training_option(it.key())->set(o, it.value());
 }
 
 namespace {
@@ -93,35 +47,16 @@ json files_json(const std::vector<std::string>& files) {
 }  // namespace
 
 json options_to_json(const TrainOptions& o) {
-  return json{{"train_src", files_json(o.train_src)},
-              {"train_tgt", files_json(o.train_tgt)},
-              {"valid_src", o.valid_src},
-              {"valid_tgt", o.valid_tgt},
-              {"out", o.out},
-              {"spm", o.spm},
-              {"vocab_size", o.vocab_size},
-              {"batch_tokens", o.batch_tokens},
-              {"update_freq", o.update_freq},
-              {"max_steps", o.max_steps},
-              {"max_epochs", o.max_epochs},
-              {"max_minutes", o.max_minutes},
-              {"seed", o.seed},
-              {"warmup_steps", o.warmup_steps},
-              {"lr_scale", o.lr_scale},
-              {"lr_schedule", o.lr_schedule},
-              {"clip_norm", o.clip_norm},
-              {"valid_every", o.valid_every},
-              {"valid_sentences", o.valid_sentences},
-              {"checkpoint_every", o.checkpoint_every},
-              {"checkpoint_minutes", o.checkpoint_minutes},
-              {"keep_checkpoints", o.keep_checkpoints},
-              {"average_last", o.average_last},
-              {"early_stop", o.early_stop},
-              {"best_metric", o.best_metric},
-              {"valid_tokenize", o.valid_tokenize},
-              {"log_every", o.log_every},
-              {"compute_type", o.compute_type},
-              {"threads", ops::num_threads()}};
+  json j = {{"train_src", files_json(o.train_src)},
+            {"train_tgt", files_json(o.train_tgt)},
+            {"valid_src", o.valid_src},
+            {"valid_tgt", o.valid_tgt},
+            {"out", o.out},
+            {"spm", o.spm},
+            {"vocab_size", o.vocab_size},
+            {"threads", ops::num_threads()}};
+  for (const TrainingOption& t : training_options()) j[t.key] = t.get(o);
+  return j;
 }
 
 ModelConfig read_training_config(const std::string& name, bool config_given,

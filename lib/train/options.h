@@ -1,9 +1,10 @@
 // The options of `nmt train`: the files, and the training options that the
-// config's "training" object and the command line both set (their names and
-// ranges are listed once, in model/config.h's training_keys()).
+// config's "training" object and the command line both set, declared once in
+// training_options() (train/option_table.cpp).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -11,6 +12,8 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "metrics/tokenizers.h"
+#include "train/optimizer.h"
 
 namespace nmt {
 
@@ -23,6 +26,10 @@ class OptionError : public InputError {
  public:
   using InputError::InputError;
 };
+
+// What picks OUT.best: validation BLEU (higher is better), or the loss.
+enum class BestMetric { Bleu, Loss };
+const char* best_metric_name(BestMetric m);  // "bleu", "loss"
 
 // The config trained when none is named: the recipe then picks one by the
 // corpus's size (train/recipe.h).
@@ -72,7 +79,7 @@ struct TrainOptions {
   uint64_t seed = 1;
   int64_t warmup_steps = 4000;
   double lr_scale = 1.0;
-  std::string lr_schedule = "inverse-sqrt";  // or "linear", "cosine" (optimizer.h)
+  LrShape lr_schedule = LrShape::InverseSqrt;  // after warmup (optimizer.h)
   double clip_norm = 0;             // 0: no gradient-norm clipping
   int64_t valid_every = 1000;       // steps
   int64_t valid_sentences = 500;    // first N validation pairs decoded for BLEU (0: all)
@@ -81,24 +88,56 @@ struct TrainOptions {
   int64_t keep_checkpoints = 5;  // 0: keep all
   int64_t average_last = 0;      // final model = mean of the last K checkpoints (0/1: last weights)
   int64_t early_stop = 0;        // stop after N validations without improvement (0: never)
-  std::string best_metric = "bleu";  // or "loss"
+  BestMetric best_metric = BestMetric::Bleu;
   // sacreBLEU's tokeniser for the validation BLEU: 13a, intl, char, zh,
   // ja-mecab or none (the recipe takes the target language's).
-  std::string valid_tokenize = "13a";
+  metrics::TokenizerKind valid_tokenize = metrics::TokenizerKind::k13a;
   int64_t log_every = 100;           // steps between plain progress lines (not on a terminal)
-  // "bf16": mixed precision (the products in bf16 with f32 accumulation;
+  // BF16: mixed precision (the products in bf16 with f32 accumulation;
   // weights, gradients, optimiser and loss in f32).
-  std::string compute_type = "f32";
+  ComputeType compute_type = ComputeType::F32;
   // Where the model, its gradients and Adam's moments live (--device); not
   // a recipe choice, and not written into the model, which is the same file
   // whatever device trained it.
   Device device = Device::CPU;
 };
 
+// One training option: its key (the config's "training" object's, the
+// command line's flag --key-with-dashes, the messages' {key}), what its
+// values may be, whether the recipe chooses it, and where TrainOptions
+// holds it.
+struct TrainingOption {
+  enum Type { kInt, kNumber, kChoice };
+  std::string key;
+  Type type = kInt;
+  double min = 0;                    // kInt, kNumber: the smallest value allowed,
+  bool strict = false;               // or the value must exceed it
+  std::vector<std::string> choices;  // kChoice
+  bool recipe = false;               // the recipe chooses it unless given
+  // It says how long to go on or how to log: a resumed run takes this
+  // invocation's value, not the checkpoint's.
+  bool per_run = false;
+  std::string help;  // for --help; names other options as {key}
+  std::function<nlohmann::json(const TrainOptions&)> get;
+  std::function<void(TrainOptions&, const nlohmann::json&)> set;  // a checked value
+
+  // "an integer >= 2", "a number > 0", "\"bleu\" or \"loss\"", "one of 13a, intl, ..."
+  std::string expected() const;
+  // Throws InputError "<name>: expected <expected()>, got <v>".
+  void check(const nlohmann::json& v, const std::string& name) const;
+};
+
+// Every training option, in the order --help lists them.
+const std::vector<TrainingOption>& training_options();
+const TrainingOption* find_training_option(const std::string& key);
+// Checks every key and value of a "training" object. Throws InputError
+// naming `source` and the key (with cli, naming the option: {batch_tokens}).
+void validate_training_json(const nlohmann::json& j, const std::string& source, bool cli = false);
+
 // Applies a "training" JSON object (from the config, or the command-line
 // options gathered under the same names) onto opts. Unknown keys, wrong
 // types and out-of-range values throw InputError naming `source` and the key
-// (`cli`: name it as the command-line option, --batch-tokens).
+// (`cli`: name it as an option, {batch_tokens}).
 void apply_training_json(const nlohmann::json& j, TrainOptions& opts, const std::string& source,
                          bool cli = false);
 // The config to train, by name or file (option: how messages name what

@@ -196,13 +196,8 @@ void Opener::restore_recipe_options(const TrainState& rs, const std::string& cho
                        ? rs.extra["options"]
                        : json::object();
   json restore = json::object();
-  for (const TrainingKey& k : training_keys()) {
-    const std::string key = k.name;
-    if (given(k.name) || !old.contains(key) || key == "max_steps" || key == "max_epochs" ||
-        key == "max_minutes" || key == "log_every" || key == "seed")
-      continue;
-    restore[key] = old[key];
-  }
+  for (const TrainingOption& o : training_options())
+    if (!o.per_run && !given(o.key.c_str()) && old.contains(o.key)) restore[o.key] = old[o.key];
   // The vocabulary size the recipe chose, so that the options recorded in
   // the final model are those of an uninterrupted run.
   if (!given("vocab_size") && old.contains("vocab_size") && old["vocab_size"].is_number_integer())
@@ -213,7 +208,7 @@ void Opener::restore_recipe_options(const TrainState& rs, const std::string& cho
     // An option of an older nmt that this one reads otherwise: the checks
     // below name what differs.
   }
-  require_compute_type(opts_.device, parse_compute_type(opts_.compute_type), /*training=*/true);
+  require_compute_type(opts_.device, opts_.compute_type, /*training=*/true);
   if (!plan_.recipe.empty()) log("resuming with the recipe the run began with");
 }
 
@@ -257,12 +252,14 @@ void Opener::check_resume(const std::string& path, const ModelConfig& ccfg, cons
                      " differs from the vocabulary of checkpoint " + ckpt + " (" +
                      std::to_string(pieces) +
                      " pieces): resume without {vocab_size}, or with the same value");
-  // Options that only say how long to go on, or how to log, may change.
+  // Options that only say how long to go on, or how to log, may change;
+  // those checked or warned of above, and where the output goes, are not
+  // named again.
   const json cur = options_to_json(opts_);
   for (auto it = old.begin(); it != old.end(); ++it) {
     const std::string& k = it.key();
-    if (k == "out" || k == "max_steps" || k == "max_epochs" || k == "max_minutes" ||
-        k == "log_every" || k == "threads" || k == "seed" || k == "update_freq" ||
+    const TrainingOption* o = find_training_option(k);
+    if ((o && o->per_run) || k == "out" || k == "threads" || k == "update_freq" ||
         k == "batch_tokens" || k == "vocab_size" || k == "spm" || !cur.contains(k) || cur[k] == *it)
       continue;
     if (it->is_string() && cur[k].is_string() && !it->get<std::string>().empty() &&

@@ -116,9 +116,9 @@ namespace {
 // budget of time: recipe_compute_by_speed), else f32.
 void choose_compute_type(TrainOptions& o, const std::string& bf16_why_not, Recipe& r) {
   if (o.was_given("compute_type")) {
-    r.given("compute_type", o.compute_type);
+    r.given("compute_type", compute_type_name(o.compute_type));
   } else if (bf16_why_not.empty()) {
-    o.compute_type = "bf16";
+    o.compute_type = ComputeType::BF16;
     r.choose("compute_type", "bf16",
              "this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX)" +
                  std::string(o.max_minutes > 0
@@ -128,7 +128,7 @@ void choose_compute_type(TrainOptions& o, const std::string& bf16_why_not, Recip
                                    "and loss in f32 (with a budget of time, the faster of bf16 "
                                    "and f32 as measured)"));
   } else {
-    o.compute_type = "f32";
+    o.compute_type = ComputeType::F32;
     r.choose("compute_type", "f32", "no bf16 training on this machine (" + bf16_why_not + ")");
   }
 }
@@ -188,21 +188,22 @@ DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOp
   // spaces would make a Chinese or Japanese sentence one word, and every
   // validation score 0, which picks the best model and stops early.
   if (o.was_given("valid_tokenize")) {
-    r.given("valid_tokenize", o.valid_tokenize);
+    r.given("valid_tokenize", metrics::tokenizer_name(o.valid_tokenize));
   } else if (f.tgt_cjk >= 0.3 && f.tgt_kana >= 0.05) {
-    o.valid_tokenize = mecab_why_not.empty() ? "ja-mecab" : "char";
+    o.valid_tokenize =
+        mecab_why_not.empty() ? metrics::TokenizerKind::kJaMecab : metrics::TokenizerKind::kChar;
     r.choose(
-        "valid_tokenize", o.valid_tokenize,
+        "valid_tokenize", metrics::tokenizer_name(o.valid_tokenize),
         "Japanese target text (" + format_number("%.0f", 100 * f.tgt_kana) + "% kana): " +
             (mecab_why_not.empty() ? "MeCab's words, as sacreBLEU's -tok ja-mecab"
                                    : "characters (ja-mecab cannot run: " + mecab_why_not + ")"));
   } else if (f.tgt_cjk >= 0.3) {
-    o.valid_tokenize = "zh";
+    o.valid_tokenize = metrics::TokenizerKind::kZh;
     r.choose("valid_tokenize", "zh",
              "Chinese target text (" + format_number("%.0f", 100 * f.tgt_cjk) +
                  "% Han): each character a word, as sacreBLEU's -tok zh");
   } else {
-    o.valid_tokenize = "13a";
+    o.valid_tokenize = metrics::TokenizerKind::k13a;
     r.choose("valid_tokenize", "13a", "space-separated target text: sacreBLEU's default");
   }
 
@@ -212,14 +213,15 @@ DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOp
 
 bool recipe_compute_by_speed(double bf16_s, double f32_s, int64_t batch, TrainOptions& o,
                              Recipe& r) {
-  if (o.was_given("compute_type") || o.compute_type != "bf16" || bf16_s <= 0 || f32_s <= 0)
+  if (o.was_given("compute_type") || o.compute_type != ComputeType::BF16 || bf16_s <= 0 ||
+      f32_s <= 0)
     return false;
   const bool keep = bf16_s * 1.05 <= f32_s;
-  o.compute_type = keep ? "bf16" : "f32";
+  o.compute_type = keep ? ComputeType::BF16 : ComputeType::F32;
   const std::string timing = "measured on this model: an update of " + std::to_string(batch) +
                              " tokens takes " + format_number("%.3f", bf16_s) + " s in bf16, " +
                              format_number("%.3f", f32_s) + " s in f32";
-  r.revise("compute_type", o.compute_type,
+  r.revise("compute_type", compute_type_name(o.compute_type),
            keep ? "this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX) and " + timing +
                       ": the products in bf16 with f32 accumulation, weights, Adam and loss in "
                       "f32 (bench/recipe.sh's recipe-f32 variant compares their BLEU)"

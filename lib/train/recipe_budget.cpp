@@ -130,10 +130,10 @@ int64_t choose_updates(const Budget& p, const TrainOptions& o, Recipe& r) {
 void choose_schedule(bool known, int64_t updates, const ModelConfig& cfg, TrainOptions& o,
                      Recipe& r) {
   if (o.was_given("lr_schedule")) {
-    r.given("lr_schedule", o.lr_schedule);
+    r.given("lr_schedule", lr_shape_name(o.lr_schedule));
   } else {
-    o.lr_schedule = known ? "linear" : "inverse-sqrt";
-    r.choose("lr_schedule", o.lr_schedule,
+    o.lr_schedule = known ? LrShape::Linear : LrShape::InverseSqrt;
+    r.choose("lr_schedule", lr_shape_name(o.lr_schedule),
              known ? "decays linearly to 0 at the end of the budget: ends the run at its best "
                      "weights, where an inverse square root would still be far from its end "
                      "(bench/recipe.sh compares the shapes)"
@@ -267,7 +267,7 @@ BudgetPlan plan_budget(BudgetFacts f, ModelConfig& cfg, TrainOptions& o, Recipe&
   const int64_t first_batch = o.was_given("batch_tokens") ? o.batch_tokens
                               : f.pairs < 100000          ? 4096
                                                           : 8192;
-  if (timed && !o.was_given("compute_type") && o.compute_type == "bf16") {
+  if (timed && !o.was_given("compute_type") && o.compute_type == ComputeType::BF16) {
     measure(first_batch, ComputeType::BF16);
     const double bf16_s = f.probe_seconds, bf16_fill = f.fill;
     measure(first_batch, ComputeType::F32);
@@ -276,7 +276,7 @@ BudgetPlan plan_budget(BudgetFacts f, ModelConfig& cfg, TrainOptions& o, Recipe&
     plan.compute_revised = true;
   }
   if (timed) {
-    const ComputeType type = parse_compute_type(o.compute_type);
+    const ComputeType type = o.compute_type;
     if (f.probe_batch_tokens == 0) measure(first_batch, type);
     if (!o.was_given("batch_tokens")) {
       TrainOptions scratch_opts = o;

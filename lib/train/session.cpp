@@ -42,7 +42,7 @@ TrainResult TrainSession::run(std::unique_ptr<FileContents> checkpoint) {
 void TrainSession::build(std::unique_ptr<FileContents> checkpoint) {
   model_ = std::make_unique<Transformer>(plan_.cfg, opts_.device);
   model_->init(opts_.seed);
-  model_->params().set_compute_type(parse_compute_type(opts_.compute_type));
+  model_->params().set_compute_type(opts_.compute_type);
   trainer_ = std::make_unique<Trainer>(*model_, data_.train, opts_);
   trainer_->set_stop(cb_.stop);
   trainer_->set_schedule_steps(plan_.schedule_steps);
@@ -73,7 +73,7 @@ void TrainSession::take_loop_state(const json& e) {
 // speed so far (the measured probe before the first updates), keeping room
 // for the last validations. 0: not known (decays as the inverse square root).
 int64_t TrainSession::schedule_end() const {
-  if (!trainer_ || opts_.lr_schedule == "inverse-sqrt") return 0;
+  if (!trainer_ || opts_.lr_schedule == LrShape::InverseSqrt) return 0;
   int64_t end = 0;
   auto take = [&](int64_t x) { end = end == 0 ? x : std::min(end, x); };
   if (opts_.max_steps > 0) take(opts_.max_steps);
@@ -288,7 +288,7 @@ TrainSession::Metric TrainSession::validate(bool averaged) {
   last_valid_seconds_ = seconds_since(t0);
   const int64_t step = trainer_->steps();
   Metric m;
-  m.higher_better = opts_.best_metric == "bleu" && v.has_bleu;
+  m.higher_better = opts_.best_metric == BestMetric::Bleu && v.has_bleu;
   m.value = m.higher_better ? v.bleu : v.loss;
   m.name = m.higher_better ? "BLEU" : "loss";
   json j = {{"type", "valid"},

@@ -76,8 +76,7 @@ class TrainRun {
     // Before reading any data: every op training needs, in the compute type
     // asked for (f32 where the recipe will choose: it tries bf16 itself).
     const bool chosen_later = opts_.recipe && !plan_.given("compute_type");
-    require_compute_type(opts_.device,
-                         chosen_later ? ComputeType::F32 : parse_compute_type(opts_.compute_type),
+    require_compute_type(opts_.device, chosen_later ? ComputeType::F32 : opts_.compute_type,
                          /*training=*/true);
     for (size_t k = 0; k < opts_.train_src.size(); ++k)
       if (io::file_id(opts_.train_src[k]) == io::file_id(opts_.train_tgt[k]))

@@ -37,7 +37,7 @@ Trainer::Trainer(Transformer& model, const ParallelCorpus& train, const TrainOpt
       adam_(model.params().size(), model.params().device()),
       grads_(model.params()),
       sync_(comm, grads_),
-      shape_(parse_lr_shape(opts.lr_schedule)),
+      shape_(opts.lr_schedule),
       step_totals_(Shape{4}, model.params().device(), DType::F64) {
   if (!model.params().values().numel()) throw Error("Trainer: the model is not initialised");
 }
@@ -226,7 +226,7 @@ void Trainer::greedy_bleu(const ParallelCorpus& valid, const Vocab* vocab,
   for (int64_t i = 0; i < n; ++i)
     refs[i] = (vocab && ref_lines) ? (*ref_lines)[valid.line[i]] : join_ids(valid.tgt[i]);
   metrics::BleuOptions bo;
-  bo.tokenizer = metrics::parse_tokenizer(opts_.valid_tokenize);
+  bo.tokenizer = opts_.valid_tokenize;
   const metrics::BleuScore b = metrics::corpus_bleu(hyps, {refs}, bo);
   v.has_bleu = true;
   v.bleu = b.score;
