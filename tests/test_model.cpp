@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "capability.h"
 #include "core/error.h"
 #include "model/attention.h"
 #include "model/config.h"
@@ -19,8 +20,8 @@
 #include "model/model_file.h"
 #include "model/transformer.h"
 #include "model/vocab.h"
-#include "capability.h"
 #include "test_helpers.h"
+#include "train/options.h"
 
 using namespace nmt;
 using namespace nmt::test;
@@ -572,10 +573,15 @@ TEST_CASE("the model reader refuses forged headers, bad numbers and deep or inva
   CHECK(with_config(cj + R"(,"training":{"seed":)" + std::string(depth, '[') +
                     std::string(depth, ']') + "}}")
             .find("nested deeper than 64") != std::string::npos);
-  CHECK(with_config(cj + R"(,"training":{"seed":-3}})") ==
-        bad + " (stored config): training.seed: expected an integer >= 0, got -3");
-  CHECK(with_config(cj + R"(,"training":{"warmup_stpes":3}})").find("did you mean warmup_steps") !=
-        std::string::npos);
+  CHECK(with_config(cj + R"(,"training":[1]})") ==
+        bad + " (stored config): key \"training\": expected an object, got array");
+  // Its keys and values are the training tier's to check, where a run
+  // applies them (train/options.h); a stored one is never applied.
+  TrainOptions o;
+  CHECK_THROWS_WITH(apply_training_json({{"seed", -3}}, o, bad + " (stored config)"),
+                    bad + " (stored config): training.seed: expected an integer >= 0, got -3");
+  CHECK_THROWS_WITH(apply_training_json({{"warmup_stpes", 3}}, o, bad),
+                    Catch::Contains("did you mean warmup_steps"));
   // A stored config edited to enormous sizes is refused by the shapes,
   // before its parameters are allocated (this would be 8 GiB; the
   // vocabulary is left as it is, which would be refused first).
