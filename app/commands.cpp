@@ -31,6 +31,7 @@
 #include "model/transformer.h"
 #include "nmt_build_info.h"
 #include "ops/ops.h"
+#include "train/options.h"
 
 namespace nmt::app {
 
@@ -139,6 +140,7 @@ void register_summary_impl(CLI::App& app) {
     std::unique_ptr<Transformer> model;
     if (!is_model_file(path)) {
       cfg = load_config(path);
+      validate_training_json(cfg.training, path);  // as nmt train -c would read it
       model = std::make_unique<Transformer>(cfg);
       model->init(1);
     } else {

@@ -18,7 +18,7 @@ using json = nlohmann::json;
 
 TrainSession::TrainSession(const TrainPlan& plan, const TrainingData& data,
                            const TrainCallbacks& cb, Clock::time_point start)
-    : plan_(plan), opts_(plan.opts), data_(data), cb_(cb), start_(start) {}
+    : plan_(plan), opts_(plan.opts), data_(data), cb_(cb), start_(start), last_ckpt_time_(start) {}
 
 double TrainSession::seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();

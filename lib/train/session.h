@@ -102,7 +102,7 @@ class TrainSession {
   bool early_stopped_ = false;
 
   int64_t last_ckpt_step_ = 0;
-  Clock::time_point last_ckpt_time_ = Clock::now();
+  Clock::time_point last_ckpt_time_;  // the run's start, then each checkpoint's
   double tok_ema_ = 0, sec_ema_ = 0;
   TrainResult result_;
 };
