@@ -139,8 +139,8 @@ void register_summary_impl(CLI::App& app) {
     ModelConfig cfg;
     std::unique_ptr<Transformer> model;
     if (!is_model_file(path)) {
-      cfg = load_config(path);
-      validate_training_json(cfg.training, path);  // as nmt train -c would read it
+      TrainOptions unused;  // read as nmt train -c reads it, its training keys checked
+      cfg = read_training_config(path, false, "-c", unused);
       model = std::make_unique<Transformer>(cfg);
       model->init(1);
     } else {

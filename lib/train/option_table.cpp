@@ -5,9 +5,9 @@
 // registers its command-line options from it (app/cmd_train.cpp).
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/format.h"
 #include "core/suggest.h"
 #include "metrics/tokenizers.h"
 #include "train/options.h"
@@ -141,12 +141,6 @@ std::vector<TrainingOption> make_table() {
   };
 }
 
-std::string number_text(double x) {
-  std::ostringstream o;
-  o << x;
-  return o.str();
-}
-
 }  // namespace
 
 const char* best_metric_name(BestMetric m) { return m == BestMetric::Loss ? "loss" : "bleu"; }
@@ -175,7 +169,7 @@ std::string TrainingOption::expected() const {
     return s;
   }
   return std::string(type == kInt ? "an integer " : "a number ") + (strict ? "> " : ">= ") +
-         number_text(min);
+         format_number("%g", min);
 }
 
 void TrainingOption::check(const json& v, const std::string& name) const {

@@ -26,7 +26,6 @@ struct TrainPlan {
   int64_t schedule_steps = 0;
   double seconds_per_update = 0;  // measured before training (0: not measured)
 
-  bool given(const std::string& key) const { return opts.was_given(key); }
   bool has_valid() const { return !opts.valid_src.empty(); }
 };
 

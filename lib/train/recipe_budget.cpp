@@ -19,6 +19,9 @@ int64_t round_nicely(double x) {
   return static_cast<int64_t>(std::llround(x / p) * p);
 }
 
+// The largest batch a corpus of this many pairs takes.
+int64_t batch_cap(int64_t pairs) { return pairs < 100000 ? 4096 : pairs < 1000000 ? 8192 : 16384; }
+
 }  // namespace
 
 int64_t updates_in_time(double seconds_left, double seconds_per_update, double reserve_seconds) {
@@ -70,7 +73,7 @@ struct Budget {
 // from less noisy ones.
 void choose_batch(const BudgetFacts& f, const Budget& p, TrainOptions& o, Recipe& r) {
   if (o.was_given("batch_tokens")) return r.given("batch_tokens", o.batch_tokens);
-  const int64_t cap = f.pairs < 100000 ? 4096 : f.pairs < 1000000 ? 8192 : 16384;
+  const int64_t cap = batch_cap(f.pairs);
   const int64_t smallest = std::max<int64_t>(f.widest_pair, 256);
   int64_t b = cap;
   std::string why = short_count(f.pairs) + " pairs take batches of up to " + std::to_string(cap) +
@@ -264,9 +267,10 @@ BudgetPlan plan_budget(BudgetFacts f, ModelConfig& cfg, TrainOptions& o, Recipe&
     f.probe_seconds = t.seconds;
     f.fill = t.fill;
   };
-  const int64_t first_batch = o.was_given("batch_tokens") ? o.batch_tokens
-                              : f.pairs < 100000          ? 4096
-                                                          : 8192;
+  // The batch the plan starts from: the corpus's cap, at most 8192 for a
+  // first measurement.
+  const int64_t first_batch =
+      o.was_given("batch_tokens") ? o.batch_tokens : std::min<int64_t>(batch_cap(f.pairs), 8192);
   if (timed && !o.was_given("compute_type") && o.compute_type == ComputeType::BF16) {
     measure(first_batch, ComputeType::BF16);
     const double bf16_s = f.probe_seconds, bf16_fill = f.fill;

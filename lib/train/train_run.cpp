@@ -75,7 +75,7 @@ class TrainRun {
     check_trainable(plan_.cfg);
     // Before reading any data: every op training needs, in the compute type
     // asked for (f32 where the recipe will choose: it tries bf16 itself).
-    const bool chosen_later = opts_.recipe && !plan_.given("compute_type");
+    const bool chosen_later = opts_.recipe && !opts_.was_given("compute_type");
     require_compute_type(opts_.device, chosen_later ? ComputeType::F32 : opts_.compute_type,
                          /*training=*/true);
     for (size_t k = 0; k < opts_.train_src.size(); ++k)
@@ -156,7 +156,8 @@ void TrainRun::check_bounds() {
 }
 
 void TrainRun::check_bounds_before_data() {
-  if (!opts_.recipe || plan_.given("batch_tokens") || plan_.recipe_restored) return check_bounds();
+  if (!opts_.recipe || opts_.was_given("batch_tokens") || plan_.recipe_restored)
+    return check_bounds();
   // The batch is the recipe's, chosen later: refuse now what its smallest
   // batch could not fit.
   TrainOptions smallest = opts_;
@@ -172,7 +173,7 @@ void TrainRun::log_recipe(size_t from) {
 
 void TrainRun::choose_data_recipe() {
   if (!opts_.recipe || plan_.recipe_restored) return;
-  if (!plan_.given("config")) {
+  if (!opts_.was_given("config")) {
     plan_.cfg = load_config(find_config(recipe_config_name(data_.usable_pairs)));
     apply_given_regularisation();
     if (!plan_.spm.empty()) plan_.cfg.vocab_size = plan_.vocab.size();

@@ -57,21 +57,31 @@ void TrainingData::record_digest(const char* role, const std::string& file,
   digests.push_back({{"role", role}, {"file", file}, {"lines", lines.size()}, {"digest", hex}});
 }
 
+namespace {
+
+// "a.en: no usable sentence pairs (3 longer than 255 subwords, 2 with an
+// empty side)", with what an empty side is where the text was read.
+InputError no_usable_pairs(const std::string& files, const char* what, int64_t too_long,
+                           int64_t empty, int64_t max_len, const char* empty_means = "") {
+  return InputError(files + ": no usable sentence pairs" + what + " (" + std::to_string(too_long) +
+                    " longer than " + std::to_string(max_len) + " subwords, " +
+                    std::to_string(empty) + " with an empty side" + empty_means + ")");
+}
+
+}  // namespace
+
 void TrainingData::select(const TrainOptions& opts, int64_t max_len) {
   // A side with nothing SentencePiece keeps (spaces, control or zero-width
   // characters) is an empty side: refused now if nothing else is left, not
   // by SentencePiece ending the process, nor by a validation set that scores
   // every model alike.
-  auto none_left = [&](const std::string& file, int64_t lines, const char* what) {
-    return InputError(file + ": no usable sentence pairs" + what + " (0 longer than " +
-                      std::to_string(max_len) + " subwords, " + std::to_string(lines) +
-                      " with an empty side: blank, or only spaces, control or zero-width "
-                      "characters)");
-  };
+  constexpr const char* kEmpty = ": blank, or only spaces, control or zero-width characters";
   usable_pairs = clear_unusable_pairs(src, tgt);
-  if (usable_pairs == 0) throw none_left(train_files(opts), train_lines, "");
+  if (usable_pairs == 0)
+    throw no_usable_pairs(train_files(opts), "", 0, train_lines, max_len, kEmpty);
   if (!opts.valid_src.empty() && clear_unusable_pairs(vsrc, vtgt) == 0)
-    throw none_left(opts.valid_src, static_cast<int64_t>(vsrc.size()), " in the validation set");
+    throw no_usable_pairs(opts.valid_src, " in the validation set", 0,
+                          static_cast<int64_t>(vsrc.size()), max_len, kEmpty);
   line_of_.resize(src.size());
   std::iota(line_of_.begin(), line_of_.end(), int64_t{0});
   if (opts.filter) {
@@ -79,17 +89,6 @@ void TrainingData::select(const TrainOptions& opts, int64_t max_len) {
     usable_pairs -= duplicates;
   }
 }
-
-namespace {
-
-InputError no_usable_pairs(const std::string& files, const char* what, const ParallelCorpus& c,
-                           int64_t max_len) {
-  return InputError(files + ": no usable sentence pairs" + what + " (" +
-                    std::to_string(c.skipped_long) + " longer than " + std::to_string(max_len) +
-                    " subwords, " + std::to_string(c.skipped_empty) + " with an empty side)");
-}
-
-}  // namespace
 
 void TrainingData::encode(const Vocab& vocab, const TrainOptions& opts, int64_t max_len,
                           const Log& log) {
@@ -100,9 +99,11 @@ void TrainingData::encode(const Vocab& vocab, const TrainOptions& opts, int64_t 
   std::vector<int64_t>().swap(line_of_);
   if (opts.filter) ratio = filter_length_ratio(train);
   if (has_valid) valid = encode_corpus(vocab, vsrc, vtgt, max_len);
-  if (train.size() == 0) throw no_usable_pairs(train_files(opts), "", train, max_len);
+  if (train.size() == 0)
+    throw no_usable_pairs(train_files(opts), "", train.skipped_long, train.skipped_empty, max_len);
   if (has_valid && valid.size() == 0)
-    throw no_usable_pairs(opts.valid_src, " in the validation set", valid, max_len);
+    throw no_usable_pairs(opts.valid_src, " in the validation set", valid.skipped_long,
+                          valid.skipped_empty, max_len);
   // A batch holds at least one pair; a budget below the widest pair would
   // silently give such pairs a batch of their own.
   int64_t widest_line = 0;
