@@ -110,35 +110,6 @@ CLI::Validator fraction(const char* what) {
       "FLOAT in [0, 1)");
 }
 
-// Each option's range or choices are the ones its table entry declares
-// (training_options()), checked by CLI11 (a usage error, exit 2, naming the
-// option as typed) and shown by --help.
-CLI::Validator training_check(const TrainingOption& t) {
-  if (t.type == TrainingOption::kChoice) return CLI::IsMember(t.choices);
-  const bool integer = t.type == TrainingOption::kInt;
-  std::ostringstream desc;
-  desc << (integer ? "INT " : "FLOAT ") << (t.strict ? "> " : ">= ") << t.min;
-  return CLI::Validator(
-      [&t, integer](std::string& s) -> std::string {
-        nlohmann::json v;
-        int64_t i = 0;
-        double x = 0;
-        if (integer && CLI::detail::lexical_cast(s, i))
-          v = i;
-        else if (CLI::detail::lexical_cast(s, x) && std::isfinite(x))
-          v = x;
-        else
-          v = s;
-        try {
-          t.check(v, t.key);
-        } catch (const InputError&) {
-          return "expected " + t.expected() + ", got " + s;  // the value as typed
-        }
-        return "";
-      },
-      desc.str());
-}
-
 // The files, the config, the vocabulary, the switches, regularisation and
 // the machine.
 void add_file_options(CLI::App* cmd, TrainCli* cli) {
@@ -209,17 +180,10 @@ void add_file_options(CLI::App* cmd, TrainCli* cli) {
 void add_training_options(CLI::App* cmd, const std::shared_ptr<TrainCli>& cli) {
   const TrainOptions defaults;
   for (const TrainingOption& t : training_options()) {
-    auto given = [cli, key = t.key](const auto& v) { cli->given[key] = v; };
-    const std::string flag = flag_of(t.key), help = name_options(t.help, flag_of);
-    CLI::Option* opt = t.type == TrainingOption::kInt
-                           ? cmd->add_option_function<int64_t>(flag, given, help)
-                       : t.type == TrainingOption::kNumber
-                           ? cmd->add_option_function<double>(flag, given, help)
-                           : cmd->add_option_function<std::string>(flag, given, help);
-    opt->check(training_check(t));
     const nlohmann::json d = t.get(defaults);
     const std::string v = d.is_string() ? d.get<std::string>() : d.dump();
-    opt->default_str(t.recipe ? "recipe, or " + v : v);
+    add_table_option(cmd, t, t.recipe ? "recipe, or " + v : v,
+                     [cli, key = t.key](const nlohmann::json& v) { cli->given[key] = v; });
   }
 }
 

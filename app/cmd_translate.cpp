@@ -16,12 +16,12 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "commands.h"
 #include "core/comm.h"
 #include "core/error.h"
-#include "decode/shortlist_cost.h"
 #include "decode/translator.h"
 #include "io/output_file.h"
 #include "io/std_streams.h"
@@ -34,27 +34,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The command line: the files, what stderr says, and the translation
+// options named on it, by key (translate_options()).
 struct Opts {
   std::vector<std::string> models;  // one, or an ensemble
   std::vector<std::string> inputs;
-  std::string output, output_dir, suffix, format = "text", input_format = "text";
-  bool alignments = false, attention = false;
-  int alignment_layer = 0;  // 1-based; 0: the second-to-last
-  SearchOptions search;
-  bool scores = false;
-  int64_t batch_tokens = 0;  // auto_batch_tokens()
-  int window = 1024;
-  int threads = 0;
-  int workers = 0;
-  std::string batching = "static";
+  std::string output, output_dir, suffix;
   std::string compute;        // empty: the model file's
   std::string device = "cpu";
   bool output_given = false;  // -o "" is an error, not stdout
-  bool beam_given = false;
-  std::string sampling;   // "topk:K", "topp:P" or "full" as given
-  bool progress = false;  // plain progress lines where stderr is no terminal
-  bool verbose = false;   // how it will translate, on stderr
-  std::string shortlist = "auto";
+  bool progress = false;      // plain progress lines where stderr is no terminal
+  bool verbose = false;       // how it will translate, on stderr
+  nlohmann::json given = nlohmann::json::object();
 };
 
 // Standard output, or a file written as what it is (io::OutputFile).
@@ -147,24 +138,11 @@ std::vector<std::string> plan_outputs(const Opts& o) {
 
 // The service's options, checked before any file is read (the device is
 // opened later, once the files are known to be there).
-TranslateOptions service_options(Opts& o) {
-  if (!o.sampling.empty()) parse_sampling(o.sampling, o.search);
+TranslateOptions service_options(const Opts& o) {
   TranslateOptions t;
   t.models = o.models;
   t.compute = o.compute;
-  t.search = o.search;
-  t.shortlist = o.shortlist == "on"    ? ShortlistUse::on
-                : o.shortlist == "off" ? ShortlistUse::off
-                                       : ShortlistUse::automatic;
-  t.batch_tokens = o.batch_tokens;
-  t.workers = o.workers, t.threads = o.threads;
-  t.continuous = o.batching == "continuous";
-  t.alignment_layer = o.alignment_layer;
-  t.input_format = parse_input_format(o.input_format);
-  t.output = {parse_output_format(o.format), o.scores, o.alignments, o.attention,
-              o.search.n_best};
-  t.window = o.window;
-  t.beam_given = o.beam_given;
+  apply_translate_json(o.given, t);
   check_options(t);
   if (!o.output.empty() && o.inputs.size() > 1)
     throw UsageError("-o takes one input; use --output-dir for several");
@@ -262,105 +240,30 @@ void add_file_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
   add_device_option(cmd, o->device);
 }
 
-// The search, or sampling.
-void add_search_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
-  cmd->add_option("--beam", o->search.beam, "Beam size (1: greedy)")
-      ->check(CLI::Range(1, 1024))
-      ->each([o](const std::string&) { o->beam_given = true; });
-  cmd->add_option("--alpha", o->search.alpha, "GNMT length penalty exponent")
-      ->check(finite_range(0.0, 10.0));
-  cmd->add_flag("--length-norm", o->search.length_norm,
-                "Divide scores by length instead of the GNMT penalty");
-  cmd->add_option("--n-best", o->search.n_best,
-                  "Print this many hypotheses per input (<= beam); with --sampling, this many "
-                  "independent samples")
-      ->check(CLI::Range(1, 1024));
-  auto* sampling = cmd->add_option("--sampling", o->sampling,
-                  "Sample instead of searching (back-translation): topk:K from the K most "
-                  "probable tokens, topp:P from the fewest reaching probability P (nucleus), or "
-                  "full; with --beam 1. A line's samples depend only on --seed, its line number "
-                  "and its text");
-  // Both mean nothing to a search: given without --sampling, they are a
-  // mistake to say, not to ignore.
-  cmd->add_option("--sampling-temperature", o->search.temperature,
-                  "Divide the logits by this before sampling (below 1: sharper)")
-      ->check(finite_range(1e-3, 100.0))
-      ->needs(sampling);
-  cmd->add_option("--seed", o->search.seed, "Seed of --sampling")
-      ->check(unsigned_integer())
-      ->needs(sampling)
-      ->capture_default_str();
-}
-
-// What is written, and said on stderr.
-void add_output_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
+// What stderr says besides warnings.
+void add_report_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
   cmd->add_flag("--verbose", o->verbose,
                 "Print how it will translate (compute type, device, workers, threads, batch size, "
                 "the backend's numerics) on stderr before it starts");
   cmd->add_flag("--progress", o->progress,
                 "Print a progress line (lines, lines/s, share of the file, ETA) every 10 s on "
                 "stderr; on a terminal a live line is shown anyway for a file input");
-  cmd->add_flag("--scores", o->scores,
-                "Print each translation's search score first: its log-probability divided by "
-                "the GNMT length penalty ((5 + tokens) / 6)^alpha, or by tokens with "
-                "--length-norm (the 'score' column of nmt score -m)");
-  cmd->add_option("--format", o->format,
-                  "text, or jsonl (line, translation, score, logprob, tokens)")
-      ->check(CLI::IsMember({"text", "jsonl"}));
-  cmd->add_option("--input-format", o->input_format,
-                  "text; tsv: source<TAB>prefix, the translation starts with the prefix; jsonl: "
-                  "{\"text\": ..., \"constraints\": [...], \"prefix\": ...}, every constraint "
-                  "(target text) appears in the translation. A line that does not parse gets a "
-                  "warning and an empty output line")
-      ->check(CLI::IsMember({"text", "tsv", "jsonl"}));
-  cmd->add_flag("--alignments", o->alignments,
-                "Append ' ||| 0-0 1-2 ...' (source word-target word, counted from 0 as in Moses "
-                "and fast_align) from the cross-attention averaged over heads; jsonl: an "
-                "\"alignment\" field");
-  cmd->add_option("--alignment-layer", o->alignment_layer,
-                  "Decoder layer of --alignments and --attention, from 1 (0: the second-to-last)")
-      ->check(CLI::Range(0, 1024));
-  cmd->add_flag("--attention", o->attention,
-                "With --format jsonl: the best translation's cross-attention (target piece x "
-                "source piece, heads averaged) and the pieces, as \"attention\"");
 }
 
-// Batches, workers, the shortlist and the output's length.
-void add_batching_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
-  cmd->add_option("--batch-tokens", o->batch_tokens,
-                  "Source tokens per batch (0: " + std::to_string(kBatchTokensOneThread) +
-                      " for workers of one thread (" + std::to_string(kBatchTokensOneThreadInt8) +
-                      " in int8), " + std::to_string(kBatchTokensThreaded) +
-                      " for workers of several)")
-      ->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("--batching", o->batching,
-                  "static: each batch runs until its last sentence ends; continuous: as sentences "
-                  "finish, the next ones join the running batch (the output is the same)")
-      ->check(CLI::IsMember({"continuous", "static"}));
-  cmd->add_option("--window", o->window, "Lines read ahead and sorted by length")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--threads", o->threads,
-                  "CPU threads of each worker (0: the cores shared out among the workers "
-                  "that a window keeps busy)")
-      ->check(CLI::Range(0, 1024));
-  cmd->add_option("--workers", o->workers,
-                  "Translators sharing the one loaded model, each on its own threads; batches "
-                  "are shared out among them, and the output is the same for any number "
-                  "(0: min(cores, 4))")
-      ->check(CLI::Range(0, 256));
-  cmd->add_option("--shortlist", o->shortlist,
-                  "Restrict each sentence's output to the model's vocabulary shortlist for its "
-                  "source: on, off, or auto (on where the model's training run measured it to "
-                  "cost at most " +
-                      shortlist_cost_limit() +
-                      " BLEU on its validation set; nmt info shows what it measured)")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
-  cmd->add_option("--max-length-a", o->search.max_len_a,
-                  "Max output length = a * source length + b")
-      ->check(finite_range(0.0, 100.0));
-  cmd->add_option("--max-length-b", o->search.max_len_b, "See --max-length-a")
-      ->check(CLI::Range(0, 100000));
+// The search, the output, batches and workers: translate_options(), each
+// gathered under its key.
+void add_translation_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
+  const TranslateOptions defaults;
+  for (const OptionSpec<TranslateOptions>& spec : translate_options()) {
+    if (spec.key == "scores") add_report_options(cmd, o);
+    const nlohmann::json d = spec.get(defaults);
+    const std::string shown = d.is_string()         ? d.get<std::string>()
+                              : d.is_number_float() ? CLI::detail::to_string(d.get<float>())
+                              : d.is_boolean()      ? ""
+                                                    : d.dump();
+    add_table_option(cmd, spec, shown,
+                     [o, key = spec.key](const nlohmann::json& v) { o->given[key] = v; });
+  }
 }
 
 }  // namespace
@@ -370,9 +273,7 @@ void register_translate(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "translate", "Translate text with a trained model (stdin to stdout by default)");
   add_file_options(cmd, o);
-  add_search_options(cmd, o);
-  add_output_options(cmd, o);
-  add_batching_options(cmd, o);
+  add_translation_options(cmd, o);
   cmd->callback([o] { run(*o); });
 }
 

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/backend.h"
 #include "core/device.h"
@@ -57,6 +58,72 @@ CLI::Validator finite_range(double lo, double hi) {
         return "";
       },
       "FLOAT in " + range);
+}
+
+namespace {
+
+// The check of a table's option: CLI11's own where it has one (the range
+// shown as "INT in [1 - 1024]"), else the option's, naming the value as typed.
+CLI::Validator table_check(const OptionInfo& o) {
+  using T = OptionInfo;
+  if (o.type == T::kChoice) return CLI::IsMember(o.choices);
+  if (o.type == T::kUnsigned) return unsigned_integer();
+  if (o.max && !o.strict_min)
+    return o.type == T::kInt ? CLI::Validator(CLI::Range(static_cast<int64_t>(*o.min),
+                                                         static_cast<int64_t>(*o.max)))
+                             : finite_range(*o.min, *o.max);
+  const bool integer = o.type == T::kInt;
+  std::ostringstream desc;
+  desc << (integer ? "INT " : "FLOAT ");
+  if (o.max)
+    desc << "in (" << *o.min << " - " << *o.max << "]";
+  else
+    desc << (o.strict_min ? "> " : ">= ") << o.min.value_or(0);
+  return CLI::Validator(
+      [&o, integer](std::string& s) -> std::string {
+        nlohmann::json v;
+        int64_t i = 0;
+        double x = 0;
+        if (integer && CLI::detail::lexical_cast(s, i))
+          v = i;
+        else if (CLI::detail::lexical_cast(s, x) && std::isfinite(x))
+          v = x;
+        else
+          v = s;
+        return o.problem(v).empty() ? "" : "expected " + o.expected() + ", got " + s;
+      },
+      desc.str());
+}
+
+}  // namespace
+
+CLI::Option* add_table_option(CLI::App* cmd, const OptionInfo& o, const std::string& shown,
+                              std::function<void(const nlohmann::json&)> set) {
+  using T = OptionInfo;
+  const std::string flag = flag_of(o.key), help = name_options(o.help, flag_of);
+  CLI::Option* opt = nullptr;
+  switch (o.type) {
+    case T::kFlag:
+      return cmd->add_flag_callback(
+          flag, [set] { set(true); }, help);
+    case T::kInt:
+      opt = cmd->add_option_function<int64_t>(flag, set, help);
+      break;
+    case T::kUnsigned:
+      opt = cmd->add_option_function<uint64_t>(flag, set, help);
+      break;
+    case T::kNumber:
+      opt = cmd->add_option_function<double>(flag, set, help);
+      break;
+    case T::kChoice:
+    case T::kText:
+      opt = cmd->add_option_function<std::string>(flag, set, help);
+      break;
+  }
+  if (o.type != T::kText) opt->check(table_check(o));
+  if (!shown.empty()) opt->default_str(shown);
+  if (!o.needs.empty()) opt->needs(cmd->get_option(flag_of(o.needs)));
+  return opt;
 }
 
 CLI::Validator unsigned_integer() {

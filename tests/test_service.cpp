@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "service/requests.h"
+#include "service/translation_service.h"
 
 using namespace nmt;
 
@@ -143,4 +145,59 @@ TEST_CASE("errors name options by key, written as each caller names them", "[ser
   // Only {lowercase_key} is an option: JSON, empty braces and other text stay.
   const Error plain("{\"text\": 1} {} {Beam} {a b} {valid_src} {x");
   CHECK(message_naming(plain, flag) == "{\"text\": 1} {} {Beam} {a b} --valid-src {x");
+}
+
+TEST_CASE("translation options: one table reads, writes and checks them by key", "[service]") {
+  TranslateOptions t;
+  apply_translate_json(nlohmann::json{{"beam", 6},
+                                      {"alpha", 1.5},
+                                      {"sampling", "topk:10"},
+                                      {"format", "jsonl"},
+                                      {"batching", "continuous"},
+                                      {"shortlist", "off"},
+                                      {"scores", true}},
+                       t);
+  CHECK(t.search.beam == 6);
+  CHECK(t.search.alpha == 1.5f);
+  CHECK(t.search.sampling == "topk");
+  CHECK(t.search.sampling_k == 10);
+  CHECK(t.output.format == OutputFormat::jsonl);
+  CHECK(t.continuous);
+  CHECK(t.shortlist == ShortlistUse::off);
+  CHECK(t.output.scores);
+  CHECK(t.given == std::set<std::string>{"alpha", "batching", "beam", "format", "sampling",
+                                         "scores", "shortlist"});
+  // Written back as read, and every option of the table is there.
+  const nlohmann::json j = translate_options_json(t);
+  CHECK(j.size() == translate_options().size());
+  CHECK(j["sampling"] == "topk:10");
+  CHECK(j["batching"] == "continuous");
+  TranslateOptions back;
+  apply_translate_json(j, back);
+  CHECK(translate_options_json(back) == j);
+
+  auto refusal = [](const nlohmann::json& j) {
+    TranslateOptions o;
+    o.models = {"m.nmt"};
+    try {
+      apply_translate_json(j, o);
+      check_options(o);
+    } catch (const InputError& e) {
+      return message_naming(e, [](const std::string& key) { return key; });
+    }
+    return std::string("taken");
+  };
+  CHECK(refusal({{"beem", 4}}) == "unknown translation option \"beem\" (did you mean beam?)");
+  CHECK(refusal({{"beam", 0}}) == "beam: expected a number from 1 to 1024, got 0");
+  CHECK(refusal({{"window", 0}}) == "window: expected a number from 1 to 1048576, got 0");
+  CHECK(refusal({{"format", "xml"}}) == "format: expected \"text\" or \"jsonl\", got \"xml\"");
+  CHECK(refusal({{"sampling_temperature", 0.0}}) ==
+        "sampling_temperature: expected a number in (0, 100], got 0");
+  CHECK(refusal({{"seed", -1}}) ==
+        "seed: expected a whole number from 0 to 18446744073709551615, got -1");
+  // Meaningful only together: a seed without sampling is a mistake to say.
+  CHECK(refusal({{"seed", 3}}) == "seed means nothing without sampling");
+  CHECK(refusal({{"seed", 3}, {"sampling", "full"}}) == "taken");
+  CHECK(refusal({{"sampling", "full"}, {"beam", 4}}) ==
+        "sampling draws one token at a time: it takes beam 1 (n_best N draws N samples)");
 }

@@ -30,7 +30,7 @@ nmt::TranslateOptions service_options(const std::vector<std::string>& models,
   s.temperature = static_cast<float>(o.sampling_temperature);
   s.seed = o.seed;
   if (!o.sampling.empty()) parse_sampling(o.sampling, s);
-  t.beam_given = o.beam != SearchOptions{}.beam;
+  if (o.beam != SearchOptions{}.beam) t.given.insert("beam");
   t.shortlist = o.shortlist == Shortlist::on    ? ShortlistUse::on
                 : o.shortlist == Shortlist::off ? ShortlistUse::off
                                                 : ShortlistUse::automatic;

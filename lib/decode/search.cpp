@@ -17,59 +17,6 @@ double length_penalty(int64_t length, const SearchOptions& opts) {
   return std::pow((5.0 + static_cast<double>(length)) / 6.0, opts.alpha);
 }
 
-void validate(const SearchOptions& o) {
-  auto in = [](double x, double lo, double hi) { return x >= lo && x <= hi; };  // false for NaN
-  // name: the option's key, then what of it ("topk:K"), if a part.
-  auto fail = [](const char* key, const char* part, const std::string& range, double x) {
-    std::ostringstream v;
-    v << x;
-    throw about_option<UsageError>(
-        key, std::string(part) + ": expected a number " + range + ", got " + v.str());
-  };
-  if (!in(o.beam, 1, 1024)) fail("beam", "", "from 1 to 1024", o.beam);
-  if (!in(o.n_best, 1, 1024)) fail("n_best", "", "from 1 to 1024", o.n_best);
-  if (!in(o.alpha, 0, 10)) fail("alpha", "", "from 0 to 10", o.alpha);
-  if (!in(o.max_len_a, 0, 100)) fail("max_length_a", "", "from 0 to 100", o.max_len_a);
-  if (!in(o.max_len_b, 0, 100000)) fail("max_length_b", "", "from 0 to 100000", o.max_len_b);
-  if (o.sampling.empty()) return;
-  if (o.sampling != "topk" && o.sampling != "topp" && o.sampling != "full")
-    throw about_option<UsageError>("sampling",
-                                   ": expected topk:K, topp:P or full, got \"" + o.sampling + "\"");
-  if (o.sampling == "topk" && !in(o.sampling_k, 1, 1000000))
-    fail("sampling", "topk:K", "K from 1 to 1000000", o.sampling_k);
-  if (o.sampling == "topp" && !(o.sampling_p > 0 && o.sampling_p <= 1))
-    fail("sampling", "topp:P", "P in (0, 1]", o.sampling_p);
-  if (!(o.temperature > 0 && o.temperature <= 100))
-    fail("sampling_temperature", "", "in (0, 100]", o.temperature);
-}
-
-void parse_sampling(const std::string& spec, SearchOptions& o) {
-  const size_t colon = spec.find(':');
-  const std::string kind = spec.substr(0, colon),
-                    arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  auto bad = [&] {
-    return about_option<UsageError>(
-        "sampling", spec + ": expected topk:K (K from 1 to 1000000), topp:P (P in (0, 1]) or full");
-  };
-  o.sampling = kind;
-  try {
-    size_t used = 0;
-    if (kind == "topk" && !arg.empty()) {
-      const long k = std::stol(arg, &used);
-      if (used != arg.size() || k < 1 || k > 1000000) throw bad();
-      o.sampling_k = static_cast<int>(k);
-    } else if (kind == "topp" && !arg.empty()) {
-      const double p = std::stod(arg, &used);
-      if (used != arg.size() || !(p > 0 && p <= 1)) throw bad();
-      o.sampling_p = static_cast<float>(p);
-    } else if (!(kind == "full" && arg.empty())) {
-      throw bad();
-    }
-  } catch (const std::logic_error&) {
-    throw bad();
-  }
-}
-
 namespace {
 
 // The sources framed as the model's are (</s>-terminated), padded to the

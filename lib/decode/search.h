@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/option_spec.h"
 #include "core/stop.h"
 #include "model/transformer.h"
 
@@ -49,15 +50,21 @@ struct SearchOptions {
   const StopFlag* stop = nullptr;
 };
 
-// Throws UsageError naming the option unless every value is in range (NaN
-// never is): beam and n_best 1..1024, alpha 0..10, max_len_a 0..100,
-// max_len_b 0..100000; sampling topk with k 1..1000000,
-// topp with p in (0, 1], temperature in (0, 100].
+// The search's options that a user sets, in the order --help lists them:
+// beam, alpha, length_norm, n_best, sampling (as "topk:K", "topp:P" or
+// "full"), sampling_temperature, seed, max_length_a, max_length_b.
+const std::vector<OptionSpec<SearchOptions>>& search_options();
+
+// Throws UsageError naming the option unless every value is in
+// search_options()'s range (NaN never is), and the sampling's K in
+// 1..1000000, its P in (0, 1].
 void validate(const SearchOptions& opts);
 
 // A sampling as one string, "topk:K", "topp:P" or "full", into opts'
 // sampling fields; anything else is a UsageError about the option sampling.
 void parse_sampling(const std::string& spec, SearchOptions& opts);
+// opts' sampling as that string; empty: search.
+std::string sampling_spec(const SearchOptions& opts);
 
 struct Hypothesis {
   std::vector<int32_t> tokens;  // without </s>

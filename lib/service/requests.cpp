@@ -21,6 +21,12 @@ OutputFormat parse_output_format(const std::string& name) {
   throw about_option<InputError>("format", name + " is not text or jsonl");
 }
 
+const char* format_name(InputFormat f) {
+  return f == InputFormat::tsv ? "tsv" : f == InputFormat::jsonl ? "jsonl" : "text";
+}
+
+const char* format_name(OutputFormat f) { return f == OutputFormat::jsonl ? "jsonl" : "text"; }
+
 namespace {
 
 void cut_field(std::string& field, const char* what, const RequestFormat& f, int64_t line_no,

@@ -23,6 +23,8 @@ enum class OutputFormat { text, jsonl };
 // naming the option key input_format or format.
 InputFormat parse_input_format(const std::string& name);
 OutputFormat parse_output_format(const std::string& name);
+const char* format_name(InputFormat f);
+const char* format_name(OutputFormat f);
 
 // A warning about input line line_no (1-based), one line of text.
 using LineWarning = std::function<void(int64_t line_no, const std::string& what)>;

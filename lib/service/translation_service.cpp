@@ -13,57 +13,6 @@
 
 namespace nmt {
 
-namespace {
-
-// The sampling as `nmt translate --sampling` takes it: topk:K, topp:P, full.
-std::string sampling_spec(const SearchOptions& s) {
-  if (s.sampling == "topk") return "topk:" + std::to_string(s.sampling_k);
-  if (s.sampling == "topp") {
-    char p[32];
-    std::snprintf(p, sizeof p, "%g", static_cast<double>(s.sampling_p));
-    return std::string("topp:") + p;
-  }
-  return s.sampling;
-}
-
-}  // namespace
-
-void check_options(TranslateOptions& o) {
-  SearchOptions& s = o.search;
-  if (!s.sampling.empty()) {
-    if (o.beam_given && s.beam > 1)
-      throw about_option<UsageError>(
-          "sampling", "draws one token at a time: it takes {beam} 1 ({n_best} N draws N samples)");
-    if (o.shortlist == ShortlistUse::on)
-      throw about_option<UsageError>(
-          "shortlist", "on restricts the search; {sampling} draws from the whole vocabulary");
-    s.beam = s.n_best;  // the rows a sentence holds: one per sample
-  }
-  validate(s);
-  if (o.models.empty()) throw about_option<UsageError>("model", ": none given");
-  auto range = [](const char* key, int64_t v, int64_t lo, int64_t hi) {
-    if (v < lo || v > hi)
-      throw about_option<UsageError>(key, ": expected a number from " + std::to_string(lo) +
-                                              " to " + std::to_string(hi) + ", got " +
-                                              std::to_string(v));
-  };
-  range("batch_tokens", o.batch_tokens, 0, int64_t{1} << 24);
-  range("window", o.window, 1, 1 << 20);
-  range("threads", o.threads, 0, 1024);
-  range("workers", o.workers, 0, 256);
-  range("alignment_layer", o.alignment_layer, 0, 1024);
-  if (s.n_best > s.beam)
-    throw about_option<UsageError>(
-        "n_best", std::to_string(s.n_best) + " exceeds {beam} " + std::to_string(s.beam));
-  if (o.output.alignments && s.n_best > 1 && o.output.format == OutputFormat::text)
-    throw about_option<UsageError>(
-        "alignments", "belongs to the best translation; with {n_best} use {format} jsonl");
-  if (o.output.attention && o.output.format != OutputFormat::jsonl)
-    throw about_option<UsageError>("attention",
-                                   "writes a matrix per line; it needs {format} jsonl");
-  o.output.n_best = s.n_best;
-}
-
 TranslationService::TranslationService(TranslateOptions opts,
                                        std::function<void(const std::string&)> warn)
     : opts_(std::move(opts)), warn_(std::move(warn)) {
@@ -118,7 +67,7 @@ void TranslationService::check_memory() const {
                       decode_memory_bound(models_[0].config, opts_.search, tr.batch_tokens(),
                                           opts_.window);
   if (need <= double(phys)) return;
-  const bool beam = opts_.search.beam > 1 && opts_.beam_given;
+  const bool beam = opts_.search.beam > 1 && opts_.given.count("beam") > 0;
   throw about_option<UsageError>(
       beam ? "beam" : "batch_tokens",
       std::to_string(beam ? opts_.search.beam : tr.batch_tokens()) + ": " +

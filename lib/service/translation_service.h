@@ -10,11 +10,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/comm.h"
 #include "core/device.h"
+#include "core/option_spec.h"
 #include "decode/ensemble.h"
 #include "decode/translator.h"
 #include "io/text_file.h"
@@ -41,8 +43,21 @@ struct TranslateOptions {
   InputFormat input_format = InputFormat::text;
   ResultFormat output;
   int window = 1024;  // lines read ahead and sorted by length
-  bool beam_given = false;  // a memory refusal then blames the beam, not the batch
+  // The options the user gave, by key: a memory refusal then blames the
+  // beam rather than the batch, and sampling refuses a beam given with it.
+  std::set<std::string> given;
 };
+
+// Every option of translation that a user sets, in the order `nmt translate
+// --help` lists them (core/option_spec.h): the search's and the service's.
+const std::vector<OptionSpec<TranslateOptions>>& translate_options();
+
+// Options by key from a JSON object ({"beam": 5, "format": "jsonl"}), each
+// checked and marked given; an unknown key or a value out of range is an
+// InputError about that key.
+void apply_translate_json(const nlohmann::json& j, TranslateOptions& opts);
+// Every option of translate_options() by key.
+nlohmann::json translate_options_json(const TranslateOptions& opts);
 
 // The combinations of options that mean nothing (sampling with a beam or a
 // required shortlist, more hypotheses than the beam, n-best alignments as

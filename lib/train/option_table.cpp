@@ -20,7 +20,7 @@ namespace {
 
 // get and set of one TrainOptions member, by its type.
 template <class T>
-TrainingOption option(const char* key, TrainingOption::Type type, T TrainOptions::*member,
+TrainingOption option(const char* key, OptionInfo::Type type, T TrainOptions::*member,
                       const char* help) {
   TrainingOption o;
   o.key = key;
@@ -37,7 +37,7 @@ TrainingOption choice(const char* key, E TrainOptions::*member, std::vector<E> v
                       const char* (*name)(E), const char* help) {
   TrainingOption o;
   o.key = key;
-  o.type = TrainingOption::kChoice;
+  o.type = OptionInfo::kChoice;
   o.help = help;
   for (E v : values) o.choices.push_back(name(v));
   o.get = [member, name](const TrainOptions& t) { return json(name(t.*member)); };
@@ -50,7 +50,7 @@ TrainingOption choice(const char* key, E TrainOptions::*member, std::vector<E> v
 
 TrainingOption at_least(TrainingOption o, double min, bool strict = false) {
   o.min = min;
-  o.strict = strict;
+  o.strict_min = strict;
   return o;
 }
 
@@ -73,7 +73,7 @@ std::vector<metrics::TokenizerKind> validation_tokenizers() {
 
 std::vector<TrainingOption> make_table() {
   using O = TrainOptions;
-  constexpr auto kInt = TrainingOption::kInt, kNumber = TrainingOption::kNumber;
+  constexpr auto kInt = OptionInfo::kInt, kNumber = OptionInfo::kNumber;
   return {
       recipe(at_least(option("batch_tokens", kInt, &O::batch_tokens,
                              "Padded tokens per batch, max of source and target"),
@@ -156,35 +156,6 @@ const TrainingOption* find_training_option(const std::string& key) {
   return nullptr;
 }
 
-std::string TrainingOption::expected() const {
-  if (type == kChoice) {
-    if (choices.size() > 3) {
-      std::string s = "one of ";
-      for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];
-      return s;
-    }
-    std::string s;
-    for (size_t i = 0; i < choices.size(); ++i)
-      s += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + json(choices[i]).dump();
-    return s;
-  }
-  return std::string(type == kInt ? "an integer " : "a number ") + (strict ? "> " : ">= ") +
-         format_number("%g", min);
-}
-
-void TrainingOption::check(const json& v, const std::string& name) const {
-  bool ok = false;
-  if (type == kChoice) {
-    ok = v.is_string() &&
-         std::find(choices.begin(), choices.end(), v.get<std::string>()) != choices.end();
-  } else if (type == kInt ? v.is_number_integer() : v.is_number()) {
-    const double x = v.get<double>();
-    ok = std::isfinite(x) && (strict ? x > min : x >= min) &&
-         (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{1} << 62);
-  }
-  if (!ok) throw InputError(name + ": expected " + expected() + ", got " + v.dump());
-}
-
 void validate_training_json(const json& j, const std::string& source, bool cli) {
   if (!j.is_object())
     throw InputError(source + ": key \"training\": expected an object, got " +
@@ -200,7 +171,8 @@ void validate_training_json(const json& j, const std::string& source, bool cli) 
       throw InputError(source + ": unknown key \"training." + it.key() + "\"" +
                        did_you_mean(it.key(), names));
     }
-    o->check(it.value(), name);
+    if (const std::string why = o->problem(it.value()); !why.empty())
+      throw InputError(name + ": " + why);
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/option_spec.h"
 #include "metrics/tokenizers.h"
 #include "train/optimizer.h"
 
@@ -102,30 +103,10 @@ struct TrainOptions {
   Device device = Device::CPU;
 };
 
-// One training option: its key (the config's "training" object's, the
-// command line's flag --key-with-dashes, the messages' {key}), what its
-// values may be, whether the recipe chooses it, and where TrainOptions
-// holds it.
-struct TrainingOption {
-  enum Type { kInt, kNumber, kChoice };
-  std::string key;
-  Type type = kInt;
-  double min = 0;                    // kInt, kNumber: the smallest value allowed,
-  bool strict = false;               // or the value must exceed it
-  std::vector<std::string> choices;  // kChoice
-  bool recipe = false;               // the recipe chooses it unless given
-  // It says how long to go on or how to log: a resumed run takes this
-  // invocation's value, not the checkpoint's.
-  bool per_run = false;
-  std::string help;  // for --help; names other options as {key}
-  std::function<nlohmann::json(const TrainOptions&)> get;
-  std::function<void(TrainOptions&, const nlohmann::json&)> set;  // a checked value
-
-  // "an integer >= 2", "a number > 0", "\"bleu\" or \"loss\"", "one of 13a, intl, ..."
-  std::string expected() const;
-  // Throws InputError "<name>: expected <expected()>, got <v>".
-  void check(const nlohmann::json& v, const std::string& name) const;
-};
+// One training option (core/option_spec.h): the config's "training"
+// object's key, what its values may be, whether the recipe chooses it, and
+// where TrainOptions holds it.
+using TrainingOption = OptionSpec<TrainOptions>;
 
 // Every training option, in the order --help lists them.
 const std::vector<TrainingOption>& training_options();
