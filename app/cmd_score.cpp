@@ -9,12 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
-#include <new>
-#include <optional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,12 +21,9 @@
 #include "io/output_file.h"
 #include "io/std_streams.h"
 #include "io/text_file.h"
-#include "metrics/bleu.h"
-#include "metrics/chrf.h"
 #include "metrics/report.h"
-#include "metrics/ter.h"
-#include "metrics/tokenizers.h"
 #include "score_model.h"
+#include "service/report_inputs.h"
 
 namespace nmt::app {
 
@@ -36,240 +31,44 @@ namespace {
 
 struct ScoreCli {
   // metric mode
-  std::vector<std::string> metrics{"bleu"};
   std::string metric;                 // --metric: one metric
   std::vector<std::string> refs;      // positional, as sacrebleu takes them
   std::vector<std::string> ref_opts;  // -r, nmt's earlier spelling
   std::vector<std::string> inputs;    // -i
-  std::string tokenize = "13a";
-  std::string spm_model;  // spm, flores101, flores200, spBLEU-1K
-  bool lowercase = false;
-  bool chrf_lowercase = false;
-  std::string smooth_method = "exp";
-  double smooth_value = 0.0;
-  bool sentence_level = false;
-  int chrf_char_order = 6;
-  int chrf_word_order = 0;
-  int chrf_beta = 2;
-  bool chrf_whitespace = false;
-  metrics::TerOptions ter;
-  std::string format = "text";
-  int width = 2;
-  bool signature = true;
-  bool score_only = false;
-  // sacreBLEU's significance and confidence options
-  bool paired_bs = false;
-  bool paired_ar = false;
-  int paired_bs_n = 1000;
-  int paired_ar_n = 10000;
-  int paired_jobs = 1;
-  bool confidence = false;
-  int confidence_n = 1000;
+  nlohmann::json given = nlohmann::json::object();  // report_options() named, by key
+  int paired_jobs = 1;                              // accepted, and without effect
 
   // model mode
   ModelScoreArgs model;
 
   CLI::Option* model_opt = nullptr;
-  CLI::Option* metrics_opt = nullptr;
-  CLI::Option* smooth_value_opt = nullptr;
-  CLI::Option* lowercase_opt = nullptr;
   std::vector<CLI::Option*> metric_only;
   std::vector<CLI::Option*> model_only;
 };
 
-std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+void note(const std::string& line) { std::cerr << "nmt: " << line << "\n"; }
 
-// Reads a file as the sacrebleu CLI does (each line right-stripped), with
-// ill-formed UTF-8 replaced rather than fatal, and said so on stderr by line,
-// as every nmt command reads text.
-std::vector<std::string> read_text(const std::string& path, const std::string& option) {
-  io::check_input_path(path, option);
-  io::TextChecks checks;
-  checks.warn = io::warn_on_stderr;
-  std::vector<std::string> lines =
-      metrics::while_scoring("reading " + display_name(path), [&] { return io::read_lines(path, checks); });
-  for (std::string& line : lines) line.resize(metrics::rstrip_whitespace(line).size());
-  return lines;
-}
-
-// What the metrics compute on: the reference streams and one hypothesis
-// stream per system, named as sacreBLEU names them (the path as given; the
-// first prefixed "Baseline: " in a paired test).
-struct Inputs {
-  std::vector<std::string> ref_paths;
-  std::vector<std::string> hyp_paths;
-  metrics::ReportInputs report;  // what they hold, and the systems' names
-};
-
-bool paired_mode(const ScoreCli& cli) { return cli.paired_bs || cli.paired_ar; }
-
-Inputs read_inputs(const ScoreCli& cli) {
-  Inputs in;
+void run_metric_score(const ScoreCli& cli) {
+  metrics::ReportOptions options;
+  nlohmann::json given = cli.given;
+  if (!cli.metric.empty()) given["metrics"] = {cli.metric};
+  metrics::apply_report_json(given, options);
+  metrics::check_report_options(options);
+  prepare_report_tokenizer(options, note);
+  metrics::check_resampling_memory(options);
   if (!cli.refs.empty() && !cli.ref_opts.empty())
     throw UsageError(
         "score: give the references either with -r or as arguments, not both (the hypothesis "
         "comes from -i HYP or stdin)");
-  in.ref_paths = cli.refs.empty() ? cli.ref_opts : cli.refs;
-  if (in.ref_paths.empty())
+  const std::vector<std::string>& refs = cli.refs.empty() ? cli.ref_opts : cli.refs;
+  if (refs.empty())
     throw UsageError("score: no reference: give reference files as arguments (or a model with -m)");
-  const std::vector<std::string> given =
+  const std::vector<std::string> hyps =
       cli.inputs.empty() ? std::vector<std::string>{"-"} : cli.inputs;
-  // sacreBLEU: a file given again as the baseline is skipped in a paired
-  // test; any other repeated name is an error.
-  for (const std::string& path : given) {
-    if (std::find(in.hyp_paths.begin(), in.hyp_paths.end(), path) != in.hyp_paths.end()) {
-      if (paired_mode(cli) && path == in.hyp_paths[0]) {
-        std::cerr << "nmt: note: ignoring " << path << " as it was also given as the baseline\n";
-        continue;
-      }
-      throw InputError("score: -i names " + path +
-                       " twice; each system needs its own file name, which names it");
-    }
-    in.hyp_paths.push_back(path);
-  }
-  const std::size_t n_sys = in.hyp_paths.size();
-  if (std::count(in.hyp_paths.begin(), in.hyp_paths.end(), "-") > 0 && ::isatty(STDIN_FILENO))
+  if (std::count(hyps.begin(), hyps.end(), "-") > 0 && ::isatty(STDIN_FILENO))
     throw UsageError("score: no hypothesis: give -i HYP or pipe it on stdin");
-  // sacreBLEU's checks, in its order, before any file is read.
-  if (cli.sentence_level && n_sys > 1)
-    throw UsageError("score: only one system can be evaluated with --sentence-level");
-  if (cli.sentence_level && (cli.confidence || paired_mode(cli)))
-    throw UsageError("score: statistical tests are unavailable with --sentence-level");
-  if (paired_mode(cli) && n_sys == 1)
-    throw UsageError(
-        "score: paired tests require multiple input systems given to --input (-i): the first is "
-        "the baseline");
-  if (n_sys > 1 && cli.confidence)
-    throw UsageError(
-        "score: --confidence is for one system; use --paired-bs or --paired-ar for several");
-  for (const std::string& r : in.ref_paths) io::check_input_path(r, "reference");
-  for (const std::string& h : in.hyp_paths) io::check_input_path(h, "-i");
-  for (const std::string& r : in.ref_paths) {
-    if (r == "-") throw UsageError("score: a reference cannot be stdin (stdin is the hypothesis)");
-    for (const std::string& h : in.hyp_paths)
-      if (h != "-" && io::file_id(r) == io::file_id(h))
-        std::cerr << "nmt: warning: the hypothesis " << h << " is also given as a reference\n";
-  }
-  for (const std::string& r : in.ref_paths) in.report.refs.push_back(read_text(r, "reference"));
-  for (const std::string& h : in.hyp_paths) {
-    in.report.systems.push_back(read_text(h, "-i"));
-    in.report.names.push_back(h);
-    in.report.labels.push_back(display_name(h));
-    // sacreBLEU refuses an empty system too ("contains no sentence").
-    if (in.report.systems.back().empty())
-      throw InputError("score: " + display_name(h) + " has no lines: nothing to score");
-    // Checked here as well as in the library so the message names the files.
-    for (std::size_t r = 0; r < in.report.refs.size(); ++r)
-      if (in.report.refs[r].size() != in.report.systems.back().size())
-        throw InputError("score: " + display_name(h) + " has " +
-                         std::to_string(in.report.systems.back().size()) + " lines but reference " +
-                         display_name(in.ref_paths[r]) + " has " +
-                         std::to_string(in.report.refs[r].size()));
-  }
-  if (paired_mode(cli)) in.report.names[0] = "Baseline: " + in.report.names[0];
-  return in;
-}
-
-metrics::BleuOptions bleu_options(const ScoreCli& cli) {
-  metrics::BleuOptions opt;
-  opt.tokenizer = metrics::parse_tokenizer(cli.tokenize);
-  opt.spm_model = cli.spm_model;
-  opt.lowercase = cli.lowercase;
-  opt.smooth = metrics::parse_smoothing(cli.smooth_method);
-  if (cli.smooth_value_opt->count() > 0) opt.smooth_value = cli.smooth_value;
-  return opt;
-}
-
-metrics::ChrfOptions chrf_options(const ScoreCli& cli) {
-  metrics::ChrfOptions opt;
-  opt.char_order = cli.chrf_char_order;
-  opt.word_order = cli.chrf_word_order;
-  opt.beta = cli.chrf_beta;
-  opt.lowercase = cli.chrf_lowercase;
-  opt.whitespace = cli.chrf_whitespace;
-  return opt;
-}
-
-// The tokeniser serves BLEU only (chrF has its own), and is made ready, as
-// sacreBLEU builds it, only when BLEU is computed: before any file is read.
-void check_tokenizer(const ScoreCli& cli, bool has_bleu) {
-  const metrics::TokenizerKind kind = metrics::parse_tokenizer(cli.tokenize);
-  const bool spm = metrics::tokenizer_needs_spm_model(kind);
-  if (!cli.spm_model.empty() && !spm)
-    throw UsageError(
-        "score: --spm-model applies to -tok flores101, flores200, spm and spBLEU-1K, not -tok " +
-        cli.tokenize);
-  if (!has_bleu) return;
-  if (spm && cli.spm_model.empty()) {
-    // What sacreBLEU's SPM_MODELS downloads, and where it keeps it.
-    const char* what = "FLORES-101";
-    const char* file = "sacrebleu_tokenizer_spm.model";
-    const char* url =
-        "https://dl.fbaipublicfiles.com/fairseq/models/flores/sacrebleu_tokenizer_spm.model";
-    if (kind == metrics::TokenizerKind::kFlores200) {
-      what = "FLORES-200";
-      file = "flores200sacrebleuspm";
-      url = "https://tinyurl.com/flores200sacrebleuspm";
-    } else if (kind == metrics::TokenizerKind::kSpBleu1K) {
-      what = "spBLEU-1K";
-      file = "spbleu-1k_tokenizer_spm.model";
-      url = "https://www.dlnlp.ai/spBLEU-1K/spbleu-1k_tokenizer_spm.model";
-    }
-    throw UsageError("score: -tok " + cli.tokenize + " needs --spm-model FILE: the " + what +
-                     " SentencePiece model (sacreBLEU downloads it as ~/.sacrebleu/models/" + file +
-                     " from " + url + ")");
-  }
-  if (kind == metrics::TokenizerKind::kSpm)
-    std::cerr << "nmt: warning: -tok spm is sacreBLEU's old name for flores101 (the signature "
-                 "says flores101)\n";
-  if (spm) io::check_input_path(cli.spm_model, "--spm-model");
-  metrics::load_tokenizer(kind, cli.spm_model);
-}
-
-void check_metric_options(const ScoreCli& cli) {
-  std::vector<std::string> seen;
-  for (const std::string& m : cli.metrics) {
-    if (std::find(seen.begin(), seen.end(), m) != seen.end())
-      throw UsageError("score: --metrics names " + m + " twice");
-    seen.push_back(m);
-  }
-  if (cli.sentence_level && cli.metrics.size() > 1)
-    throw UsageError("score: only one metric can be used with --sentence-level");
-  const bool has_bleu = std::find(seen.begin(), seen.end(), "bleu") != seen.end();
-  if (cli.lowercase_opt->count() > 0 && !has_bleu)
-    throw UsageError(
-        "score: -lc/--lowercase applies to BLEU, as in sacreBLEU; for chrF use --chrf-lowercase "
-        "(TER is case-insensitive unless --ter-case-sensitive)");
-  check_tokenizer(cli, has_bleu);
-}
-
-metrics::ReportOptions report_options(const ScoreCli& cli) {
-  metrics::ReportOptions o;
-  o.metrics = cli.metrics;
-  o.bleu = bleu_options(cli);
-  o.chrf = chrf_options(cli);
-  o.ter = cli.ter;
-  o.format = cli.format == "json" ? metrics::ReportFormat::json : metrics::ReportFormat::text;
-  o.width = cli.width;
-  o.signature = cli.signature;
-  o.score_only = cli.score_only;
-  o.sentence_level = cli.sentence_level;
-  o.paired = cli.paired_bs   ? metrics::ReportTest::bootstrap
-             : cli.paired_ar ? metrics::ReportTest::randomization
-                             : metrics::ReportTest::none;
-  o.paired_bs_n = cli.paired_bs_n;
-  o.paired_ar_n = cli.paired_ar_n;
-  o.confidence = cli.confidence;
-  o.confidence_n = cli.confidence_n;
-  return o;
-}
-
-void run_metric_score(const ScoreCli& cli) {
-  check_metric_options(cli);
-  const metrics::ReportOptions options = report_options(cli);
-  metrics::check_resampling_memory(options);
-  const Inputs in = read_inputs(cli);
-  metrics::write_report(options, in.report, std::cout, [] { io::check_stdout(); });
+  const metrics::ReportInputs in = read_report_inputs(options, refs, hyps, note);
+  metrics::write_report(options, in, std::cout, [] { io::check_stdout(); });
   io::check_stdout(/*flush=*/true);
 }
 
@@ -281,7 +80,6 @@ std::string option_names(const std::vector<CLI::Option*>& opts) {
 }
 
 void run(ScoreCli& cli) {
-  if (!cli.metric.empty()) cli.metrics = {cli.metric};
   if (cli.model_opt->count() > 0) {
     for (const std::string& m : cli.model.models)
       if ((m == "bleu" || m == "chrf" || m == "ter") && !io::file_id(m).exists)
@@ -299,8 +97,21 @@ void run(ScoreCli& cli) {
   run_metric_score(cli);
 }
 
-void add_test_options(CLI::App* cmd, ScoreCli& cli);
+// CLI11's names where an option has more than its flag: sacrebleu's
+// one-letter ones, and --no-signature.
+std::string names_of(const std::string& key) {
+  static const std::map<std::string, std::string> names = {
+      {"smooth_method", "-s,--smooth-method"},
+      {"format", "-f,--format"},
+      {"width", "-w,--width"},
+      {"signature", "--signature,!--no-signature"},
+      {"score_only", "-b,--score-only"}};
+  const auto it = names.find(key);
+  return it == names.end() ? "" : it->second;
+}
 
+// The files, then report_options(), each gathered under its key, with the
+// options sacrebleu has that change nothing here.
 void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   auto add = [&](CLI::Option* o) { cli.metric_only.push_back(o); };
   add(cmd->add_option("refs", cli.refs, "Reference files (.gz ok), as sacrebleu takes them"));
@@ -310,96 +121,29 @@ void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_option("-i,--input", cli.inputs,
                       "Hypothesis files, one per system (the first is the baseline of a paired "
                       "test); default stdin"));
-  cli.metrics_opt =
-      cmd->add_option("--metrics", cli.metrics,
-                      "Metrics: any of bleu, chrf, ter (sacrebleu's -m; -m is the model in nmt)")
-          ->check(CLI::IsMember({"bleu", "chrf", "ter"}))
-          ->expected(1, 3);
-  add(cli.metrics_opt);
-  add(cmd->add_option("--metric", cli.metric, "One metric: bleu, chrf or ter")
-          ->check(CLI::IsMember({"bleu", "chrf", "ter"}))
-          ->excludes(cli.metrics_opt));
-  add(cmd->add_option("--tokenize", cli.tokenize,
-                      std::string("BLEU tokeniser (-tok): 13a, intl, none, char, zh, ja-mecab, "
-                                  "flores101, flores200, spm (= flores101), spBLEU-1K; ko-mecab is "
-                                  "refused (mecab-ko is not in Debian). ja-mecab is MeCab -Owakati "
-                                  "with Debian's IPA dictionary (") +
-                          metrics::kMecabIpadicDir +
-                          ", 392,127 entries): sacreBLEU's numbers as it tokenises with that "
-                          "dictionary, though sacreBLEU's own size check accepts only pip's "
-                          "392,126. The SentencePiece ones need --spm-model")
-          ->check(CLI::IsMember(std::vector<std::string>(std::begin(metrics::kTokenizerNames),
-                                                         std::end(metrics::kTokenizerNames)))));
-  add(cmd->add_option("--spm-model", cli.spm_model,
-                      "SentencePiece model for -tok flores101, flores200, spm, spBLEU-1K "
-                      "(sacreBLEU downloads it: FLORES-101 sacrebleu_tokenizer_spm.model, "
-                      "FLORES-200 flores200sacrebleuspm, spBLEU-1K "
-                      "spbleu-1k_tokenizer_spm.model; nmt takes the file)"));
-  cli.lowercase_opt = cmd->add_flag("--lowercase", cli.lowercase, "Case-insensitive BLEU (-lc)");
-  add(cli.lowercase_opt);
-  add(cmd->add_option("-s,--smooth-method", cli.smooth_method,
-                      "BLEU smoothing: exp, floor, add-k or none")
-          ->check(CLI::IsMember({"exp", "floor", "add-k", "none"})));
-  cli.smooth_value_opt =
-      cmd->add_option("--smooth-value", cli.smooth_value,
-                      "Value for floor (0.1 if not given) or add-k (1) smoothing (-sv)")
-          ->check(finite_range(0, 1e6));
-  add(cli.smooth_value_opt);
-  add(cmd->add_flag("--sentence-level", cli.sentence_level,
-                    "One score per line (BLEU with effective order, as sentence_bleu) (-sl)"));
-  add(cmd->add_option("--chrf-char-order", cli.chrf_char_order, "chrF character n-gram order (-cc)")
-          ->check(CLI::Range(1, 100)));
-  add(cmd->add_option("--chrf-word-order", cli.chrf_word_order,
-                      "chrF word n-gram order, 2 = chrF++ (-cw)")
-          ->check(CLI::Range(0, 100)));
-  add(cmd->add_option("--chrf-beta", cli.chrf_beta, "chrF beta")->check(CLI::Range(1, 100)));
-  add(cmd->add_flag("--chrf-whitespace", cli.chrf_whitespace,
-                    "Keep whitespace in chrF character n-grams"));
-  add(cmd->add_flag("--chrf-lowercase", cli.chrf_lowercase, "Case-insensitive chrF"));
-  add(cmd->add_flag("--ter-case-sensitive", cli.ter.case_sensitive,
-                    "Case-sensitive TER (TER lowercases by default)"));
-  add(cmd->add_flag("--ter-asian-support", cli.ter.asian_support,
-                    "TER: split CJK characters (with --ter-normalized) and remove CJK "
-                    "punctuation (with --ter-no-punct)"));
-  add(cmd->add_flag("--ter-no-punct", cli.ter.no_punct, "TER: remove punctuation"));
-  add(cmd->add_flag("--ter-normalized", cli.ter.normalized,
-                    "TER: tercom's normalisation and punctuation tokenisation"));
-  add(cmd->add_option("-f,--format", cli.format,
-                      "text: sacrebleu's one-line result; json: its JSON (sacrebleu's default)")
-          ->check(CLI::IsMember({"text", "json"})));
-  add(cmd->add_option("-w,--width", cli.width, "Decimals of the score (sacrebleu's default is 1)")
-          ->check(CLI::Range(0, 10)));
-  add(cmd->add_flag("--signature,!--no-signature", cli.signature,
-                    "Put the sacreBLEU signature in the text line"));
-  add(cmd->add_flag("-b,--score-only", cli.score_only, "Print only the score"));
-  add(cmd->add_flag("-q,--quiet,--no-color",
-                    "Accepted for sacrebleu compatibility; nmt prints no colours"));
-  add_test_options(cmd, cli);
-}
-
-// sacreBLEU's paired tests and confidence interval.
-void add_test_options(CLI::App* cmd, ScoreCli& cli) {
-  auto add = [&](CLI::Option* o) { cli.metric_only.push_back(o); };
-  CLI::Option* bs = cmd->add_flag("--paired-bs", cli.paired_bs,
-                                  "Paired bootstrap resampling test of each -i system against the "
-                                  "first (-pbs); SACREBLEU_SEED seeds it (default 12345, none)");
-  CLI::Option* ar = cmd->add_flag("--paired-ar", cli.paired_ar,
-                                  "Paired approximate randomization test against the first -i "
-                                  "system (-par)")
-                        ->excludes(bs);
-  add(bs);
-  add(ar);
-  add(cmd->add_option("--paired-bs-n", cli.paired_bs_n,
-                      "Bootstrap resamples of --paired-bs; 0 or less: 1000 (-pbsn)"));
-  add(cmd->add_option("--paired-ar-n", cli.paired_ar_n,
-                      "Trials of --paired-ar; 0 or less: 10000 (-parn)"));
-  add(cmd->add_option("--paired-jobs", cli.paired_jobs,
-                      "Accepted for sacrebleu compatibility; nmt compares in one thread, with "
-                      "the same results"));
-  add(cmd->add_flag("--confidence", cli.confidence,
-                    "Bootstrap 95% confidence interval of one system (-ci)"));
-  add(cmd->add_option("--confidence-n", cli.confidence_n,
-                      "Bootstrap resamples of --confidence; 1 or less: no interval (-cin)"));
+  const metrics::ReportOptions defaults;
+  for (const OptionSpec<metrics::ReportOptions>& spec : metrics::report_options()) {
+    if (spec.key == "paired_bs")
+      add(cmd->add_flag("-q,--quiet,--no-color",
+                        "Accepted for sacrebleu compatibility; nmt prints no colours"));
+    if (spec.key == "confidence")
+      add(cmd->add_option("--paired-jobs", cli.paired_jobs,
+                          "Accepted for sacrebleu compatibility; nmt compares in one thread, "
+                          "with the same results"));
+    const nlohmann::json d = spec.get(defaults);
+    const std::string shown = d.is_string()                   ? d.get<std::string>()
+                              : d.is_array()                  ? "[" + d[0].get<std::string>() + "]"
+                              : d.is_null() || d.is_boolean() ? ""
+                                                              : d.dump();
+    add(add_table_option(
+        cmd, spec, shown, [&cli, key = spec.key](const nlohmann::json& v) { cli.given[key] = v; },
+        names_of(spec.key)));
+    if (spec.key == "metrics")
+      add(cmd->add_option("--metric", cli.metric, "One metric: bleu, chrf or ter")
+              ->check(CLI::IsMember({"bleu", "chrf", "ter"}))
+              ->excludes(cli.metric_only.back()));
+  }
+  cmd->get_option("--paired-ar")->excludes(cmd->get_option("--paired-bs"));
 }
 
 void add_model_options(CLI::App* cmd, ScoreCli& cli) {

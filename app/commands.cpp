@@ -98,12 +98,17 @@ CLI::Validator table_check(const OptionInfo& o) {
 }  // namespace
 
 CLI::Option* add_table_option(CLI::App* cmd, const OptionInfo& o, const std::string& shown,
-                              std::function<void(const nlohmann::json&)> set) {
+                              std::function<void(const nlohmann::json&)> set,
+                              const std::string& names) {
   using T = OptionInfo;
-  const std::string flag = flag_of(o.key), help = name_options(o.help, flag_of);
+  const std::string flag = names.empty() ? flag_of(o.key) : names,
+                    help = name_options(o.help, flag_of);
   CLI::Option* opt = nullptr;
   switch (o.type) {
     case T::kFlag:
+      if (flag.find('!') != std::string::npos)  // --x,!--no-x: the last one named wins
+        return cmd->add_flag_function(
+            flag, [set](int64_t n) { set(n > 0); }, help);
       return cmd->add_flag_callback(
           flag, [set] { set(true); }, help);
     case T::kInt:
@@ -116,11 +121,19 @@ CLI::Option* add_table_option(CLI::App* cmd, const OptionInfo& o, const std::str
       opt = cmd->add_option_function<double>(flag, set, help);
       break;
     case T::kChoice:
+      if (o.list) {
+        opt = cmd->add_option_function<std::vector<std::string>>(
+                     flag, [set](const std::vector<std::string>& v) { set(v); }, help)
+                  ->expected(1, static_cast<int>(o.choices.size()));
+        break;
+      }
+      [[fallthrough]];
     case T::kText:
       opt = cmd->add_option_function<std::string>(flag, set, help);
       break;
   }
-  if (o.type != T::kText) opt->check(table_check(o));
+  const bool unbounded = (o.type == T::kInt || o.type == T::kNumber) && !o.min && !o.max;
+  if (o.type != T::kText && !unbounded) opt->check(table_check(o));
   if (!shown.empty()) opt->default_str(shown);
   if (!o.needs.empty()) opt->needs(cmd->get_option(flag_of(o.needs)));
   return opt;
@@ -158,6 +171,8 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& device) {
 
 std::string flag_of(const std::string& key) {
   if (key == "model") return "-m";
+  if (key == "config") return "-c";
+  if (key == "input") return "-i";
   if (key == "warmup_steps") return "--warmup";  // the one option named unlike its key
   std::string flag = "--" + key;
   std::replace(flag.begin(), flag.end(), '_', '-');
@@ -233,124 +248,6 @@ void register_summary_impl(CLI::App& app) {
   });
 }
 
-// The config's line, and one of what an imported model has differently.
-void print_config(const nlohmann::ordered_json& c) {
-  const bool tied = c["tie_embeddings"].get<bool>(), tied_out = c["tie_output"].get<bool>();
-  std::printf(
-      "config       %s: %d+%d layers, d_model %d, d_ff %d (%s), %d heads, %s-LN%s, %s positions "
-      "(max %d), %s embeddings\n",
-      c["name"].get<std::string>().c_str(), c["encoder_layers"].get<int>(),
-      c["decoder_layers"].get<int>(), c["d_model"].get<int>(), c["d_ff"].get<int>(),
-      c["activation"].get<std::string>().c_str(), c["heads"].get<int>(),
-      c["norm"].get<std::string>().c_str(),
-      c["norm"] == "pre" && !c["final_norm"].get<bool>() ? " without final norms" : "",
-      c["positional"].get<std::string>().c_str(), c["max_positions"].get<int>(),
-      tied       ? "tied"
-      : tied_out ? "separate source, tied target and output"
-                 : "separate");
-  // What only an imported model has differently from the paper's.
-  std::string extra;
-  auto add = [&](const std::string& s) { extra += (extra.empty() ? "" : ", ") + s; };
-  if (c["src_vocab_size"].get<int>())
-    add("source vocabulary " + std::to_string(c["src_vocab_size"].get<int>()) + ", target " +
-        std::to_string(c["vocab_size"].get<int>()));
-  if (c["output_bias"].get<bool>()) add("output bias");
-  if (!c["scale_embeddings"].get<bool>()) add("unscaled embeddings");
-  if (c["decoder_start"] == "zero") add("decoder starts from a zero embedding");
-  if (!c["output_unk"].get<bool>()) add("never outputs <unk>");
-  if (c["source_bos"].get<bool>() || !c["source_eos"].get<bool>())
-    add(std::string("sources framed as ") + (c["source_bos"].get<bool>() ? "<s> " : "") + "text" +
-        (c["source_eos"].get<bool>() ? " </s>" : ""));
-  const int ids[] = {c["pad_id"].get<int>(), c["unk_id"].get<int>(), c["bos_id"].get<int>(),
-                     c["eos_id"].get<int>()};
-  if (ids[0] != 0 || ids[1] != 1 || ids[2] != 2 || ids[3] != 3) {
-    const char* names[] = {"pad", "unk", "bos", "eos"};
-    std::string t;
-    for (int i = 0; i < 4; ++i)
-      t += std::string(i ? " " : "") + names[i] + " " +
-           (ids[i] < 0 ? "none" : std::to_string(ids[i]));
-    add("token ids " + t);
-  }
-  if (!extra.empty()) std::printf("             %s\n", extra.c_str());
-}
-
-// How the model was trained: data, options, checkpoint, shortlist, recipe.
-void print_training(const nlohmann::ordered_json& j) {
-  if (j.contains("training_data")) {
-    const auto& d = j["training_data"];
-    // One file (a string) or several corpora (a list).
-    auto files = [&](const char* key) {
-      const auto it = d.find(key);
-      if (it == d.end()) return std::string("?");
-      if (it->is_string()) return it->get<std::string>();
-      std::string s;
-      if (it->is_array())
-        for (const auto& f : *it)
-          if (f.is_string()) s += (s.empty() ? "" : ", ") + f.get<std::string>();
-      return s.empty() ? std::string("?") : s;
-    };
-    std::printf("trained on   %s | %s: %lld of %lld pairs, %s target tokens\n",
-                files("train_src").c_str(), files("train_tgt").c_str(), d.value("train_pairs", 0LL),
-                d.value("train_lines", 0LL), human(d.value("train_target_tokens", 0.0)).c_str());
-  }
-  if (j.contains("training_options"))
-    std::printf("options      %s\n", j["training_options"].dump().c_str());
-  if (j.contains("checkpoint")) std::printf("checkpoint   %s\n", j["checkpoint"].dump().c_str());
-  if (j.contains("shortlist")) {
-    const auto& sl = j["shortlist"];
-    std::string line = std::to_string(sl.value("entries", 0LL)) + " entries (the " +
-                       std::to_string(sl.value("per_source", 0)) + " likeliest of each source piece, " +
-                       std::to_string(sl.value("frequent", 0)) + " frequent pieces), from " +
-                       sl.value("built_from", std::string("?"));
-    if (sl.contains("measured_on") && sl["measured_on"].is_object()) {
-      const auto& m = sl["measured_on"];
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "; BLEU %.2f with it, %.2f without, on %lld sentences at beam %d",
-                    m.value("bleu_shortlist", 0.0), m.value("bleu", 0.0), m.value("sentences", 0LL),
-                    m.value("beam", 0));
-      line += buf;
-    }
-    line += sl.value("default", false) ? "; on by default" : "; used only with --shortlist on";
-    std::printf("shortlist    %s\n", line.c_str());
-  }
-  if (j.contains("recipe") && j["recipe"].is_array())
-    for (const auto& c : j["recipe"]) {
-      if (!c.is_object()) continue;
-      const auto& v = c.value("value", nlohmann::json());
-      std::printf("recipe       %s %s: %s\n", c.value("key", std::string("?")).c_str(),
-                  v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str(),
-                  c.value("reason", std::string()).c_str());
-    }
-}
-
-void print_info(const nlohmann::ordered_json& j) {
-  std::printf("file         %s\n", j["file"].get<std::string>().c_str());
-  std::printf("format       %s, %s weights, %s, crc32 %s\n", j["format"].get<std::string>().c_str(),
-              j["weights"].get<std::string>().c_str(), human(j["bytes"].get<double>(), "B").c_str(),
-              j["crc32"].get<std::string>().c_str());
-  print_config(j["config"]);
-  std::printf("parameters   %s (%lld)\n", human(j["parameters"].get<double>()).c_str(),
-              j["parameters"].get<long long>());
-  if (j.contains("loaded_bytes"))
-    std::printf("memory       %s once loaded (weights as read, vocabulary%s)\n",
-                human(j["loaded_bytes"].get<double>(), "B").c_str(),
-                j.contains("shortlist") ? ", shortlist" : "");
-  auto print_vocab = [](const char* label, const nlohmann::ordered_json& v) {
-    std::string sample;
-    for (const auto& p : v["sample"]) sample += (sample.empty() ? "" : " ") + p.get<std::string>();
-    const std::string kind = v["kind"].get<std::string>();
-    std::printf("%s %d %s, e.g. %s\n", label, v["pieces"].get<int>(),
-                kind == "sentencepiece" ? "SentencePiece pieces" : kind.c_str(), sample.c_str());
-  };
-  print_vocab(j.contains("source_vocabulary") ? "target vocab" : "vocabulary  ", j["vocabulary"]);
-  if (j.contains("source_vocabulary")) print_vocab("source vocab", j["source_vocabulary"]);
-  if (j.contains("imported_from"))
-    std::printf("imported     %s\n", j["imported_from"].value("summary", std::string()).c_str());
-  if (j.contains("step")) std::printf("step         %lld\n", j["step"].get<long long>());
-  print_training(j);
-  std::printf("numerics     %s (on this machine)\n", j["numerics"].get<std::string>().c_str());
-}
-
 void register_info_impl(CLI::App& app) {
   struct Opts {
     std::string model, format = "text";
@@ -366,7 +263,7 @@ void register_info_impl(CLI::App& app) {
     if (o->format == "json")
       std::printf("%s\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     else
-      print_info(j);
+      std::fputs(name_options(model_info_text(j), flag_of).c_str(), stdout);
   });
 }
 

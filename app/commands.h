@@ -46,13 +46,14 @@ CLI::Validator finite_range(double lo, double hi);
 // A whole number from 0 to 2^64 - 1, for an unsigned option: CLI11 reads
 // one with strtoull, which takes "-1" as 2^64 - 1.
 CLI::Validator unsigned_integer();
-// A table's option (core/option_spec.h) as the flag flag_of(o.key): its
-// help with every {key} named as a flag, its range or choices checked by
-// CLI11 (a usage error naming the flag as typed, exit 2), `shown` as its
-// default (none when empty), and set() given the value typed, as JSON of
-// the option's type.
+// A table's option (core/option_spec.h) as the flag flag_of(o.key) (or
+// CLI11's `names`: "-f,--format", "--x,!--no-x"): its help with every {key}
+// named as a flag, its range or choices checked by CLI11 (a usage error
+// naming the flag as typed, exit 2), `shown` as its default (none when
+// empty), and set() given the value typed, as JSON of the option's type.
 CLI::Option* add_table_option(CLI::App* cmd, const OptionInfo& o, const std::string& shown,
-                              std::function<void(const nlohmann::json&)> set);
+                              std::function<void(const nlohmann::json&)> set,
+                              const std::string& names = "");
 // --threads N (0: all cores), range-checked, default shown.
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
 // --compute-type for translation and scoring: f32, bf16 or int8 (and their

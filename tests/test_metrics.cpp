@@ -18,6 +18,7 @@
 #include "io/text_file.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
+#include "metrics/report.h"
 #include "metrics/tokenizers.h"
 
 #ifndef NMT_DATA_DIR
@@ -586,4 +587,61 @@ TEST_CASE("text files: plain, gzip, missing", "[io]") {
   std::remove(gz.c_str());
   std::remove(empty.c_str());
   std::remove(truncated.c_str());
+}
+
+TEST_CASE("report options: one table reads and checks them by key, as sacrebleu's", "[metrics]") {
+  using nmt::metrics::ReportOptions;
+  ReportOptions o;
+  nmt::metrics::apply_report_json(nlohmann::json{{"metrics", {"bleu", "chrf"}},
+                                                 {"tokenize", "intl"},
+                                                 {"smooth_method", "floor"},
+                                                 {"smooth_value", 0.5},
+                                                 {"chrf_word_order", 2},
+                                                 {"ter_normalized", true},
+                                                 {"format", "json"},
+                                                 {"width", 3},
+                                                 {"signature", false},
+                                                 {"paired_ar", true}},
+                                  o);
+  CHECK(o.metrics == std::vector<std::string>{"bleu", "chrf"});
+  CHECK(o.bleu.tokenizer == nmt::metrics::TokenizerKind::kIntl);
+  CHECK(o.bleu.smooth == nmt::metrics::Smoothing::kFloor);
+  CHECK(o.bleu.smooth_value == 0.5);
+  CHECK(o.chrf.word_order == 2);
+  CHECK(o.ter.normalized);
+  CHECK(o.format == nmt::metrics::ReportFormat::json);
+  CHECK(o.width == 3);
+  CHECK_FALSE(o.signature);
+  CHECK(o.paired == nmt::metrics::ReportTest::randomization);
+  // Every option reads back what was set.
+  for (const auto& spec : nmt::metrics::report_options()) {
+    ReportOptions back;
+    spec.set(back, spec.get(o));
+    CHECK(spec.get(back) == spec.get(o));
+  }
+
+  auto refusal = [](const nlohmann::json& j) {
+    ReportOptions r;
+    try {
+      nmt::metrics::apply_report_json(j, r);
+      nmt::metrics::check_report_options(r);
+    } catch (const nmt::InputError& e) {
+      return nmt::message_naming(e, [](const std::string& key) { return key; });
+    }
+    return std::string("taken");
+  };
+  CHECK(refusal({{"metrics", {"bleu", "bleu"}}}) == "score: metrics names bleu twice");
+  CHECK(refusal({{"metrics", {"bleu", "xyz"}}}) ==
+        "metrics: expected a list of \"bleu\", \"chrf\" or \"ter\", got [\"bleu\",\"xyz\"]");
+  CHECK(refusal({{"width", 11}}) == "width: expected a number from 0 to 10, got 11");
+  CHECK(refusal({{"metrics", {"chrf"}}, {"lowercase", true}})
+            .find("score: lowercase applies to "
+                  "BLEU") == 0);
+  CHECK(refusal({{"spm_model", "x.model"}}) ==
+        "score: spm_model applies to -tok flores101, flores200, spm and spBLEU-1K, not -tok 13a");
+  CHECK(refusal({{"tokenize", "flores200"}}).find("score: -tok flores200 needs spm_model FILE") ==
+        0);
+  CHECK(refusal({{"metrics", {"ter"}}, {"tokenize", "flores200"}}) == "taken");
+  CHECK(refusal({{"sentence_level", true}, {"metrics", {"bleu", "ter"}}}) ==
+        "score: only one metric can be used with sentence_level");
 }

@@ -21,7 +21,7 @@ std::string number_text(double x) {
 std::string OptionInfo::expected() const {
   switch (type) {
     case kChoice: {
-      std::string s = choices.size() > 3 ? "one of " : "";
+      std::string s = list ? "a list of " : choices.size() > 3 ? "one of " : "";
       for (size_t i = 0; i < choices.size(); ++i)
         s += choices.size() > 3 ? (i ? ", " : "") + choices[i]
                                 : (i == 0                    ? ""
@@ -51,10 +51,14 @@ std::string OptionInfo::expected() const {
 std::string OptionInfo::problem(const json& v) const {
   bool ok = false;
   switch (type) {
-    case kChoice:
-      ok = v.is_string() &&
-           std::find(choices.begin(), choices.end(), v.get<std::string>()) != choices.end();
+    case kChoice: {
+      auto known = [this](const json& c) {
+        return c.is_string() &&
+               std::find(choices.begin(), choices.end(), c.get<std::string>()) != choices.end();
+      };
+      ok = list ? v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), known) : known(v);
       break;
+    }
     case kFlag:
       ok = v.is_boolean();
       break;

@@ -28,6 +28,7 @@ struct OptionInfo {
   std::optional<double> min, max;    // kInt, kNumber: the range allowed
   bool strict_min = false;           // min itself is not
   std::vector<std::string> choices;  // kChoice
+  bool list = false;                 // kChoice: one or more, each once
   std::string help;                  // names other options as {key}
   std::string needs;                 // meaningful only with this option given
   bool recipe = false;               // training: the recipe chooses it unless given

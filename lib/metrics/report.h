@@ -8,10 +8,12 @@
 #include <functional>
 #include <new>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/option_spec.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
 #include "metrics/significance.h"
@@ -36,7 +38,20 @@ struct ReportOptions {
   int paired_bs_n = 1000, paired_ar_n = 10000;
   bool confidence = false;  // a bootstrap interval for one system
   int confidence_n = 1000;
+  std::set<std::string> given;  // the options the user gave, by key
 };
+
+// Every option of the report that a user sets, in the order `nmt score
+// --help` lists them (core/option_spec.h).
+const std::vector<OptionSpec<ReportOptions>>& report_options();
+// Options by key from a JSON object, each checked (a UsageError about its
+// key) and marked given.
+void apply_report_json(const nlohmann::json& j, ReportOptions& o);
+// Refuses (UsageError) what sacreBLEU refuses before reading a file: a
+// metric named twice, several metrics sentence by sentence, lowercase
+// without BLEU, a SentencePiece model without a tokeniser that takes one or
+// a tokeniser that needs one without it.
+void check_report_options(const ReportOptions& o);
 
 // The streams scored: references [stream][segment], one hypothesis stream
 // per system [system][segment], line-aligned; each system's name in the

@@ -12,5 +12,7 @@
 namespace nmt {
 
 nlohmann::ordered_json model_info(const std::string& path);
+// The same as lines of text ("config       ..."), options named {key}.
+std::string model_info_text(const nlohmann::ordered_json& info);
 
 }  // namespace nmt

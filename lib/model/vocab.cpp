@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "io/text_file.h"
@@ -39,7 +40,7 @@ Vocab Vocab::from_bytes(const std::string& model_bytes, const std::string& what)
   if (!status.ok()) throw not_spm(what, status);
   if (v.sp_->pad_id() != 0 || v.sp_->unk_id() != 1 || v.sp_->bos_id() != 2 || v.sp_->eos_id() != 3)
     throw InputError(
-        "SentencePiece model must use ids pad=0 unk=1 bos=2 eos=3 (train it with "
+        "SentencePiece model must use ids pad=0 unk=1 bos=2 eos=3 (train it with spm_train "
         "--pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3)");
   return v;
 }
@@ -149,18 +150,23 @@ Vocab Vocab::train(const std::vector<const std::string*>& sentences, int vocab_s
   std::string bytes;
   char coverage[32];
   std::snprintf(coverage, sizeof coverage, "%.6g", character_coverage);
-  const std::string args = "--vocab_size=" + std::to_string(vocab_size) +
-                           " --model_type=" + model_type +
-                           " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3"
-                           " --character_coverage=" +
-                           coverage +
-                           // Characters below the coverage are spelled in
-                           // UTF-8 byte pieces rather than made <unk>.
-                           std::string(character_coverage < 1.0 ? " --byte_fallback=true" : "") +
-                           " --input_sentence_size=1000000"
-                           " --shuffle_input_sentence=true --hard_vocab_limit=false"
-                           " --minloglevel=2 --num_threads=" +
-                           std::to_string(threads);
+  std::unordered_map<std::string, std::string> args = {
+      {"vocab_size", std::to_string(vocab_size)},
+      {"model_type", model_type},
+      {"pad_id", "0"},
+      {"unk_id", "1"},
+      {"bos_id", "2"},
+      {"eos_id", "3"},
+      {"character_coverage", coverage},
+      {"input_sentence_size", "1000000"},
+      {"shuffle_input_sentence", "true"},
+      {"hard_vocab_limit", "false"},
+      {"minloglevel", "2"},
+      {"num_threads", std::to_string(threads)},
+  };
+  // Characters below the coverage are spelled in UTF-8 byte pieces rather
+  // than made <unk>.
+  if (character_coverage < 1.0) args["byte_fallback"] = "true";
   sentencepiece::logging::SetMinLogLevel(2);
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &bytes);
   if (!status.ok()) throw VocabSizeError(status.ToString(), vocab_size);

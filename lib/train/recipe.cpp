@@ -141,7 +141,7 @@ DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOp
   DataRecipe d;
   const std::string from_config = "from the config " + cfg.name;
   if (o.was_given("config")) {
-    r.given("config", cfg.name, "given (-c)");
+    r.given("config", cfg.name, "given ({config})");
   } else {
     std::string why;
     recipe_config_name(f.pairs, &why);
@@ -150,7 +150,8 @@ DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOp
 
   if (o.was_given("vocab_size")) {
     d.vocab_size = o.vocab_size > 0 ? o.vocab_size : cfg.vocab_size;
-    r.given("vocab_size", d.vocab_size, o.vocab_size > 0 ? "given (--vocab-size)" : "given (--spm)");
+    r.given("vocab_size", d.vocab_size,
+            o.vocab_size > 0 ? "given ({vocab_size})" : "given ({spm})");
   } else if (o.was_given("config")) {
     d.vocab_size = cfg.vocab_size;
     r.given("vocab_size", d.vocab_size, from_config);
@@ -170,7 +171,7 @@ DataRecipe recipe_for_data(const CorpusFacts& f, const ModelConfig& cfg, TrainOp
 
   const double cjk = std::max(f.src_cjk, f.tgt_cjk);
   if (!o.spm.empty()) {
-    r.given("character_coverage", "the --spm model's", "given (--spm)");
+    r.given("character_coverage", "the {spm} model's", "given ({spm})");
   } else if (cjk >= 0.3) {
     d.character_coverage = 0.9995;
     r.choose("character_coverage", d.character_coverage,

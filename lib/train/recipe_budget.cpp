@@ -106,13 +106,13 @@ void choose_batch(const BudgetFacts& f, const Budget& p, TrainOptions& o, Recipe
 int64_t choose_updates(const Budget& p, const TrainOptions& o, Recipe& r) {
   const int64_t updates = p.known ? p.updates_for(o, o.batch_tokens) : 0;
   std::string budget_text;
-  if (o.max_steps > 0) budget_text = "--max-steps " + std::to_string(o.max_steps);
+  if (o.max_steps > 0) budget_text = "{max_steps} " + std::to_string(o.max_steps);
   if (o.max_epochs > 0)
-    budget_text += std::string(budget_text.empty() ? "" : ", ") + "--max-epochs " +
+    budget_text += std::string(budget_text.empty() ? "" : ", ") + "{max_epochs} " +
                    std::to_string(o.max_epochs);
   if (o.max_minutes > 0)
     budget_text +=
-        std::string(budget_text.empty() ? "" : ", ") + "--max-minutes " +
+        std::string(budget_text.empty() ? "" : ", ") + "{max_minutes} " +
         format_number("%g", o.max_minutes) +
         (p.timed ? " at " + format_number("%.2f", p.s_per_token * double(o.batch_tokens)) +
                        " s per update measured on this machine"
@@ -123,7 +123,7 @@ int64_t choose_updates(const Budget& p, const TrainOptions& o, Recipe& r) {
                  " updates" +
                  (p.timed ? "; revised as training goes, from the measured speed" : ""));
   else
-    r.choose("updates", 0, "no budget (--max-minutes, --max-steps or --max-epochs): no end");
+    r.choose("updates", 0, "no budget ({max_minutes}, {max_steps} or {max_epochs}): no end");
   return updates;
 }
 
@@ -182,7 +182,7 @@ void choose_regularisation(const BudgetFacts& f, const Budget& p, int64_t update
                                           double(o.batch_tokens) * p.fill / p.tokens
                                     : 0;
   if (o.was_given("dropout")) {
-    r.given("dropout", o.dropout, "given (--dropout)");
+    r.given("dropout", o.dropout, "given ({dropout})");
   } else if (o.was_given("config")) {
     r.given("dropout", std::round(double(cfg.dropout) * 1e4) / 1e4, "from the config " + cfg.name);
   } else {
@@ -203,7 +203,7 @@ void choose_regularisation(const BudgetFacts& f, const Budget& p, int64_t update
     r.choose("dropout", d, why);
   }
   if (o.was_given("label_smoothing")) {
-    r.given("label_smoothing", o.label_smoothing, "given (--label-smoothing)");
+    r.given("label_smoothing", o.label_smoothing, "given ({label_smoothing})");
   } else if (o.was_given("config")) {
     r.given("label_smoothing", std::round(double(cfg.label_smoothing) * 1e4) / 1e4,
             "from the config " + cfg.name);
