@@ -24,9 +24,9 @@ void run(const Opts& o) {
   add_shortlist(
       o.job,
       [](const std::string& line) {
-        std::fprintf(stderr, "nmt shortlist: %s\n", name_options(line, flag_of).c_str());
+        std::fprintf(stderr, "nmt shortlist: %s\n", name_options(line, option_name).c_str());
       },
-      [](const std::string& w) { io::warn_on_stderr(name_options(w, flag_of)); });
+      [](const std::string& w) { io::warn_on_stderr(name_options(w, option_name)); });
 }
 
 }  // namespace

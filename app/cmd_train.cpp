@@ -221,7 +221,8 @@ void run_train(const TrainCli& cli) {
   auto last_draw = std::chrono::steady_clock::now() - std::chrono::hours(1);
   TrainCallbacks cb;
   cb.log = [&](const std::string& line) {
-    std::cerr << (live ? "\r\033[K" : "") << "nmt train: " << name_options(line, flag_of) << "\n"
+    std::cerr << (live ? "\r\033[K" : "") << "nmt train: " << name_options(line, option_name)
+              << "\n"
               << std::flush;
     live = false;
   };

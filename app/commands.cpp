@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "core/backend.h"
@@ -263,7 +264,7 @@ void register_info_impl(CLI::App& app) {
     if (o->format == "json")
       std::printf("%s\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     else
-      std::fputs(name_options(model_info_text(j), flag_of).c_str(), stdout);
+      std::fputs(name_options(model_info_text(j), option_name).c_str(), stdout);
   });
 }
 
@@ -307,6 +308,20 @@ void register_summary(CLI::App& app) { register_summary_impl(app); }
 void register_quantize(CLI::App& app) { register_quantize_impl(app); }
 void register_info(CLI::App& app) { register_info_impl(app); }
 
+namespace {
+
+// The keys of every command's options (--valid-src: valid_src).
+std::set<std::string>& option_keys() {
+  static std::set<std::string> keys;
+  return keys;
+}
+
+}  // namespace
+
+std::string option_name(const std::string& key) {
+  return option_keys().count(key) ? flag_of(key) : "{" + key + "}";
+}
+
 void register_all(CLI::App& app) {
   register_train(app);
   register_translate(app);
@@ -317,6 +332,13 @@ void register_all(CLI::App& app) {
   register_convert(app);
   register_shortlist(app);
   register_summary(app);
+  for (const CLI::App* cmd : app.get_subcommands([](const CLI::App*) { return true; }))
+    for (const CLI::Option* o : cmd->get_options())
+      for (std::string name : o->get_lnames()) {
+        std::replace(name.begin(), name.end(), '-', '_');
+        option_keys().insert(name);
+      }
+  option_keys().insert("warmup_steps");  // --warmup
 }
 
 }  // namespace nmt::app

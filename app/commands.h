@@ -67,6 +67,9 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& device);
 // The command line's flag of an option's key (beam -> --beam, model -> -m):
 // how app/ writes the options the library names by key.
 std::string flag_of(const std::string& key);
+// The same for a key that names an option of some command; any other
+// "{word}" in a text (a path's, a JSON example's) stays as it is.
+std::string option_name(const std::string& key);
 
 // "nmt 0.2.0 (commit ..., Release)" and the backends compiled in.
 std::string version_text();

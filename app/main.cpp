@@ -90,7 +90,9 @@ std::string extras_message(const CLI::App& app, const CLI::App* cmd,
 
 // The library names an option by its key (InputError::option): here it is
 // written as the command line's flag, before the message.
-std::string message_of(const nmt::Error& e) { return nmt::message_naming(e, nmt::app::flag_of); }
+std::string message_of(const nmt::Error& e) {
+  return nmt::message_naming(e, nmt::app::option_name);
+}
 // After --help or --version: the text must have reached stdout.
 int finish_stdout(const std::string& prefix) {
   try {

@@ -126,4 +126,7 @@ gnmt_ok s.jsonl 0.8 || fail "score -m's score is not logprob / GNMT penalty: $(c
 head -1 s.jsonl | grep -q '"line":1,' || fail "score -m jsonl counts from 1"
 "$NMT" translate -m m.nmt -i two.en --scores | head -1 | grep -q '^-[0-9.]*	' || fail "--scores column"
 "$NMT" translate -m m.nmt -i two.en --beam 2 --n-best 2 | head -1 | grep -q '^1 ||| ' || fail "n-best counts from 1"
+# Braces in a path are the path's: only an option's key is written as its flag.
+expect 1 "^nmt: error: -m no-such/{abc}/m.nmt: No such file or directory$" \
+  "$NMT" translate -m "no-such/{abc}/m.nmt"
 echo "cli safety: all checks passed"

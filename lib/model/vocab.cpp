@@ -40,8 +40,9 @@ Vocab Vocab::from_bytes(const std::string& model_bytes, const std::string& what)
   if (!status.ok()) throw not_spm(what, status);
   if (v.sp_->pad_id() != 0 || v.sp_->unk_id() != 1 || v.sp_->bos_id() != 2 || v.sp_->eos_id() != 3)
     throw InputError(
-        "SentencePiece model must use ids pad=0 unk=1 bos=2 eos=3 (train it with spm_train "
-        "--pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3)");
+        std::string("SentencePiece model must use ids pad=0 unk=1 bos=2 eos=3 (train it with "
+                    "spm_train") +
+        " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3)");
   return v;
 }
 
