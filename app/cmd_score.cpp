@@ -5,7 +5,8 @@
 // its JSON. Lines are right-stripped and checked for UTF-8 as sacrebleu
 // does. The one clash: -m is the model everywhere in nmt (model mode below),
 // so sacreBLEU's `-m bleu chrf` is spelt --metrics here, and `-m bleu` says
-// so. Model mode only gathers options and calls run_model_score().
+// so. Model mode reads the pairs and prints what the library's
+// ScoringService computes.
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,8 +23,10 @@
 #include "io/std_streams.h"
 #include "io/text_file.h"
 #include "metrics/report.h"
-#include "score_model.h"
+#include "ops/ops.h"
+#include "progress.h"
 #include "service/report_inputs.h"
+#include "service/scoring_service.h"
 
 namespace nmt::app {
 
@@ -38,8 +41,12 @@ struct ScoreCli {
   nlohmann::json given = nlohmann::json::object();  // report_options() named, by key
   int paired_jobs = 1;                              // accepted, and without effect
 
-  // model mode
-  ModelScoreArgs model;
+  // model mode: the library's options, the files and the machine
+  ScoreOptions model;
+  std::string src, tgt;  // tgt empty: source<TAB>target pairs in src (or stdin)
+  std::string model_format = "text", device = "cpu";
+  bool no_header = false, progress = false;
+  int threads = 0;
 
   CLI::Option* model_opt = nullptr;
   std::vector<CLI::Option*> metric_only;
@@ -47,6 +54,38 @@ struct ScoreCli {
 };
 
 void note(const std::string& line) { std::cerr << "nmt: " << line << "\n"; }
+
+void run_model_score(const ScoreCli& cli) {
+  ops::set_num_threads(cli.threads);
+  for (const auto& path : cli.model.models) io::check_input_path(path, "-m");
+  if (!cli.src.empty()) io::check_input_path(cli.src, "--src");
+  if (!cli.tgt.empty()) io::check_input_path(cli.tgt, "--tgt");
+  ScoreOptions o = cli.model;
+  o.device = open_device(cli.device);
+  o.format = cli.model_format == "jsonl" ? ScoreFormat::jsonl : ScoreFormat::text;
+  o.header = !cli.no_header;
+  const ScoringService service(std::move(o), io::warn_on_stderr);
+  std::vector<std::string> src, tgt;
+  const std::string src_path = cli.src.empty() ? "-" : cli.src;
+  if (!cli.tgt.empty()) {
+    src = io::read_lines(src_path, service.text_checks(false));
+    tgt = io::read_lines(cli.tgt, service.text_checks(false));
+  } else {  // tab-separated pairs on stdin (or in --src)
+    ScoringService::split_pairs(io::read_lines(src_path, service.text_checks(true)), src, tgt);
+  }
+  // Every line is read before scoring starts: the share done is the pairs'.
+  Progress progress("nmt score -m " + cli.model.models[0], cli.progress, /*sized=*/true,
+                    /*to_stdout=*/true);
+  const ScoringService::Scored scored = service.score(src, tgt, [&](int64_t done, int64_t all) {
+    progress.update(done, all ? static_cast<double>(done) / static_cast<double>(all) : 1.0);
+  });
+  progress.finish();
+  service.write(scored, [](const std::string& line) {
+    std::fputs(line.c_str(), stdout);
+    io::check_stdout();  // a full disk stops the run at the line it struck
+  });
+  io::check_stdout(/*flush=*/true);
+}
 
 void run_metric_score(const ScoreCli& cli) {
   metrics::ReportOptions options;
@@ -89,7 +128,7 @@ void run(ScoreCli& cli) {
       throw UsageError("score: -m (model scoring) cannot be combined with " + extra);
     metrics::while_scoring("scoring with -m " + cli.model.models[0] + " (--batch-tokens " +
                                std::to_string(cli.model.batch_tokens) + ")",
-                           [&] { run_model_score(cli.model); });
+                           [&] { run_model_score(cli); });
     return;
   }
   if (const std::string extra = option_names(cli.model_only); !extra.empty())
@@ -153,15 +192,15 @@ void add_model_options(CLI::App* cmd, ScoreCli& cli) {
                                   "as an ensemble: per token, the log of the mean of their "
                                   "probabilities")
                       ->allow_extra_args(false);  // one file per -m
-  add(cmd->add_option("--src", cli.model.src, "Source sentences (model mode)"));
-  add(cmd->add_option("--tgt", cli.model.tgt, "Target sentences to score (model mode)"));
+  add(cmd->add_option("--src", cli.src, "Source sentences (model mode)"));
+  add(cmd->add_option("--tgt", cli.tgt, "Target sentences to score (model mode)"));
   add(cmd->add_flag("--word-scores", cli.model.word_scores,
                     "Also print per-token log-probabilities"));
   add(cmd->add_flag("--summary", cli.model.summary, "Print corpus totals only"));
-  add(cmd->add_option("--output-format", cli.model.format,
+  add(cmd->add_option("--output-format", cli.model_format,
                       "Model scores as text (TSV with a header) or jsonl")
           ->check(CLI::IsMember({"text", "jsonl"})));
-  add(cmd->add_flag("--no-header", cli.model.no_header, "Leave out the TSV header line"));
+  add(cmd->add_flag("--no-header", cli.no_header, "Leave out the TSV header line"));
   add(cmd->add_option("--alpha", cli.model.alpha,
                       "Length-penalty exponent of the normalised score, as translate --scores")
           ->check(finite_range(0, 10)));
@@ -169,9 +208,9 @@ void add_model_options(CLI::App* cmd, ScoreCli& cli) {
                               "Model mode: f32, bf16 or int8 (default: the model's)"));
   add(cmd->add_option("--batch-tokens", cli.model.batch_tokens, "Target tokens per batch")
           ->check(CLI::Range(1, 1 << 24)));
-  add(add_threads_option(cmd, cli.model.threads));
-  add(add_device_option(cmd, cli.model.device));
-  add(cmd->add_flag("--progress", cli.model.progress,
+  add(add_threads_option(cmd, cli.threads));
+  add(add_device_option(cmd, cli.device));
+  add(cmd->add_flag("--progress", cli.progress,
                     "Print a progress line every 10 s on stderr (on a terminal a live line is "
                     "shown anyway)"));
 }

@@ -172,7 +172,6 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& device) {
 
 std::string flag_of(const std::string& key) {
   if (key == "model") return "-m";
-  if (key == "config") return "-c";
   if (key == "input") return "-i";
   if (key == "warmup_steps") return "--warmup";  // the one option named unlike its key
   std::string flag = "--" + key;

@@ -74,7 +74,7 @@ JSON
 "$NMT" train -c mine.json --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out g.nmt \
   --max-steps 10 --batch-tokens 1000 --lr-schedule cosine --compute-type f32 --threads 1 \
   --explain 2>g.err || fail "given --explain: $(cat g.err)"
-has "recipe: config mine: given (-c)" g.err
+has "recipe: config mine: given (--config)" g.err
 has "recipe: vocab_size 300: from the config mine" g.err
 has "recipe: batch_tokens 1000: given" g.err
 has "recipe: lr_schedule cosine: given" g.err
@@ -106,7 +106,7 @@ has "training data: [0-9]* of 1000 pairs from 2 corpus file pair(s)" two.err
 "$NMT" info two.nmt >info.txt || fail "info"
 has "trained on   a.en, b.en | a.de, b.de" info.txt
 has "^recipe       batch_tokens [0-9]*: " info.txt
-has "^recipe       config transformer-tiny: given (-c)" info.txt
+has "^recipe       config transformer-tiny: given (--config)" info.txt
 "$NMT" info --format json two.nmt | grep -q '"recipe"' || fail "info json: no recipe"
 
 # 5. Filters: copies of pairs and a pair of 5x the length ratio are dropped
