@@ -217,7 +217,7 @@ python3 -c "open('long.en','w').write('ok first\n' + 'word ' * 2000000 + '\nok l
 /usr/bin/time -f "%M" -o rss.txt "$NMT" translate -m m.nmt -i long.en --beam 1 $T >long.hyp 2>err.txt ||
   fail "a 10 MB line: $(cat err.txt)"
 [ "$(wc -l <long.hyp)" -eq 3 ] || fail "a 10 MB line: $(wc -l <long.hyp) output lines"
-grep -q "long.en line 2: 10000000 bytes; only the first .* are read (the model takes at most" err.txt ||
+grep -q "long.en line 2: 10000000 bytes; only the first .* are read (a line is translated in pieces up to 4 times what the model takes at most" err.txt ||
   fail "a 10 MB line: no warning: $(cat err.txt)"
 /usr/bin/time -f "%M" -o rss0.txt "$NMT" translate -m m.nmt -i in.en --beam 1 $T >/dev/null 2>&1
 [ "$(tail -1 rss.txt)" -lt $(( $(tail -1 rss0.txt) + 100000 )) ] ||
@@ -230,16 +230,17 @@ expect 2 "^nmt translate: error: --beam 1000: .* could need up to .* GiB, more t
 printf '{"text": "", "constraints": ["Hund"]}\n' >c.jsonl
 "$NMT" translate -m m.nmt --input-format jsonl -i c.jsonl $T >/dev/null 2>err.txt
 grep -q "line 1: the source is empty, so its constraints are not used" err.txt || fail "jsonl without text: $(cat err.txt)"
-# tsv and jsonl records longer than the model takes are parsed whole, then
-# their text is cut (as a text line is), not broken into a parse error.
+# tsv and jsonl records longer than the model takes are parsed whole, not
+# broken into a parse error: a text is translated in pieces (as a text line
+# is), a text with a prefix is cut at the model's length.
 long=$(printf 'A man is riding a bike. %.0s' $(seq 800))
 printf '{"text": "%s"}\n{"text": "Two dogs play."}\n' "$long" >long.jsonl
 printf '%s\tEin\nTwo dogs play.\tZwei\n' "$long" >long.tsv
 for fmt in jsonl tsv; do
   "$NMT" translate -m m.nmt --input-format $fmt -i long.$fmt --beam 1 $T >long.out 2>err.txt ||
     fail "a long $fmt record: $(cat err.txt)"
-  grep -q "line 1: .* bytes; only the first .* are read (the model takes at most" err.txt ||
-    fail "a long $fmt record: no word of the cut: $(cat err.txt)"
+  grep -q "line 1: .*\(it is translated in [0-9]* pieces\|exceed the model's limit of [0-9]*; truncated\)" err.txt ||
+    fail "a long $fmt record: no word of the pieces or the cut: $(cat err.txt)"
   ! grep -q "an empty line is written instead" err.txt || fail "a long $fmt record was not parsed: $(cat err.txt)"
   [ "$(wc -l <long.out)" -eq 2 ] && [ -n "$(head -1 long.out)" ] || fail "a long $fmt record: $(cat long.out)"
 done

@@ -83,6 +83,19 @@ TEST_CASE("api: lines, a stream and a file translate alike", "[api]") {
   CHECK(t.describe().find("beam 4") != std::string::npos);
 }
 
+TEST_CASE("api: a line's sentences translate as each does alone", "[api]") {
+  api::TranslateOptions o;
+  o.workers = 1;
+  api::Translator lines({model_path()}, o);
+  const std::vector<std::string> each = lines.translate({"the dog runs!", "old cat"});
+  o.split = "sentences";
+  api::Translator split({model_path()}, o);
+  CHECK(split.translate({"the dog runs!  old cat"}) ==
+        std::vector<std::string>{each[0] + "  " + each[1]});
+  o.split = "chapters";
+  CHECK(error_of([&] { api::Translator({model_path()}, o); }).option() == "split");
+}
+
 TEST_CASE("api: n-best text and jsonl, one entry per line", "[api]") {
   api::TranslateOptions o;
   o.beam = 3;

@@ -52,6 +52,11 @@ struct NMT_API TranslateOptions {
   int threads;  // of each worker; 0: the cores shared out
   int workers;  // 0: min(cores, 4)
   InputFormat input_format;
+  // "none": a line is a segment; "sentences": its sentences are translated
+  // each on its own and joined; "paragraphs": lines between blank lines are
+  // one paragraph, one output each (see nmt translate --split).
+  std::string split;
+  std::string source_language;  // its sentence rules ("de"); empty: English's
   OutputFormat format;
   bool scores, alignments, attention;
   int alignment_layer;  // from 1; 0: the second-to-last

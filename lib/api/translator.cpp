@@ -42,6 +42,10 @@ nmt::TranslateOptions service_options(const std::vector<std::string>& models,
   t.input_format = o.input_format == InputFormat::tsv     ? nmt::InputFormat::tsv
                    : o.input_format == InputFormat::jsonl ? nmt::InputFormat::jsonl
                                                           : nmt::InputFormat::text;
+  // By the option table, as nmt translate --split reads them.
+  nlohmann::json split = {{"split", o.split}};
+  if (!o.source_language.empty()) split["source_language"] = o.source_language;
+  apply_translate_json(split, t);
   t.output.format =
       o.format == OutputFormat::jsonl ? nmt::OutputFormat::jsonl : nmt::OutputFormat::text;
   t.output.scores = o.scores;
@@ -87,6 +91,7 @@ TranslateOptions::TranslateOptions() {
   threads = t.threads;
   workers = t.workers;
   input_format = InputFormat::text;
+  split = "none";
   format = OutputFormat::text;
   scores = t.output.scores;
   alignments = t.output.alignments;

@@ -172,7 +172,8 @@ std::vector<SearchRequest> Translator::encode(const std::vector<TranslationReque
     if (requests[i].skip) continue;
     bool bad = false;
     const std::string clean = io::sanitize_utf8(requests[i].source, &bad);
-    const int64_t line_no = first_line + static_cast<int64_t>(i);
+    const int64_t line_no =
+        requests[i].line > 0 ? requests[i].line : first_line + static_cast<int64_t>(i);
     if (bad && warn_)
       warn_("line " + std::to_string(line_no) + ": invalid UTF-8 replaced with U+FFFD");
     if (clean.find_first_not_of(" \t\r") == std::string::npos) continue;  // empty in, empty out
@@ -331,7 +332,10 @@ std::vector<TranslationResult> Translator::translate(
         r.n_best.emplace_back(std::move(text), h.score);
       }
       if (!r.constraints_met && warn_)
-        warn_("line " + std::to_string(first_line + static_cast<int64_t>(b.index[k])) +
+        warn_("line " +
+              std::to_string(requests[b.index[k]].line > 0
+                                 ? requests[b.index[k]].line
+                                 : first_line + static_cast<int64_t>(b.index[k])) +
               ": no translation within the length limit meets every constraint; the best one "
               "that does not is written");
       if (b.maps.empty() || b.hyps[k].empty()) continue;

@@ -35,6 +35,9 @@ struct TranslationRequest {
   std::string prefix;
   std::vector<std::string> constraints;
   bool skip = false;  // a malformed line, already warned about: an empty result
+  // The input line it comes from (1-based; a line's sentences share it),
+  // for warnings and sampling's draws; 0: first_line + its index.
+  int64_t line = 0;
 };
 
 // What the translator adds to each result besides the text.
@@ -57,6 +60,13 @@ struct TranslationResult {
   std::vector<std::pair<int, int>> alignment;
   std::vector<std::string> src_pieces, out_pieces;
   AttentionMap attention;
+  // A line translated as several segments: each one's source, translation,
+  // score and confidence (the mean log-probability of its tokens).
+  struct Part {
+    std::string source, translation;
+    double score = 0, confidence = 0;
+  };
+  std::vector<Part> parts;
 };
 
 // Source tokens per batch by default, for workers of one CPU thread and of

@@ -147,6 +147,15 @@ std::string jsonl_result(const TranslationResult& r, const ResultFormat& f, int6
                       {"tokens", r.tokens}};
   if (!r.constraints_met) j["constraints_met"] = false;
   if (f.alignments) j["alignment"] = format_alignment(r.alignment);
+  if (!r.parts.empty()) {
+    nlohmann::json parts = nlohmann::json::array();
+    for (const TranslationResult::Part& p : r.parts)
+      parts.push_back({{"source", p.source},
+                       {"translation", p.translation},
+                       {"score", p.score},
+                       {"confidence", p.confidence}});
+    j["sentences"] = std::move(parts);
+  }
   if (f.attention) j["attention"] = r.text.empty() ? nlohmann::json() : attention_json(r);
   if (f.n_best > 1) {
     nlohmann::json nb = nlohmann::json::array();

@@ -55,6 +55,12 @@ Spec choice(Spec o, std::vector<std::string> choices) {
   return o;
 }
 
+const char* split_name(SplitMode m) {
+  return m == SplitMode::sentences    ? "sentences"
+         : m == SplitMode::paragraphs ? "paragraphs"
+                                      : "none";
+}
+
 const char* shortlist_name(ShortlistUse u) {
   return u == ShortlistUse::on ? "on" : u == ShortlistUse::off ? "off" : "auto";
 }
@@ -84,6 +90,28 @@ std::vector<Spec> output_options() {
                    t.input_format = parse_input_format(v.get<std::string>());
                  }),
              {"text", "tsv", "jsonl"}),
+      choice(
+          option(
+              "split", OptionInfo::kChoice,
+              "none: a line is one segment; sentences: each line's sentences are translated "
+              "each on its own and joined as the line spaced them (one line in, one line "
+              "out); paragraphs: the lines between blank lines (wrapped text) are one "
+              "paragraph, split into sentences and written as one line, blank lines kept. "
+              "Always: a sentence longer than the model takes is cut at clause boundaries "
+              "into pieces it can take, with a warning",
+              [](const TranslateOptions& t) { return json(split_name(t.split)); },
+              [](TranslateOptions& t, const json& v) {
+                for (SplitMode m : {SplitMode::none, SplitMode::sentences, SplitMode::paragraphs})
+                  if (v == split_name(m)) t.split = m;
+              }),
+          {"none", "sentences", "paragraphs"}),
+      [] {
+        Spec o = member("source_language", OptionInfo::kText, &TranslateOptions::source_language,
+                        "The source's language (de, en-GB, zh): its sentence rules and "
+                        "abbreviations (\"z. B.\", \"Mr.\") for {split}; default English's");
+        o.needs = "split";
+        return o;
+      }(),
       output_flag("alignments", &ResultFormat::alignments,
                   "Append ' ||| 0-0 1-2 ...' (source word-target word, counted from 0 as in "
                   "Moses and fast_align) from the cross-attention averaged over heads; jsonl: an "
@@ -210,6 +238,13 @@ void check_options(TranslateOptions& o) {
   if (o.output.alignments && s.n_best > 1 && o.output.format == OutputFormat::text)
     throw about_option<UsageError>(
         "alignments", "belongs to the best translation; with {n_best} use {format} jsonl");
+  if (o.split == SplitMode::paragraphs && o.input_format != InputFormat::text)
+    throw about_option<UsageError>("split", "paragraphs joins lines of text; {input_format} " +
+                                                std::string(format_name(o.input_format)) +
+                                                " has a request a line");
+  if (o.output.attention && o.split != SplitMode::none)
+    throw about_option<UsageError>("attention",
+                                   "draws one sentence's map; with {split} a line holds several");
   if (o.output.attention && o.output.format != OutputFormat::jsonl)
     throw about_option<UsageError>("attention",
                                    "writes a matrix per line; it needs {format} jsonl");

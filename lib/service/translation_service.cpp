@@ -8,6 +8,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "decode/attention_maps.h"
 #include "decode/shortlist_cost.h"
 #include "model/loaded_model.h"
 
@@ -43,6 +44,8 @@ TranslationService::TranslationService(TranslateOptions opts,
       AttentionOutput{opts_.output.alignments, opts_.output.attention, opts_.alignment_layer - 1},
       ensemble_ ? &*ensemble_ : nullptr);
   translator_->set_continuous(opts_.continuous);
+  if (opts_.split != SplitMode::none)
+    splitter_.emplace(opts_.source_language.empty() ? "en" : opts_.source_language);
   check_memory();
   request_format_.format = opts_.input_format;
   if (opts_.input_format != InputFormat::text) {
@@ -76,15 +79,26 @@ void TranslationService::check_memory() const {
           "; use a smaller beam, fewer tokens per batch or fewer workers");
 }
 
-// The bytes of text the model could take: SentencePiece's longest pieces
-// at every position it has.
+// A line is translated in pieces the model can take, up to this many times
+// the bytes it could take at once (SentencePiece's longest pieces at every
+// position it has): 65 KB for 255 subwords, some 10,000 words of a
+// paragraph on one line, while a 10 MB line costs a few times that and not
+// its whole length.
+constexpr size_t kModelLengthsPerLine = 4;
+
 size_t TranslationService::text_cap() const {
-  return io::kMaxBytesPerSubword * static_cast<size_t>(models_[0].config.max_positions - 1);
+  return kModelLengthsPerLine * io::kMaxBytesPerSubword *
+         static_cast<size_t>(models_[0].config.max_positions - 1);
+}
+
+std::string TranslationService::model_limit() const {
+  return "the model takes at most " + std::to_string(models_[0].config.max_positions - 1) +
+         " subwords at once";
 }
 
 std::string TranslationService::why_limit() const {
-  return "the model takes at most " + std::to_string(models_[0].config.max_positions - 1) +
-         " subwords";
+  return "a line is translated in pieces up to " + std::to_string(kModelLengthsPerLine) +
+         " times what " + model_limit();
 }
 
 std::string TranslationService::describe() const {
@@ -102,9 +116,9 @@ std::string TranslationService::describe() const {
 }
 
 io::TextChecks TranslationService::text_checks() const {
-  // A line is cut while it is read at what the model could take of it
-  // (more for tsv and jsonl, which carry a prefix and constraints too), so
-  // that a 10 MB line costs a few times the model's length and not 1.7 GB.
+  // A line is cut while it is read at text_cap() (more for tsv and jsonl,
+  // which carry a prefix and constraints too), so that a 10 MB line costs a
+  // few times the model's length and not 1.7 GB.
   io::TextChecks checks;
   const size_t cap = text_cap();
   checks.why_limit = why_limit();
@@ -117,7 +131,7 @@ io::TextChecks TranslationService::text_checks() const {
     // machine can parse it at ease (a 32nd of its memory, up to 256 MB), so
     // that its text is cut as a text line is; a longer one is read as an
     // empty line.
-    checks.max_line_bytes = 64 * cap;
+    checks.max_line_bytes = 16 * cap;
     if (opts_.input_format == InputFormat::jsonl) {
       checks.whole_lines = true;
       const uint64_t phys = physical_memory_bytes();
@@ -129,6 +143,106 @@ io::TextChecks TranslationService::text_checks() const {
   return checks;
 }
 
+bool TranslationService::fits(const std::string& text) const {
+  const LoadedModel& model = models_[0];
+  const size_t max_src =
+      static_cast<size_t>(model.config.max_positions - model.config.source_tokens(0));
+  // A piece holds a character at least (and a word's first may stand
+  // alone): a text of fewer bytes fits without being encoded.
+  if (text.size() + 1 <= max_src) return true;
+  return model.src_vocab().encode(text).size() <= max_src;
+}
+
+TranslationService::LineLayout TranslationService::lay_out(
+    TranslationRequest rq, std::vector<TranslationRequest>& requests) {
+  LineLayout l;
+  l.begin = requests.size();
+  // Constraints belong to the whole line (a prefix, to its first segment).
+  const bool as_is = rq.skip || !rq.constraints.empty();
+  if (!as_is) l.segments = splitter_ ? splitter_->split(rq.source) : whole_line(rq.source);
+  bool cut = false;
+  if (!as_is) {
+    std::vector<Segment> pieces;
+    for (const Segment& s : l.segments.segments) {
+      std::vector<Segment> p = pieces_that_fit(s, [this](const std::string& t) { return fits(t); });
+      if (p.size() > 1)
+        warn_input("line " + std::to_string(rq.line) + ": a sentence of " +
+                   std::to_string(s.text.size()) + " bytes is longer than " + model_limit() +
+                   "; it is translated in " + std::to_string(p.size()) +
+                   " pieces cut at clause boundaries");
+      cut = cut || p.size() > 1;
+      pieces.insert(pieces.end(), p.begin(), p.end());
+    }
+    l.segments.segments = std::move(pieces);
+  }
+  l.whole = as_is || (!splitter_ && !cut);
+  if (l.whole) {
+    requests.push_back(std::move(rq));
+  } else {
+    for (const Segment& s : l.segments.segments) {
+      TranslationRequest part;
+      part.source = s.text;
+      part.line = rq.line;
+      if (&s == &l.segments.segments.front()) part.prefix = rq.prefix;
+      requests.push_back(std::move(part));
+    }
+  }
+  l.end = requests.size();
+  return l;
+}
+
+namespace {
+
+// Words in a translation's pieces, as word_alignment() counts them.
+int words_in(const std::vector<std::string>& pieces) {
+  const std::vector<int> word = word_of_piece(pieces);
+  return word.empty() ? 0 : word.back() + 1;
+}
+
+}  // namespace
+
+TranslationResult TranslationService::join(const LineLayout& l,
+                                           const std::vector<TranslationRequest>& requests,
+                                           std::vector<TranslationResult>& results) const {
+  if (l.whole) return std::move(results[l.begin]);
+  TranslationResult out;
+  std::vector<std::string> texts;
+  size_t n_best = 0;
+  int src_words = 0, out_words = 0;
+  for (size_t i = l.begin; i < l.end; ++i) {
+    const TranslationResult& r = results[i];
+    texts.push_back(r.text);
+    out.score += r.score;
+    out.logprob += r.logprob;
+    out.tokens += r.tokens;
+    n_best = std::max(n_best, r.n_best.size());
+    for (const auto& [s, t] : r.alignment) out.alignment.emplace_back(s + src_words, t + out_words);
+    src_words += words_in(r.src_pieces);
+    out_words += words_in(r.out_pieces);
+    out.src_pieces.insert(out.src_pieces.end(), r.src_pieces.begin(), r.src_pieces.end());
+    out.out_pieces.insert(out.out_pieces.end(), r.out_pieces.begin(), r.out_pieces.end());
+    out.parts.push_back({requests[i].source, r.text, r.score,
+                         r.tokens > 0 ? r.logprob / static_cast<double>(r.tokens) : 0.0});
+  }
+  out.text = join_segments(l.segments, texts);
+  // The k-th hypothesis of the line: each segment's k-th (or its last).
+  for (size_t k = 0; k < n_best; ++k) {
+    std::vector<std::string> kth;
+    double score = 0;
+    for (size_t i = l.begin; i < l.end; ++i) {
+      const auto& nb = results[i].n_best;
+      if (nb.empty()) {
+        kth.emplace_back();
+        continue;
+      }
+      kth.push_back(nb[std::min(k, nb.size() - 1)].first);
+      score += nb[std::min(k, nb.size() - 1)].second;
+    }
+    out.n_best.emplace_back(join_segments(l.segments, kth), score);
+  }
+  return out;
+}
+
 std::vector<TranslationResult> TranslationService::translate_requests(
     std::vector<std::string>& lines, int64_t first) {
   // One write per warning, so that ranks' warnings do not interleave.
@@ -137,15 +251,76 @@ std::vector<TranslationResult> TranslationService::translate_requests(
   };
   std::vector<TranslationRequest> requests;
   requests.reserve(lines.size());
-  for (size_t i = 0; i < lines.size(); ++i)
-    requests.push_back(parse_request(std::move(lines[i]), request_format_,
-                                     first + static_cast<int64_t>(i), warn_line));
-  return translator_->translate(requests, first);
+  std::vector<LineLayout> layouts;
+  layouts.reserve(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const int64_t line_no = first + static_cast<int64_t>(i);
+    TranslationRequest rq = parse_request(std::move(lines[i]), request_format_, line_no, warn_line);
+    rq.line = line_no;
+    layouts.push_back(lay_out(std::move(rq), requests));
+  }
+  std::vector<TranslationResult> results = translator_->translate(requests, first);
+  std::vector<TranslationResult> out;
+  out.reserve(layouts.size());
+  for (const LineLayout& l : layouts) out.push_back(join(l, requests, results));
+  return out;
 }
 
-void TranslationService::translate(io::LineReader& in, const std::string& name,
+namespace {
+
+bool blank(const std::string& line) {
+  return line.find_first_not_of(" \t\r\f\v") == std::string::npos;
+}
+
+}  // namespace
+
+// The input's units: its lines, or with paragraphs, each block of lines
+// between blank lines joined into one (as wrapped text: a space between
+// lines, none between lines of Chinese or Japanese), and each blank line.
+class TranslationService::Units {
+ public:
+  Units(io::LineReader& in, bool paragraphs) : in_(in), paragraphs_(paragraphs) {}
+  bool next(std::string& unit) {
+    if (!paragraphs_) return in_.next(unit);
+    std::string line;
+    if (!read(line)) return false;
+    unit = std::move(line);
+    if (blank(unit)) {
+      unit.clear();
+      return true;
+    }
+    while (read(line)) {
+      if (blank(line)) {
+        ahead_ = std::move(line);
+        break;
+      }
+      const size_t end = unit.find_last_not_of(" \t\r");
+      unit.resize(end + 1);
+      const std::string rest = line.substr(line.find_first_not_of(" \t"));
+      if (!(ends_unspaced(unit) && starts_unspaced(rest))) unit += ' ';
+      unit += rest;
+    }
+    return true;
+  }
+  bool would_block() const { return !ahead_ && in_.would_block(); }
+  double fraction_read() const { return in_.fraction_read(); }
+
+ private:
+  bool read(std::string& line) {
+    if (!ahead_) return in_.next(line);
+    line = std::move(*ahead_);
+    ahead_.reset();
+    return true;
+  }
+  io::LineReader& in_;
+  const bool paragraphs_;
+  std::optional<std::string> ahead_;  // a blank line read past a paragraph's end
+};
+
+void TranslationService::translate(io::LineReader& reader, const std::string& name,
                                    const StreamSink& sink, Comm* comm) {
   input_name_ = name;
+  Units in(reader, opts_.split == SplitMode::paragraphs);
   if (comm && comm->size() > 1) return translate_as_root(in, sink, *comm);
   std::vector<std::string> window;
   std::string line;
@@ -175,7 +350,8 @@ std::vector<std::string> TranslationService::translate(const std::vector<std::st
   input_name_ = "<lines>";
   std::istringstream stream(std::move(text));
   io::TextChecks checks = text_checks();
-  io::LineReader in(stream, input_name_, checks);
+  io::LineReader reader(stream, input_name_, checks);
+  Units in(reader, opts_.split == SplitMode::paragraphs);
   std::vector<std::string> out, window;
   out.reserve(lines.size());
   std::string line;
@@ -253,8 +429,7 @@ std::string TranslationService::translate_window(const std::string& packed) {
 }
 
 // Rank 0: one input, round by round, until it is read.
-void TranslationService::translate_as_root(io::LineReader& in, const StreamSink& sink,
-                                           Comm& comm) {
+void TranslationService::translate_as_root(Units& in, const StreamSink& sink, Comm& comm) {
   const size_t ranks = static_cast<size_t>(comm.size()), full = ranks * opts_.window;
   int64_t next_line = 1;
   std::string line;

@@ -21,8 +21,16 @@
 #include "decode/translator.h"
 #include "io/text_file.h"
 #include "service/requests.h"
+#include "service/segments.h"
 
 namespace nmt {
+
+// How input lines become the segments the model translates.
+enum class SplitMode {
+  none,        // a line is a segment (cut into pieces only where the model cannot take it)
+  sentences,   // a line's sentences are translated each on its own
+  paragraphs,  // lines between blank lines are one paragraph, split into sentences
+};
 
 enum class ShortlistUse {
   automatic,  // where the model's training run turned it on
@@ -43,6 +51,10 @@ struct TranslateOptions {
   InputFormat input_format = InputFormat::text;
   ResultFormat output;
   int window = 1024;  // lines read ahead and sorted by length
+  SplitMode split = SplitMode::none;
+  // Whose sentence rules and abbreviations split sentences (BCP 47); empty:
+  // English's.
+  std::string source_language;
   // The options the user gave, by key: a memory refusal then blames the
   // beam rather than the batch, and sampling refuses a beam given with it.
   std::set<std::string> given;
@@ -112,15 +124,30 @@ class TranslationService {
   std::vector<TranslationResult> translate_requests(std::vector<std::string>& lines,
                                                    int64_t first);
   std::string translate_window(const std::string& packed);
-  void translate_as_root(io::LineReader& in, const StreamSink& sink, Comm& comm);
+  class Units;
+  void translate_as_root(Units& in, const StreamSink& sink, Comm& comm);
   void check_memory() const;
   // A warning about the input being read, prefixed with its name.
   void warn_input(const std::string& what) const;
   size_t text_cap() const;
   std::string why_limit() const;
+  std::string model_limit() const;
+
+  // A parsed line as the segments to translate (its requests appended to
+  // `requests`), and their results joined back into the line's.
+  struct LineLayout {
+    size_t begin = 0, end = 0;  // its requests
+    bool whole = true;          // one request, the line as it came
+    Segmented segments;
+  };
+  LineLayout lay_out(TranslationRequest rq, std::vector<TranslationRequest>& requests);
+  TranslationResult join(const LineLayout& layout, const std::vector<TranslationRequest>& requests,
+                         std::vector<TranslationResult>& results) const;
+  bool fits(const std::string& text) const;
 
   TranslateOptions opts_;
   std::function<void(const std::string&)> warn_;
+  std::optional<SentenceSplitter> splitter_;
   std::string input_name_;  // of the input being read, for warnings
   RequestFormat request_format_;
   std::vector<LoadedModel> models_;
