@@ -7,14 +7,12 @@
 // before the model is even loaded (an output that is an input, by device and
 // inode, or two inputs that would write one output, are refused), and each
 // is written to a temporary file beside it and renamed when complete.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -24,6 +22,7 @@
 #include "core/error.h"
 #include "decode/translator.h"
 #include "io/output_file.h"
+#include "io/output_plan.h"
 #include "io/std_streams.h"
 #include "io/text_file.h"
 #include "progress.h"
@@ -81,61 +80,6 @@ Progress make_progress(const io::LineReader& in, const Output& out, const Opts& 
                   o.progress, in.fraction_read() >= 0, out.is_stdout());
 }
 
-// test.en.gz -> test.en.hyp, or with --suffix de -> test.de: ".gz" and the
-// language extension give way to the suffix.
-std::string output_name(const std::string& input, const std::string& suffix) {
-  std::string b = fs::path(input).filename().string();
-  if (b.size() > 3 && b.compare(b.size() - 3, 3, ".gz") == 0) b.resize(b.size() - 3);
-  if (suffix.empty()) return b + ".hyp";
-  const auto dot = b.find_last_of('.');
-  if (dot != std::string::npos && dot > 0) b.resize(dot);
-  return b + (suffix[0] == '.' ? "" : ".") + suffix;
-}
-
-// One output path per input ("" for stdout), checked against every input
-// and the model before anything is written.
-std::vector<std::string> plan_outputs(const Opts& o) {
-  std::vector<std::string> outs;
-  if (o.suffix.find('/') != std::string::npos)
-    throw UsageError("--suffix " + o.suffix + " holds a '/'; it names files inside --output-dir");
-  if (!o.output_dir.empty()) {
-    struct stat st;
-    if (::stat(o.output_dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
-      throw InputError("--output-dir " + o.output_dir + " exists and is not a directory");
-    for (const auto& in : o.inputs)
-      outs.push_back(
-          (fs::path(o.output_dir) / output_name(in == "-" ? "stdin" : in, o.suffix)).string());
-  } else {
-    if (o.output_given && o.output.empty()) io::check_output_path(o.output, "-o");
-    outs.assign(o.inputs.size(), "");
-    if (!o.output.empty() && o.output != "-") outs.assign(1, o.output);
-  }
-  std::vector<io::NamedPath> inputs;
-  for (const auto& m : o.models) inputs.push_back({"-m", m});
-  for (const auto& in : o.inputs) inputs.push_back({"-i", in});
-  if (std::find(outs.begin(), outs.end(), "") != outs.end()) io::check_stdout_not_an_input(inputs);
-  // --output-dir's names too, where the folder exists already: a name that
-  // is a directory is refused before the first input is translated.
-  struct stat st;
-  const bool check_paths = o.output_dir.empty() || ::stat(o.output_dir.c_str(), &st) == 0;
-  const std::string option = o.output_dir.empty() ? "-o" : "--output-dir";
-  std::map<std::string, std::string> claimed;  // normalised output -> its input
-  for (size_t i = 0; i < outs.size(); ++i) {
-    if (outs[i].empty()) continue;
-    if (check_paths) io::check_output_path(outs[i], option, io::Content::Text);
-    std::error_code ec;
-    std::string key = fs::weakly_canonical(fs::absolute(outs[i]), ec).string();
-    if (ec) key = outs[i];
-    const std::string& input = o.inputs[std::min(i, o.inputs.size() - 1)];
-    if (auto it = claimed.find(key); it != claimed.end())
-      throw UsageError("inputs " + it->second + " and " + input + " would both be written to " +
-                       outs[i] + "; give them different names or use --suffix");
-    claimed[key] = input;
-    io::check_not_an_input({option, outs[i]}, inputs);
-  }
-  return outs;
-}
-
 // The service's options, checked before any file is read (the device is
 // opened later, once the files are known to be there).
 TranslateOptions service_options(const Opts& o) {
@@ -162,7 +106,7 @@ void run(Opts& o) {
   std::vector<std::string> outs;
   on_root_then_share(comm, [&] {
     for (const auto& in : o.inputs) io::check_input_path(in, "-i");
-    outs = plan_outputs(o);
+    outs = io::plan_outputs({o.output, o.output_given, o.output_dir, o.suffix}, o.inputs, o.models);
     if (!o.output_dir.empty()) {
       std::error_code ec;
       fs::create_directories(o.output_dir, ec);

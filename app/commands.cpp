@@ -173,6 +173,7 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& device) {
 std::string flag_of(const std::string& key) {
   if (key == "model") return "-m";
   if (key == "input") return "-i";
+  if (key == "output") return "-o";
   if (key == "warmup_steps") return "--warmup";  // the one option named unlike its key
   std::string flag = "--" + key;
   std::replace(flag.begin(), flag.end(), '_', '-');
