@@ -2,7 +2,9 @@
 // the source language's abbreviations, over-long sentences cut at clause
 // boundaries into pieces a model takes, and translations joined back with
 // the source's spacing (none between Chinese or Japanese sentences).
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -109,4 +111,38 @@ TEST_CASE("pieces: cut at clause boundaries first, each one fitting", "[segments
     }
     CHECK(joined == text);
   }
+}
+
+TEST_CASE("sentences: Chinese paragraphs from Tatoeba split where their sentences end",
+          "[segments]") {
+  std::ifstream in(std::string(NMT_DATA_DIR) + "/tatoeba-cmn-eng/test.zh");
+  REQUIRE(in);  // ../shared/data is part of the set-up
+  std::vector<std::string> sentences;
+  // The lines that end in a full stop, exclamation or question mark (a line
+  // without one runs into the next, for any splitter).
+  auto ends_in_stop = [](const std::string& l) {
+    for (const char* stop : {"。", "！", "？"})
+      if (l.size() > 3 && l.compare(l.size() - 3, 3, stop) == 0) return true;
+    return false;
+  };
+  for (std::string line; std::getline(in, line);)
+    if (ends_in_stop(line) && line.find_first_of(" \t") == std::string::npos)
+      sentences.push_back(line);
+  REQUIRE(sentences.size() > 900);
+  SentenceSplitter zh("zh");
+  size_t paragraphs = 0, same = 0;
+  for (size_t i = 0, n = 1; i < sentences.size(); i += n, n = n % 5 + 1) {
+    const size_t end = std::min(sentences.size(), i + n);
+    std::string paragraph;
+    std::vector<std::string> want(sentences.begin() + static_cast<std::ptrdiff_t>(i),
+                                  sentences.begin() + static_cast<std::ptrdiff_t>(end));
+    for (const std::string& s : want) paragraph += s;  // no space between them
+    const Segmented got = zh.split(paragraph);
+    ++paragraphs;
+    same += texts(got) == want;
+    // Into English, a space between the translations.
+    if (got.segments.size() == 2) CHECK(join_segments(got, {"One.", "Two."}) == "One. Two.");
+  }
+  INFO(same << " of " << paragraphs << " paragraphs");
+  CHECK(same >= paragraphs * 98 / 100);
 }
