@@ -62,6 +62,42 @@ OptionSpec<Whole> lift(const OptionSpec<Part>& o, Part Whole::*part) {
   return w;
 }
 
+// An option with its own get and set.
+template <class T>
+OptionSpec<T> make_option(const char* key, OptionInfo::Type type, std::string help,
+                          std::function<nlohmann::json(const T&)> get,
+                          std::function<void(T&, const nlohmann::json&)> set) {
+  OptionSpec<T> o;
+  o.key = key;
+  o.type = type;
+  o.help = std::move(help);
+  o.get = std::move(get);
+  o.set = std::move(set);
+  return o;
+}
+
+// An option that is one member of T, read and written as it is.
+template <class T, class M>
+OptionSpec<T> member_option(const char* key, OptionInfo::Type type, M T::*m, std::string help) {
+  return make_option<T>(
+      key, type, std::move(help), [m](const T& t) { return nlohmann::json(t.*m); },
+      [m](T& t, const nlohmann::json& v) { t.*m = v.template get<M>(); });
+}
+
+template <class T>
+OptionSpec<T> with_range(OptionSpec<T> o, double min, double max, bool strict_min = false) {
+  o.min = min;
+  o.max = max;
+  o.strict_min = strict_min;
+  return o;
+}
+
+template <class T>
+OptionSpec<T> with_choices(OptionSpec<T> o, std::vector<std::string> choices) {
+  o.choices = std::move(choices);
+  return o;
+}
+
 template <class T>
 const OptionSpec<T>* find_option(const std::vector<OptionSpec<T>>& table, const std::string& key) {
   for (const OptionSpec<T>& o : table)

@@ -15,24 +15,6 @@ namespace {
 
 using Spec = OptionSpec<SearchOptions>;
 
-template <class M>
-Spec option(const char* key, OptionInfo::Type type, M SearchOptions::*member, const char* help) {
-  Spec o;
-  o.key = key;
-  o.type = type;
-  o.help = help;
-  o.get = [member](const SearchOptions& s) { return json(s.*member); };
-  o.set = [member](SearchOptions& s, const json& v) { s.*member = v.get<M>(); };
-  return o;
-}
-
-Spec range(Spec o, double min, double max, bool strict_min = false) {
-  o.min = min;
-  o.max = max;
-  o.strict_min = strict_min;
-  return o;
-}
-
 Spec with_sampling(Spec o) {
   o.needs = "sampling";
   return o;
@@ -60,23 +42,26 @@ std::vector<Spec> make_table() {
   using S = SearchOptions;
   constexpr auto kInt = OptionInfo::kInt, kNumber = OptionInfo::kNumber;
   return {
-      range(option("beam", kInt, &S::beam, "Beam size (1: greedy)"), 1, 1024),
-      range(option("alpha", kNumber, &S::alpha, "GNMT length penalty exponent"), 0, 10),
-      option("length_norm", OptionInfo::kFlag, &S::length_norm,
-             "Divide scores by length instead of the GNMT penalty"),
-      range(option("n_best", kInt, &S::n_best,
-                   "Print this many hypotheses per input (<= beam); with {sampling}, this many "
-                   "independent samples"),
-            1, 1024),
+      with_range(member_option("beam", kInt, &S::beam, "Beam size (1: greedy)"), 1, 1024),
+      with_range(member_option("alpha", kNumber, &S::alpha, "GNMT length penalty exponent"), 0, 10),
+      member_option("length_norm", OptionInfo::kFlag, &S::length_norm,
+                    "Divide scores by length instead of the GNMT penalty"),
+      with_range(member_option(
+                     "n_best", kInt, &S::n_best,
+                     "Print this many hypotheses per input (<= beam); with {sampling}, this many "
+                     "independent samples"),
+                 1, 1024),
       sampling_option(),
-      with_sampling(range(option("sampling_temperature", kNumber, &S::temperature,
-                                 "Divide the logits by this before sampling (below 1: sharper)"),
-                          0, 100, /*strict_min=*/true)),
-      with_sampling(option("seed", OptionInfo::kUnsigned, &S::seed, "Seed of {sampling}")),
-      range(option("max_length_a", kNumber, &S::max_len_a,
-                   "Max output length = a * source length + b"),
-            0, 100),
-      range(option("max_length_b", kInt, &S::max_len_b, "See {max_length_a}"), 0, 100000),
+      with_sampling(
+          with_range(member_option("sampling_temperature", kNumber, &S::temperature,
+                                   "Divide the logits by this before sampling (below 1: sharper)"),
+                     0, 100, /*strict_min=*/true)),
+      with_sampling(member_option("seed", OptionInfo::kUnsigned, &S::seed, "Seed of {sampling}")),
+      with_range(member_option("max_length_a", kNumber, &S::max_len_a,
+                               "Max output length = a * source length + b"),
+                 0, 100),
+      with_range(member_option("max_length_b", kInt, &S::max_len_b, "See {max_length_a}"), 0,
+                 100000),
   };
 }
 

@@ -16,17 +16,7 @@ namespace {
 
 using Spec = OptionSpec<ReportOptions>;
 
-Spec option(const char* key, OptionInfo::Type type, std::string help,
-            std::function<json(const ReportOptions&)> get,
-            std::function<void(ReportOptions&, const json&)> set) {
-  Spec o;
-  o.key = key;
-  o.type = type;
-  o.help = std::move(help);
-  o.get = std::move(get);
-  o.set = std::move(set);
-  return o;
-}
+constexpr auto option = &make_option<ReportOptions>;
 
 // A member of ReportOptions, or of one of its metrics' options.
 template <class Part, class M>
@@ -37,50 +27,34 @@ Spec member(const char* key, OptionInfo::Type type, Part ReportOptions::*part, M
       [part, m](ReportOptions& o, const json& v) { o.*part.*m = v.get<M>(); });
 }
 
-template <class M>
-Spec member(const char* key, OptionInfo::Type type, M ReportOptions::*m, std::string help) {
-  return option(
-      key, type, std::move(help), [m](const ReportOptions& o) { return json(o.*m); },
-      [m](ReportOptions& o, const json& v) { o.*m = v.get<M>(); });
-}
-
-Spec range(Spec o, double min, double max) {
-  o.min = min;
-  o.max = max;
-  return o;
-}
-
-Spec choice(Spec o, std::vector<std::string> choices) {
-  o.choices = std::move(choices);
-  return o;
-}
-
 std::vector<Spec> bleu_options() {
   using R = ReportOptions;
   return {
       [] {
-        Spec o = choice(member("metrics", OptionInfo::kChoice, &R::metrics,
-                               "Metrics: any of bleu, chrf, ter (sacrebleu's -m; {model} is the "
-                               "model in nmt)"),
-                        {"bleu", "chrf", "ter"});
+        Spec o = with_choices(
+            member_option("metrics", OptionInfo::kChoice, &R::metrics,
+                          "Metrics: any of bleu, chrf, ter (sacrebleu's -m; {model} is the "
+                          "model in nmt)"),
+            {"bleu", "chrf", "ter"});
         o.list = true;
         return o;
       }(),
-      choice(option(
-                 "tokenize", OptionInfo::kChoice,
-                 std::string("BLEU tokeniser (-tok): 13a, intl, none, char, zh, ja-mecab, "
-                             "flores101, flores200, spm (= flores101), spBLEU-1K; ko-mecab is "
-                             "refused (mecab-ko is not in Debian). ja-mecab is MeCab -Owakati "
-                             "with Debian's IPA dictionary (") +
-                     kMecabIpadicDir +
-                     ", 392,127 entries): sacreBLEU's numbers as it tokenises with that "
-                     "dictionary, though sacreBLEU's own size check accepts only pip's "
-                     "392,126. The SentencePiece ones need {spm_model}",
-                 [](const R& o) { return json(tokenizer_name(o.bleu.tokenizer)); },
-                 [](R& o, const json& v) {
-                   o.bleu.tokenizer = parse_tokenizer(v.get<std::string>());
-                 }),
-             std::vector<std::string>(std::begin(kTokenizerNames), std::end(kTokenizerNames))),
+      with_choices(
+          option(
+              "tokenize", OptionInfo::kChoice,
+              std::string("BLEU tokeniser (-tok): 13a, intl, none, char, zh, ja-mecab, "
+                          "flores101, flores200, spm (= flores101), spBLEU-1K; ko-mecab is "
+                          "refused (mecab-ko is not in Debian). ja-mecab is MeCab -Owakati "
+                          "with Debian's IPA dictionary (") +
+                  kMecabIpadicDir +
+                  ", 392,127 entries): sacreBLEU's numbers as it tokenises with that "
+                  "dictionary, though sacreBLEU's own size check accepts only pip's "
+                  "392,126. The SentencePiece ones need {spm_model}",
+              [](const R& o) { return json(tokenizer_name(o.bleu.tokenizer)); },
+              [](R& o, const json& v) {
+                o.bleu.tokenizer = parse_tokenizer(v.get<std::string>());
+              }),
+          std::vector<std::string>(std::begin(kTokenizerNames), std::end(kTokenizerNames))),
       member("spm_model", OptionInfo::kText, &R::bleu, &BleuOptions::spm_model,
              "SentencePiece model for -tok flores101, flores200, spm, spBLEU-1K (sacreBLEU "
              "downloads it: FLORES-101 sacrebleu_tokenizer_spm.model, FLORES-200 "
@@ -88,13 +62,13 @@ std::vector<Spec> bleu_options() {
              "file)"),
       member("lowercase", OptionInfo::kFlag, &R::bleu, &BleuOptions::lowercase,
              "Case-insensitive BLEU (-lc)"),
-      choice(
+      with_choices(
           option(
               "smooth_method", OptionInfo::kChoice, "BLEU smoothing: exp, floor, add-k or none",
               [](const R& o) { return json(smoothing_name(o.bleu.smooth)); },
               [](R& o, const json& v) { o.bleu.smooth = parse_smoothing(v.get<std::string>()); }),
           {"exp", "floor", "add-k", "none"}),
-      range(
+      with_range(
           option(
               "smooth_value", OptionInfo::kNumber,
               "Value for floor (0.1 if not given) or add-k (1) smoothing (-sv)",
@@ -106,8 +80,8 @@ std::vector<Spec> bleu_options() {
                   o.bleu.smooth_value = v.get<double>();
               }),
           0, 1e6),
-      member("sentence_level", OptionInfo::kFlag, &R::sentence_level,
-             "One score per line (BLEU with effective order, as sentence_bleu) (-sl)"),
+      member_option("sentence_level", OptionInfo::kFlag, &R::sentence_level,
+                    "One score per line (BLEU with effective order, as sentence_bleu) (-sl)"),
   };
 }
 
@@ -117,13 +91,13 @@ std::vector<Spec> chrf_ter_options() {
   using T = TerOptions;
   constexpr auto kFlag = OptionInfo::kFlag;
   return {
-      range(member("chrf_char_order", OptionInfo::kInt, &R::chrf, &C::char_order,
-                   "chrF character n-gram order (-cc)"),
-            1, 100),
-      range(member("chrf_word_order", OptionInfo::kInt, &R::chrf, &C::word_order,
-                   "chrF word n-gram order, 2 = chrF++ (-cw)"),
-            0, 100),
-      range(member("chrf_beta", OptionInfo::kInt, &R::chrf, &C::beta, "chrF beta"), 1, 100),
+      with_range(member("chrf_char_order", OptionInfo::kInt, &R::chrf, &C::char_order,
+                        "chrF character n-gram order (-cc)"),
+                 1, 100),
+      with_range(member("chrf_word_order", OptionInfo::kInt, &R::chrf, &C::word_order,
+                        "chrF word n-gram order, 2 = chrF++ (-cw)"),
+                 0, 100),
+      with_range(member("chrf_beta", OptionInfo::kInt, &R::chrf, &C::beta, "chrF beta"), 1, 100),
       member("chrf_whitespace", kFlag, &R::chrf, &C::whitespace,
              "Keep whitespace in chrF character n-grams"),
       member("chrf_lowercase", kFlag, &R::chrf, &C::lowercase, "Case-insensitive chrF"),
@@ -141,20 +115,21 @@ std::vector<Spec> chrf_ter_options() {
 std::vector<Spec> output_options() {
   using R = ReportOptions;
   return {
-      choice(option(
-                 "format", OptionInfo::kChoice,
-                 "text: sacrebleu's one-line result; json: its JSON (sacrebleu's default)",
-                 [](const R& o) { return json(o.format == ReportFormat::json ? "json" : "text"); },
-                 [](R& o, const json& v) {
-                   o.format = v == "json" ? ReportFormat::json : ReportFormat::text;
-                 }),
-             {"text", "json"}),
-      range(member("width", OptionInfo::kInt, &R::width,
-                   "Decimals of the score (sacrebleu's default is 1)"),
-            0, 10),
-      member("signature", OptionInfo::kFlag, &R::signature,
-             "Put the sacreBLEU signature in the text line"),
-      member("score_only", OptionInfo::kFlag, &R::score_only, "Print only the score"),
+      with_choices(
+          option(
+              "format", OptionInfo::kChoice,
+              "text: sacrebleu's one-line result; json: its JSON (sacrebleu's default)",
+              [](const R& o) { return json(o.format == ReportFormat::json ? "json" : "text"); },
+              [](R& o, const json& v) {
+                o.format = v == "json" ? ReportFormat::json : ReportFormat::text;
+              }),
+          {"text", "json"}),
+      with_range(member_option("width", OptionInfo::kInt, &R::width,
+                               "Decimals of the score (sacrebleu's default is 1)"),
+                 0, 10),
+      member_option("signature", OptionInfo::kFlag, &R::signature,
+                    "Put the sacreBLEU signature in the text line"),
+      member_option("score_only", OptionInfo::kFlag, &R::score_only, "Print only the score"),
   };
 }
 
@@ -179,14 +154,14 @@ std::vector<Spec> test_options() {
                 "(-pbs); SACREBLEU_SEED seeds it (default 12345, none)"),
       test_flag("paired_ar", ReportTest::randomization,
                 "Paired approximate randomization test against the first {input} system (-par)"),
-      member("paired_bs_n", OptionInfo::kInt, &R::paired_bs_n,
-             "Bootstrap resamples of {paired_bs}; 0 or less: 1000 (-pbsn)"),
-      member("paired_ar_n", OptionInfo::kInt, &R::paired_ar_n,
-             "Trials of {paired_ar}; 0 or less: 10000 (-parn)"),
-      member("confidence", OptionInfo::kFlag, &R::confidence,
-             "Bootstrap 95% confidence interval of one system (-ci)"),
-      member("confidence_n", OptionInfo::kInt, &R::confidence_n,
-             "Bootstrap resamples of {confidence}; 1 or less: no interval (-cin)"),
+      member_option("paired_bs_n", OptionInfo::kInt, &R::paired_bs_n,
+                    "Bootstrap resamples of {paired_bs}; 0 or less: 1000 (-pbsn)"),
+      member_option("paired_ar_n", OptionInfo::kInt, &R::paired_ar_n,
+                    "Trials of {paired_ar}; 0 or less: 10000 (-parn)"),
+      member_option("confidence", OptionInfo::kFlag, &R::confidence,
+                    "Bootstrap 95% confidence interval of one system (-ci)"),
+      member_option("confidence_n", OptionInfo::kInt, &R::confidence_n,
+                    "Bootstrap resamples of {confidence}; 1 or less: no interval (-cin)"),
   };
 }
 

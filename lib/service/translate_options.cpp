@@ -17,24 +17,7 @@ namespace {
 
 using Spec = OptionSpec<TranslateOptions>;
 
-Spec option(const char* key, OptionInfo::Type type, std::string help,
-            std::function<json(const TranslateOptions&)> get,
-            std::function<void(TranslateOptions&, const json&)> set) {
-  Spec o;
-  o.key = key;
-  o.type = type;
-  o.help = std::move(help);
-  o.get = std::move(get);
-  o.set = std::move(set);
-  return o;
-}
-
-template <class M>
-Spec member(const char* key, OptionInfo::Type type, M TranslateOptions::*m, std::string help) {
-  return option(
-      key, type, std::move(help), [m](const TranslateOptions& t) { return json(t.*m); },
-      [m](TranslateOptions& t, const json& v) { t.*m = v.get<M>(); });
-}
+constexpr auto option = &make_option<TranslateOptions>;
 
 template <class M>
 Spec output_flag(const char* key, M ResultFormat::*m, std::string help) {
@@ -42,17 +25,6 @@ Spec output_flag(const char* key, M ResultFormat::*m, std::string help) {
       key, OptionInfo::kFlag, std::move(help),
       [m](const TranslateOptions& t) { return json(t.output.*m); },
       [m](TranslateOptions& t, const json& v) { t.output.*m = v.get<M>(); });
-}
-
-Spec range(Spec o, double min, double max) {
-  o.min = min;
-  o.max = max;
-  return o;
-}
-
-Spec choice(Spec o, std::vector<std::string> choices) {
-  o.choices = std::move(choices);
-  return o;
 }
 
 const char* split_name(SplitMode m) {
@@ -71,26 +43,27 @@ std::vector<Spec> output_options() {
                   "Print each translation's search score first: its log-probability divided by "
                   "the GNMT length penalty ((5 + tokens) / 6)^alpha, or by tokens with "
                   "{length_norm} (the 'score' column of nmt score -m)"),
-      choice(option(
-                 "format", OptionInfo::kChoice,
-                 "text, or jsonl (line, translation, score, logprob, tokens)",
-                 [](const TranslateOptions& t) { return json(format_name(t.output.format)); },
-                 [](TranslateOptions& t, const json& v) {
-                   t.output.format = parse_output_format(v.get<std::string>());
-                 }),
-             {"text", "jsonl"}),
-      choice(option(
-                 "input_format", OptionInfo::kChoice,
-                 "text; tsv: source<TAB>prefix, the translation starts with the prefix; jsonl: "
-                 "{\"text\": ..., \"constraints\": [...], \"prefix\": ...}, every constraint "
-                 "(target text) appears in the translation. A line that does not parse gets a "
-                 "warning and an empty output line",
-                 [](const TranslateOptions& t) { return json(format_name(t.input_format)); },
-                 [](TranslateOptions& t, const json& v) {
-                   t.input_format = parse_input_format(v.get<std::string>());
-                 }),
-             {"text", "tsv", "jsonl"}),
-      choice(
+      with_choices(option(
+                       "format", OptionInfo::kChoice,
+                       "text, or jsonl (line, translation, score, logprob, tokens)",
+                       [](const TranslateOptions& t) { return json(format_name(t.output.format)); },
+                       [](TranslateOptions& t, const json& v) {
+                         t.output.format = parse_output_format(v.get<std::string>());
+                       }),
+                   {"text", "jsonl"}),
+      with_choices(
+          option(
+              "input_format", OptionInfo::kChoice,
+              "text; tsv: source<TAB>prefix, the translation starts with the prefix; jsonl: "
+              "{\"text\": ..., \"constraints\": [...], \"prefix\": ...}, every constraint "
+              "(target text) appears in the translation. A line that does not parse gets a "
+              "warning and an empty output line",
+              [](const TranslateOptions& t) { return json(format_name(t.input_format)); },
+              [](TranslateOptions& t, const json& v) {
+                t.input_format = parse_input_format(v.get<std::string>());
+              }),
+          {"text", "tsv", "jsonl"}),
+      with_choices(
           option(
               "split", OptionInfo::kChoice,
               "none: a line is one segment; sentences: each line's sentences are translated "
@@ -106,9 +79,10 @@ std::vector<Spec> output_options() {
               }),
           {"none", "sentences", "paragraphs"}),
       [] {
-        Spec o = member("source_language", OptionInfo::kText, &TranslateOptions::source_language,
-                        "The source's language (de, en-GB, zh): its sentence rules and "
-                        "abbreviations (\"z. B.\", \"Mr.\") for {split}; default English's");
+        Spec o =
+            member_option("source_language", OptionInfo::kText, &TranslateOptions::source_language,
+                          "The source's language (de, en-GB, zh): its sentence rules and "
+                          "abbreviations (\"z. B.\", \"Mr.\") for {split}; default English's");
         o.needs = "split";
         return o;
       }(),
@@ -116,10 +90,11 @@ std::vector<Spec> output_options() {
                   "Append ' ||| 0-0 1-2 ...' (source word-target word, counted from 0 as in "
                   "Moses and fast_align) from the cross-attention averaged over heads; jsonl: an "
                   "\"alignment\" field"),
-      range(member("alignment_layer", OptionInfo::kInt, &TranslateOptions::alignment_layer,
-                   "Decoder layer of {alignments} and {attention}, from 1 (0: the "
-                   "second-to-last)"),
-            0, 1024),
+      with_range(
+          member_option("alignment_layer", OptionInfo::kInt, &TranslateOptions::alignment_layer,
+                        "Decoder layer of {alignments} and {attention}, from 1 (0: the "
+                        "second-to-last)"),
+          0, 1024),
       output_flag("attention", &ResultFormat::attention,
                   "With {format} jsonl: the best translation's cross-attention (target piece x "
                   "source piece, heads averaged) and the pieces, as \"attention\""),
@@ -129,45 +104,50 @@ std::vector<Spec> output_options() {
 std::vector<Spec> batching_options() {
   using T = TranslateOptions;
   return {
-      range(member("batch_tokens", OptionInfo::kInt, &T::batch_tokens,
-                   "Source tokens per batch (0: " + std::to_string(kBatchTokensOneThread) +
-                       " for workers of one thread (" + std::to_string(kBatchTokensOneThreadInt8) +
-                       " in int8), " + std::to_string(kBatchTokensThreaded) +
-                       " for workers of several)"),
-            0, 1 << 24),
-      choice(option(
-                 "batching", OptionInfo::kChoice,
-                 "static: each batch runs until its last sentence ends; continuous: as "
-                 "sentences finish, the next ones join the running batch (the output is the "
-                 "same)",
-                 [](const T& t) { return json(t.continuous ? "continuous" : "static"); },
-                 [](T& t, const json& v) { t.continuous = v == "continuous"; }),
-             {"continuous", "static"}),
-      range(member("window", OptionInfo::kInt, &T::window, "Lines read ahead and sorted by length"),
-            1, 1 << 20),
-      range(member("threads", OptionInfo::kInt, &T::threads,
-                   "CPU threads of each worker (0: the cores shared out among the workers that "
-                   "a window keeps busy)"),
-            0, 1024),
-      range(member("workers", OptionInfo::kInt, &T::workers,
-                   "Translators sharing the one loaded model, each on its own threads; batches "
-                   "are shared out among them, and the output is the same for any number (0: "
-                   "min(cores, 4))"),
-            0, 256),
-      choice(option(
-                 "shortlist", OptionInfo::kChoice,
-                 "Restrict each sentence's output to the model's vocabulary shortlist for its "
-                 "source: on, off, or auto (on where the model's training run measured it to "
-                 "cost at most " +
-                     shortlist_cost_limit() +
-                     " BLEU on its validation set; nmt info shows what it measured)",
-                 [](const T& t) { return json(shortlist_name(t.shortlist)); },
-                 [](T& t, const json& v) {
-                   for (ShortlistUse u :
-                        {ShortlistUse::automatic, ShortlistUse::on, ShortlistUse::off})
-                     if (v == shortlist_name(u)) t.shortlist = u;
-                 }),
-             {"auto", "on", "off"}),
+      with_range(
+          member_option("batch_tokens", OptionInfo::kInt, &T::batch_tokens,
+                        "Source tokens per batch (0: " + std::to_string(kBatchTokensOneThread) +
+                            " for workers of one thread (" +
+                            std::to_string(kBatchTokensOneThreadInt8) + " in int8), " +
+                            std::to_string(kBatchTokensThreaded) + " for workers of several)"),
+          0, 1 << 24),
+      with_choices(option(
+                       "batching", OptionInfo::kChoice,
+                       "static: each batch runs until its last sentence ends; continuous: as "
+                       "sentences finish, the next ones join the running batch (the output is the "
+                       "same)",
+                       [](const T& t) { return json(t.continuous ? "continuous" : "static"); },
+                       [](T& t, const json& v) { t.continuous = v == "continuous"; }),
+                   {"continuous", "static"}),
+      with_range(member_option("window", OptionInfo::kInt, &T::window,
+                               "Lines read ahead and sorted by length"),
+                 1, 1 << 20),
+      with_range(member_option(
+                     "threads", OptionInfo::kInt, &T::threads,
+                     "CPU threads of each worker (0: the cores shared out among the workers that "
+                     "a window keeps busy)"),
+                 0, 1024),
+      with_range(member_option(
+                     "workers", OptionInfo::kInt, &T::workers,
+                     "Translators sharing the one loaded model, each on its own threads; batches "
+                     "are shared out among them, and the output is the same for any number (0: "
+                     "min(cores, 4))"),
+                 0, 256),
+      with_choices(
+          option(
+              "shortlist", OptionInfo::kChoice,
+              "Restrict each sentence's output to the model's vocabulary shortlist for its "
+              "source: on, off, or auto (on where the model's training run measured it to "
+              "cost at most " +
+                  shortlist_cost_limit() +
+                  " BLEU on its validation set; nmt info shows what it measured)",
+              [](const T& t) { return json(shortlist_name(t.shortlist)); },
+              [](T& t, const json& v) {
+                for (ShortlistUse u :
+                     {ShortlistUse::automatic, ShortlistUse::on, ShortlistUse::off})
+                  if (v == shortlist_name(u)) t.shortlist = u;
+              }),
+          {"auto", "on", "off"}),
   };
 }
 
