@@ -190,7 +190,8 @@ TEST_CASE("translation options: one table reads, writes and checks them by key",
   CHECK(refusal({{"beem", 4}}) == "unknown translation option \"beem\" (did you mean beam?)");
   CHECK(refusal({{"beam", 0}}) == "beam: expected a number from 1 to 1024, got 0");
   CHECK(refusal({{"window", 0}}) == "window: expected a number from 1 to 1048576, got 0");
-  CHECK(refusal({{"format", "xml"}}) == "format: expected \"text\" or \"jsonl\", got \"xml\"");
+  CHECK(refusal({{"format", "xml"}}) ==
+        "format: expected \"text\", \"jsonl\" or \"html\", got \"xml\"");
   CHECK(refusal({{"sampling_temperature", 0.0}}) ==
         "sampling_temperature: expected a number in (0, 100], got 0");
   CHECK(refusal({{"seed", -1}}) ==

@@ -23,6 +23,7 @@ enum class InputFormat {
 enum class OutputFormat {
   text,   // the translation (with scores, alignments or n-best as asked)
   jsonl,  // {"line", "translation", "score", "logprob", "tokens", ...}
+  html,   // the input is HTML, written back with its text translated
 };
 enum class Shortlist {
   automatic,  // where the model's training run measured it to cost little
@@ -54,7 +55,8 @@ struct NMT_API TranslateOptions {
   InputFormat input_format;
   // "none": a line is a segment; "sentences": its sentences are translated
   // each on its own and joined; "paragraphs": lines between blank lines are
-  // one paragraph, one output each (see nmt translate --split).
+  // one paragraph, one output each (see nmt translate --split); empty: the
+  // format's own ("none" for text, "sentences" for HTML).
   std::string split;
   std::string source_language;  // its sentence rules ("de"); empty: English's
   OutputFormat format;

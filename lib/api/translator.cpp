@@ -43,11 +43,13 @@ nmt::TranslateOptions service_options(const std::vector<std::string>& models,
                    : o.input_format == InputFormat::jsonl ? nmt::InputFormat::jsonl
                                                           : nmt::InputFormat::text;
   // By the option table, as nmt translate --split reads them.
-  nlohmann::json split = {{"split", o.split}};
+  nlohmann::json split = nlohmann::json::object();
+  if (!o.split.empty()) split["split"] = o.split;
   if (!o.source_language.empty()) split["source_language"] = o.source_language;
   apply_translate_json(split, t);
-  t.output.format =
-      o.format == OutputFormat::jsonl ? nmt::OutputFormat::jsonl : nmt::OutputFormat::text;
+  t.output.format = o.format == OutputFormat::jsonl  ? nmt::OutputFormat::jsonl
+                    : o.format == OutputFormat::html ? nmt::OutputFormat::html
+                                                     : nmt::OutputFormat::text;
   t.output.scores = o.scores;
   t.output.alignments = o.alignments;
   t.output.attention = o.attention;
@@ -91,7 +93,7 @@ TranslateOptions::TranslateOptions() {
   threads = t.threads;
   workers = t.workers;
   input_format = InputFormat::text;
-  split = "none";
+  split = "";
   format = OutputFormat::text;
   scores = t.output.scores;
   alignments = t.output.alignments;

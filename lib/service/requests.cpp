@@ -18,14 +18,17 @@ InputFormat parse_input_format(const std::string& name) {
 OutputFormat parse_output_format(const std::string& name) {
   if (name == "text") return OutputFormat::text;
   if (name == "jsonl") return OutputFormat::jsonl;
-  throw about_option<InputError>("format", name + " is not text or jsonl");
+  if (name == "html") return OutputFormat::html;
+  throw about_option<InputError>("format", name + " is not text, jsonl or html");
 }
 
 const char* format_name(InputFormat f) {
   return f == InputFormat::tsv ? "tsv" : f == InputFormat::jsonl ? "jsonl" : "text";
 }
 
-const char* format_name(OutputFormat f) { return f == OutputFormat::jsonl ? "jsonl" : "text"; }
+const char* format_name(OutputFormat f) {
+  return f == OutputFormat::jsonl ? "jsonl" : f == OutputFormat::html ? "html" : "text";
+}
 
 namespace {
 

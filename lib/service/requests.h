@@ -17,9 +17,11 @@
 namespace nmt {
 
 enum class InputFormat { text, tsv, jsonl };
-enum class OutputFormat { text, jsonl };
+// html: the input is HTML too, translated with its markup kept
+// (service/html_document.h).
+enum class OutputFormat { text, jsonl, html };
 
-// "text", "tsv", "jsonl" (and back); an unknown name is an InputError
+// "text", "tsv", "jsonl", "html" (and back); an unknown name is an InputError
 // naming the option key input_format or format.
 InputFormat parse_input_format(const std::string& name);
 OutputFormat parse_output_format(const std::string& name);

@@ -244,10 +244,13 @@ std::vector<Segment> pieces_that_fit(const Segment& text,
 bool starts_unspaced(const std::string& text) { return unspaced(first_char(text)); }
 bool ends_unspaced(const std::string& text) { return unspaced(last_char(text)); }
 
-std::string join_segments(const Segmented& source, const std::vector<std::string>& translations) {
+std::string join_segments(const Segmented& source, const std::vector<std::string>& translations,
+                          std::vector<size_t>* starts) {
   std::string out = source.lead;
   const size_t n = std::min(source.segments.size(), translations.size());
+  if (starts) starts->clear();
   for (size_t i = 0; i < n; ++i) {
+    if (starts) starts->push_back(out.size());
     out += translations[i];
     std::string sep = source.segments[i].after;
     if (i + 1 < n && !translations[i].empty() && !translations[i + 1].empty()) {

@@ -64,8 +64,10 @@ std::vector<Segment> pieces_that_fit(const Segment& text,
 // source's white space: between two segments, what the source had, except
 // that a space is added where the source had none (sentences of Chinese or
 // Japanese) and the translations on both sides are not such text, and
-// dropped where both are.
-std::string join_segments(const Segmented& source, const std::vector<std::string>& translations);
+// dropped where both are. starts, when given, receives where each
+// translation starts in what is returned.
+std::string join_segments(const Segmented& source, const std::vector<std::string>& translations,
+                          std::vector<size_t>* starts = nullptr);
 
 // Whether a text starts or ends with a character of a script written
 // without spaces between words (Han, Hiragana, Katakana, Thai, ...) or CJK

@@ -45,12 +45,15 @@ std::vector<Spec> output_options() {
                   "{length_norm} (the 'score' column of nmt score -m)"),
       with_choices(option(
                        "format", OptionInfo::kChoice,
-                       "text, or jsonl (line, translation, score, logprob, tokens)",
+                       "text; jsonl (line, translation, score, logprob, tokens); html: the "
+                       "input is HTML, translated with its markup kept: block elements end "
+                       "sentences, inline elements go around the words their words became, "
+                       "script, style, pre, code and translate=\"no\" are left as they are",
                        [](const TranslateOptions& t) { return json(format_name(t.output.format)); },
                        [](TranslateOptions& t, const json& v) {
                          t.output.format = parse_output_format(v.get<std::string>());
                        }),
-                   {"text", "jsonl"}),
+                   {"text", "jsonl", "html"}),
       with_choices(
           option(
               "input_format", OptionInfo::kChoice,
@@ -193,11 +196,16 @@ json translate_options_json(const TranslateOptions& opts) {
 }
 
 void check_options(TranslateOptions& o) {
+  // HTML's runs of text are paragraphs: they are split into sentences
+  // unless the user says otherwise.
+  if (o.output.format == OutputFormat::html && !o.given.count("split"))
+    o.split = SplitMode::sentences;
   for (const Spec& spec : translate_options()) {
     if (spec.type != OptionInfo::kText)
       if (const std::string why = spec.problem(spec.get(o)); !why.empty())
         throw about_option<UsageError>(spec.key, ": " + why);
-    if (!spec.needs.empty() && o.given.count(spec.key) && !o.given.count(spec.needs))
+    const bool splits = spec.needs == "split" && o.split != SplitMode::none;
+    if (!spec.needs.empty() && o.given.count(spec.key) && !o.given.count(spec.needs) && !splits)
       throw about_option<UsageError>(spec.key, "means nothing without {" + spec.needs + "}");
   }
   SearchOptions& s = o.search;
@@ -225,6 +233,21 @@ void check_options(TranslateOptions& o) {
   if (o.output.attention && o.split != SplitMode::none)
     throw about_option<UsageError>("attention",
                                    "draws one sentence's map; with {split} a line holds several");
+  if (o.output.format == OutputFormat::html) {
+    // A fragment of HTML is a document, not a line: what is written is the
+    // document, and its flows are translated a sentence at a time.
+    const char* line_only = o.output.scores                       ? "scores"
+                            : o.output.alignments                 ? "alignments"
+                            : s.n_best > 1                        ? "n_best"
+                            : o.output.attention                  ? "attention"
+                            : o.input_format != InputFormat::text ? "input_format"
+                            : o.split == SplitMode::paragraphs    ? "split"
+                                                                  : nullptr;
+    if (line_only)
+      throw about_option<UsageError>(line_only,
+                                     "belongs to lines of text; {format} html writes the "
+                                     "document back as HTML");
+  }
   if (o.output.attention && o.output.format != OutputFormat::jsonl)
     throw about_option<UsageError>("attention",
                                    "writes a matrix per line; it needs {format} jsonl");

@@ -41,7 +41,9 @@ TranslationService::TranslationService(TranslateOptions opts,
   translator_ = std::make_unique<Translator>(
       model, opts_.search, opts_.batch_tokens,
       [this](const std::string& what) { warn_input(what); }, opts_.workers, opts_.threads,
-      AttentionOutput{opts_.output.alignments, opts_.output.attention, opts_.alignment_layer - 1},
+      // HTML's inline elements follow the words' alignments.
+      AttentionOutput{opts_.output.alignments || opts_.output.format == OutputFormat::html,
+                      opts_.output.attention, opts_.alignment_layer - 1},
       ensemble_ ? &*ensemble_ : nullptr);
   translator_->set_continuous(opts_.continuous);
   if (opts_.split != SplitMode::none)
@@ -123,16 +125,16 @@ io::TextChecks TranslationService::text_checks() const {
   const size_t cap = text_cap();
   checks.why_limit = why_limit();
   checks.max_line_bytes = cap;
-  if (opts_.input_format != InputFormat::text) {
+  if (opts_.input_format != InputFormat::text || opts_.output.format == OutputFormat::html) {
     // tsv and jsonl lines hold a prefix and constraints too, and JSON's
     // escapes take up to 12 bytes a character: they are cut only far beyond
     // that, and their fields once parsed (parse_request). A JSON object
-    // means nothing in part: a jsonl line is read whole, as long as the
-    // machine can parse it at ease (a 32nd of its memory, up to 256 MB), so
-    // that its text is cut as a text line is; a longer one is read as an
-    // empty line.
+    // means nothing in part, nor does a tag: a jsonl or HTML line is read
+    // whole, as long as the machine can parse it at ease (a 32nd of its
+    // memory, up to 256 MB), so that its text is cut as a text line is; a
+    // longer one is read as an empty line.
     checks.max_line_bytes = 16 * cap;
-    if (opts_.input_format == InputFormat::jsonl) {
+    if (opts_.input_format == InputFormat::jsonl || opts_.output.format == OutputFormat::html) {
       checks.whole_lines = true;
       const uint64_t phys = physical_memory_bytes();
       checks.max_line_bytes = std::max<uint64_t>(
@@ -153,41 +155,68 @@ bool TranslationService::fits(const std::string& text) const {
   return model.src_vocab().encode(text).size() <= max_src;
 }
 
+TranslationService::Flow TranslationService::lay_out_flow(
+    const std::string& text, int64_t line, const std::string& prefix,
+    std::vector<TranslationRequest>& requests) {
+  Flow f;
+  f.begin = requests.size();
+  f.segments = splitter_ ? splitter_->split(text) : whole_line(text);
+  std::vector<Segment> pieces;
+  for (const Segment& s : f.segments.segments) {
+    std::vector<Segment> p = pieces_that_fit(s, [this](const std::string& t) { return fits(t); });
+    if (p.size() > 1)
+      warn_input("line " + std::to_string(line) + ": a sentence of " +
+                 std::to_string(s.text.size()) + " bytes is longer than " + model_limit() +
+                 "; it is translated in " + std::to_string(p.size()) +
+                 " pieces cut at clause boundaries");
+    pieces.insert(pieces.end(), p.begin(), p.end());
+  }
+  f.segments.segments = std::move(pieces);
+  for (const Segment& s : f.segments.segments) {
+    TranslationRequest part;
+    part.source = s.text;
+    part.line = line;
+    if (requests.size() == f.begin) part.prefix = prefix;
+    requests.push_back(std::move(part));
+  }
+  f.end = requests.size();
+  return f;
+}
+
 TranslationService::LineLayout TranslationService::lay_out(
     TranslationRequest rq, std::vector<TranslationRequest>& requests) {
   LineLayout l;
-  l.begin = requests.size();
+  if (opts_.output.format == OutputFormat::html && !rq.skip) {
+    try {
+      l.html.emplace(rq.source);
+    } catch (const InputError& e) {
+      warn_input("line " + std::to_string(rq.line) + ": not well-formed HTML (" + e.what() +
+                 "); translated as text");
+    }
+    l.whole = false;
+    if (l.html) {
+      for (const std::string& text : l.html->flows())
+        l.flows.push_back(lay_out_flow(text, rq.line, {}, requests));
+    } else {
+      for (size_t at = 0; at <= rq.source.size();) {
+        const size_t end = std::min(rq.source.find('\n', at), rq.source.size());
+        l.flows.push_back(lay_out_flow(rq.source.substr(at, end - at), rq.line, {}, requests));
+        at = end + 1;
+      }
+    }
+    return l;
+  }
   // Constraints belong to the whole line (a prefix, to its first segment).
-  const bool as_is = rq.skip || !rq.constraints.empty();
-  if (!as_is) l.segments = splitter_ ? splitter_->split(rq.source) : whole_line(rq.source);
-  bool cut = false;
-  if (!as_is) {
-    std::vector<Segment> pieces;
-    for (const Segment& s : l.segments.segments) {
-      std::vector<Segment> p = pieces_that_fit(s, [this](const std::string& t) { return fits(t); });
-      if (p.size() > 1)
-        warn_input("line " + std::to_string(rq.line) + ": a sentence of " +
-                   std::to_string(s.text.size()) + " bytes is longer than " + model_limit() +
-                   "; it is translated in " + std::to_string(p.size()) +
-                   " pieces cut at clause boundaries");
-      cut = cut || p.size() > 1;
-      pieces.insert(pieces.end(), p.begin(), p.end());
-    }
-    l.segments.segments = std::move(pieces);
+  if (!rq.skip && rq.constraints.empty()) {
+    l.flows.push_back(lay_out_flow(rq.source, rq.line, rq.prefix, requests));
+    const Flow& f = l.flows.back();
+    l.whole = !splitter_ && f.end - f.begin <= 1;
+    if (!l.whole) return l;
+    requests.resize(f.begin);
   }
-  l.whole = as_is || (!splitter_ && !cut);
-  if (l.whole) {
-    requests.push_back(std::move(rq));
-  } else {
-    for (const Segment& s : l.segments.segments) {
-      TranslationRequest part;
-      part.source = s.text;
-      part.line = rq.line;
-      if (&s == &l.segments.segments.front()) part.prefix = rq.prefix;
-      requests.push_back(std::move(part));
-    }
-  }
-  l.end = requests.size();
+  // As it came: one request.
+  l.flows.assign(1, Flow{requests.size(), requests.size() + 1, {}});
+  requests.push_back(std::move(rq));
   return l;
 }
 
@@ -201,15 +230,15 @@ int words_in(const std::vector<std::string>& pieces) {
 
 }  // namespace
 
-TranslationResult TranslationService::join(const LineLayout& l,
-                                           const std::vector<TranslationRequest>& requests,
-                                           std::vector<TranslationResult>& results) const {
-  if (l.whole) return std::move(results[l.begin]);
+TranslationResult TranslationService::join_flow(const Flow& f,
+                                                const std::vector<TranslationRequest>& requests,
+                                                std::vector<TranslationResult>& results,
+                                                AlignedText* aligned) const {
   TranslationResult out;
   std::vector<std::string> texts;
   size_t n_best = 0;
   int src_words = 0, out_words = 0;
-  for (size_t i = l.begin; i < l.end; ++i) {
+  for (size_t i = f.begin; i < f.end; ++i) {
     const TranslationResult& r = results[i];
     texts.push_back(r.text);
     out.score += r.score;
@@ -224,12 +253,32 @@ TranslationResult TranslationService::join(const LineLayout& l,
     out.parts.push_back({requests[i].source, r.text, r.score,
                          r.tokens > 0 ? r.logprob / static_cast<double>(r.tokens) : 0.0});
   }
-  out.text = join_segments(l.segments, texts);
+  std::vector<size_t> starts;
+  out.text = join_segments(f.segments, texts, &starts);
+  if (aligned) {
+    // Each segment's words where they stand in the flow and in its
+    // translation; its alignment indexed by them.
+    aligned->text = out.text;
+    size_t at = f.segments.lead.size();
+    for (size_t k = 0; k < texts.size(); ++k) {
+      const Segment& s = f.segments.segments[k];
+      const std::vector<TextSpan> src = words_of(s.text, at);
+      const std::vector<TextSpan> tgt = words_of(texts[k], starts[k]);
+      const int src_base = static_cast<int>(aligned->source_words.size());
+      const int tgt_base = static_cast<int>(aligned->target_words.size());
+      for (const auto& [a, b] : results[f.begin + k].alignment)
+        if (static_cast<size_t>(a) < src.size() && static_cast<size_t>(b) < tgt.size())
+          aligned->alignment.emplace_back(a + src_base, b + tgt_base);
+      aligned->source_words.insert(aligned->source_words.end(), src.begin(), src.end());
+      aligned->target_words.insert(aligned->target_words.end(), tgt.begin(), tgt.end());
+      at += s.text.size() + s.after.size();
+    }
+  }
   // The k-th hypothesis of the line: each segment's k-th (or its last).
   for (size_t k = 0; k < n_best; ++k) {
     std::vector<std::string> kth;
     double score = 0;
-    for (size_t i = l.begin; i < l.end; ++i) {
+    for (size_t i = f.begin; i < f.end; ++i) {
       const auto& nb = results[i].n_best;
       if (nb.empty()) {
         kth.emplace_back();
@@ -238,8 +287,29 @@ TranslationResult TranslationService::join(const LineLayout& l,
       kth.push_back(nb[std::min(k, nb.size() - 1)].first);
       score += nb[std::min(k, nb.size() - 1)].second;
     }
-    out.n_best.emplace_back(join_segments(l.segments, kth), score);
+    out.n_best.emplace_back(join_segments(f.segments, kth), score);
   }
+  return out;
+}
+
+TranslationResult TranslationService::join(LineLayout& l,
+                                           const std::vector<TranslationRequest>& requests,
+                                           std::vector<TranslationResult>& results) const {
+  if (l.whole) return std::move(results[l.flows[0].begin]);
+  if (opts_.output.format != OutputFormat::html)
+    return join_flow(l.flows[0], requests, results, nullptr);
+  // A document: its flows rendered into its markup, or its lines.
+  TranslationResult out;
+  std::vector<AlignedText> aligned(l.flows.size());
+  for (size_t i = 0; i < l.flows.size(); ++i) {
+    TranslationResult r = join_flow(l.flows[i], requests, results, &aligned[i]);
+    out.score += r.score;
+    out.logprob += r.logprob;
+    out.tokens += r.tokens;
+    if (!l.html) out.text += (i ? "\n" : "") + r.text;
+  }
+  if (l.html) out.text = l.html->render(aligned);
+  l.html.reset();
   return out;
 }
 
@@ -262,7 +332,7 @@ std::vector<TranslationResult> TranslationService::translate_requests(
   std::vector<TranslationResult> results = translator_->translate(requests, first);
   std::vector<TranslationResult> out;
   out.reserve(layouts.size());
-  for (const LineLayout& l : layouts) out.push_back(join(l, requests, results));
+  for (LineLayout& l : layouts) out.push_back(join(l, requests, results));
   return out;
 }
 
@@ -274,13 +344,25 @@ bool blank(const std::string& line) {
 
 }  // namespace
 
-// The input's units: its lines, or with paragraphs, each block of lines
+// The input's units: its lines; with paragraphs, each block of lines
 // between blank lines joined into one (as wrapped text: a space between
-// lines, none between lines of Chinese or Japanese), and each blank line.
+// lines, none between lines of Chinese or Japanese), and each blank line;
+// with HTML, each fragment that closes what it opens (HtmlFragments).
 class TranslationService::Units {
  public:
-  Units(io::LineReader& in, bool paragraphs) : in_(in), paragraphs_(paragraphs) {}
+  Units(io::LineReader& in, const TranslateOptions& opts, size_t max_bytes)
+      : in_(in), paragraphs_(opts.split == SplitMode::paragraphs) {
+    if (opts.output.format == OutputFormat::html) html_.emplace(max_bytes);
+  }
   bool next(std::string& unit) {
+    if (html_) {
+      std::string line;
+      while (in_.next(line))
+        if (html_->add(line)) break;
+      if (html_->empty()) return false;
+      unit = html_->take();
+      return true;
+    }
     if (!paragraphs_) return in_.next(unit);
     std::string line;
     if (!read(line)) return false;
@@ -315,12 +397,13 @@ class TranslationService::Units {
   io::LineReader& in_;
   const bool paragraphs_;
   std::optional<std::string> ahead_;  // a blank line read past a paragraph's end
+  std::optional<HtmlFragments> html_;
 };
 
 void TranslationService::translate(io::LineReader& reader, const std::string& name,
                                    const StreamSink& sink, Comm* comm) {
   input_name_ = name;
-  Units in(reader, opts_.split == SplitMode::paragraphs);
+  Units in(reader, opts_, text_checks().max_line_bytes);
   if (comm && comm->size() > 1) return translate_as_root(in, sink, *comm);
   std::vector<std::string> window;
   std::string line;
@@ -339,22 +422,9 @@ void TranslationService::translate(io::LineReader& reader, const std::string& na
 }
 
 std::vector<std::string> TranslationService::translate(const std::vector<std::string>& lines) {
-  std::string text;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find('\n') != std::string::npos)
-      throw InputError("line " + std::to_string(i + 1) +
-                       " holds a line break; give each line on its own");
-    text += lines[i];
-    text += '\n';
-  }
   input_name_ = "<lines>";
-  std::istringstream stream(std::move(text));
-  io::TextChecks checks = text_checks();
-  io::LineReader reader(stream, input_name_, checks);
-  Units in(reader, opts_.split == SplitMode::paragraphs);
   std::vector<std::string> out, window;
   out.reserve(lines.size());
-  std::string line;
   auto flush = [&] {
     const int64_t first = static_cast<int64_t>(out.size()) + 1;
     std::vector<TranslationResult> results = translate_requests(window, first);
@@ -363,9 +433,27 @@ std::vector<std::string> TranslationService::translate(const std::vector<std::st
                                    first + static_cast<int64_t>(i)));
     window.clear();
   };
-  while (in.next(line)) {
-    window.push_back(std::move(line));
+  auto add = [&](std::string unit) {
+    window.push_back(std::move(unit));
     if (static_cast<int>(window.size()) >= opts_.window) flush();
+  };
+  if (opts_.output.format == OutputFormat::html) {
+    // Each is a fragment or a document, line breaks and all.
+    for (const std::string& l : lines) add(io::sanitize_utf8(l));
+  } else {
+    std::string text;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].find('\n') != std::string::npos)
+        throw InputError("line " + std::to_string(i + 1) +
+                         " holds a line break; give each line on its own");
+      text += lines[i];
+      text += '\n';
+    }
+    std::istringstream stream(std::move(text));
+    io::TextChecks checks = text_checks();
+    io::LineReader reader(stream, input_name_, checks);
+    Units in(reader, opts_, checks.max_line_bytes);
+    for (std::string unit; in.next(unit);) add(std::move(unit));
   }
   if (!window.empty()) flush();
   return out;

@@ -20,6 +20,7 @@
 #include "decode/ensemble.h"
 #include "decode/translator.h"
 #include "io/text_file.h"
+#include "service/html_document.h"
 #include "service/requests.h"
 #include "service/segments.h"
 
@@ -114,7 +115,8 @@ class TranslationService {
   // Lines held in memory, read as a file of them would be (cut where the
   // model could not take more, ill-formed UTF-8 replaced): what each line's
   // translation writes (its output lines, each ending in "\n"), in order.
-  // A line may not hold "\n".
+  // A line may not hold "\n", except with HTML, where each is a fragment or
+  // a document, written back whole.
   std::vector<std::string> translate(const std::vector<std::string>& lines);
   // Ranks other than 0: windows until rank 0 sends end_windows.
   void serve_windows(Comm& comm);
@@ -134,15 +136,25 @@ class TranslationService {
   std::string model_limit() const;
 
   // A parsed line as the segments to translate (its requests appended to
-  // `requests`), and their results joined back into the line's.
-  struct LineLayout {
+  // `requests`), and their results joined back into the line's. A line of
+  // text is one flow; HTML, its runs of text between blocks (or, not well
+  // formed, its lines).
+  struct Flow {
     size_t begin = 0, end = 0;  // its requests
-    bool whole = true;          // one request, the line as it came
     Segmented segments;
   };
+  struct LineLayout {
+    std::vector<Flow> flows;
+    bool whole = true;  // one request, the line as it came
+    std::optional<HtmlDocument> html;
+  };
   LineLayout lay_out(TranslationRequest rq, std::vector<TranslationRequest>& requests);
-  TranslationResult join(const LineLayout& layout, const std::vector<TranslationRequest>& requests,
+  Flow lay_out_flow(const std::string& text, int64_t line, const std::string& prefix,
+                    std::vector<TranslationRequest>& requests);
+  TranslationResult join(LineLayout& layout, const std::vector<TranslationRequest>& requests,
                          std::vector<TranslationResult>& results) const;
+  TranslationResult join_flow(const Flow& flow, const std::vector<TranslationRequest>& requests,
+                              std::vector<TranslationResult>& results, AlignedText* aligned) const;
   bool fits(const std::string& text) const;
 
   TranslateOptions opts_;
