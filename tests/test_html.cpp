@@ -23,8 +23,8 @@ AlignedText aligned(const std::string& source, const std::string& target, Pairs 
 
 AlignedText identity(const std::string& text) {
   Pairs pairs;
-  for (size_t i = 0; i < words_of(text).size(); ++i)
-    pairs.emplace_back(static_cast<int>(i), static_cast<int>(i));
+  const size_t n = words_of(text).size();
+  for (size_t i = 0; i < n; ++i) pairs.emplace_back(static_cast<int>(i), static_cast<int>(i));
   return aligned(text, text, pairs);
 }
 
@@ -182,4 +182,36 @@ TEST_CASE("HTML fragments: a line, or the lines up to where what opened closes")
   f.take();
   HtmlFragments small(10);
   CHECK(small.add("<div>0123456789"));
+}
+
+TEST_CASE("HTML of many tags, words and ampersands takes time in proportion to it") {
+  // 200,000 inline elements over 300,000 words (half of the elements code
+  // inside a word) and a megabyte of '&': work quadratic in any of them
+  // would take minutes.
+  std::string many;
+  for (int i = 0; i < 100000; ++i) many += "<b>x</b> <code>y</code>z w ";
+  const std::string amps(1 << 20, '&');
+  const HtmlDocument d("<p>" + many + "</p><p>" + amps + "</p>");
+  const std::vector<std::string> flows = d.flows();
+  REQUIRE(flows.size() == 2);
+  CHECK(flows[1] == amps);
+  std::vector<AlignedText> same;
+  for (const std::string& f : flows) same.push_back(identity(f));
+  const std::string out = d.render(same);
+  CHECK(count(out, "<code>y</code>z") == 100000);
+  CHECK(HtmlDocument(out).flows() == flows);
+}
+
+TEST_CASE("HTML fragments: a comment or script left open over many lines is read once") {
+  // 200,000 lines inside an open comment, then inside a script, each line
+  // holding a '>': reading the fragment again at every line would take
+  // minutes.
+  HtmlFragments f(size_t{1} << 30);
+  CHECK_FALSE(f.add("<!-- commented out"));
+  for (int i = 0; i < 200000; ++i) REQUIRE_FALSE(f.add("if (a > b) x = 1;"));
+  CHECK(f.add("-->"));
+  CHECK(f.take().size() > 200000 * 17);
+  CHECK_FALSE(f.add("<script>"));
+  for (int i = 0; i < 200000; ++i) REQUIRE_FALSE(f.add("if (a > b) x = '</scrip';"));
+  CHECK(f.add("</script>"));
 }

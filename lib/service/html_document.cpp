@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 #include <string_view>
 
 #include "core/error.h"
@@ -168,18 +169,24 @@ Token read_tag(const std::string& s, size_t at) {
 }
 
 // The token at s[at]; raw: the raw-text element it stands in, or "".
-Token next_token(const std::string& s, size_t at, const std::string& raw) {
+// seen: where a comment's or raw text's end may first stand (a stream read
+// before up to there found none), so that reading on costs the new bytes.
+Token next_token(const std::string& s, size_t at, const std::string& raw, size_t seen = 0) {
   const size_t n = s.size();
   Token t;
   t.begin = at;
   if (!raw.empty()) {
-    // Text up to the element's end tag ("</script" and a space, / or >).
-    size_t p = at;
+    // Text up to the element's end tag ("</script" and a space, / or >);
+    // without one yet, the text up to where it could begin.
+    size_t p = std::max(at, seen);
     for (;; p += 2) {
       p = s.find("</", p);
       const size_t after = p + 2 + raw.size();
-      if (p == std::string::npos || after >= n)
+      if (p == std::string::npos || after >= n) {
+        const size_t keep = std::min(n - at, raw.size() + 3);
+        if (n - keep > at) return {TokenKind::text, at, n - keep, "", false, false};
         return {TokenKind::incomplete, at, n, "", false, false};
+      }
       if (iequal(std::string_view(s.data() + p + 2, raw.size()), raw) &&
           (html_space(s[after]) || s[after] == '/' || s[after] == '>'))
         break;
@@ -191,7 +198,7 @@ Token next_token(const std::string& s, size_t at, const std::string& raw) {
   }
   if (markup_at(s, at)) {
     auto until = [&](std::string_view close, size_t from) {
-      const size_t e = s.find(close, from);
+      const size_t e = s.find(close, std::max(from, seen));
       if (e == std::string::npos) return Token{TokenKind::incomplete, at, n, "", false, false};
       return Token{TokenKind::comment, at, e + close.size(), "", false, false};
     };
@@ -224,8 +231,10 @@ std::string decode_entities(std::string_view raw) {
   std::string out;
   out.reserve(raw.size());
   for (size_t i = 0; i < raw.size();) {
-    const size_t semi = raw[i] == '&' ? raw.find(';', i + 1) : std::string_view::npos;
-    if (semi == std::string_view::npos || semi - i > 33) {
+    // A reference is at most 32 bytes long: the search for its ';' stops there.
+    const size_t semi =
+        raw[i] == '&' ? raw.substr(0, i + 34).find(';', i + 1) : std::string_view::npos;
+    if (semi == std::string_view::npos) {
       out += raw[i++];
       continue;
     }
@@ -503,28 +512,47 @@ class Reader {
   // place of whole target words: its text is not translated at all, and it
   // is written as it was where the words beside it went.
   static void unglue_code(HtmlDocument::Flow& f) {
-    std::vector<size_t> glued_code;
-    for (size_t i = 0; i < f.spans.size(); ++i)
-      if (f.spans[i].kind == HtmlDocument::Span::verbatim &&
-          glued(f.text, f.spans[i].begin, f.spans[i].end))
-        glued_code.push_back(i);
-    for (size_t k = glued_code.size(); k-- > 0;) {
-      HtmlDocument::Span& s = f.spans[glued_code[k]];
+    std::vector<TextSpan> cut;
+    for (HtmlDocument::Span& s : f.spans) {
+      if (s.kind != HtmlDocument::Span::verbatim || !glued(f.text, s.begin, s.end)) continue;
       size_t b = s.begin;
       while (b < s.end && html_space(f.text[b])) ++b;  // the space before it stays
-      erase(f, b, s.end - b);
+      cut.push_back({b, s.end});
       s.kind = HtmlDocument::Span::atom;
     }
+    if (cut.empty()) return;
+    erase(f, cut);
     // What is left is spaced as the rest: one space between words.
-    for (size_t i = f.text.size(); !glued_code.empty() && i-- > 0;)
+    cut.clear();
+    for (size_t i = 0; i < f.text.size(); ++i)
       if (f.text[i] == ' ' && (i == 0 || i + 1 == f.text.size() || f.text[i + 1] == ' '))
-        erase(f, i, 1);
+        cut.push_back({i, i + 1});
+    erase(f, cut);
   }
 
-  // Bytes [b, b + n) out of a flow's text, its spans moved to match.
-  static void erase(HtmlDocument::Flow& f, size_t b, size_t n) {
-    f.text.erase(b, n);
-    auto moved = [b, n](size_t at) { return at <= b ? at : std::max(b, at - std::min(n, at - b)); };
+  // Bytes out of a flow's text (disjoint spans, in order), its spans moved
+  // to match: in time linear in the flow, however many.
+  static void erase(HtmlDocument::Flow& f, const std::vector<TextSpan>& cut) {
+    std::vector<size_t> removed_before{0};  // bytes removed by the first k cuts
+    std::string text;
+    size_t at = 0;
+    for (const TextSpan& c : cut) {
+      text.append(f.text, at, c.begin - at);
+      at = c.end;
+      removed_before.push_back(removed_before.back() + c.end - c.begin);
+    }
+    text.append(f.text, at, std::string::npos);
+    f.text = std::move(text);
+    auto moved = [&](size_t pos) {
+      // Cuts ending at or before pos move it back by their length; one that
+      // holds pos moves it to where that cut began.
+      const size_t k = static_cast<size_t>(
+          std::upper_bound(cut.begin(), cut.end(), pos,
+                           [](size_t p, const TextSpan& c) { return p < c.end; }) -
+          cut.begin());
+      if (k < cut.size() && cut[k].begin < pos) return cut[k].begin - removed_before[k];
+      return pos - removed_before[k];
+    };
     for (HtmlDocument::Span& o : f.spans) {
       o.begin = moved(o.begin);
       o.end = moved(o.end);
@@ -665,38 +693,70 @@ struct Placed {
   std::vector<size_t> children;
 };
 
+// The least and greatest of values over ranges, each range in log time.
+class RangeExtremes {
+ public:
+  explicit RangeExtremes(const std::vector<int>& v) : n_(v.size()), min_(2 * n_), max_(2 * n_) {
+    for (size_t i = 0; i < n_; ++i) {
+      min_[n_ + i] = v[i] < 0 ? kNone : v[i];
+      max_[n_ + i] = v[i];
+    }
+    for (size_t i = n_; i-- > 1;) {
+      min_[i] = std::min(min_[2 * i], min_[2 * i + 1]);
+      max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
+    }
+  }
+  // Over [b, e): the least value of at least 0 (kNone if none), the greatest.
+  std::pair<int, int> over(size_t b, size_t e) const {
+    int lo = kNone, hi = -1;
+    for (b += n_, e += n_; b < e; b /= 2, e /= 2) {
+      if (b & 1) lo = std::min(lo, min_[b]), hi = std::max(hi, max_[b]), ++b;
+      if (e & 1) --e, lo = std::min(lo, min_[e]), hi = std::max(hi, max_[e]);
+    }
+    return {lo, hi};
+  }
+  static constexpr int kNone = std::numeric_limits<int>::max();
+
+ private:
+  size_t n_;
+  std::vector<int> min_, max_;
+};
+
 class Placer {
  public:
-  Placer(const HtmlDocument::Flow& f, const AlignedText& t) : f_(f), t_(t) {
-    const size_t ns = t.source_words.size(), nt = t.target_words.size();
-    first_.assign(ns, -1);
-    last_.assign(ns, -1);
-    for (const auto& [s, w] : t.alignment) {
-      if (s < 0 || w < 0 || static_cast<size_t>(s) >= ns || static_cast<size_t>(w) >= nt) continue;
-      int& lo = first_[static_cast<size_t>(s)];
-      int& hi = last_[static_cast<size_t>(s)];
-      lo = lo < 0 ? w : std::min(lo, w);
-      hi = std::max(hi, w);
-    }
+  Placer(const HtmlDocument::Flow& f, const AlignedText& t)
+      : f_(f),
+        t_(t),
+        first_(aligned(t, true)),
+        last_(aligned(t, false)),
+        range_(first_),
+        ends_(last_) {
+    // The aligned word at or after each word, and at or before it.
+    const size_t n = first_.size();
+    next_.assign(n + 1, n);
+    prev_.assign(n, -1);
+    for (size_t w = n; w-- > 0;) next_[w] = first_[w] >= 0 ? w : next_[w + 1];
+    for (size_t w = 0; w < n; ++w)
+      prev_[w] = first_[w] >= 0 ? static_cast<int64_t>(w) : w ? prev_[w - 1] : -1;
   }
 
   // Where a span goes: around the target words aligned with the source
   // words it holds, or, holding none, where the words around it went.
   Placed place(const HtmlDocument::Span& s) const {
     const auto& src = t_.source_words;
-    int lo = -1, hi = -1;
-    size_t first_word = src.size(), last_word = 0;
-    for (size_t w = 0; w < src.size() && s.begin < s.end; ++w) {
-      if (src[w].end <= s.begin || src[w].begin >= s.end || first_[w] < 0) continue;
-      lo = lo < 0 ? first_[w] : std::min(lo, first_[w]);
-      hi = std::max(hi, last_[w]);
-      first_word = std::min(first_word, w);
-      last_word = w;
-    }
-    if (lo < 0) {
+    // The source words it overlaps: [w0, w1).
+    const size_t w0 = static_cast<size_t>(
+        std::upper_bound(src.begin(), src.end(), s.begin,
+                         [](size_t at, const TextSpan& w) { return at < w.end; }) -
+        src.begin());
+    const size_t w1 = s.begin < s.end ? after(s.end) : w0;
+    const size_t first_word = w0 < w1 ? next_[w0] : src.size();
+    if (first_word >= w1) {
       const size_t at = anchor(s.begin, s.spaced);
       return {at, at, {}};
     }
+    const size_t last_word = static_cast<size_t>(prev_[w1 - 1]);
+    const int lo = range_.over(w0, w1).first, hi = ends_.over(w0, w1).second;
     const TextSpan a = t_.target_words[static_cast<size_t>(lo)];
     const TextSpan b = t_.target_words[static_cast<size_t>(hi)];
     Placed p{a.begin, b.end, {}};
@@ -722,24 +782,46 @@ class Placer {
   // or after that of the last before it; the other way round where the
   // span stood against the word before it ("word<img>").
   size_t anchor(size_t at, bool with_next) const {
-    const auto& src = t_.source_words;
+    const size_t w = after(at);  // the first word starting at or after `at`
+    const size_t next = next_[w];
+    const int64_t prev = w > 0 ? prev_[w - 1] : -1;
     for (int pass = 0; pass < 2; ++pass) {
       if (with_next == (pass == 0)) {
-        for (size_t w = 0; w < src.size(); ++w)
-          if (src[w].begin >= at && first_[w] >= 0)
-            return t_.target_words[static_cast<size_t>(first_[w])].begin;
-      } else {
-        for (size_t w = src.size(); w-- > 0;)
-          if (src[w].begin < at && last_[w] >= 0)
-            return t_.target_words[static_cast<size_t>(last_[w])].end;
+        if (next < first_.size()) return t_.target_words[static_cast<size_t>(first_[next])].begin;
+      } else if (prev >= 0) {
+        return t_.target_words[static_cast<size_t>(last_[static_cast<size_t>(prev)])].end;
       }
     }
     return at == 0 ? 0 : t_.text.size();
   }
 
+  // The first source word that starts at or after `at`.
+  size_t after(size_t at) const {
+    const auto& src = t_.source_words;
+    return static_cast<size_t>(
+        std::lower_bound(src.begin(), src.end(), at,
+                         [](const TextSpan& w, size_t a) { return w.begin < a; }) -
+        src.begin());
+  }
+
+  // Each source word's first (or last) aligned target word, -1 for none.
+  static std::vector<int> aligned(const AlignedText& t, bool first) {
+    const size_t ns = t.source_words.size(), nt = t.target_words.size();
+    std::vector<int> v(ns, -1);
+    for (const auto& [s, w] : t.alignment) {
+      if (s < 0 || w < 0 || static_cast<size_t>(s) >= ns || static_cast<size_t>(w) >= nt) continue;
+      int& x = v[static_cast<size_t>(s)];
+      x = x < 0 ? w : first ? std::min(x, w) : std::max(x, w);
+    }
+    return v;
+  }
+
   const HtmlDocument::Flow& f_;
   const AlignedText& t_;
   std::vector<int> first_, last_;  // of each source word's target words
+  RangeExtremes range_, ends_;     // over first_, over last_
+  std::vector<size_t> next_;       // the first aligned word from w on
+  std::vector<int64_t> prev_;      // the last aligned word up to w
 };
 
 }  // namespace
@@ -809,13 +891,17 @@ bool HtmlFragments::add(const std::string& line) {
   if (started_) text_ += '\n';
   text_ += line;
   started_ = true;
-  bool pending = false;
+  // A token left open ends only with a '>': without one, nothing to read.
+  if (pending_ && line.find('>') == std::string::npos) return text_.size() > max_bytes_;
+  pending_ = false;
   while (!broken_ && scanned_ < text_.size()) {
-    const Token t = next_token(text_, scanned_, raw_);
+    const Token t = next_token(text_, scanned_, raw_, seen_);
     if (t.kind == TokenKind::incomplete) {
-      pending = true;
+      pending_ = true;
+      seen_ = text_.size() > 8 ? text_.size() - 8 : 0;  // an end cut at the line's end
       break;
     }
+    seen_ = 0;
     if (t.kind == TokenKind::start) {
       for (size_t k = implied_ends(open_, t.name); k > 0; --k) open_.pop_back();
       if (!is_void(t.name) && !t.self_closing) {
@@ -830,14 +916,14 @@ bool HtmlFragments::add(const std::string& line) {
     }
     scanned_ = t.end;
   }
-  return broken_ || (!pending && open_.empty()) || text_.size() > max_bytes_;
+  return broken_ || (!pending_ && open_.empty()) || text_.size() > max_bytes_;
 }
 
 std::string HtmlFragments::take() {
   std::string out = std::move(text_);
   text_.clear();
-  started_ = broken_ = false;
-  scanned_ = 0;
+  started_ = broken_ = pending_ = false;
+  scanned_ = seen_ = 0;
   open_.clear();
   raw_.clear();
   return out;

@@ -95,6 +95,8 @@ class HtmlFragments {
   std::string text_;
   bool started_ = false;
   size_t scanned_ = 0;             // bytes of text_ read as whole tokens
+  bool pending_ = false;           // a token from scanned_ on is not complete yet
+  size_t seen_ = 0;                // where its end may first stand
   std::vector<std::string> open_;  // names of the elements open at scanned_
   std::string raw_;                // inside this raw-text element (script, style, ...)
   bool broken_ = false;
