@@ -105,6 +105,39 @@ struct Token {
   bool self_closing = false, no_translate = false;
 };
 
+}  // namespace
+
+// The elements open at a point of a document, innermost last, as its tags
+// open and close them; and the raw-text element (script, style, ...) the
+// next token stands in, if any.
+struct OpenElements {
+  std::vector<std::string> names;
+  std::string raw;
+
+  // A start tag: how many of the innermost elements HTML closes before it;
+  // `opened`, whether it stays open (not void or self-closing).
+  size_t start(const Token& t, bool& opened) {
+    const size_t k = implied_ends(names, t.name);
+    names.resize(names.size() - k);
+    opened = !is_void(t.name) && !t.self_closing;
+    if (opened) {
+      names.push_back(t.name);
+      if (is_raw_text(t.name)) raw = t.name;
+    }
+    return k;
+  }
+  // An end tag: how many of the innermost elements it closes, its own last;
+  // 0 where it closes none (not well formed).
+  size_t end(const Token& t) {
+    const size_t k = closed_by_end(names, t.name);
+    names.resize(names.size() - k);
+    raw.clear();
+    return k;
+  }
+};
+
+namespace {
+
 bool markup_at(const std::string& s, size_t i) {
   if (s[i] != '<' || i + 1 >= s.size()) return false;
   const char c = s[i + 1];
@@ -302,9 +335,10 @@ std::vector<TextSpan> words_of(const std::string& text, size_t offset) {
   return words;
 }
 
-std::string html_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
+namespace {
+
+// Text as HTML character data: &, <, > and U+00A0 as entities.
+void append_escaped(std::string& out, std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '&')
@@ -320,8 +354,9 @@ std::string html_escape(const std::string& text) {
       out += c;
     }
   }
-  return out;
 }
+
+}  // namespace
 
 // ---- Reading: tokens into a tree, the tree into raw pieces and flows ----
 
@@ -352,13 +387,11 @@ void mark_blocks(std::vector<Node>& nodes) {
 
 std::vector<Node> parse(const std::string& html) {
   std::vector<Node> nodes(1);
-  std::vector<int> stack{0};
-  std::vector<std::string> names;
-  std::string raw;
+  std::vector<int> stack{0};  // the nodes of open.names, after the root
+  OpenElements open;
   auto close = [&](size_t end) {
     nodes[static_cast<size_t>(stack.back())].outer_end = end;
     stack.pop_back();
-    names.pop_back();
   };
   auto add = [&](Node n) {
     nodes.push_back(std::move(n));
@@ -367,48 +400,44 @@ std::vector<Node> parse(const std::string& html) {
     return id;
   };
   for (size_t at = 0; at < html.size();) {
-    const Token t = next_token(html, at, raw);
+    const Token t = next_token(html, at, open.raw);
     switch (t.kind) {
       case TokenKind::incomplete:
-        throw InputError(raw.empty() ? "a tag or comment " + where(at) + " is never closed"
-                                     : "<" + raw + "> is never closed");
+        throw InputError(open.raw.empty() ? "a tag or comment " + where(at) + " is never closed"
+                                          : "<" + open.raw + "> is never closed");
       case TokenKind::text:
       case TokenKind::comment: {
         Node n;
         n.kind = t.kind == TokenKind::text ? Node::text : Node::comment;
         n.open = {t.begin, t.end};
-        n.raw = !raw.empty();
+        n.raw = !open.raw.empty();
         add(std::move(n));
         break;
       }
       case TokenKind::start: {
-        for (size_t k = implied_ends(names, t.name); k > 0; --k) close(t.begin);
+        bool opened = false;
+        for (size_t k = open.start(t, opened); k > 0; --k) close(t.begin);
         Node n;
         n.kind = Node::element;
         n.name = t.name;
         n.open = {t.begin, t.end};
         n.close = {t.end, t.end};
         n.no_translate = t.no_translate;
+        n.outer_end = t.end;
         const int id = add(std::move(n));
-        if (is_void(t.name) || t.self_closing) {
-          nodes[static_cast<size_t>(id)].outer_end = t.end;
-        } else {
-          stack.push_back(id);
-          names.push_back(t.name);
-          if (is_raw_text(t.name)) raw = t.name;
-        }
+        if (opened) stack.push_back(id);
         break;
       }
       case TokenKind::end: {
-        const size_t k = closed_by_end(names, t.name);
+        const std::string inner = open.names.empty() ? "" : open.names.back();
+        const size_t k = open.end(t);
         if (k == 0)
-          throw InputError("</" + t.name + "> " + where(t.begin) +
-                           (names.empty() ? " closes no open element"
-                                          : " does not close <" + names.back() + ">"));
+          throw InputError(
+              "</" + t.name + "> " + where(t.begin) +
+              (inner.empty() ? " closes no open element" : " does not close <" + inner + ">"));
         for (size_t j = 1; j < k; ++j) close(t.begin);
         nodes[static_cast<size_t>(stack.back())].close = {t.begin, t.end};
         close(t.end);
-        raw.clear();
         break;
       }
     }
@@ -428,8 +457,9 @@ enum class Role { block, kept_block, element, verbatim, atom };
 
 Role role_of(const Node& n) {
   if (one_of(n.name, {"svg", "math"})) return Role::atom;
-  const bool kept = n.no_translate || one_of(n.name, {"pre", "script", "style", "textarea", "xmp",
-                                                      "iframe", "noembed", "noframes", "template"});
+  // Raw text other than a title is script, style or a form's text.
+  const bool kept = n.no_translate || (is_raw_text(n.name) && n.name != "title") ||
+                    one_of(n.name, {"pre", "template"});
   if (is_block(n.name) || n.has_block) return kept ? Role::kept_block : Role::block;
   if (kept || one_of(n.name, {"code", "kbd", "samp", "var"})) return Role::verbatim;
   if (is_void(n.name)) return Role::atom;
@@ -693,20 +723,21 @@ struct Placed {
   std::vector<size_t> children;
 };
 
-// The least and greatest of values over ranges, each range in log time.
-class RangeExtremes {
+// Over ranges of words, in log time: the least of their first aligned
+// target words (kNone if none is aligned) and the greatest of their last.
+class AlignedRange {
  public:
-  explicit RangeExtremes(const std::vector<int>& v) : n_(v.size()), min_(2 * n_), max_(2 * n_) {
+  AlignedRange(const std::vector<int>& first, const std::vector<int>& last)
+      : n_(first.size()), min_(2 * n_), max_(2 * n_) {
     for (size_t i = 0; i < n_; ++i) {
-      min_[n_ + i] = v[i] < 0 ? kNone : v[i];
-      max_[n_ + i] = v[i];
+      min_[n_ + i] = first[i] < 0 ? kNone : first[i];
+      max_[n_ + i] = last[i];
     }
     for (size_t i = n_; i-- > 1;) {
       min_[i] = std::min(min_[2 * i], min_[2 * i + 1]);
       max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
     }
   }
-  // Over [b, e): the least value of at least 0 (kNone if none), the greatest.
   std::pair<int, int> over(size_t b, size_t e) const {
     int lo = kNone, hi = -1;
     for (b += n_, e += n_; b < e; b /= 2, e /= 2) {
@@ -725,12 +756,7 @@ class RangeExtremes {
 class Placer {
  public:
   Placer(const HtmlDocument::Flow& f, const AlignedText& t)
-      : f_(f),
-        t_(t),
-        first_(aligned(t, true)),
-        last_(aligned(t, false)),
-        range_(first_),
-        ends_(last_) {
+      : f_(f), t_(t), first_(aligned(t, true)), last_(aligned(t, false)), range_(first_, last_) {
     // The aligned word at or after each word, and at or before it.
     const size_t n = first_.size();
     next_.assign(n + 1, n);
@@ -756,7 +782,7 @@ class Placer {
       return {at, at, {}};
     }
     const size_t last_word = static_cast<size_t>(prev_[w1 - 1]);
-    const int lo = range_.over(w0, w1).first, hi = ends_.over(w0, w1).second;
+    const auto [lo, hi] = range_.over(w0, w1);
     const TextSpan a = t_.target_words[static_cast<size_t>(lo)];
     const TextSpan b = t_.target_words[static_cast<size_t>(hi)];
     Placed p{a.begin, b.end, {}};
@@ -819,7 +845,7 @@ class Placer {
   const HtmlDocument::Flow& f_;
   const AlignedText& t_;
   std::vector<int> first_, last_;  // of each source word's target words
-  RangeExtremes range_, ends_;     // over first_, over last_
+  AlignedRange range_;
   std::vector<size_t> next_;       // the first aligned word from w on
   std::vector<int64_t> prev_;      // the last aligned word up to w
 };
@@ -865,6 +891,7 @@ std::string HtmlDocument::render(const std::vector<AlignedText>& translations) c
     auto bytes = [&](TextSpan s) {
       return std::string_view(html_.data() + s.begin, s.end - s.begin);
     };
+    const std::string_view text = t.text;
     auto emit = [&](auto&& self, const Placed& p, const Span* s) -> void {
       if (s && s->kind != Span::element) {
         out += bytes(s->open);
@@ -873,11 +900,11 @@ std::string HtmlDocument::render(const std::vector<AlignedText>& translations) c
       if (s) out += bytes(s->open);
       size_t at = p.open;
       for (const size_t c : p.children) {
-        out += html_escape(t.text.substr(at, placed[c].open - at));
+        append_escaped(out, text.substr(at, placed[c].open - at));
         self(self, placed[c], &f.spans[c]);
         at = placed[c].close;
       }
-      out += html_escape(t.text.substr(at, p.close - at));
+      append_escaped(out, text.substr(at, p.close - at));
       if (s) out += bytes(s->close);
     };
     emit(emit, root, nullptr);
@@ -895,28 +922,19 @@ bool HtmlFragments::add(const std::string& line) {
   if (pending_ && line.find('>') == std::string::npos) return text_.size() > max_bytes_;
   pending_ = false;
   while (!broken_ && scanned_ < text_.size()) {
-    const Token t = next_token(text_, scanned_, raw_, seen_);
+    const Token t = next_token(text_, scanned_, open_->raw, seen_);
     if (t.kind == TokenKind::incomplete) {
       pending_ = true;
       seen_ = text_.size() > 8 ? text_.size() - 8 : 0;  // an end cut at the line's end
       break;
     }
     seen_ = 0;
-    if (t.kind == TokenKind::start) {
-      for (size_t k = implied_ends(open_, t.name); k > 0; --k) open_.pop_back();
-      if (!is_void(t.name) && !t.self_closing) {
-        open_.push_back(t.name);
-        if (is_raw_text(t.name)) raw_ = t.name;
-      }
-    } else if (t.kind == TokenKind::end) {
-      const size_t k = closed_by_end(open_, t.name);
-      if (k == 0) broken_ = true;
-      open_.resize(open_.size() - k);
-      raw_.clear();
-    }
+    bool opened = false;
+    if (t.kind == TokenKind::start) open_->start(t, opened);
+    if (t.kind == TokenKind::end && open_->end(t) == 0) broken_ = true;
     scanned_ = t.end;
   }
-  return broken_ || (!pending_ && open_.empty()) || text_.size() > max_bytes_;
+  return broken_ || (!pending_ && open_->names.empty()) || text_.size() > max_bytes_;
 }
 
 std::string HtmlFragments::take() {
@@ -924,9 +942,12 @@ std::string HtmlFragments::take() {
   text_.clear();
   started_ = broken_ = pending_ = false;
   scanned_ = seen_ = 0;
-  open_.clear();
-  raw_.clear();
+  *open_ = OpenElements();
   return out;
 }
+
+HtmlFragments::HtmlFragments(size_t max_bytes)
+    : open_(std::make_unique<OpenElements>()), max_bytes_(max_bytes) {}
+HtmlFragments::~HtmlFragments() = default;
 
 }  // namespace nmt

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -82,9 +84,14 @@ class HtmlDocument {
 // opened is closed (a document in one <html> element is one fragment), or
 // at the first line where it cannot be well formed, or where it grows past
 // max_bytes (then it is translated as text).
+struct OpenElements;
+
 class HtmlFragments {
  public:
-  explicit HtmlFragments(size_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit HtmlFragments(size_t max_bytes);
+  ~HtmlFragments();
+  HtmlFragments(HtmlFragments&&) noexcept = default;
+  HtmlFragments& operator=(HtmlFragments&&) noexcept = default;
   // Adds a line (without its "\n"); true when the fragment is complete.
   bool add(const std::string& line);
   // The fragment so far, its lines joined by "\n", and starts the next.
@@ -94,16 +101,12 @@ class HtmlFragments {
  private:
   std::string text_;
   bool started_ = false;
-  size_t scanned_ = 0;             // bytes of text_ read as whole tokens
-  bool pending_ = false;           // a token from scanned_ on is not complete yet
-  size_t seen_ = 0;                // where its end may first stand
-  std::vector<std::string> open_;  // names of the elements open at scanned_
-  std::string raw_;                // inside this raw-text element (script, style, ...)
+  size_t scanned_ = 0;                  // bytes of text_ read as whole tokens
+  bool pending_ = false;                // a token from scanned_ on is not complete yet
+  size_t seen_ = 0;                     // where its end may first stand
+  std::unique_ptr<OpenElements> open_;  // at scanned_
   bool broken_ = false;
   size_t max_bytes_;
 };
-
-// Text as HTML character data: &, <, > and U+00A0 as entities.
-std::string html_escape(const std::string& text);
 
 }  // namespace nmt

@@ -155,14 +155,10 @@ bool TranslationService::fits(const std::string& text) const {
   return model.src_vocab().encode(text).size() <= max_src;
 }
 
-TranslationService::Flow TranslationService::lay_out_flow(
-    const std::string& text, int64_t line, const std::string& prefix,
-    std::vector<TranslationRequest>& requests) {
-  Flow f;
-  f.begin = requests.size();
-  f.segments = splitter_ ? splitter_->split(text) : whole_line(text);
+Segmented TranslationService::segments_of(const std::string& text, int64_t line) const {
+  Segmented segmented = splitter_ ? splitter_->split(text) : whole_line(text);
   std::vector<Segment> pieces;
-  for (const Segment& s : f.segments.segments) {
+  for (const Segment& s : segmented.segments) {
     std::vector<Segment> p = pieces_that_fit(s, [this](const std::string& t) { return fits(t); });
     if (p.size() > 1)
       warn_input("line " + std::to_string(line) + ": a sentence of " +
@@ -171,7 +167,14 @@ TranslationService::Flow TranslationService::lay_out_flow(
                  " pieces cut at clause boundaries");
     pieces.insert(pieces.end(), p.begin(), p.end());
   }
-  f.segments.segments = std::move(pieces);
+  segmented.segments = std::move(pieces);
+  return segmented;
+}
+
+TranslationService::Flow TranslationService::flow_of(Segmented segments, int64_t line,
+                                                     const std::string& prefix,
+                                                     std::vector<TranslationRequest>& requests) {
+  Flow f{requests.size(), requests.size(), std::move(segments)};
   for (const Segment& s : f.segments.segments) {
     TranslationRequest part;
     part.source = s.text;
@@ -194,13 +197,15 @@ TranslationService::LineLayout TranslationService::lay_out(
                  "); translated as text");
     }
     l.whole = false;
+    auto add = [&](const std::string& text) {
+      l.flows.push_back(flow_of(segments_of(text, rq.line), rq.line, {}, requests));
+    };
     if (l.html) {
-      for (const std::string& text : l.html->flows())
-        l.flows.push_back(lay_out_flow(text, rq.line, {}, requests));
+      for (const std::string& text : l.html->flows()) add(text);
     } else {
       for (size_t at = 0; at <= rq.source.size();) {
         const size_t end = std::min(rq.source.find('\n', at), rq.source.size());
-        l.flows.push_back(lay_out_flow(rq.source.substr(at, end - at), rq.line, {}, requests));
+        add(rq.source.substr(at, end - at));
         at = end + 1;
       }
     }
@@ -208,11 +213,12 @@ TranslationService::LineLayout TranslationService::lay_out(
   }
   // Constraints belong to the whole line (a prefix, to its first segment).
   if (!rq.skip && rq.constraints.empty()) {
-    l.flows.push_back(lay_out_flow(rq.source, rq.line, rq.prefix, requests));
-    const Flow& f = l.flows.back();
-    l.whole = !splitter_ && f.end - f.begin <= 1;
-    if (!l.whole) return l;
-    requests.resize(f.begin);
+    Segmented segments = segments_of(rq.source, rq.line);
+    l.whole = !splitter_ && segments.segments.size() <= 1;
+    if (!l.whole) {
+      l.flows.push_back(flow_of(std::move(segments), rq.line, rq.prefix, requests));
+      return l;
+    }
   }
   // As it came: one request.
   l.flows.assign(1, Flow{requests.size(), requests.size() + 1, {}});
@@ -292,7 +298,7 @@ TranslationResult TranslationService::join_flow(const Flow& f,
   return out;
 }
 
-TranslationResult TranslationService::join(LineLayout& l,
+TranslationResult TranslationService::join(const LineLayout& l,
                                            const std::vector<TranslationRequest>& requests,
                                            std::vector<TranslationResult>& results) const {
   if (l.whole) return std::move(results[l.flows[0].begin]);
@@ -309,7 +315,6 @@ TranslationResult TranslationService::join(LineLayout& l,
     if (!l.html) out.text += (i ? "\n" : "") + r.text;
   }
   if (l.html) out.text = l.html->render(aligned);
-  l.html.reset();
   return out;
 }
 
@@ -332,7 +337,7 @@ std::vector<TranslationResult> TranslationService::translate_requests(
   std::vector<TranslationResult> results = translator_->translate(requests, first);
   std::vector<TranslationResult> out;
   out.reserve(layouts.size());
-  for (LineLayout& l : layouts) out.push_back(join(l, requests, results));
+  for (const LineLayout& l : layouts) out.push_back(join(l, requests, results));
   return out;
 }
 

@@ -149,9 +149,13 @@ class TranslationService {
     std::optional<HtmlDocument> html;
   };
   LineLayout lay_out(TranslationRequest rq, std::vector<TranslationRequest>& requests);
-  Flow lay_out_flow(const std::string& text, int64_t line, const std::string& prefix,
-                    std::vector<TranslationRequest>& requests);
-  TranslationResult join(LineLayout& layout, const std::vector<TranslationRequest>& requests,
+  // A text's segments: its sentences (with a splitter), each cut into
+  // pieces the model takes (with a warning naming the line).
+  Segmented segments_of(const std::string& text, int64_t line) const;
+  // A flow's requests appended, a prefix on its first.
+  static Flow flow_of(Segmented segments, int64_t line, const std::string& prefix,
+                      std::vector<TranslationRequest>& requests);
+  TranslationResult join(const LineLayout& layout, const std::vector<TranslationRequest>& requests,
                          std::vector<TranslationResult>& results) const;
   TranslationResult join_flow(const Flow& flow, const std::vector<TranslationRequest>& requests,
                               std::vector<TranslationResult>& results, AlignedText* aligned) const;
