@@ -19,7 +19,9 @@ void register_convert(CLI::App& app) {
       "convert",
       "Convert a Transformer trained by another toolkit into an nmt model file: a Marian .npz "
       "(OPUS-MT's, with its vocab.yml and source.spm/target.spm) or a CTranslate2 model "
-      "directory (model.bin, config.json, its vocabularies). Every nmt command then uses it. A "
+      "directory (model.bin, config.json, its vocabularies), or a Hugging Face MarianMT, M2M-100 "
+      "or NLLB-200 directory (config.json, model.safetensors or pytorch_model.bin, tokeniser "
+      "files). Every nmt command then uses it. A "
       "CTranslate2 model carries no tokeniser: without --spm, nmt translate then reads and "
       "writes space-separated tokens. Options the model has that nmt cannot run exactly are "
       "refused by name.");
@@ -29,7 +31,7 @@ void register_convert(CLI::App& app) {
       ->required();
   cmd->add_option("-o,--out", o->out, "The .nmt file to write")->required();
   cmd->add_option("--from", o->c.from, "What SRC is (default: detected)")
-      ->check(CLI::IsMember({"marian", "ctranslate2"}));
+      ->check(CLI::IsMember({"marian", "ctranslate2", "hf"}));
   cmd->add_option("--spm", o->c.spm,
                   "SentencePiece model(s) that cut text into the vocabulary's pieces: one for "
                   "both sides, or the source's then the target's (Marian: default source.spm and "
@@ -49,10 +51,15 @@ void register_convert(CLI::App& app) {
     for (const auto& s : o->c.spm) io::check_input_path(s, "--spm", /*nonempty=*/true);
     for (const auto& v : o->c.vocab) io::check_input_path(v, "--vocab", /*nonempty=*/true);
     const std::string from = o->c.from.empty() ? convert::detect(o->src) : o->c.from;
-    if (from == "ctranslate2" && !std::filesystem::is_directory(o->src))
-      throw InputError(o->src +
-                       ": a CTranslate2 model is a directory (model.bin, config.json, "
-                       "vocabularies)");
+    if ((from == "ctranslate2" || from == "hf") && !std::filesystem::is_directory(o->src))
+      throw InputError(
+          o->src +
+          (from == "hf"
+               ? ": a Hugging Face model is a directory (config.json, weights, tokeniser files)"
+               : ": a CTranslate2 model is a directory (model.bin, config.json, "
+                 "vocabularies)"));
+    if (from == "hf" && (!o->c.vocab.empty() || !o->c.spm.empty()))
+      throw UsageError("--spm, --vocab: a Hugging Face model directory holds its tokeniser");
     if (from == "ctranslate2" && !o->c.vocab.empty())
       throw UsageError("--vocab: a CTranslate2 model directory holds its vocabularies");
     convert::ConvertOptions c = o->c;

@@ -197,6 +197,10 @@ void add_model_options(CLI::App* cmd, ScoreCli& cli) {
   add(cmd->add_flag("--word-scores", cli.model.word_scores,
                     "Also print per-token log-probabilities"));
   add(cmd->add_flag("--summary", cli.model.summary, "Print corpus totals only"));
+  add(cmd->add_option("--source-lang", cli.model.source_lang,
+                      "A multilingual model's source language, by its code (nmt info lists them)"));
+  add(cmd->add_option("--target-lang", cli.model.target_lang,
+                      "A multilingual model's target language, by its code"));
   add(cmd->add_option("--output-format", cli.model_format,
                       "Model scores as text (TSV with a header) or jsonl")
           ->check(CLI::IsMember({"text", "jsonl"})));

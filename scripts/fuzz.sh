@@ -3,7 +3,7 @@
 # fixed time on a working corpus seeded from fuzz/corpus/. Prints, per
 # target, the executions and the crashes found; exits non-zero if any
 # target crashed (the input is saved under build-fuzz/crashes/TARGET/).
-#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]   (default 600, all six)
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]   (default 600, all of them)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -11,7 +11,7 @@ seconds=${1:-600}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_model_file fuzz_config fuzz_text_input fuzz_tokenizers fuzz_import_ct2
-  fuzz_import_marian fuzz_html)
+  fuzz_import_marian fuzz_html fuzz_pickle)
 build=${FUZZ_BUILD:-build-fuzz}
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DNMT_FUZZ=ON \
   -DNMT_CUDA=OFF -DNMT_BUILD_TESTS=OFF -DNMT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

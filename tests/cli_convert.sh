@@ -87,7 +87,7 @@ rm -rf bad && mkdir bad && head -c 300 opus/model.npz >bad/model.npz && cp opus/
 expect 1 "bad/model.npz: not a readable .npz archive" "$NMT" convert bad --spm sp.model -o r.nmt
 expect 1 "no such file or directory" "$NMT" convert nothing-here -o r.nmt
 mkdir -p empty
-expect 1 "neither a CTranslate2 model (model.bin) nor a Marian one (.npz)" "$NMT" convert empty -o r.nmt
+expect 1 "neither a CTranslate2 model (model.bin), a Hugging Face one (config.json and model.safetensors or pytorch_model.bin) nor a Marian one (.npz)" "$NMT" convert empty -o r.nmt
 expect 2 "-o m1.nmt is the" "$NMT" convert opus --spm m1.nmt -o m1.nmt
 [ ! -e r.nmt ] || fail "a failed conversion wrote r.nmt"
 

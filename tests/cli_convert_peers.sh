@@ -286,4 +286,28 @@ done
 echo garbage >g.spm
 "$NMT" convert mp/model.npz --spm g.spm -o g.nmt 2>err.txt && fail "converted with a garbage --spm"
 grep -q "g.spm: invalid SentencePiece model" err.txt || fail "a garbage --spm is not named: $(cat err.txt)"
+# CTranslate2's own test models in its oldest formats, which CTranslate2 4.x
+# still loads (binary versions 1 and 2: OpenNMT-tf's variable names, item
+# sizes instead of types, int16 without a saved scale, int8): each
+# transliterates as CTranslate2's ModelVariantTest expects, and the version 2
+# model scores its Scoring test's pairs as that test expects (within 1e-5).
+OLD=$FIX/ct2-old
+for m in v1-aren v1-aren-i16 v2-aren v2-aren-i16 v2-aren-i8; do
+  "$NMT" convert "$OLD/$m" -o old-$m.nmt 2>err.txt || fail "convert ct2-old/$m: $(cat err.txt)"
+  for beam in 1 2 4; do
+    got=$(echo "آ ت ز م و ن" | "$NMT" translate -m old-$m.nmt --beam $beam 2>err.txt)
+    [ "$got" = "a t z m o n" ] || fail "ct2-old/$m beam $beam: '$got' ($(cat err.txt)), CTranslate2's test expects 'a t z m o n'"
+  done
+done
+"$NMT" score -m old-v2-aren.nmt --src "$OLD/score.src" --tgt "$OLD/score.tgt" --output-format jsonl \
+  --word-scores >old-score.jsonl || fail "score ct2-old/v2-aren"
+python3 - old-score.jsonl "$OLD/score.expected" <<'PY' || fail "ct2-old/v2-aren: scores differ from CTranslate2's test"
+import json, sys
+got = [json.loads(l)["token_logprobs"] for l in open(sys.argv[1])]
+want = [[float(x) for x in l.split()] for l in open(sys.argv[2])]
+assert len(got) == len(want), (len(got), len(want))
+for g, w in zip(got, want):
+    assert len(g) == len(w) and max(abs(a - b) for a, b in zip(g, w)) < 1e-5, (g, w)
+PY
+
 echo "cli_convert_peers: ok"

@@ -82,7 +82,7 @@ refused "model.npz: parameter encoder_l1_ffn_W1 holds a non-finite value" n/mode
 gen ct2 m dup=1
 refused "variable encoder/layer_0/ffn/linear_0/weight given twice" m
 gen npz n dup=1
-refused "the archive holds Wemb twice" n/model.npz
+refused "the archive holds Wemb.npy twice" n/model.npz
 gen ct2 m no_nul=1
 refused "a string without its terminating NUL (\"TransformerSpecX\")" m
 gen npz n neg_shape=1

@@ -18,18 +18,23 @@ std::string detect(const std::string& src) {
   if (ec || !fs::exists(st)) throw InputError(src + ": no such file or directory");
   if (fs::is_directory(st)) {
     if (fs::exists(fs::path(src) / "model.bin", ec)) return "ctranslate2";
+    if (fs::exists(fs::path(src) / "config.json", ec))
+      for (const char* w : {"model.safetensors", "model.safetensors.index.json",
+                            "pytorch_model.bin", "pytorch_model.bin.index.json"})
+        if (fs::exists(fs::path(src) / w, ec)) return "hf";
     for (const auto& e : fs::directory_iterator(src, ec))
       if (e.path().extension() == ".npz") return "marian";
     throw InputError(src +
-                     ": neither a CTranslate2 model (model.bin) nor a Marian one (.npz) "
-                     "is in this directory");
+                     ": neither a CTranslate2 model (model.bin), a Hugging Face one "
+                     "(config.json and model.safetensors or pytorch_model.bin) nor a Marian one "
+                     "(.npz) is in this directory");
   }
   if (fs::path(src).extension() == ".npz") return "marian";
   if (fs::path(src).filename() == "model.bin")
     throw InputError(src + ": give CTranslate2's model directory, not its model.bin");
   throw InputError(src +
-                   ": not a Marian .npz model nor a CTranslate2 model directory "
-                   "({from} marian|ctranslate2 says which)");
+                   ": not a Marian .npz model, nor a CTranslate2 or Hugging Face model "
+                   "directory ({from} marian|ctranslate2|hf says which)");
 }
 
 Imported import_model(const std::string& src, const ConvertOptions& opts) {
@@ -37,6 +42,7 @@ Imported import_model(const std::string& src, const ConvertOptions& opts) {
   try {
     if (from == "marian") return import_marian(src, opts);
     if (from == "ctranslate2") return import_ctranslate2(src, opts);
+    if (from == "hf") return import_huggingface(src, opts);
   } catch (const Error&) {
     throw;
   } catch (const std::bad_alloc&) {

@@ -37,19 +37,22 @@ struct Imported {
 };
 
 struct ConvertOptions {
-  std::string from;              // "marian", "ctranslate2" or empty: detect
+  std::string from;              // "marian", "ctranslate2", "hf" or empty: detect
   std::vector<std::string> spm;  // SentencePiece models: one for both sides, or source then target
   std::vector<std::string>
       vocab;  // Marian: vocabularies, one for both sides, or source then target
 };
 
-// What `src` is: "marian" (an .npz file, or a directory holding one) or
-// "ctranslate2" (a directory holding model.bin); throws InputError saying
-// what was found otherwise.
+// What `src` is: "marian" (an .npz file, or a directory holding one),
+// "ctranslate2" (a directory holding model.bin) or "hf" (a directory
+// holding config.json and model.safetensors or pytorch_model.bin, or their
+// shards' index); throws InputError saying what was found otherwise.
 std::string detect(const std::string& src);
 
 Imported import_marian(const std::string& src, const ConvertOptions& opts);
 Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts);
+// A Hugging Face checkpoint directory (convert/huggingface.cpp).
+Imported import_huggingface(const std::string& src, const ConvertOptions& opts);
 
 // The model at src, read by opts.from's importer (detected when empty).
 // Every failure is an nmt::Error naming src: what a library under an

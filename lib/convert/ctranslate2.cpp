@@ -1,5 +1,6 @@
 // CTranslate2's model directories: model.bin (the binary layout of
-// python/ctranslate2/specs/model_spec.py, versions 5 and 6), config.json
+// python/ctranslate2/specs/model_spec.py, versions 1 to 6: what
+// CTranslate2 4.x still loads), config.json
 // and the vocabularies. A TransformerSpec's variables are named as its
 // layers nest (encoder/layer_0/self_attention/linear_0/weight), matrices
 // already (out, in); attributes are scalar variables. See convert.h.
@@ -89,19 +90,48 @@ class Reader {
   size_t at_ = 0;
 };
 
+// A version 1 variable's name, which was OpenNMT-tf's, as CTranslate2 maps
+// it (models/transformer.cc): the first match of each pattern replaced.
+std::string v1_name(std::string name) {
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = name.find(from);
+    if (at != std::string::npos) name.replace(at, from.size(), to);
+  };
+  replace("transformer/", "");
+  replace(":0", "");
+  replace("w_embs", "embeddings/weight");
+  replace("kernel", "weight");
+  replace("LayerNorm", "layer_norm");
+  replace("dense", "projection");
+  replace("conv1d_", "linear_");
+  replace("conv1d", "linear_0");
+  if (name.find("encoder") != std::string::npos) {
+    replace("multi_head", "self_attention");
+  } else {
+    replace("masked_multi_head", "self_attention");
+    replace("multi_head", "attention");
+  }
+  return name;
+}
+
 class Model {
  public:
   explicit Model(const std::string& dir) : path_((fs::path(dir) / "model.bin").string()) {
     Reader r(io::read_whole_file(path_, "CTranslate2 model"), path_);
     version_ = r.get<uint32_t>();
-    if (version_ < 5 || version_ > 6)
+    if (version_ < 1 || version_ > 6)
       throw InputError(path_ + ": CTranslate2 binary version " + std::to_string(version_) +
-                       " (this nmt reads versions 5 and 6, written by CTranslate2 2.x to 4.x)");
-    spec_ = r.str();
-    revision_ = r.get<uint32_t>();
+                       " (this nmt reads versions 1 to 6, written by CTranslate2 1.x to 4.x)");
+    // Version 1 has neither a spec's name nor a revision: revision 1.
+    if (version_ >= 2) {
+      spec_ = r.str();
+      revision_ = r.get<uint32_t>();
+    } else {
+      revision_ = 1;
+    }
     const uint32_t n = r.get<uint32_t>();
     for (uint32_t i = 0; i < n; ++i) {
-      std::string name = r.str();
+      std::string name = revision_ == 1 ? v1_name(r.str()) : r.str();
       Variable v;
       const uint8_t rank = r.get<uint8_t>();
       if (rank > 8) r.fail("variable " + name + " of rank " + std::to_string(rank));
@@ -112,8 +142,15 @@ class Model {
             count > (uint64_t{1} << 40))
           r.fail("variable " + name + " of an impossibly large shape");
       }
-      v.type = r.get<uint8_t>();
-      const uint32_t bytes = r.get<uint32_t>();
+      uint64_t bytes;
+      if (version_ >= 4) {
+        v.type = r.get<uint8_t>();
+        bytes = r.get<uint32_t>();
+      } else {  // before 4: an item's size, then the count (4: f32, 2: i16, 1: i8)
+        const uint8_t item = r.get<uint8_t>();
+        v.type = item == 4 ? 0 : item == 2 ? 2 : item == 1 ? 1 : -1;
+        bytes = uint64_t{r.get<uint32_t>()} * item;
+      }
       if (type_size(v.type) == 0) r.fail("variable " + name + " of unknown type");
       if (count * static_cast<uint64_t>(type_size(v.type)) != bytes)
         r.fail("variable " + name + " whose size does not match its shape");
@@ -121,7 +158,7 @@ class Model {
       // CTranslate2's converter writes each variable of its spec once.
       if (!vars_.emplace(name, std::move(v)).second) r.fail("variable " + name + " given twice");
     }
-    const uint32_t aliases = r.get<uint32_t>();
+    const uint32_t aliases = version_ >= 3 ? r.get<uint32_t>() : 0;  // since version 3
     std::set<std::string> given;
     for (uint32_t i = 0; i < aliases; ++i) {
       std::string alias = r.str(), target = r.str();
@@ -146,6 +183,17 @@ class Model {
     auto a = aliases_.find(n);
     const std::string& name = a == aliases_.end() ? n : a->second;
     auto it = vars_.find(name);
+    if (it == vars_.end() && revision_ < 5) {
+      // Before revision 5 the encoder's and decoder's attributes were one,
+      // unscoped (CTranslate2 aliases encoder/pre_norm to pre_norm).
+      const size_t slash = n.find('/');
+      static const std::set<std::string> shared = {"num_heads",       "pre_norm",
+                                                   "activation",      "embeddings_merge",
+                                                   "alignment_layer", "alignment_heads"};
+      if ((n.compare(0, slash, "encoder") == 0 || n.compare(0, slash, "decoder") == 0) &&
+          slash != std::string::npos && shared.count(n.substr(slash + 1)))
+        it = vars_.find(n.substr(slash + 1));
+    }
     return it == vars_.end() ? nullptr : &it->second;
   }
   // The type of a variable, -1 if absent.
@@ -211,11 +259,14 @@ class Model {
         // CTranslate2 quantises value * scale and rounds: the weight is
         // value / scale, with a scale per output row (int8) or one (int16).
         const Variable* s = find(n + "_scale");
-        if (!s) throw InputError(path_ + ": quantised variable " + n + " has no " + n + "_scale");
-        used_.insert(n + "_scale");
+        // An int16 weight without a scale has CTranslate2's fixed one
+        // (ops::Quantize::global_int16_scale), as early models were saved.
+        if (!s && v->type != 2)
+          throw InputError(path_ + ": quantised variable " + n + " has no " + n + "_scale");
+        if (s) used_.insert(n + "_scale");
         const int64_t rows = shape.empty() ? 1 : shape[0],
                       cols = count / std::max<int64_t>(rows, 1);
-        std::vector<float> scale = as_f32(*s, n + "_scale");
+        std::vector<float> scale = s ? as_f32(*s, n + "_scale") : std::vector<float>{1000.f};
         if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != rows)
           throw InputError(path_ + ": " + n + "_scale has " + std::to_string(scale.size()) +
                            " values for " + std::to_string(rows) + " rows");
@@ -242,14 +293,11 @@ class Model {
   }
   // The variables nothing read, directly or through an alias.
   std::vector<std::string> unused() const {
-    std::set<std::string> read;
-    for (const std::string& n : used_) {
-      const auto a = aliases_.find(n);
-      read.insert(a == aliases_.end() ? n : a->second);
-    }
+    std::set<const Variable*> read;
+    for (const std::string& n : used_) read.insert(find(n));
     std::vector<std::string> out;
     for (const auto& [n, v] : vars_)
-      if (!read.count(n)) out.push_back(n);
+      if (!read.count(&v)) out.push_back(n);
     return out;
   }
 
@@ -370,7 +418,9 @@ InputError refusal(const Model& m, const std::string& what, const std::string& w
 // Refuses, by name, a spec or an attribute that names a model nmt does not
 // have; reads the attributes that only explain.
 void check_supported(Model& m) {
-  if (m.spec() != "TransformerSpec")
+  // "", TransformerBase and TransformerBig: versions 1 and 2's names of it.
+  if (m.spec() != "TransformerSpec" && m.spec() != "TransformerBase" &&
+      m.spec() != "TransformerBig" && !m.spec().empty())
     throw refusal(m, "spec " + m.spec(),
                   "only a TransformerSpec (an encoder-decoder Transformer) converts");
   for (const char* side : {"encoder", "decoder"}) {
@@ -441,8 +491,10 @@ ModelConfig read_architecture(Model& m, const std::string& src, const ConfigJson
   if (act_e < 0 || act_e > 3)
     throw refusal(m, "activation " + std::to_string(act_e),
                   "nmt has ReLU, GELU (erf and tanh) and swish (GELUSigmoid, Tanh, Sigmoid not)");
-  const int heads_e = static_cast<int>(m.scalar("encoder/num_heads", 8)),
-            heads_d = static_cast<int>(m.scalar("decoder/num_heads", 8));
+  // Before revision 3 the heads came from the spec's name.
+  const int spec_heads = m.spec() == "TransformerBig" ? 16 : 8;
+  const int heads_e = static_cast<int>(m.scalar("encoder/num_heads", spec_heads)),
+            heads_d = static_cast<int>(m.scalar("decoder/num_heads", spec_heads));
   if (heads_e != heads_d) throw refusal(m, "num_heads", "the encoder and decoder differ");
   // Sizes from the embeddings and the layers present.
   const Variable* se = m.find("encoder/embeddings_0/weight");
@@ -494,7 +546,8 @@ struct Ct2Vocabs {
 
 // The vocabularies (shared, or source and target), checked against the
 // embeddings' rows.
-Ct2Vocabs read_vocabularies(const fs::path& dir, const std::string& src, int64_t Vs, int64_t Vt) {
+Ct2Vocabs read_vocabularies(const fs::path& dir, const std::string& src, int64_t Vs, int64_t Vt,
+                            const std::string& unk) {
   Ct2Vocabs v;
   v.sv = v.tv = find_vocab(dir, "shared_vocabulary");
   if (v.sv.empty()) {
@@ -507,6 +560,10 @@ Ct2Vocabs read_vocabularies(const fs::path& dir, const std::string& src, int64_t
                      "target_vocabulary, .json or .txt)");
   v.src = read_tokens(v.sv);
   v.tgt = v.tv == v.sv ? v.src : read_tokens(v.tv);
+  // CTranslate2 appends the unknown token to a vocabulary without it (as
+  // OpenNMT-tf's vocabularies are).
+  for (auto* t : {&v.src, &v.tgt})
+    if (id_of(*t, unk) < 0) t->push_back(unk);
   if (static_cast<int64_t>(v.src.size()) != Vs)
     throw InputError(v.sv + ": " + std::to_string(v.src.size()) +
                      " tokens for a source embedding of " + std::to_string(Vs) + " rows");
@@ -526,11 +583,7 @@ void set_special_tokens(Model& m, const ConfigJson& config, const Ct2Vocabs& v, 
   c.src_vocab_size = v.src == v.tgt ? 0 : static_cast<int>(v.src.size());
   c.eos_id = id_of(v.tgt, eos);
   c.unk_id = id_of(v.tgt, unk);
-  // nmt keeps one unknown-token id for both sides.
-  if (id_of(v.src, unk) != c.unk_id)
-    throw InputError(v.sv + ": the source's " + unk + " has id " + std::to_string(id_of(v.src, unk)) +
-                     ", the target's " + std::to_string(c.unk_id) +
-                     " (nmt keeps one id for both sides)");
+  if (id_of(v.src, unk) != c.unk_id) c.src_unk_id = id_of(v.src, unk);
   c.pad_id = -1;  // CTranslate2 bans no token from its output
   if (c.eos_id < 0) throw InputError(v.tv + ": the vocabulary has no " + eos + " (eos_token)");
   c.source_bos = config.flag("add_source_bos", false);
@@ -660,7 +713,8 @@ std::vector<std::string> attach_vocabs(const Ct2Vocabs& v, const ModelConfig& c,
                     tgt_spm = spm.empty() ? "" : io::read_whole_file(spm[1], "{spm}");
   out.vocab = Vocab::from_tokens(v.tgt, tgt_spm, c.unk_id, tgt_spm.empty() ? "" : spm[1]);
   if (c.src_vocab_size || src_spm != tgt_spm)
-    out.source_vocab = Vocab::from_tokens(v.src, src_spm, c.unk_id, src_spm.empty() ? "" : spm[0]);
+    out.source_vocab =
+        Vocab::from_tokens(v.src, src_spm, c.source_unk(), src_spm.empty() ? "" : spm[0]);
   if (!tgt_spm.empty()) check_tokeniser(out.vocab, spm[1], v.tv, out);
   if (out.source_vocab && !src_spm.empty()) check_tokeniser(*out.source_vocab, spm[0], v.sv, out);
   return spm;
@@ -682,7 +736,7 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   std::string src_emb;
   int64_t Vs = 0, Vt = 0;
   ModelConfig c = read_architecture(m, src, config, src_emb, Vs, Vt);
-  const Ct2Vocabs vocabs = read_vocabularies(dir, src, Vs, Vt);
+  const Ct2Vocabs vocabs = read_vocabularies(dir, src, Vs, Vt, config.text("unk_token", "<unk>"));
   set_special_tokens(m, config, vocabs, c);
   set_positions_and_ties(m, src_emb, c);
   // The whole configuration is checked before any weight is built from it.

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -127,6 +129,26 @@ inline std::string shape_text(const std::vector<int64_t>& s) {
   std::string o;
   for (int64_t d : s) o += (o.empty() ? "" : ", ") + std::to_string(d);
   return "(" + o + ")";
+}
+
+// The language codes a vocabulary's tokens name, by their ids: with style
+// "fairseq" NLLB's eng_Latn and M2M-100's __en__, with "opus" OPUS-MT's
+// >>deu<<.
+inline std::map<std::string, int> language_tokens(const std::vector<std::string>& tokens,
+                                                  const std::string& style) {
+  static const std::regex nllb("[a-z]{3}_[A-Z][a-z]{3}"), m2m("__([a-z]{2,3}(_[a-zA-Z]+)?)__"),
+      opus(">>([a-zA-Z_]{2,12})<<");
+  std::map<std::string, int> out;
+  std::smatch m;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    std::string code;
+    if (style == "fairseq" && std::regex_match(t, nllb)) code = t;
+    if (style == "fairseq" && std::regex_match(t, m, m2m)) code = m[1];
+    if (style == "opus" && std::regex_match(t, m, opus)) code = m[1];
+    if (!code.empty()) out.emplace(code, static_cast<int>(i));
+  }
+  return out;
 }
 
 }  // namespace nmt::convert

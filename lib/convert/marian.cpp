@@ -430,6 +430,9 @@ void set_vocabularies(const Options& o, const Files& files, const std::vector<st
   if (id_of(src, "</s>") != c.eos_id || id_of(src, "<unk>") != c.unk_id)
     throw InputError(files.vocabs[0] + ": </s> and <unk> have other ids than in " +
                      files.vocabs[1]);
+  // A model into several languages takes the target's >>xxx<< token first.
+  c.languages = language_tokens(src, "opus");
+  if (!c.languages.empty()) c.source_language = "none", c.target_language = "source";
 }
 
 // Embeddings, output layer and positions under nmt's names.

@@ -1,14 +1,11 @@
 #include "convert/npz.h"
 
-#include <zip.h>
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 
 #include "convert/formats.h"
-#include "core/dynlib.h"
 #include "core/error.h"
 
 namespace nmt::convert {
@@ -20,26 +17,6 @@ int64_t NpyArray::size() const {
 }
 
 namespace {
-
-// The libzip functions this file calls, from libzip.so.4 on the first .npz
-// (core/dynlib.h: other runs map neither libzip nor the libcrypto it needs).
-#define NMT_ZIP_FUNCTIONS(X)  \
-  X(zip_discard)              \
-  X(zip_error_fini)           \
-  X(zip_error_init_with_code) \
-  X(zip_error_strerror)       \
-  X(zip_fclose)               \
-  X(zip_fopen_index)          \
-  X(zip_fread)                \
-  X(zip_get_num_entries)      \
-  X(zip_open)                 \
-  X(zip_stat_index)           \
-  X(zip_strerror)
-NMT_DYNLIB_TABLE(ZipApi, NMT_ZIP_FUNCTIONS);
-
-const ZipApi& zip_api() {
-  return open_library<ZipApi>(NMT_ZIP_SONAME, "reading Marian's .npz models", "libzip4");
-}
 
 // The value of `key` in the header dict: "{'descr': '<f4', 'fortran_order':
 // False, 'shape': (512, 512), }" (NumPy writes exactly this form).
@@ -150,79 +127,29 @@ std::vector<float> NpyArray::to_f32(const std::string& name) const {
   return out;
 }
 
-// What an archive may inflate to, at most: this many times its own size.
-// Weights are floats, whose low bits are noise to deflate (trained weights
-// compress by 10% or so); only a forged or damaged archive comes near.
-constexpr uint64_t kMaxInflation = 64;
-
-struct NpzArchive::Zip {
-  std::unique_ptr<zip_t, void (*)(zip_t*)> z{nullptr, nullptr};
-};
-
-NpzArchive::NpzArchive(const std::string& path) : path_(path), zip_(std::make_unique<Zip>()) {
-  int err = 0;
-  const ZipApi& zx = zip_api();
-  zip_->z = {zx.zip_open(path.c_str(), ZIP_RDONLY, &err), zx.zip_discard};
-  if (!zip_->z) {
-    zip_error_t ze;
-    zx.zip_error_init_with_code(&ze, err);
-    const std::string why = zx.zip_error_strerror(&ze);
-    zx.zip_error_fini(&ze);
-    throw InputError(path + ": not a readable .npz archive (" + why + ")");
-  }
-  std::error_code ec;
-  const uint64_t archive = std::filesystem::file_size(path, ec);
-  const zip_int64_t n = zx.zip_get_num_entries(zip_->z.get(), 0);
-  uint64_t total = 0;
-  for (zip_int64_t i = 0; i < n; ++i) {
-    zip_stat_t st;
-    if (zx.zip_stat_index(zip_->z.get(), i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) ||
-        !(st.valid & ZIP_STAT_NAME))
-      throw InputError(path + ": entry " + std::to_string(i) + " of the archive is unreadable");
-    std::string name = st.name;
+NpzArchive::NpzArchive(const std::string& path) : zip_(path, ".npz") {
+  for (const auto& [entry, size] : zip_.entries()) {
+    std::string name = entry;
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
       name.resize(name.size() - 4);
     // NumPy writes each array once; of two, which one Marian would read is
     // not defined.
-    if (!entries_.emplace(name, i).second)
+    if (!entries_.emplace(name, entry).second)
       throw InputError(path + ": the archive holds " + name + " twice");
-    sizes_[name] = st.size;
-    if (st.size > (uint64_t{1} << 40) || __builtin_add_overflow(total, st.size, &total))
-      throw InputError(path + ": " + name + " claims " + std::to_string(st.size) +
-                       " bytes, more than any archive could hold");
+    sizes_[name] = size;
   }
-  if (!ec && total > kMaxInflation * archive + (1 << 20))
-    throw InputError(path + ": the archive's entries claim " + std::to_string(total) +
-                     " bytes in all, " + std::to_string(total / std::max<uint64_t>(archive, 1)) +
-                     " times the archive's " + std::to_string(archive) +
-                     " bytes; weights do not compress so far (a damaged or forged archive)");
 }
 
-NpzArchive::~NpzArchive() = default;
-
 NpyArray NpzArchive::read(const std::string& name) const {
-  if (!has(name)) throw InputError(path_ + ": the archive has no " + name);
-  return parse(inflate(name, sizes_.at(name)), path_ + ": " + name, /*with_data=*/true);
+  if (!has(name)) throw InputError(path() + ": the archive has no " + name);
+  const std::string& entry = entries_.at(name);
+  return parse(zip_.read(entry, sizes_.at(name)), path() + ": " + name, /*with_data=*/true);
 }
 
 std::vector<int64_t> NpzArchive::shape(const std::string& name) const {
-  if (!has(name)) throw InputError(path_ + ": the archive has no " + name);
+  if (!has(name)) throw InputError(path() + ": the archive has no " + name);
   const uint64_t size = std::min<uint64_t>(sizes_.at(name), kMaxHeader + 12);
-  return parse(inflate(name, size), path_ + ": " + name, /*with_data=*/false).shape;
-}
-
-std::string NpzArchive::inflate(const std::string& name, uint64_t size) const {
-  const auto it = entries_.find(name);
-  const ZipApi& zx = zip_api();
-  std::unique_ptr<zip_file_t, decltype(zx.zip_fclose)> f(
-      zx.zip_fopen_index(zip_->z.get(), it->second, 0), zx.zip_fclose);
-  if (!f)
-    throw InputError(path_ + ": cannot read " + name + ": " + zx.zip_strerror(zip_->z.get()));
-  std::string bytes(size, '\0');
-  const zip_int64_t got = zx.zip_fread(f.get(), bytes.data(), size);
-  if (got < 0 || static_cast<zip_uint64_t>(got) != size)
-    throw InputError(path_ + ": " + name + " is truncated or damaged");
-  return bytes;
+  return parse(zip_.read(entries_.at(name), size), path() + ": " + name, /*with_data=*/false).shape;
 }
 
 }  // namespace nmt::convert

@@ -5,9 +5,10 @@
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
+
+#include "convert/zip_archive.h"
 
 namespace nmt::convert {
 
@@ -21,23 +22,16 @@ struct NpyArray {
   std::vector<float> to_f32(const std::string& name) const;
 };
 
-// An archive opened for reading. Opening lists the entries and what each
-// says it inflates to, and refuses an archive whose entries together claim
-// more than weights stored in a file of its size could be (float weights
-// barely compress): nothing is inflated then. An entry is inflated only when
-// read, so that a caller checks names and sizes against what it expects
-// first. Throws InputError naming the file and the entry for anything
-// malformed: not a zip, a name given twice, a truncated entry, an .npy
+// A Marian .npz: each entry of the zip (convert/zip_archive.h, which bounds
+// what it may inflate to) an .npy array. Throws InputError naming the file
+// and the entry for anything malformed: an array given twice, an .npy
 // header it cannot read, big-endian or Fortran order data, a size that does
 // not match the shape.
 class NpzArchive {
  public:
   explicit NpzArchive(const std::string& path);
-  ~NpzArchive();
-  NpzArchive(const NpzArchive&) = delete;
-  NpzArchive& operator=(const NpzArchive&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return zip_.path(); }
   bool has(const std::string& name) const { return entries_.count(name) > 0; }
   // Each array's name (without ".npy") and the bytes its entry inflates to,
   // .npy header included.
@@ -48,12 +42,8 @@ class NpzArchive {
   std::vector<int64_t> shape(const std::string& name) const;
 
  private:
-  // The first `size` bytes of an entry.
-  std::string inflate(const std::string& name, uint64_t size) const;
-  struct Zip;
-  std::string path_;
-  std::unique_ptr<Zip> zip_;
-  std::map<std::string, int64_t> entries_;  // name -> index in the zip
+  ZipArchive zip_;
+  std::map<std::string, std::string> entries_;  // array name -> entry name
   std::map<std::string, uint64_t> sizes_;
 };
 

@@ -138,6 +138,9 @@ std::vector<std::vector<Hypothesis>> sample(const Decodable& model,
                                                                         : -1);
       }
     ops::sample_tokens(logits, rows, opts.temperature, top_k, top_p, u, forced, never, ids, lp);
+    for (size_t j = 0; j < live.size(); ++j)  // given tokens are not predicted
+      if (t < live[j].req->given)
+        for (int64_t n = 0; n < N; ++n) lp[j * N + n] = 0.f;
     next.clear(), keep.clear(), reorder_rows.clear(), next_tokens.clear();
     for (size_t j = 0; j < live.size(); ++j) {
       Live& s = live[j];

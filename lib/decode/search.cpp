@@ -401,7 +401,7 @@ void BeamSearch::gather(const Sentence& s, size_t j, int64_t t) {
     const float* lp = &col_lp_[r * n_cols_];
     const int32_t* col = &cols_[r * n_cols_];
     if (s.forcing(t)) {
-      cands_.push_back({s.live_lp[k] + lp[1], parent, col[1], {}});
+      cands_.push_back({s.live_lp[k] + (t < s.req->given ? 0.f : lp[1]), parent, col[1], {}});
     } else if (t >= s.max_out) {
       cands_.push_back({s.live_lp[k] + lp[0], parent, eos_, {}});
     } else {

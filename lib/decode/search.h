@@ -91,6 +91,10 @@ struct Hypothesis {
 struct SearchRequest {
   std::vector<int32_t> src;  // without </s>
   std::vector<int32_t> prefix;
+  // The prefix's first `given` tokens are given, not predicted (a target
+  // language's token): forced with log-probability 0, as Transformers
+  // forces its first token; they count in the length penalty's length.
+  int32_t given = 0;
   std::vector<std::vector<int32_t>> constraints;  // at most kMaxConstraints, none empty
   uint64_t sample_key = 0;  // sampling: with the seed, what this sentence's draws follow
 };

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/token_batches.h"
 #include "io/text_file.h"
+#include "model/languages.h"
 #include "ops/ops.h"
 
 namespace nmt {
@@ -177,16 +178,35 @@ std::vector<SearchRequest> Translator::encode(const std::vector<TranslationReque
     if (bad && warn_)
       warn_("line " + std::to_string(line_no) + ": invalid UTF-8 replaced with U+FFFD");
     if (clean.find_first_not_of(" \t\r") == std::string::npos) continue;  // empty in, empty out
+    LanguageFraming lang;
+    try {
+      lang = language_framing(model_.config, requests[i].source_lang, requests[i].target_lang);
+    } catch (const InputError& e) {
+      if (warn_)
+        warn_("line " + std::to_string(line_no) + ": " + e.option() + e.what() +
+              "; an empty line is written instead");
+      continue;
+    }
+    const int64_t room =
+        max_src - static_cast<int64_t>(lang.source_before.size() + lang.source_after.size());
     std::vector<int32_t>& src = ids[i].src;
     src = model_.src_vocab().encode(clean);
     warn_if_unknown(src, line_no);
-    if (static_cast<int64_t>(src.size()) > max_src) {
+    if (static_cast<int64_t>(src.size()) > room) {
       if (warn_)
         warn_("line " + std::to_string(line_no) + ": " + std::to_string(src.size()) +
-              " subwords exceed the model's limit of " + std::to_string(max_src) + "; truncated");
-      src.resize(max_src);
+              " subwords exceed the model's limit of " + std::to_string(room) + "; truncated");
+      src.resize(std::max<int64_t>(room, 0));
     }
-    if (!encode_extras(requests[i], line_no, ids[i])) ids[i] = SearchRequest();
+    src.insert(src.begin(), lang.source_before.begin(), lang.source_before.end());
+    src.insert(src.end(), lang.source_after.begin(), lang.source_after.end());
+    if (!encode_extras(requests[i], line_no, ids[i])) {
+      ids[i] = SearchRequest();
+      ids[i].sample_key = sample_key(line_no, requests[i].source);
+      continue;
+    }
+    ids[i].prefix.insert(ids[i].prefix.begin(), lang.target_given.begin(), lang.target_given.end());
+    ids[i].given = static_cast<int32_t>(lang.target_given.size());
     ids[i].sample_key = sample_key(line_no, requests[i].source);
   }
   return ids;
@@ -196,7 +216,7 @@ std::vector<SearchRequest> Translator::encode(const std::vector<TranslationReque
 // a model that reads tokens, another tokeniser's pieces): said once a run,
 // at the first such line.
 void Translator::warn_if_unknown(const std::vector<int32_t>& src, int64_t line_no) const {
-  const int32_t unk = model_.config.unk_id;
+  const int32_t unk = model_.config.source_unk();
   if (unk < 0 || src.size() < 2 || !warn_ || warned_unknown_) return;
   const auto n = std::count(src.begin(), src.end(), unk);
   if (2 * n <= static_cast<int64_t>(src.size())) return;
@@ -320,8 +340,11 @@ std::vector<TranslationResult> Translator::translate(
   for (Batch& b : batches)
     for (size_t k = 0; k < b.src.size(); ++k) {
       TranslationResult& r = out[b.index[k]];
+      const auto given = static_cast<std::ptrdiff_t>(b.src[k].given);
       for (const Hypothesis& h : b.hyps[k]) {
-        std::string text = model_.tgt_vocab().decode(h.tokens);
+        // A target language's token is not part of the translation.
+        std::string text = model_.tgt_vocab().decode(std::vector<int32_t>(
+            h.tokens.begin() + std::min<std::ptrdiff_t>(given, h.tokens.size()), h.tokens.end()));
         if (r.n_best.empty()) {
           r.text = text;
           r.score = h.score;

@@ -34,6 +34,8 @@ struct TranslationRequest {
   std::string source;
   std::string prefix;
   std::vector<std::string> constraints;
+  // A multilingual model's languages, by its codes (model/languages.h).
+  std::string source_lang, target_lang;
   bool skip = false;  // a malformed line, already warned about: an empty result
   // The input line it comes from (1-based; a line's sentences share it),
   // for warnings and sampling's draws; 0: first_line + its index.

@@ -121,10 +121,14 @@ const std::vector<std::string> kConfigKeys = {"name",
                                               "unk_id",
                                               "bos_id",
                                               "eos_id",
+                                              "src_unk_id",
                                               "decoder_start",
                                               "source_bos",
                                               "source_eos",
                                               "output_unk",
+                                              "languages",
+                                              "source_language",
+                                              "target_language",
                                               "training"};
 
 // Keeps every width and table size far from int overflow, computed in 64 bits.
@@ -147,6 +151,34 @@ void check_sizes(const ModelConfig& c, Reader& r) {
 }
 
 }  // namespace
+
+// A language's code names it on command lines and in requests: printable
+// ASCII without spaces, and its token a row of the vocabulary.
+static void read_languages(Reader& r, ModelConfig& c) {
+  const json* langs = r.find("languages", false);
+  if (!langs) return;
+  if (!langs->is_object() || langs->empty())
+    r.fail("languages", "expected an object of language codes and token ids");
+  r.get("source_language", c.source_language, false, {"none", "before", "after"});
+  r.get("target_language", c.target_language, false, {"forced", "source"});
+  // A token before the source only (OPUS-MT's) is the source vocabulary's.
+  const bool source_only = c.source_language == "none" && c.target_language == "source";
+  const int lowest_vocab =
+      source_only ? c.source_vocab() : std::min(c.vocab_size, c.source_vocab());
+  for (const auto& [code, id] : langs->items()) {
+    const bool printable =
+        !code.empty() && code.size() <= 64 &&
+        std::all_of(code.begin(), code.end(), [](char ch) { return ch > ' ' && ch < 127; });
+    if (!printable) r.fail("languages", "\"" + code + "\" is not a language code");
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= lowest_vocab)
+      r.fail("languages", "\"" + code + "\": expected a token id from 0 to " +
+                              std::to_string(lowest_vocab - 1) + ", got " + id.dump());
+    c.languages[code] = id.get<int>();
+  }
+  if (c.source_language == "after" && c.source_eos)
+    r.fail("source_language",
+           "\"after\" puts </s> before the language's token: source_eos must be false");
+}
 
 ModelConfig config_from_json(const json& j, const std::string& source) {
   if (!j.is_object()) throw InputError(source + ": expected a JSON object at the top level");
@@ -204,6 +236,10 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
                          {"eos_id", &c.eos_id}})
     r.get(key, *id, false, -1, lowest_vocab - 1);
   if (c.eos_id < 0) r.fail("eos_id", "a model needs an end-of-sentence token");
+  r.get("src_unk_id", c.src_unk_id, false, -1, c.source_vocab() - 1);
+  if (c.src_unk_id >= 0 && !c.src_vocab_size)
+    r.fail("src_unk_id",
+           "only a source vocabulary of its own (src_vocab_size) has its own unknown token");
   r.get("decoder_start", c.decoder_start, false, {"bos", "zero"});
   if (c.decoder_start == "bos" && c.bos_id < 0)
     r.fail("bos_id", "decoder_start \"bos\" needs a bos_id (or decoder_start \"zero\")");
@@ -212,6 +248,7 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   r.get("output_unk", c.output_unk, false);
   if (c.source_bos && c.bos_id < 0) r.fail("source_bos", "the model has no bos_id");
   check_sizes(c, r);
+  read_languages(r, c);
   if (const json* t = r.find("training", false)) {
     // Its keys and values are the training tier's to check
     // (train/options.h), when a run applies them.
@@ -264,6 +301,12 @@ json config_to_json(const ModelConfig& c) {
             {"source_bos", c.source_bos},
             {"source_eos", c.source_eos},
             {"output_unk", c.output_unk}};
+  if (c.src_unk_id >= 0) j["src_unk_id"] = c.src_unk_id;
+  if (!c.languages.empty()) {
+    j["languages"] = c.languages;
+    j["source_language"] = c.source_language;
+    j["target_language"] = c.target_language;
+  }
   if (!c.training.empty()) j["training"] = c.training;
   return j;
 }

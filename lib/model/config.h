@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -56,6 +57,9 @@ struct ModelConfig {
   // Token ids (-1: the vocabulary has none). The decoder starts from bos_id
   // or, with decoder_start "zero", from a zero embedding (Marian).
   int pad_id = 0, unk_id = 1, bos_id = 2, eos_id = 3;
+  // A source vocabulary of its own whose unknown token has another id
+  // (CTranslate2 appends one to each vocabulary lacking it); -1: unk_id.
+  int src_unk_id = -1;
   std::string decoder_start = "bos";
   // What a source sentence is framed with: </s> after it (nmt, Marian), and
   // <s> before it (some CTranslate2 models have neither, or both).
@@ -63,6 +67,17 @@ struct ModelConfig {
   // Whether a search may output unk_id (Marian's never does, unless told
   // --allow-unk).
   bool output_unk = true;
+  // Multilingual models (model/languages.h): each language's code and the
+  // id of its token, and where the tokens go. source_language: the source's
+  // token before the source ("before": M2M-100, NLLB), after it ("after":
+  // NLLB's legacy order, with source_eos false and </s> before the token),
+  // or nowhere ("none"). target_language: the target's token forced as the
+  // output's first ("forced": M2M-100, NLLB; Transformers' forced BOS, with
+  // log-probability 0), or before the source ("source": OPUS-MT's >>xxx<<).
+  // Empty: one language pair.
+  std::map<std::string, int> languages;
+  std::string source_language = "none";
+  std::string target_language = "forced";
 
   // Training options that may also come from the config ("training": {...});
   // kept as JSON so that `nmt train` owns their meaning and validation.
@@ -79,6 +94,7 @@ struct ModelConfig {
                                        : Activation::Relu;
   }
   int source_vocab() const { return src_vocab_size ? src_vocab_size : vocab_size; }
+  int source_unk() const { return src_unk_id >= 0 ? src_unk_id : unk_id; }
   // Tokens a source of n pieces becomes, framing included.
   int64_t source_tokens(int64_t n) const { return n + (source_bos ? 1 : 0) + (source_eos ? 1 : 0); }
   // The ids a search never outputs: padding, the start token (where they

@@ -77,7 +77,13 @@ FileContents::Entry parse_entry(const std::string& name, const json& t,
       !t["data_offsets"].is_array())
     throw bad("tensor " + name + " has a malformed entry");
   e.dtype = t["dtype"].get<std::string>();
-  const uint64_t elem = e.dtype == "F32" ? 4 : e.dtype == "U8" || e.dtype == "I8" ? 1 : 0;
+  // nmt writes F32, I8 and U8; F16, BF16 and F64 are read from other
+  // tools' files (convert/checkpoint.h), and refused by a model's loader.
+  const uint64_t elem = e.dtype == "F32"                        ? 4
+                        : e.dtype == "U8" || e.dtype == "I8"    ? 1
+                        : e.dtype == "F16" || e.dtype == "BF16" ? 2
+                        : e.dtype == "F64"                      ? 8
+                                                                : 0;
   if (!elem) throw bad("tensor " + name + " has unsupported dtype " + e.dtype);
   uint64_t bytes = elem;
   for (const json& d : t["shape"]) {
@@ -528,7 +534,8 @@ std::optional<Vocab> read_vocab(const FileContents& f, const std::string& prefix
       if (!t.is_string()) throw InputError("not a JSON list of tokens");
       tokens.push_back(t.get<std::string>());
     }
-    return Vocab::from_tokens(std::move(tokens), spm, cfg.unk_id);
+    return Vocab::from_tokens(std::move(tokens), spm,
+                              prefix == "vocab/source/" ? cfg.source_unk() : cfg.unk_id);
   } catch (const InputError& e) {
     throw InputError(f.source + ": " + (f.has(tokens_name) ? tokens_name : spm_name) + ": " +
                      e.what());

@@ -144,6 +144,17 @@ void print_config(std::string& out, const nlohmann::ordered_json& c) {
     add("token ids " + t);
   }
   if (!extra.empty()) print(out, "             %s\n", extra.c_str());
+  if (c.contains("languages") && c["languages"].is_object()) {
+    std::string codes;
+    for (const auto& [code, id] : c["languages"].items()) codes += " " + code;
+    const std::string src = c.value("source_language", std::string("none")),
+                      tgt = c.value("target_language", std::string("forced"));
+    print(out, "languages    %zu (source: %s; target: %s):%s\n", c["languages"].size(),
+          src == "none"     ? "not used"
+          : src == "before" ? "token before the source"
+                            : "token after the source",
+          tgt == "forced" ? "first output token" : "token before the source", codes.c_str());
+  }
 }
 
 // How the model was trained: data, options, checkpoint, shortlist, recipe.

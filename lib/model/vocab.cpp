@@ -214,6 +214,18 @@ std::string Vocab::decode(const std::vector<int32_t>& ids) const {
     sp_->Decode(std::vector<int>(ids.begin(), ids.end()), &out).IgnoreError();
   } else if (sp_) {
     sp_->Decode(pieces(ids), &out).IgnoreError();
+    // A token the SentencePiece model does not have (a shared vocabulary's
+    // source piece) comes back as it is written: its word boundary "▁" is a
+    // space; and a translation ending in a piece "▁" does not end in a
+    // space. Both as Transformers' detokenisers write them.
+    std::string spaced;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out.compare(i, 3, "\u2581") == 0)
+        spaced += ' ', i += 2;
+      else
+        spaced += out[i];
+    const size_t b = spaced.find_first_not_of(' '), e = spaced.find_last_not_of(' ');
+    out = b == std::string::npos ? "" : spaced.substr(b, e - b + 1);
   } else {
     for (const std::string& t : pieces(ids)) out += (out.empty() ? "" : " ") + t;
   }

@@ -20,6 +20,10 @@ std::vector<std::string> labels(std::vector<std::string> pieces) {
 
 AttentionPicture attention_picture(const LoadedModel& model, const AttentionRequest& r) {
   const ModelConfig& cfg = model.config;
+  if (!cfg.languages.empty())
+    throw UsageError(
+        "attention maps are not yet available for multilingual models (their language tokens "
+        "would be drawn as words)");
   const AttentionKind kind = r.kind;
   const int layers = kind == AttentionKind::EncoderSelf ? cfg.encoder_layers : cfg.decoder_layers;
   const int layer = r.layer > 0 ? r.layer - 1 : std::max(0, layers - 2);

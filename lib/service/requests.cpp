@@ -63,10 +63,14 @@ std::string read_json_request(const std::string& line, TranslationRequest& rq) {
         if (!c.is_string()) return "\"constraints\" must be a list of strings";
         rq.constraints.push_back(c.get<std::string>());
       }
-    } else if (key == "text" || key == "prefix" || key == "constraints") {
+    } else if ((key == "source_lang" || key == "target_lang") && value.is_string()) {
+      (key == "source_lang" ? rq.source_lang : rq.target_lang) = value.get<std::string>();
+    } else if (key == "text" || key == "prefix" || key == "constraints" || key == "source_lang" ||
+               key == "target_lang") {
       return "\"" + key + "\" must be a " + (key == "constraints" ? "list of strings" : "string");
     } else {
-      return "unknown key \"" + key + "\" (expected text, prefix, constraints)";
+      return "unknown key \"" + key +
+             "\" (expected text, prefix, constraints, source_lang, target_lang)";
     }
   }
   return j.contains("text") ? "" : "no \"text\"";

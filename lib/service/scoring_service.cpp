@@ -10,6 +10,7 @@
 #include "core/memory.h"
 #include "decode/ensemble.h"
 #include "decode/search.h"
+#include "model/languages.h"
 
 namespace nmt {
 
@@ -46,6 +47,7 @@ ScoringService::ScoringService(ScoreOptions opts, std::function<void(const std::
   if (const std::string why = ensemble_mismatch(models_, opts_.models); !why.empty())
     throw about_option<InputError>("model", why);
   max_len_ = models_[0].config.max_positions - 1;
+  lang_ = language_framing(models_[0].config, opts_.source_lang, opts_.target_lang);
 }
 
 // Lines are cut while read (a 10 MB line costs a few times the model's
@@ -139,17 +141,24 @@ ScoringService::Scored ScoringService::score(
   std::vector<std::vector<int32_t>> s(src.size()), t(tgt.size());
   // A source's framing (</s>, and <s> for some imported models) takes
   // positions too.
-  const int64_t max_src = m.config.max_positions - m.config.source_tokens(0);
+  // A multilingual model's language tokens take positions too.
+  const int64_t max_src =
+                    m.config.max_positions - m.config.source_tokens(0) -
+                    static_cast<int64_t>(lang_.source_before.size() + lang_.source_after.size()),
+                max_tgt = max_len_ - static_cast<int64_t>(lang_.target_given.size());
   for (size_t i = 0; i < src.size(); ++i) {
     s[i] = m.src_vocab().encode(src[i]);
     t[i] = m.tgt_vocab().encode(tgt[i]);
     if (static_cast<int64_t>(s[i].size()) > max_src ||
-        static_cast<int64_t>(t[i].size()) > max_len_) {
-      warn_("line " + std::to_string(i + 1) + " is longer than " + std::to_string(max_len_) +
+        static_cast<int64_t>(t[i].size()) > max_tgt) {
+      warn_("line " + std::to_string(i + 1) + " is longer than " + std::to_string(max_tgt) +
             " subwords; truncated");
       if (static_cast<int64_t>(s[i].size()) > max_src) s[i].resize(max_src);
-      if (static_cast<int64_t>(t[i].size()) > max_len_) t[i].resize(max_len_);
+      if (static_cast<int64_t>(t[i].size()) > max_tgt) t[i].resize(max_tgt);
     }
+    s[i].insert(s[i].begin(), lang_.source_before.begin(), lang_.source_before.end());
+    s[i].insert(s[i].end(), lang_.source_after.begin(), lang_.source_after.end());
+    t[i].insert(t[i].begin(), lang_.target_given.begin(), lang_.target_given.end());
   }
   check_memory(s, t);
   const int64_t pairs = static_cast<int64_t>(s.size());
@@ -160,6 +169,11 @@ ScoringService::Scored ScoringService::score(
   Scored out;
   out.scores = nets.size() == 1 ? score_pairs(*m.net, s, t, opts_.batch_tokens, on_batch)
                                 : score_pairs(nets, s, t, opts_.batch_tokens, on_batch);
+  // A target language's token is given, not scored.
+  const auto given = static_cast<std::ptrdiff_t>(lang_.target_given.size());
+  for (auto& ids : t) ids.erase(ids.begin(), ids.begin() + given);
+  for (ForcedScore& sc : out.scores)
+    sc.token_logprobs.erase(sc.token_logprobs.begin(), sc.token_logprobs.begin() + given);
   out.targets = std::move(t);
   return out;
 }

@@ -13,6 +13,7 @@
 #include "decode/scorer.h"
 #include "decode/search.h"
 #include "io/text_file.h"
+#include "model/languages.h"
 #include "model/loaded_model.h"
 
 namespace nmt {
@@ -29,6 +30,8 @@ struct ScoreOptions {
   bool header = true;        // text: the column names first
   bool word_scores = false;  // each piece's log-probability too
   bool summary = false;      // the corpus's totals only
+  // A multilingual model's languages, by its codes (model/languages.h).
+  std::string source_lang, target_lang;
 };
 
 class ScoringService {
@@ -68,6 +71,7 @@ class ScoringService {
   ScoreOptions opts_;
   std::function<void(const std::string&)> warn_;
   std::vector<LoadedModel> models_;
+  LanguageFraming lang_;
   int64_t max_len_ = 0;
 };
 

@@ -89,6 +89,12 @@ std::vector<Spec> output_options() {
         o.needs = "split";
         return o;
       }(),
+      member_option("source_lang", OptionInfo::kText, &TranslateOptions::source_lang,
+                    "A multilingual model's source language, by its code (NLLB: eng_Latn, "
+                    "M2M-100: en; nmt info lists them); jsonl lines may set \"source_lang\""),
+      member_option("target_lang", OptionInfo::kText, &TranslateOptions::target_lang,
+                    "A multilingual model's target language, by its code (NLLB: zho_Hans, "
+                    "M2M-100: zh, OPUS-MT: zho); jsonl lines may set \"target_lang\""),
       output_flag("alignments", &ResultFormat::alignments,
                   "Append ' ||| 0-0 1-2 ...' (source word-target word, counted from 0 as in "
                   "Moses and fast_align) from the cross-attention averaged over heads; jsonl: an "

@@ -10,6 +10,7 @@
 #include "core/memory.h"
 #include "decode/attention_maps.h"
 #include "decode/shortlist_cost.h"
+#include "model/languages.h"
 #include "model/loaded_model.h"
 
 namespace nmt {
@@ -46,6 +47,7 @@ TranslationService::TranslationService(TranslateOptions opts,
                       opts_.output.attention, opts_.alignment_layer - 1},
       ensemble_ ? &*ensemble_ : nullptr);
   translator_->set_continuous(opts_.continuous);
+  check_languages(model.config);
   if (opts_.split != SplitMode::none)
     splitter_.emplace(opts_.source_language.empty() ? "en" : opts_.source_language);
   check_memory();
@@ -60,6 +62,19 @@ TranslationService::~TranslationService() = default;
 
 void TranslationService::warn_input(const std::string& what) const {
   warn_((input_name_.empty() ? "" : input_name_ + " ") + what);
+}
+
+void TranslationService::check_languages(const ModelConfig& c) const {
+  if (!c.languages.empty() && (opts_.output.alignments || opts_.output.attention ||
+                               opts_.output.format == OutputFormat::html))
+    throw UsageError(
+        "alignments, attention and HTML are not yet available for multilingual models (their "
+        "language tokens would be counted as words)");
+  // jsonl lines may give what the options leave out: what is given is checked.
+  const bool per_line = opts_.input_format == InputFormat::jsonl;
+  const std::string any = per_line && !c.languages.empty() ? c.languages.begin()->first : "";
+  language_framing(c, opts_.source_lang.empty() ? any : opts_.source_lang,
+                   opts_.target_lang.empty() ? any : opts_.target_lang);
 }
 
 // Every worker may hold a batch at once: a beam or batch size that could
@@ -332,7 +347,13 @@ std::vector<TranslationResult> TranslationService::translate_requests(
     const int64_t line_no = first + static_cast<int64_t>(i);
     TranslationRequest rq = parse_request(std::move(lines[i]), request_format_, line_no, warn_line);
     rq.line = line_no;
+    // The line's languages, or the options', go with each request it becomes.
+    const std::string source_lang = rq.source_lang.empty() ? opts_.source_lang : rq.source_lang,
+                      target_lang = rq.target_lang.empty() ? opts_.target_lang : rq.target_lang;
+    const size_t before = requests.size();
     layouts.push_back(lay_out(std::move(rq), requests));
+    for (size_t k = before; k < requests.size(); ++k)
+      requests[k].source_lang = source_lang, requests[k].target_lang = target_lang;
   }
   std::vector<TranslationResult> results = translator_->translate(requests, first);
   std::vector<TranslationResult> out;

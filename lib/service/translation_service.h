@@ -56,6 +56,9 @@ struct TranslateOptions {
   // Whose sentence rules and abbreviations split sentences (BCP 47); empty:
   // English's.
   std::string source_language;
+  // A multilingual model's languages, by its codes (eng_Latn, de, zho); a
+  // jsonl line's "source_lang" and "target_lang" override them.
+  std::string source_lang, target_lang;
   // The options the user gave, by key: a memory refusal then blames the
   // beam rather than the batch, and sampling refuses a beam given with it.
   std::set<std::string> given;
@@ -129,6 +132,9 @@ class TranslationService {
   class Units;
   void translate_as_root(Units& in, const StreamSink& sink, Comm& comm);
   void check_memory() const;
+  // The options' languages against the model's, before any input is read
+  // (jsonl lines may still give theirs).
+  void check_languages(const ModelConfig& c) const;
   // A warning about the input being read, prefixed with its name.
   void warn_input(const std::string& what) const;
   size_t text_cap() const;
