@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <set>
 
+#include "convert/config_json.h"
 #include "convert/convert.h"
 #include "convert/formats.h"
 #include "core/error.h"
@@ -336,55 +337,6 @@ std::vector<std::string> read_tokens(const std::string& path) {
   check_tokens(out, path, /*one_per_line=*/!json_list);
   return out;
 }
-
-// config.json's values, each checked for its type where it is read: a
-// value of another type is refused by its key, never replaced by a default.
-class ConfigJson {
- public:
-  ConfigJson(json j, std::string path) : j_(std::move(j)), path_(std::move(path)) {
-    if (!j_.is_object())
-      throw InputError(path_ + ": expected a JSON object, got " + j_.type_name());
-  }
-  bool has(const char* key) const { return j_.contains(key); }
-  std::string text(const char* key, const char* fallback) const {
-    const json* v = find(key);
-    if (!v) return fallback;
-    if (!v->is_string()) fail(key, "a string", *v);
-    return v->get<std::string>();
-  }
-  // A string, or "" for null (CTranslate2 writes null for "none").
-  std::string text_or_null(const char* key, const char* fallback) const {
-    const json* v = find(key);
-    return v && v->is_null() ? "" : text(key, fallback);
-  }
-  bool flag(const char* key, bool fallback) const {
-    const json* v = find(key);
-    if (!v) return fallback;
-    if (!v->is_boolean()) fail(key, "true or false", *v);
-    return v->get<bool>();
-  }
-  // A number in (0, 1]; null is the default, as CTranslate2 writes it.
-  double fraction(const char* key, double fallback) const {
-    const json* v = find(key);
-    if (!v || v->is_null()) return fallback;
-    if (!v->is_number() || !(v->get<double>() > 0 && v->get<double>() <= 1))
-      fail(key, "a number in (0, 1]", *v);
-    return v->get<double>();
-  }
-  const json& raw() const { return j_; }
-
- private:
-  const json* find(const char* key) const {
-    auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  [[noreturn]] void fail(const char* key, const std::string& want, const json& v) const {
-    throw InputError(path_ + ": key \"" + key + "\": expected " + want + ", got " +
-                     v.dump(-1, ' ', false, json::error_handler_t::replace));
-  }
-  json j_;
-  std::string path_;
-};
 
 std::string find_vocab(const fs::path& dir, const std::string& stem) {
   for (const char* ext : {".json", ".txt"}) {
@@ -726,13 +678,7 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
   const fs::path dir = src;
   Model m(src);
   check_supported(m);
-  const fs::path cfg_path = dir / "config.json";
-  std::error_code ec;
-  const ConfigJson config(
-      fs::exists(cfg_path, ec)
-          ? io::parse_json(io::read_whole_file(cfg_path.string(), "config"), cfg_path.string())
-          : json::object(),
-      cfg_path.string());
+  const ConfigJson config = ConfigJson::read(dir / "config.json", /*required=*/false);
   std::string src_emb;
   int64_t Vs = 0, Vt = 0;
   ModelConfig c = read_architecture(m, src, config, src_emb, Vs, Vt);
@@ -755,6 +701,7 @@ Imported import_ctranslate2(const std::string& src, const ConvertOptions& opts) 
                       "), " +
                       (spm.empty() ? "space-separated tokens"
                                    : "SentencePiece " + fs::path(spm[0]).filename().string())}};
+  std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.is_regular_file(ec)) out.read_from.push_back(e.path().string());
   out.read_from.insert(out.read_from.end(), spm.begin(), spm.end());

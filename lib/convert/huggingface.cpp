@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "convert/checkpoint.h"
+#include "convert/config_json.h"
 #include "convert/convert.h"
 #include "convert/formats.h"
 #include "core/error.h"
@@ -21,74 +22,21 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// config.json (or a tokeniser's JSON): each value checked for its type where
-// it is read; a value of another type is refused by its key.
-class Json {
- public:
-  Json(const fs::path& path, bool required) : path_(path.string()) {
-    std::error_code ec;
-    if (!fs::exists(path, ec)) {
-      if (required) throw InputError(path_ + ": missing");
-      j_ = json::object();
-      return;
-    }
-    j_ = io::parse_json(io::read_whole_file(path_, "JSON"), path_);
-    if (!j_.is_object()) throw InputError(path_ + ": expected a JSON object");
-  }
-  bool has(const std::string& k) const { return j_.contains(k) && !j_[k].is_null(); }
-  int integer(const std::string& k, int fallback, int lo = 0, int hi = kMaxModelSize) const {
-    if (!has(k)) return fallback;
-    const json& v = j_[k];
-    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-      fail(k, "an integer from " + std::to_string(lo) + " to " + std::to_string(hi), v);
-    return v.get<int>();
-  }
-  bool flag(const std::string& k, bool fallback) const {
-    if (!has(k)) return fallback;
-    if (!j_[k].is_boolean()) fail(k, "true or false", j_[k]);
-    return j_[k].get<bool>();
-  }
-  std::string text(const std::string& k, const std::string& fallback) const {
-    if (!has(k)) return fallback;
-    if (!j_[k].is_string()) fail(k, "a string", j_[k]);
-    return j_[k].get<std::string>();
-  }
-  double number(const std::string& k, double fallback) const {
-    if (!has(k)) return fallback;
-    if (!j_[k].is_number()) fail(k, "a number", j_[k]);
-    return j_[k].get<double>();
-  }
-  [[noreturn]] void refuse(const std::string& k, const std::string& why) const {
-    throw InputError(path_ + ": \"" + k + "\": " +
-                     j_[k].dump(-1, ' ', false, json::error_handler_t::replace) + ": " + why);
-  }
-  const json& raw() const { return j_; }
-  const std::string& path() const { return path_; }
-
- private:
-  [[noreturn]] void fail(const std::string& k, const std::string& want, const json& v) const {
-    throw InputError(path_ + ": \"" + k + "\": expected " + want + ", got " +
-                     v.dump(-1, ' ', false, json::error_handler_t::replace));
-  }
-  std::string path_;
-  json j_;
-};
-
 // The architecture both model types share, from config.json.
-ModelConfig read_architecture(const Json& cfg, const std::string& type, const fs::path& dir) {
+ModelConfig read_architecture(const ConfigJson& cfg, const std::string& type, const fs::path& dir) {
   ModelConfig c;
   c.name = "hf:" + fs::path(dir).lexically_normal().filename().string();
   if (c.name == "hf:") c.name = "hf:" + fs::absolute(dir).parent_path().filename().string();
-  c.d_model = cfg.integer("d_model", 512, 1);
-  c.encoder_layers = cfg.integer("encoder_layers", 6, 1);
-  c.decoder_layers = cfg.integer("decoder_layers", 6, 1);
-  c.heads = cfg.integer("encoder_attention_heads", 8, 1);
-  if (cfg.integer("decoder_attention_heads", c.heads, 1) != c.heads)
+  c.d_model = cfg.integer("d_model", 512, 1, kMaxModelSize);
+  c.encoder_layers = cfg.integer("encoder_layers", 6, 1, kMaxModelSize);
+  c.decoder_layers = cfg.integer("decoder_layers", 6, 1, kMaxModelSize);
+  c.heads = cfg.integer("encoder_attention_heads", 8, 1, kMaxModelSize);
+  if (cfg.integer("decoder_attention_heads", c.heads, 1, kMaxModelSize) != c.heads)
     cfg.refuse("decoder_attention_heads", "nmt's encoder and decoder have as many heads");
   if (c.d_model % c.heads) cfg.refuse("d_model", "not a multiple of the heads");
   c.d_k = c.d_v = c.d_model / c.heads;
-  c.d_ff = cfg.integer("encoder_ffn_dim", 2048, 1);
-  if (cfg.integer("decoder_ffn_dim", c.d_ff, 1) != c.d_ff)
+  c.d_ff = cfg.integer("encoder_ffn_dim", 2048, 1, kMaxModelSize);
+  if (cfg.integer("decoder_ffn_dim", c.d_ff, 1, kMaxModelSize) != c.d_ff)
     cfg.refuse("decoder_ffn_dim", "nmt's encoder and decoder have one FFN width");
   const std::string act = cfg.text("activation_function", type == "marian" ? "swish" : "relu");
   if (act == "swish" || act == "silu")
@@ -146,7 +94,7 @@ std::vector<std::string> read_vocab_json(const std::string& path) {
 // "added_tokens".
 std::map<int64_t, std::string> added_tokens(const fs::path& dir) {
   std::map<int64_t, std::string> out;
-  const Json tc(dir / "tokenizer_config.json", false);
+  const ConfigJson tc = ConfigJson::read(dir / "tokenizer_config.json", false);
   if (tc.has("added_tokens_decoder") && tc.raw()["added_tokens_decoder"].is_object()) {
     for (const auto& [id, t] : tc.raw()["added_tokens_decoder"].items()) {
       if (!t.is_object() || !t.contains("content") || !t["content"].is_string() || id.empty() ||
@@ -195,7 +143,7 @@ Tokens marian_tokens(const fs::path& dir) {
     throw InputError(dir.string() +
                      ": a MarianMT model's tokeniser is source.spm, target.spm and vocab.json; "
                      "not all are here");
-  const Json tc(dir / "tokenizer_config.json", false);
+  const ConfigJson tc = ConfigJson::read(dir / "tokenizer_config.json", false);
   t.src = read_vocab_json(vocab);
   t.read = {t.src_spm, t.tgt_spm, vocab};
   if (tc.flag("separate_vocabs", false)) {
@@ -212,7 +160,7 @@ Tokens marian_tokens(const fs::path& dir) {
 // M2M100Tokenizer's language tokens, which its code appends to vocab.json's
 // (tokenization_m2m_100.py's FAIRSEQ_LANGUAGE_CODES, in its order), then
 // its "madeup words".
-void append_m2m_languages(const Json& tc, std::vector<std::string>& tokens) {
+void append_m2m_languages(const ConfigJson& tc, std::vector<std::string>& tokens) {
   static const char* const m2m100[] = {
       "af", "am", "ar", "ast", "az", "ba", "be", "bg", "bn", "br",  "bs", "ca", "ceb", "cs", "cy",
       "da", "de", "el", "en",  "es", "et", "fa", "ff", "fi", "fr",  "fy", "ga", "gd",  "gl", "gu",
@@ -253,7 +201,7 @@ Tokens m2m_tokens(const fs::path& dir, const ModelConfig& c) {
   if (!vocab.empty()) {
     t.src = read_vocab_json(vocab);
     t.read.push_back(vocab);
-    append_m2m_languages(Json(dir / "tokenizer_config.json", false), t.src);
+    append_m2m_languages(ConfigJson::read(dir / "tokenizer_config.json", false), t.src);
   } else {
     const std::vector<std::string> pieces = Vocab::sentencepiece_pieces(
         io::read_whole_file(t.src_spm, "SentencePiece model"), t.src_spm);
@@ -273,8 +221,8 @@ Tokens m2m_tokens(const fs::path& dir, const ModelConfig& c) {
 }
 
 // Token ids, decoder start and language framing.
-void set_tokens(const Json& cfg, const Json& tc, const std::string& type, const Tokens& t,
-                ModelConfig& c) {
+void set_tokens(const ConfigJson& cfg, const ConfigJson& tc, const std::string& type,
+                const Tokens& t, ModelConfig& c) {
   const int V = c.vocab_size;
   c.pad_id = cfg.integer("pad_token_id", type == "marian" ? V - 1 : 1, 0, V - 1);
   c.eos_id = cfg.integer("eos_token_id", type == "marian" ? 0 : 2, 0, V - 1);
@@ -407,8 +355,8 @@ void copy_layers(const Checkpoint& ck, const ModelConfig& c,
 
 // Embeddings, output layer and positions; which are tied comes from
 // config.json as Transformers reads it.
-void copy_embeddings(const Checkpoint& ck, const Json& cfg, const std::string& type, ModelConfig& c,
-                     std::map<std::string, std::vector<float>>& w) {
+void copy_embeddings(const Checkpoint& ck, const ConfigJson& cfg, const std::string& type,
+                     ModelConfig& c, std::map<std::string, std::vector<float>>& w) {
   const int64_t D = c.d_model, Vt = c.vocab_size, Vs = c.source_vocab();
   const bool share_src_tgt =
       cfg.flag("share_encoder_decoder_embeddings", true) && !c.src_vocab_size;
@@ -442,7 +390,7 @@ Imported import_huggingface(const std::string& src, const ConvertOptions& opts) 
   if (!opts.spm.empty() || !opts.vocab.empty())
     throw UsageError("{spm}/{vocab}: a Hugging Face model directory holds its tokeniser");
   const fs::path dir = src;
-  const Json cfg(dir / "config.json", true);
+  const ConfigJson cfg = ConfigJson::read(dir / "config.json", true);
   const std::string type = cfg.text("model_type", "");
   if (type != "marian" && type != "m2m_100")
     cfg.refuse("model_type",
@@ -454,21 +402,21 @@ Imported import_huggingface(const std::string& src, const ConvertOptions& opts) 
           a.get<std::string>() != "MarianMTModel")
         cfg.refuse("architectures", "not a translation model");
   ModelConfig c = read_architecture(cfg, type, dir);
-  c.vocab_size = cfg.integer("vocab_size", 0, 8);
+  c.vocab_size = cfg.integer("vocab_size", 0, 8, kMaxModelSize);
   const Checkpoint ck(src);
   Tokens t = type == "marian" ? marian_tokens(dir) : m2m_tokens(dir, c);
   // Separate vocabularies (MarianMT's separate_vocabs): the encoder's rows
   // are vocab_size, the decoder's decoder_vocab_size, even where equal.
   if (t.src != t.tgt) {
     c.src_vocab_size = c.vocab_size;
-    c.vocab_size = cfg.integer("decoder_vocab_size", c.vocab_size, 8);
+    c.vocab_size = cfg.integer("decoder_vocab_size", c.vocab_size, 8, kMaxModelSize);
   }
   fit_rows(t.tgt, c.vocab_size, dir.string() + " (target vocabulary)");
   if (c.src_vocab_size)
     fit_rows(t.src, c.src_vocab_size, dir.string() + " (source vocabulary)");
   else
     t.src = t.tgt;
-  const Json tc(dir / "tokenizer_config.json", false);
+  const ConfigJson tc = ConfigJson::read(dir / "tokenizer_config.json", false);
   set_tokens(cfg, tc, type, t, c);
   config_from_json(config_to_json(c), src + " (converted config)");
   Imported out;
