@@ -15,12 +15,12 @@
 # TEXT: default the 1000 English sentences of Multi30k's test_2016_flickr.
 # PYTHON: a python with transformers, torch, sentencepiece and ctranslate2
 # (a virtual environment outside this repository; default
-# /work/venv-hf/bin/python). Environment: ROUNDS (default 2), THREADS
+# ../venv-hf/bin/python beside it, as ../shared is). Environment: ROUNDS (default 2), THREADS
 # (default: all cores).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 NMT=${NMT:-$root/build/nmt}
-PYTHON=${PYTHON:-/work/venv-hf/bin/python}
+PYTHON=${PYTHON:-$root/../venv-hf/bin/python}
 ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-$(nproc)}
 TEXT=${2:-$root/../shared/data/multi30k/test_2016_flickr.en.gz}
@@ -32,7 +32,8 @@ trap 'rm -rf "$tmp"' EXIT
 case "$NMT$PYTHON$tmp$root" in
   *" "*) echo "hf_peers: a path with a space in it; move the tools or the models" >&2; exit 2 ;;
 esac
-quiet() { "$@" >"$tmp/err" 2>&1 || { cat "$tmp/err" >&2; echo "hf_peers: failed: $*" >&2; exit 1; }; }
+NAME=hf_peers
+. "$root/bench/side_by_side.sh"
 if [ -f "$1" ]; then
   HF=$tmp/hf
   quiet "$PYTHON" "$root/bench/nmt2hf.py" "$1" "$HF"
@@ -45,11 +46,7 @@ quiet "$ct2_convert" --model "$HF" --output_dir "$tmp/ct2-int8" --quantization i
 quiet "$NMT" convert "$HF" -o "$tmp/m.nmt"
 quiet "$NMT" quantize "$tmp/m.nmt" -o "$tmp/m8.nmt"
 gzip -cdf "$TEXT" >"$tmp/in.txt"
-n=$(wc -l <"$tmp/in.txt")
 
-declare -A cmd
-order=()
-add() { order+=("$1"); cmd[$1]=$2; }
 run="$PYTHON $root/bench/hf_run.py"
 nmt="$NMT translate --beam 4 --alpha 0 --max-length-a 0 --max-length-b 255 --workers $THREADS --threads 1"
 add "transformers f32" "$run transformers $HF $THREADS"
@@ -61,24 +58,6 @@ add "ct2 int8 (1x$THREADS)" "$run ctranslate2 $tmp/ct2-int8 $HF 1 $THREADS"
 add "ct2 int8 (${THREADS}x1)" "$run ctranslate2 $tmp/ct2-int8 $HF $THREADS 1"
 add "nmt int8" "$nmt -m $tmp/m8.nmt"
 
-declare -A best peak
-for r in $(seq "$ROUNDS"); do
-  for name in "${order[@]}"; do
-    f=$tmp/${name//[^a-z0-9]/_}
-    /usr/bin/time -f "%e %M" -o "$f.time" bash -c "${cmd[$name]} <$tmp/in.txt >$f.out" 2>"$f.err" ||
-      { cat "$f.err" >&2; echo "hf_peers: $name failed" >&2; exit 1; }
-    read -r s kb <"$f.time"
-    if [ -z "${best[$name]:-}" ] || awk -v a="$s" -v b="${best[$name]}" 'BEGIN{exit !(a<b)}'; then best[$name]=$s; fi
-    if [ $((kb / 1024)) -gt "${peak[$name]:-0}" ]; then peak[$name]=$((kb / 1024)); fi
-  done
-done
-
-ref=$tmp/nmt_f32.out
-echo "$n sentences ($TEXT), beam 4, $THREADS threads, best of $ROUNDS alternated rounds; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+run_rounds
+print_table
 echo "model: $("$NMT" info "$tmp/m.nmt" 2>&1 | grep '^config' | sed 's/^config *//')"
-printf "%-26s %9s %9s %10s %s\n" run seconds "sent/s" "peak MiB" "same output as nmt f32"
-for name in "${order[@]}"; do
-  f=$tmp/${name//[^a-z0-9]/_}
-  same=$(paste -d'\t' "$f.out" "$ref" | awk -F'\t' '$1==$2' | wc -l)
-  printf "%-26s %9.2f %9.1f %10d %d/%d\n" "$name" "${best[$name]}" "$(echo "$n / ${best[$name]}" | bc -l)" "${peak[$name]}" "$same" "$n"
-done

@@ -60,10 +60,9 @@ case "$NMT$MD$C32$C8$MARIAN_BIN$CT2_BIN$tmp" in
   *" "*) echo "peers: a path with a space in it; move the tools or the models" >&2; exit 2 ;;
 esac
 gzip -cdf "$TEXT" >"$tmp/in.txt"
-n=$(wc -l <"$tmp/in.txt")
 spm=$MD/vocab.spm
-# Setup steps print what went wrong, and only then.
-quiet() { "$@" >"$tmp/err" 2>&1 || { cat "$tmp/err" >&2; echo "peers: failed: $*" >&2; exit 1; }; }
+NAME=peers
+. "$root/bench/side_by_side.sh"
 quiet "$NMT" convert "$MD/model.npz" --vocab "$spm" -o "$tmp/m.nmt"
 quiet "$NMT" quantize "$tmp/m.nmt" -o "$tmp/m8.nmt"
 export LD_LIBRARY_PATH=$CT2_BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -75,9 +74,6 @@ ct2() {  # ct2 MODEL INTER INTRA [compute type]
       --beam_size 4 --length_penalty 0 --batch_size 32 --max_decoding_length 256 ${4:+--compute_type $4} 2>/dev/null |
     spm_decode --model "$spm"
 }
-declare -A cmd
-order=()
-add() { order+=("$1"); cmd[$1]=$2; }
 # The same search everywhere: beam 4, no length normalisation, at most 3n+3
 # target pieces (Marian's --max-length-factor 3 with its </s>).
 marian="$MARIAN_BIN/marian-decoder -v $spm $spm --beam-size 4 --normalize 0 --cpu-threads $THREADS --mini-batch 32 --maxi-batch 100 --maxi-batch-sort src --quiet"
@@ -100,23 +96,5 @@ fi
 
 export -f ct2
 export spm tmp CT2_BIN
-declare -A best peak
-for r in $(seq "$ROUNDS"); do
-  for name in "${order[@]}"; do
-    f=$tmp/${name//[^a-z0-9]/_}
-    /usr/bin/time -f "%e %M" -o "$f.time" bash -c "${cmd[$name]} <$tmp/in.txt >$f.out" 2>/dev/null ||
-      { echo "peers: $name failed" >&2; exit 1; }
-    read -r s kb <"$f.time"
-    if [ -z "${best[$name]:-}" ] || awk -v a="$s" -v b="${best[$name]}" 'BEGIN{exit !(a<b)}'; then best[$name]=$s; fi
-    if [ $((kb / 1024)) -gt "${peak[$name]:-0}" ]; then peak[$name]=$((kb / 1024)); fi
-  done
-done
-
-ref=$tmp/nmt_f32.out
-echo "$n sentences ($TEXT), beam 4, $THREADS threads, best of $ROUNDS alternated rounds; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
-printf "%-26s %9s %9s %10s %s\n" run seconds "sent/s" "peak MiB" "same output as nmt f32"
-for name in "${order[@]}"; do
-  f=$tmp/${name//[^a-z0-9]/_}
-  same=$(paste -d'\t' "$f.out" "$ref" | awk -F'\t' '$1==$2' | wc -l)
-  printf "%-26s %9.2f %9.1f %10d %d/%d\n" "$name" "${best[$name]}" "$(echo "$n / ${best[$name]}" | bc -l)" "${peak[$name]}" "$same" "$n"
-done
+run_rounds
+print_table

@@ -17,15 +17,7 @@ FIX=$HERE/fixtures/hf
 rm -rf "$WORK" && mkdir -p "$WORK"
 cd "$WORK" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# expect STATUS PATTERN command...: the status, and the last stderr line.
-expect() {
-  local want=$1 pat=$2; shift 2
-  "$@" </dev/null >out.txt 2>err.txt
-  local rc=$?
-  [ "$rc" -eq "$want" ] || fail "$*: exit $rc, expected $want ($(cat err.txt))"
-  tail -1 err.txt | grep -qF -- "$pat" || fail "$*: expected '$pat', got: $(cat err.txt)"
-}
+. "$HERE/cli_common.sh"  # expect
 
 NLLB_LANGS=(--source-lang eng_Latn --target-lang deu_Latn)
 
@@ -46,6 +38,11 @@ for m in marian-tied marian-separate nllb; do
       --compute-type bf16 || fail "$m: bf16"
   fi
 done
+# The tied model as PyTorch saves it: four names of one storage, read once.
+expect 0 "nmt convert: wrote tied-bin.nmt (from Hugging Face marian (pytorch_model.bin)" \
+  "$NMT" convert "$FIX/marian-tied-bin" -o tied-bin.nmt
+python3 "$HERE/hf_compare.py" "$NMT" tied-bin.nmt "$FIX/marian-tied/expected.json" ||
+  fail "marian-tied-bin: nmt differs from Transformers"
 grep -q "pytorch_model.bin" <("$NMT" info marian-separate.nmt 2>&1) ||
   fail "info does not say the weights came from pytorch_model.bin"
 "$NMT" info marian-separate.nmt 2>&1 | grep -q "source vocabulary" ||

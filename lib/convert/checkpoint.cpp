@@ -417,6 +417,8 @@ struct Checkpoint::Store {
   virtual std::vector<std::string> names() const = 0;
   virtual std::vector<int64_t> shape(const std::string& name) const = 0;
   virtual std::vector<float> read(const std::string& name) const = 0;
+  // Where its data is (equal for two names of one stored tensor).
+  virtual std::string place(const std::string& name) const = 0;
 };
 
 namespace {
@@ -435,6 +437,10 @@ struct SafetensorsStore : Checkpoint::Store {
   }
   std::vector<int64_t> shape(const std::string& name) const override {
     return file.tensors.at(name).shape;
+  }
+  std::string place(const std::string& name) const override {
+    const FileContents::Entry& e = file.tensors.at(name);
+    return e.dtype + shape_text(e.shape) + std::to_string(e.begin);
   }
   std::vector<float> read(const std::string& name) const override {
     const FileContents::Entry& e = file.tensors.at(name);
@@ -477,6 +483,10 @@ struct TorchStore : Checkpoint::Store {
   }
   std::vector<int64_t> shape(const std::string& name) const override {
     return tensors.at(name).shape;
+  }
+  std::string place(const std::string& name) const override {
+    const PickledTensor& t = tensors.at(name);
+    return t.dtype + shape_text(t.shape) + t.storage + ":" + std::to_string(t.offset);
   }
   std::vector<float> read(const std::string& name) const override {
     const PickledTensor& t = tensors.at(name);
@@ -558,6 +568,15 @@ std::vector<float> Checkpoint::read(const std::string& name,
   std::vector<float> v = where_.at(name)->read(name);
   check_finite(v, files_[0] + ": tensor " + name);
   return v;
+}
+
+bool Checkpoint::same_data(const std::string& a, const std::string& b) const {
+  const auto x = where_.find(a), y = where_.find(b);
+  if (x == where_.end() || y == where_.end() || x->second != y->second ||
+      x->second->place(a) != y->second->place(b))
+    return false;
+  used_.insert(a), used_.insert(b);
+  return true;
 }
 
 std::vector<std::string> Checkpoint::unused() const {

@@ -28,6 +28,10 @@ class Checkpoint {
   // A tensor as f32 (from F32, F16, BF16 or F64), checked for this shape and
   // for finite values, naming the tensor and its file.
   std::vector<float> read(const std::string& name, const std::vector<int64_t>& shape) const;
+  // Whether two tensors are one stored tensor (PyTorch's tied weights are
+  // views of one storage; safetensors may list one range twice): a second
+  // name for it need not be read again. Both are then counted as read.
+  bool same_data(const std::string& a, const std::string& b) const;
   // The tensors nothing read.
   std::vector<std::string> unused() const;
   // The files the weights came from.

@@ -173,6 +173,15 @@ class Model {
       aliases_[alias] = std::move(target);
     }
     if (!r.done()) r.fail("trailing bytes");
+    // Before revision 5 the encoder's and decoder's attributes were one,
+    // unscoped: aliased as CTranslate2 aliases them (encoder/pre_norm to
+    // pre_norm).
+    if (revision_ < 5)
+      for (const char* a : {"num_heads", "pre_norm", "activation", "embeddings_merge",
+                            "alignment_layer", "alignment_heads"})
+        if (vars_.count(a))
+          for (const char* side : {"encoder/", "decoder/"})
+            if (!vars_.count(side + std::string(a))) aliases_[side + std::string(a)] = a;
   }
 
   const std::string& path() const { return path_; }
@@ -184,17 +193,6 @@ class Model {
     auto a = aliases_.find(n);
     const std::string& name = a == aliases_.end() ? n : a->second;
     auto it = vars_.find(name);
-    if (it == vars_.end() && revision_ < 5) {
-      // Before revision 5 the encoder's and decoder's attributes were one,
-      // unscoped (CTranslate2 aliases encoder/pre_norm to pre_norm).
-      const size_t slash = n.find('/');
-      static const std::set<std::string> shared = {"num_heads",       "pre_norm",
-                                                   "activation",      "embeddings_merge",
-                                                   "alignment_layer", "alignment_heads"};
-      if ((n.compare(0, slash, "encoder") == 0 || n.compare(0, slash, "decoder") == 0) &&
-          slash != std::string::npos && shared.count(n.substr(slash + 1)))
-        it = vars_.find(n.substr(slash + 1));
-    }
     return it == vars_.end() ? nullptr : &it->second;
   }
   // The type of a variable, -1 if absent.

@@ -249,13 +249,14 @@ void set_tokens(const ConfigJson& cfg, const ConfigJson& tc, const std::string& 
 }
 
 // Reads a tensor that may be stored under several names (tied weights are
-// saved once, under any of them); the others, where present, must equal it.
+// saved once, under any of them); the others, where present, must equal it
+// (a view of the same data is not read again).
 std::vector<float> read_tied(const Checkpoint& ck, const std::vector<std::string>& names,
                              const std::vector<int64_t>& shape) {
   std::vector<float> out;
   std::string first;
   for (const std::string& n : names) {
-    if (!ck.has(n)) continue;
+    if (!ck.has(n) || (!first.empty() && ck.same_data(n, first))) continue;
     std::vector<float> v = ck.read(n, shape);
     if (first.empty()) {
       out = std::move(v), first = n;

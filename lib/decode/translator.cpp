@@ -187,8 +187,7 @@ std::vector<SearchRequest> Translator::encode(const std::vector<TranslationReque
               "; an empty line is written instead");
       continue;
     }
-    const int64_t room =
-        max_src - static_cast<int64_t>(lang.source_before.size() + lang.source_after.size());
+    const int64_t room = lang.source_room(max_src);
     std::vector<int32_t>& src = ids[i].src;
     src = model_.src_vocab().encode(clean);
     warn_if_unknown(src, line_no);
@@ -198,15 +197,14 @@ std::vector<SearchRequest> Translator::encode(const std::vector<TranslationReque
               " subwords exceed the model's limit of " + std::to_string(room) + "; truncated");
       src.resize(std::max<int64_t>(room, 0));
     }
-    src.insert(src.begin(), lang.source_before.begin(), lang.source_before.end());
-    src.insert(src.end(), lang.source_after.begin(), lang.source_after.end());
-    if (!encode_extras(requests[i], line_no, ids[i])) {
+    lang.wrap_source(src);
+    if (encode_extras(requests[i], line_no, ids[i])) {
+      ids[i].prefix.insert(ids[i].prefix.begin(), lang.target_given.begin(),
+                           lang.target_given.end());
+      ids[i].given = static_cast<int32_t>(lang.target_given.size());
+    } else {
       ids[i] = SearchRequest();
-      ids[i].sample_key = sample_key(line_no, requests[i].source);
-      continue;
     }
-    ids[i].prefix.insert(ids[i].prefix.begin(), lang.target_given.begin(), lang.target_given.end());
-    ids[i].given = static_cast<int32_t>(lang.target_given.size());
     ids[i].sample_key = sample_key(line_no, requests[i].source);
   }
   return ids;

@@ -16,6 +16,17 @@ struct LanguageFraming {
   std::vector<int32_t> source_before;  // before the source's pieces
   std::vector<int32_t> source_after;   // after them (and after </s> where the model puts it there)
   std::vector<int32_t> target_given;   // the output's first tokens, given with log-probability 0
+
+  // The source pieces a model taking `room` source tokens has room for
+  // beside the language's.
+  int64_t source_room(int64_t room) const {
+    return room - static_cast<int64_t>(source_before.size() + source_after.size());
+  }
+  // A source's pieces with the language tokens around them.
+  void wrap_source(std::vector<int32_t>& pieces) const {
+    pieces.insert(pieces.begin(), source_before.begin(), source_before.end());
+    pieces.insert(pieces.end(), source_after.begin(), source_after.end());
+  }
 };
 
 // For a model of one language pair: nothing (and languages given are

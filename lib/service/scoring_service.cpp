@@ -139,12 +139,9 @@ ScoringService::Scored ScoringService::score(
                      std::to_string(tgt.size()));
   const LoadedModel& m = models_[0];
   std::vector<std::vector<int32_t>> s(src.size()), t(tgt.size());
-  // A source's framing (</s>, and <s> for some imported models) takes
-  // positions too.
-  // A multilingual model's language tokens take positions too.
-  const int64_t max_src =
-                    m.config.max_positions - m.config.source_tokens(0) -
-                    static_cast<int64_t>(lang_.source_before.size() + lang_.source_after.size()),
+  // A source's framing (</s>, and <s> for some imported models) and a
+  // multilingual model's language tokens take positions too.
+  const int64_t max_src = lang_.source_room(m.config.max_positions - m.config.source_tokens(0)),
                 max_tgt = max_len_ - static_cast<int64_t>(lang_.target_given.size());
   for (size_t i = 0; i < src.size(); ++i) {
     s[i] = m.src_vocab().encode(src[i]);
@@ -156,8 +153,7 @@ ScoringService::Scored ScoringService::score(
       if (static_cast<int64_t>(s[i].size()) > max_src) s[i].resize(max_src);
       if (static_cast<int64_t>(t[i].size()) > max_tgt) t[i].resize(max_tgt);
     }
-    s[i].insert(s[i].begin(), lang_.source_before.begin(), lang_.source_before.end());
-    s[i].insert(s[i].end(), lang_.source_after.begin(), lang_.source_after.end());
+    lang_.wrap_source(s[i]);
     t[i].insert(t[i].begin(), lang_.target_given.begin(), lang_.target_given.end());
   }
   check_memory(s, t);
