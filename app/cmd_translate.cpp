@@ -197,17 +197,12 @@ void add_report_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
 // The search, the output, batches and workers: translate_options(), each
 // gathered under its key.
 void add_translation_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
-  const TranslateOptions defaults;
-  for (const OptionSpec<TranslateOptions>& spec : translate_options()) {
-    if (spec.key == "scores") add_report_options(cmd, o);
-    const nlohmann::json d = spec.get(defaults);
-    const std::string shown = d.is_string()         ? d.get<std::string>()
-                              : d.is_number_float() ? CLI::detail::to_string(d.get<float>())
-                              : d.is_boolean()      ? ""
-                                                    : d.dump();
-    add_table_option(cmd, spec, shown,
-                     [o, key = spec.key](const nlohmann::json& v) { o->given[key] = v; });
-  }
+  add_translate_table(
+      cmd, {},
+      [cmd, o](const std::string& key) {
+        if (key == "scores") add_report_options(cmd, o);
+      },
+      [o](const std::string& key, const nlohmann::json& v) { o->given[key] = v; });
 }
 
 }  // namespace

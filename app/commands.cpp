@@ -33,6 +33,7 @@
 #include "model/transformer.h"
 #include "nmt_build_info.h"
 #include "ops/ops.h"
+#include "service/translation_service.h"
 #include "train/options.h"
 
 namespace nmt::app {
@@ -160,6 +161,23 @@ CLI::Option* add_threads_option(CLI::App* cmd, int& threads) {
 CLI::Option* add_compute_type_option(CLI::App* cmd, std::string& compute, const std::string& help) {
   return cmd->add_option("--compute-type", compute, help)
       ->check(CLI::IsMember({"f32", "float32", "bf16", "bfloat16", "int8"}));
+}
+
+void add_translate_table(CLI::App* cmd, const std::set<std::string>& skip,
+                         const std::function<void(const std::string&)>& before,
+                         std::function<void(const std::string&, const nlohmann::json&)> set) {
+  const TranslateOptions defaults;
+  for (const OptionSpec<TranslateOptions>& spec : translate_options()) {
+    if (skip.count(spec.key)) continue;
+    if (before) before(spec.key);
+    const nlohmann::json d = spec.get(defaults);
+    const std::string shown = d.is_string()         ? d.get<std::string>()
+                              : d.is_number_float() ? CLI::detail::to_string(d.get<float>())
+                              : d.is_boolean()      ? ""
+                                                    : d.dump();
+    add_table_option(cmd, spec, shown,
+                     [set, key = spec.key](const nlohmann::json& v) { set(key, v); });
+  }
 }
 
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device) {
@@ -331,6 +349,7 @@ void register_all(CLI::App& app) {
   register_quantize(app);
   register_convert(app);
   register_shortlist(app);
+  register_serve(app);
   register_summary(app);
   for (const CLI::App* cmd : app.get_subcommands([](const CLI::App*) { return true; }))
     for (const CLI::Option* o : cmd->get_options())

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "core/device.h"
@@ -23,6 +24,7 @@ void register_score(CLI::App& app);
 void register_attention(CLI::App& app);
 void register_convert(CLI::App& app);
 void register_shortlist(CLI::App& app);
+void register_serve(CLI::App& app);
 void register_all(CLI::App& app);
 
 // Commands that finish with a non-zero status without an error set it here.
@@ -54,6 +56,12 @@ CLI::Validator unsigned_integer();
 CLI::Option* add_table_option(CLI::App* cmd, const OptionInfo& o, const std::string& shown,
                               std::function<void(const nlohmann::json&)> set,
                               const std::string& names = "");
+// translate_options() (service/translation_service.h) as flags, in its
+// order, but the keys in `skip`: before(key) runs before each is added (to
+// put other flags among them), set(key, value) when one is given.
+void add_translate_table(CLI::App* cmd, const std::set<std::string>& skip,
+                         const std::function<void(const std::string&)>& before,
+                         std::function<void(const std::string&, const nlohmann::json&)> set);
 // --threads N (0: all cores), range-checked, default shown.
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
 // --compute-type for translation and scoring: f32, bf16 or int8 (and their

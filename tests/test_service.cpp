@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model/languages.h"
 #include "service/requests.h"
 #include "service/translation_service.h"
 
@@ -201,4 +202,17 @@ TEST_CASE("translation options: one table reads, writes and checks them by key",
   CHECK(refusal({{"seed", 3}, {"sampling", "full"}}) == "taken");
   CHECK(refusal({{"sampling", "full"}, {"beam", 4}}) ==
         "sampling draws one token at a time: it takes beam 1 (n_best N draws N samples)");
+}
+
+TEST_CASE("language_of_path: the language a corpus file's name gives", "[service]") {
+  CHECK(language_of_path("train.en") == "en");
+  CHECK(language_of_path("data/train.de.gz") == "de");
+  CHECK(language_of_path("/x/news.de-en.de") == "de");
+  CHECK(language_of_path("corpus.zh_Hans") == "zh_Hans");
+  CHECK(language_of_path("a.pt-BR.xz") == "pt-BR");
+  CHECK(language_of_path("kab.ber") == "ber");
+  // What names a file's kind, or nothing a language's code looks like.
+  for (const char* none : {"train.txt", "train.src", "test.tok.gz", "train", "en", ".en",
+                           "a.english", "a.EN", "a.e", "a.en-1", "dir.en/train"})
+    CHECK(language_of_path(none) == "");
 }

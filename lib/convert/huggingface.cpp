@@ -236,7 +236,13 @@ void set_tokens(const ConfigJson& cfg, const ConfigJson& tc, const std::string& 
   c.source_eos = true;
   c.output_unk = true;  // Transformers' generate may output <unk>
   c.languages = language_tokens(t.src, type == "marian" ? "opus" : "fairseq");
-  if (c.languages.empty()) return;
+  if (c.languages.empty()) {
+    // MarianTokenizer keeps the pair an OPUS-MT model was trained on.
+    const std::string src = tc.text("source_lang", ""), tgt = tc.text("target_lang", "");
+    if (is_language_code(src) && is_language_code(tgt) && src != tgt)
+      c.src_lang = src, c.tgt_lang = tgt;
+    return;
+  }
   if (type == "marian") {
     c.source_language = "none";
     c.target_language = "source";

@@ -115,7 +115,9 @@ class Translator::Feed final : public SearchFeed {
   // A batch's own rule (sentences x their longest source, at most
   // batch_tokens) at the batch's source width.
   int64_t capacity(int64_t S) const override {
-    return tr_.continuous_ ? std::max<int64_t>(1, tr_.batch_tokens_ / std::max<int64_t>(1, S)) : 0;
+    return tr_.window_continuous_
+               ? std::max<int64_t>(1, tr_.batch_tokens_ / std::max<int64_t>(1, S))
+               : 0;
   }
   size_t taken() const { return taken_; }
 
@@ -152,7 +154,7 @@ void Translator::work(int) {
     if (want != threads) ops::set_num_threads(threads = want);
     try {
       search(decoder_, feed, opts_, state);
-      if (attention_.alignments || attention_.matrix) attend(b, acts);
+      if (std::find(b.align.begin(), b.align.end(), 1) != b.align.end()) attend(b, acts);
     } catch (...) {
       std::lock_guard<std::mutex> g(mu_);
       if (!error_) error_ = std::current_exception();
@@ -268,7 +270,7 @@ bool Translator::encode_extras(const TranslationRequest& rq, int64_t line_no,
 void Translator::attend(Batch& b, Activations& acts) const {
   b.maps.assign(b.src.size(), AttentionMap());
   for (size_t k = 0; k < b.src.size(); ++k)
-    if (!b.hyps[k].empty())
+    if (b.align[k] && !b.hyps[k].empty())
       b.maps[k] = attention_map(*model_.net, b.src[k].src, b.hyps[k][0].tokens,
                                 AttentionKind::Cross, attention_.layer, -1, acts);
 }
@@ -281,9 +283,18 @@ std::vector<Translator::Batch> Translator::make_batches(std::vector<SearchReques
     if (!ids[i].src.empty()) order.push_back(i);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return ids[a].src.size() > ids[b].src.size(); });
+  // A window too small to give every worker a batch (a few lines from a
+  // pipe, a server's few requests) is shared out among them all the same:
+  // a worker of one thread on a small batch beats two threads on a larger
+  // one.
+  int64_t padded = 0;
+  for (size_t k = 0; k < order.size(); ++k)
+    padded += static_cast<int64_t>(ids[order[0]].src.size()) + 1;
+  const int64_t budget =
+      std::min(batch_tokens_, std::max<int64_t>(1, (padded + workers_ - 1) / workers_));
   std::vector<Batch> batches;
   size_t begin = 0;
-  for (size_t end : token_batch_ends(order.size(), batch_tokens_, [&](size_t k) {
+  for (size_t end : token_batch_ends(order.size(), budget, [&](size_t k) {
          return static_cast<int64_t>(ids[order[k]].src.size()) + 1;
        })) {
     Batch& b = batches.emplace_back();
@@ -334,6 +345,15 @@ std::vector<TranslationResult> Translator::translate(
     out[i].constraints_met = requests[i].constraints.empty();
   std::vector<Batch> batches = make_batches(ids);
   if (batches.empty()) return out;
+  // Maps are drawn after a batch's search, from its own sentences: a
+  // window that wants one keeps its batches to themselves.
+  bool aligns = false;
+  for (Batch& b : batches) {
+    for (size_t i : b.index)
+      b.align.push_back(attention_.alignments || attention_.matrix || requests[i].align);
+    aligns = aligns || std::find(b.align.begin(), b.align.end(), 1) != b.align.end();
+  }
+  window_continuous_ = continuous_ && !aligns;
   run(batches);
   for (Batch& b : batches)
     for (size_t k = 0; k < b.src.size(); ++k) {
@@ -359,10 +379,10 @@ std::vector<TranslationResult> Translator::translate(
                                  : first_line + static_cast<int64_t>(b.index[k])) +
               ": no translation within the length limit meets every constraint; the best one "
               "that does not is written");
-      if (b.maps.empty() || b.hyps[k].empty()) continue;
+      if (b.maps.empty() || !b.align[k] || b.hyps[k].empty()) continue;
       r.src_pieces = model_.src_vocab().pieces(b.src[k].src);
       r.out_pieces = model_.tgt_vocab().pieces(b.hyps[k][0].tokens);
-      if (attention_.alignments)
+      if (attention_.alignments || requests[b.index[k]].align)
         r.alignment = word_alignment(b.maps[k], r.src_pieces, r.out_pieces);
       if (attention_.matrix) r.attention = std::move(b.maps[k]);
     }

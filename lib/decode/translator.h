@@ -37,6 +37,9 @@ struct TranslationRequest {
   // A multilingual model's languages, by its codes (model/languages.h).
   std::string source_lang, target_lang;
   bool skip = false;  // a malformed line, already warned about: an empty result
+  // Its word alignment wanted, whatever AttentionOutput says (HTML's inline
+  // tags follow it): a window holding one runs its batches static.
+  bool align = false;
   // The input line it comes from (1-based; a line's sentences share it),
   // for warnings and sampling's draws; 0: first_line + its index.
   int64_t line = 0;
@@ -149,6 +152,7 @@ class Translator {
     std::vector<size_t> index;  // positions in the window
     std::vector<std::vector<Hypothesis>> hyps;
     std::vector<AttentionMap> maps;  // the best hypotheses' (with AttentionOutput)
+    std::vector<char> align;         // which sentences' maps to draw
   };
   std::vector<SearchRequest> encode(const std::vector<TranslationRequest>& requests,
                                     int64_t first_line) const;
@@ -171,6 +175,7 @@ class Translator {
   int workers_;
   bool adapt_threads_;  // threads were not given: share the cores among busy workers
   bool continuous_;     // sentences join running batches (not with attention maps)
+  bool window_continuous_ = false;       // the window's batches do: none wants an alignment
   mutable bool warned_unknown_ = false;  // encode() runs on the caller's thread only
 
   // The pool: a window's batches, handed out one at a time.

@@ -129,6 +129,8 @@ const std::vector<std::string> kConfigKeys = {"name",
                                               "languages",
                                               "source_language",
                                               "target_language",
+                                              "src_lang",
+                                              "tgt_lang",
                                               "training"};
 
 // Keeps every width and table size far from int overflow, computed in 64 bits.
@@ -152,6 +154,24 @@ void check_sizes(const ModelConfig& c, Reader& r) {
 
 }  // namespace
 
+bool is_language_code(const std::string& code) {
+  return !code.empty() && code.size() <= 64 &&
+         std::all_of(code.begin(), code.end(), [](char ch) { return ch > ' ' && ch < 127; });
+}
+
+// A pair's codes are a language's code each, as a multilingual model's are.
+static void read_pair(Reader& r, ModelConfig& c) {
+  for (auto [key, out] :
+       {std::pair<const char*, std::string*>{"src_lang", &c.src_lang}, {"tgt_lang", &c.tgt_lang}}) {
+    r.get(key, *out, false);
+    if (!out->empty() && !is_language_code(*out))
+      r.fail(key, "\"" + *out + "\" is not a language code");
+  }
+  if (c.src_lang.empty() != c.tgt_lang.empty())
+    r.fail(c.src_lang.empty() ? "src_lang" : "tgt_lang",
+           "a language pair needs both src_lang and tgt_lang");
+}
+
 // A language's code names it on command lines and in requests: printable
 // ASCII without spaces, and its token a row of the vocabulary.
 static void read_languages(Reader& r, ModelConfig& c) {
@@ -166,10 +186,7 @@ static void read_languages(Reader& r, ModelConfig& c) {
   const int lowest_vocab =
       source_only ? c.source_vocab() : std::min(c.vocab_size, c.source_vocab());
   for (const auto& [code, id] : langs->items()) {
-    const bool printable =
-        !code.empty() && code.size() <= 64 &&
-        std::all_of(code.begin(), code.end(), [](char ch) { return ch > ' ' && ch < 127; });
-    if (!printable) r.fail("languages", "\"" + code + "\" is not a language code");
+    if (!is_language_code(code)) r.fail("languages", "\"" + code + "\" is not a language code");
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= lowest_vocab)
       r.fail("languages", "\"" + code + "\": expected a token id from 0 to " +
                               std::to_string(lowest_vocab - 1) + ", got " + id.dump());
@@ -249,6 +266,7 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   if (c.source_bos && c.bos_id < 0) r.fail("source_bos", "the model has no bos_id");
   check_sizes(c, r);
   read_languages(r, c);
+  read_pair(r, c);
   if (const json* t = r.find("training", false)) {
     // Its keys and values are the training tier's to check
     // (train/options.h), when a run applies them.
@@ -307,6 +325,7 @@ json config_to_json(const ModelConfig& c) {
     j["source_language"] = c.source_language;
     j["target_language"] = c.target_language;
   }
+  if (!c.src_lang.empty()) j["src_lang"] = c.src_lang, j["tgt_lang"] = c.tgt_lang;
   if (!c.training.empty()) j["training"] = c.training;
   return j;
 }

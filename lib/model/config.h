@@ -78,6 +78,9 @@ struct ModelConfig {
   std::map<std::string, int> languages;
   std::string source_language = "none";
   std::string target_language = "forced";
+  // The language pair of a model of one pair, by its codes ("en", "de"), as
+  // a translation service routes requests by them; empty: not known.
+  std::string src_lang, tgt_lang;
 
   // Training options that may also come from the config ("training": {...});
   // kept as JSON so that `nmt train` owns their meaning and validation.
@@ -122,5 +125,9 @@ nlohmann::json config_to_json(const ModelConfig& c);
 // Resolves a config argument: a path, or the name of one in models/
 // ("transformer-small" finds models/transformer-small.json).
 std::string find_config(const std::string& name_or_path);
+
+// A language's code as models and requests name it: printable ASCII
+// without spaces, at most 64 bytes.
+bool is_language_code(const std::string& code);
 
 }  // namespace nmt

@@ -1,5 +1,9 @@
 #include "model/languages.h"
 
+#include <cctype>
+#include <cstring>
+#include <set>
+
 #include "core/error.h"
 
 namespace nmt {
@@ -45,6 +49,32 @@ LanguageFraming language_framing(const ModelConfig& c, const std::string& source
   else
     f.target_given.push_back(t);
   return f;
+}
+
+std::string language_of_path(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  for (const char* packed : {".gz", ".xz", ".bz2", ".zst"})
+    if (name.size() > std::strlen(packed) &&
+        name.compare(name.size() - std::strlen(packed), std::string::npos, packed) == 0)
+      name.resize(name.size() - std::strlen(packed));
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot == 0) return "";
+  const std::string ext = name.substr(dot + 1);
+  // A language of two or three lowercase letters, then a region or script.
+  size_t n = 0;
+  while (n < ext.size() && ext[n] >= 'a' && ext[n] <= 'z') ++n;
+  if (n < 2 || n > 3) return "";
+  // What a corpus's files are, not which language.
+  static const std::set<std::string> kinds = {"txt", "tsv", "csv", "tok", "bpe", "spm", "src",
+                                              "tgt", "trg", "out", "hyp", "ref", "raw", "dat",
+                                              "log", "xml", "sgm", "bin", "py"};
+  if (kinds.count(ext.substr(0, n))) return "";
+  if (n == ext.size()) return ext;
+  if ((ext[n] != '_' && ext[n] != '-') || ext.size() - n - 1 < 2 || ext.size() - n - 1 > 4)
+    return "";
+  for (size_t k = n + 1; k < ext.size(); ++k)
+    if (!std::isalpha(static_cast<unsigned char>(ext[k]))) return "";
+  return ext;
 }
 
 }  // namespace nmt

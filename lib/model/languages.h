@@ -39,4 +39,10 @@ LanguageFraming language_framing(const ModelConfig& c, const std::string& source
 // "eng_Latn fra_Latn ..." (the first `most`, then how many more).
 std::string language_list(const ModelConfig& c, size_t most = 40);
 
+// The language a corpus file's name gives, as parallel corpora are named
+// (train.en.gz, news.de-en.de): its last extension, .gz aside, where it is
+// a code of two or three letters (with a region: pt_BR, zh-Hans); empty
+// where it names none.
+std::string language_of_path(const std::string& path);
+
 }  // namespace nmt

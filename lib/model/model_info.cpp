@@ -144,6 +144,10 @@ void print_config(std::string& out, const nlohmann::ordered_json& c) {
     add("token ids " + t);
   }
   if (!extra.empty()) print(out, "             %s\n", extra.c_str());
+  if (c.contains("src_lang") && c["src_lang"].is_string() && c.contains("tgt_lang") &&
+      c["tgt_lang"].is_string())
+    print(out, "pair         %s -> %s\n", c["src_lang"].get<std::string>().c_str(),
+          c["tgt_lang"].get<std::string>().c_str());
   if (c.contains("languages") && c["languages"].is_object()) {
     std::string codes;
     for (const auto& [code, id] : c["languages"].items()) codes += " " + code;

@@ -60,6 +60,8 @@ TranslationService::TranslationService(TranslateOptions opts,
 
 TranslationService::~TranslationService() = default;
 
+const ModelConfig& TranslationService::model_config() const { return models_[0].config; }
+
 void TranslationService::warn_input(const std::string& what) const {
   warn_((input_name_.empty() ? "" : input_name_ + " ") + what);
 }
@@ -202,27 +204,37 @@ TranslationService::Flow TranslationService::flow_of(Segmented segments, int64_t
 }
 
 TranslationService::LineLayout TranslationService::lay_out(
-    TranslationRequest rq, std::vector<TranslationRequest>& requests) {
+    TranslationRequest rq, bool html, std::vector<TranslationRequest>& requests) {
   LineLayout l;
-  if (opts_.output.format == OutputFormat::html && !rq.skip) {
+  auto add = [&](const std::string& text) {
+    l.flows.push_back(flow_of(segments_of(text, rq.line), rq.line, {}, requests));
+  };
+  if (html && !rq.skip) {
     try {
       l.html.emplace(rq.source);
     } catch (const InputError& e) {
       warn_input("line " + std::to_string(rq.line) + ": not well-formed HTML (" + e.what() +
                  "); translated as text");
     }
-    l.whole = false;
-    auto add = [&](const std::string& text) {
-      l.flows.push_back(flow_of(segments_of(text, rq.line), rq.line, {}, requests));
-    };
     if (l.html) {
+      l.whole = false;
+      // Inline tags follow the words' alignment.
+      const size_t first = requests.size();
       for (const std::string& text : l.html->flows()) add(text);
-    } else {
-      for (size_t at = 0; at <= rq.source.size();) {
-        const size_t end = std::min(rq.source.find('\n', at), rq.source.size());
-        add(rq.source.substr(at, end - at));
-        at = end + 1;
-      }
+      for (size_t k = first; k < requests.size(); ++k) requests[k].align = true;
+      return l;
+    }
+  }
+  // A text of several lines (HTML that is not well formed, a program's
+  // request): each line on its own, as a file's would be.
+  if (!rq.skip && (html || rq.source.find('\n') != std::string::npos)) {
+    l.whole = false;
+    for (size_t at = 0; at <= rq.source.size();) {
+      size_t end = std::min(rq.source.find('\n', at), rq.source.size());
+      const size_t next = end + 1;
+      if (end > at && rq.source[end - 1] == '\r') --end;
+      add(rq.source.substr(at, end - at));
+      at = next;
     }
     return l;
   }
@@ -317,17 +329,25 @@ TranslationResult TranslationService::join(const LineLayout& l,
                                            const std::vector<TranslationRequest>& requests,
                                            std::vector<TranslationResult>& results) const {
   if (l.whole) return std::move(results[l.flows[0].begin]);
-  if (opts_.output.format != OutputFormat::html)
-    return join_flow(l.flows[0], requests, results, nullptr);
-  // A document: its flows rendered into its markup, or its lines.
+  if (!l.html && l.flows.size() == 1) return join_flow(l.flows[0], requests, results, nullptr);
+  // A document: its flows rendered into its markup, or its lines (their
+  // k-th hypotheses too).
   TranslationResult out;
   std::vector<AlignedText> aligned(l.flows.size());
   for (size_t i = 0; i < l.flows.size(); ++i) {
-    TranslationResult r = join_flow(l.flows[i], requests, results, &aligned[i]);
+    TranslationResult r = join_flow(l.flows[i], requests, results, l.html ? &aligned[i] : nullptr);
     out.score += r.score;
     out.logprob += r.logprob;
     out.tokens += r.tokens;
-    if (!l.html) out.text += (i ? "\n" : "") + r.text;
+    if (l.html) continue;
+    out.text += (i ? "\n" : "") + r.text;
+    if (out.n_best.size() < r.n_best.size()) out.n_best.resize(r.n_best.size());
+    for (size_t k = 0; k < out.n_best.size(); ++k) {
+      const auto& kth = r.n_best.empty() ? std::pair<std::string, double>()
+                                         : r.n_best[std::min(k, r.n_best.size() - 1)];
+      out.n_best[k].first += (i ? "\n" : "") + kth.first;
+      out.n_best[k].second += kth.second;
+    }
   }
   if (l.html) out.text = l.html->render(aligned);
   return out;
@@ -339,27 +359,56 @@ std::vector<TranslationResult> TranslationService::translate_requests(
   auto warn_line = [this](int64_t line_no, const std::string& what) {
     warn_input("line " + std::to_string(line_no) + ": " + what);
   };
-  std::vector<TranslationRequest> requests;
-  requests.reserve(lines.size());
-  std::vector<LineLayout> layouts;
-  layouts.reserve(lines.size());
+  std::vector<TranslationRequest> parsed;
+  parsed.reserve(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) {
     const int64_t line_no = first + static_cast<int64_t>(i);
-    TranslationRequest rq = parse_request(std::move(lines[i]), request_format_, line_no, warn_line);
-    rq.line = line_no;
+    parsed.push_back(parse_request(std::move(lines[i]), request_format_, line_no, warn_line));
+    parsed.back().line = line_no;
+  }
+  return translate_parsed(
+      std::move(parsed), std::vector<char>(lines.size(), opts_.output.format == OutputFormat::html),
+      first, nullptr);
+}
+
+std::vector<TranslationResult> TranslationService::translate_parsed(
+    std::vector<TranslationRequest> parsed, const std::vector<char>& html, int64_t first,
+    size_t* segments) {
+  std::vector<TranslationRequest> requests;
+  requests.reserve(parsed.size());
+  std::vector<LineLayout> layouts;
+  layouts.reserve(parsed.size());
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    TranslationRequest& rq = parsed[i];
     // The line's languages, or the options', go with each request it becomes.
     const std::string source_lang = rq.source_lang.empty() ? opts_.source_lang : rq.source_lang,
                       target_lang = rq.target_lang.empty() ? opts_.target_lang : rq.target_lang;
     const size_t before = requests.size();
-    layouts.push_back(lay_out(std::move(rq), requests));
+    layouts.push_back(lay_out(std::move(rq), html[i], requests));
     for (size_t k = before; k < requests.size(); ++k)
       requests[k].source_lang = source_lang, requests[k].target_lang = target_lang;
   }
+  if (segments) *segments = requests.size();
   std::vector<TranslationResult> results = translator_->translate(requests, first);
   std::vector<TranslationResult> out;
   out.reserve(layouts.size());
   for (const LineLayout& l : layouts) out.push_back(join(l, requests, results));
   return out;
+}
+
+std::vector<TranslationResult> TranslationService::translate_texts(
+    const std::vector<TextRequest>& texts, size_t* segments) {
+  input_name_ = "<request>";
+  std::vector<TranslationRequest> parsed(texts.size());
+  std::vector<char> html(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    parsed[i].source = io::sanitize_utf8(texts[i].text);
+    parsed[i].source_lang = texts[i].source_lang;
+    parsed[i].target_lang = texts[i].target_lang;
+    parsed[i].line = static_cast<int64_t>(i) + 1;
+    html[i] = texts[i].html;
+  }
+  return translate_parsed(std::move(parsed), html, 1, segments);
 }
 
 namespace {

@@ -85,6 +85,14 @@ void check_options(TranslateOptions& opts);
 // Where a stream's results go: its text, a window's lines at a time (to be
 // written and flushed), and how far it is (lines done, the share of the
 // input read, or -1).
+// A text from another program (a service's request): lines of plain text,
+// or HTML, and a multilingual model's languages (empty: the options').
+struct TextRequest {
+  std::string text;
+  bool html = false;
+  std::string source_lang, target_lang;
+};
+
 struct StreamSink {
   std::function<void(const std::string& text)> write;
   std::function<void(int64_t lines, double fraction)> progress;
@@ -106,6 +114,8 @@ class TranslationService {
   // device, workers and threads, batches, search; the backend's numerics;
   // the prepared weights.
   std::string describe() const;
+  // The (first) model's.
+  const ModelConfig& model_config() const;
   // How an input file should be read: lines cut where the model could not
   // take more, jsonl records read whole.
   io::TextChecks text_checks() const;
@@ -121,6 +131,14 @@ class TranslationService {
   // A line may not hold "\n", except with HTML, where each is a fragment or
   // a document, written back whole.
   std::vector<std::string> translate(const std::vector<std::string>& lines);
+  // Texts, each translated as a whole: a text's lines each on its own (and
+  // split as the options say), HTML with its markup kept; whatever their
+  // options' output format, results as the translator gives them (the
+  // text, n-best, scores) with their lines joined. Ill-formed UTF-8 is
+  // replaced, sentences the model cannot take are cut. segments: how many
+  // the model translated. Not to be called from two threads at once.
+  std::vector<TranslationResult> translate_texts(const std::vector<TextRequest>& texts,
+                                                 size_t* segments = nullptr);
   // Ranks other than 0: windows until rank 0 sends end_windows.
   void serve_windows(Comm& comm);
   static void end_windows(Comm& comm);
@@ -128,6 +146,10 @@ class TranslationService {
  private:
   std::vector<TranslationResult> translate_requests(std::vector<std::string>& lines,
                                                    int64_t first);
+  // Requests parsed, each laid out as a line (html: as HTML).
+  std::vector<TranslationResult> translate_parsed(std::vector<TranslationRequest> parsed,
+                                                  const std::vector<char>& html, int64_t first,
+                                                  size_t* segments);
   std::string translate_window(const std::string& packed);
   class Units;
   void translate_as_root(Units& in, const StreamSink& sink, Comm& comm);
@@ -154,7 +176,7 @@ class TranslationService {
     bool whole = true;  // one request, the line as it came
     std::optional<HtmlDocument> html;
   };
-  LineLayout lay_out(TranslationRequest rq, std::vector<TranslationRequest>& requests);
+  LineLayout lay_out(TranslationRequest rq, bool html, std::vector<TranslationRequest>& requests);
   // A text's segments: its sentences (with a splitter), each cut into
   // pieces the model takes (with a warning naming the line).
   Segmented segments_of(const std::string& text, int64_t line) const;

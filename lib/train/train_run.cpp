@@ -29,6 +29,7 @@
 #include "io/file_lock.h"
 #include "io/output_file.h"
 #include "metrics/tokenizers.h"
+#include "model/languages.h"
 #include "model/transformer.h"
 #include "ops/ops.h"
 #include "train/checkpoints.h"
@@ -83,6 +84,7 @@ class TrainRun {
         log("warning: {train_src} and {train_tgt} are the same file (" + opts_.train_src[k] +
             "): the model will learn to copy its input");
     apply_given_regularisation();
+    name_language_pair();
     std::optional<io::FileLock> lock;
     if (root()) {
       lock.emplace(lock_path(opts_.out), opts_.out);
@@ -124,6 +126,7 @@ class TrainRun {
     return [this](const std::string& s) { log(s); };
   }
   void apply_given_regularisation();
+  void name_language_pair();
   void check_bounds_before_data();
   void check_bounds();
   void choose_data_recipe();
@@ -141,6 +144,19 @@ class TrainRun {
   DataRecipe data_recipe_;
   std::unique_ptr<Transformer> probe_model_;  // the recipe's timing probe, then freed
 };
+
+// The pair the corpora's names give (train.en, train.de), where every
+// corpus agrees, so that a service can route requests to the model.
+void TrainRun::name_language_pair() {
+  std::string src, tgt;
+  for (size_t k = 0; k < opts_.train_src.size(); ++k) {
+    const std::string s = language_of_path(opts_.train_src[k]),
+                      t = language_of_path(opts_.train_tgt[k]);
+    if (s.empty() || t.empty() || s == t || (k > 0 && (s != src || t != tgt))) return;
+    src = s, tgt = t;
+  }
+  plan_.cfg.src_lang = src, plan_.cfg.tgt_lang = tgt;
+}
 
 void TrainRun::apply_given_regularisation() {
   if (opts_.dropout >= 0) plan_.cfg.dropout = static_cast<float>(opts_.dropout);
