@@ -62,15 +62,10 @@ std::vector<std::string> read_api_keys(const std::string& path) {
   if (path.empty()) return {};
   io::check_input_path(path, "--api-keys");
   std::vector<std::string> keys;
-  const std::string text = io::read_whole_file(path, "API keys");
-  for (size_t at = 0; at < text.size();) {
-    size_t end = std::min(text.find('\n', at), text.size());
-    std::string key = text.substr(at, end - at);
-    at = end + 1;
+  for (std::string key : io::read_lines(path)) {
     while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t'))
       key.pop_back();
-    if (key.empty() || key[0] == '#') continue;
-    keys.push_back(std::move(key));
+    if (!key.empty() && key[0] != '#') keys.push_back(std::move(key));
   }
   if (keys.empty())
     throw InputError("--api-keys " + path + ": no keys (one per line; # starts a comment)");
@@ -95,7 +90,6 @@ void run(Opts& o) {
   check_options(t);
   const std::vector<ServedModel> models = served_models(o);
   const std::vector<std::string> keys = read_api_keys(o.api_keys);
-  o.http.body_bytes = o.limits.body_bytes;
   o.http.cors_origin = o.cors;
   t.device = open_device(o.device);
   TranslationApi api(models, t, o.limits, keys, io::warn_on_stderr);
@@ -103,7 +97,7 @@ void run(Opts& o) {
   const int port = server.bind();
   std::fprintf(stderr, "nmt serve: listening on http://%s:%d/ (%s)\n%s", o.http.host.c_str(), port,
                keys.empty() ? "no API keys" : (std::to_string(keys.size()) + " API keys").c_str(),
-               api.describe().c_str());
+               api.describe(o.verbose).c_str());
   std::thread([&server, stop_signals] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
@@ -136,7 +130,7 @@ void add_server_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
       ->capture_default_str();
   cmd->add_option("--batch-limit", o->limits.texts, "Texts per request (q or text as a list)")
       ->capture_default_str();
-  cmd->add_option("--body-limit", o->limits.body_bytes, "Bytes of a request's body")
+  cmd->add_option("--body-limit", o->http.body_bytes, "Bytes of a request's body")
       ->check(CLI::Range(size_t{1}, size_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--max-queue", o->limits.queue,
@@ -146,10 +140,9 @@ void add_server_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
                   "Seconds a request may take from arrival to answer before 503 (0: no limit)")
       ->check(finite_range(0, 86400))
       ->capture_default_str();
-  cmd->add_option("--client-timeout", o->http.read_timeout,
+  cmd->add_option("--client-timeout", o->http.client_timeout,
                   "Seconds a client may take to send a request or read its answer")
       ->check(finite_range(0.001, 3600))
-      ->each([o](const std::string&) { o->http.write_timeout = o->http.read_timeout; })
       ->capture_default_str();
   cmd->add_option("--http-threads", o->http.threads,
                   "Connections served at once (more wait their turn)")

@@ -67,9 +67,10 @@ start limits $T --max-queue 2 --timeout 0.000001
 check limits "$PORT"
 stop
 
-# 4. CORS when asked.
-start cors $T --cors https://example.org
+# 4. CORS when asked; alternatives from --n-best.
+start cors --threads 1 --beam 3 --n-best 3 --cors https://example.org
 check cors "$PORT" https://example.org
+check alternatives "$PORT" 3
 stop
 
 # 5. SIGTERM with requests in flight: each is answered, then exit 0.

@@ -11,6 +11,7 @@ message naming what failed. Checks:
   limits PORT           queue and time limits answer 429 and 503
   inflight PORT N OUT   N requests at once; their answers written to OUT
   cors PORT ORIGIN      CORS headers ("" : none)
+  alternatives PORT N   a server with --n-best N gives up to N-1 alternatives
 """
 import json
 import random
@@ -163,6 +164,9 @@ def check_api(src, ref):
                                              "source_lang": "EN", "tag_handling": "html"})
     if s != 200 or "<i>" not in j["translations"][0]["text"]:
         fail(f"DeepL html: {s} {j}")
+    s, j, _ = call("GET", "/v2/usage")
+    if s != 200 or not 0 < j["character_count"] < j["character_limit"]:
+        fail(f"/v2/usage: {s} {j}")
     check_errors()
     check_bad_clients()
     s, text, _ = call("GET", "/metrics")
@@ -350,6 +354,24 @@ def check_cors(origin):
         fail(f"OPTIONS: {status}")
 
 
+def check_alternatives(n):
+    """A server with --n-best N: up to N-1 alternatives, as many as asked."""
+    q = {"q": "A man is riding a bike.", "source": "en", "target": "de"}
+    s, j, _ = call("POST", "/translate", q)
+    if s != 200 or "alternatives" in j:
+        fail(f"no alternatives asked: {s} {j}")
+    for asked in (1, n - 1, n + 3):
+        s, j, _ = call("POST", "/translate", dict(q, alternatives=asked))
+        alts = j.get("alternatives")
+        if (s != 200 or not isinstance(alts, list) or len(alts) != min(asked, n - 1)
+                or not all(isinstance(a, str) for a in alts)):
+            fail(f"alternatives {asked} with --n-best {n}: {s} {j}")
+    s, j, _ = call("POST", "/translate", dict(q, q=["A dog.", "A cat."], alternatives=1))
+    alts = j.get("alternatives")
+    if s != 200 or not isinstance(alts, list) or [len(a) for a in alts] != [1, 1]:
+        fail(f"alternatives of a list: {s} {j}")
+
+
 def main():
     global PORT
     check, PORT = sys.argv[1], int(sys.argv[2])
@@ -365,6 +387,8 @@ def main():
         check_inflight(int(args[0]), args[1])
     elif check == "cors":
         check_cors(args[0])
+    elif check == "alternatives":
+        check_alternatives(int(args[0]))
     else:
         fail("unknown check " + check)
 

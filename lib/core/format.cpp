@@ -1,5 +1,6 @@
 #include "core/format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -26,6 +27,25 @@ std::string short_count(int64_t n) {
   if (n >= 1000000) return format_number("%.1fM", double(n) / 1e6);
   if (n >= 10000) return format_number("%.0fk", double(n) / 1e3);
   return std::to_string(n);
+}
+
+std::string printf_string(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::string out = vprintf_string(format, args);
+  va_end(args);
+  return out;
+}
+
+std::string vprintf_string(const char* format, va_list args) {
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  std::string out(static_cast<size_t>(std::max(n, 0)) + 1, '\0');
+  std::vsnprintf(out.data(), out.size(), format, again);
+  va_end(again);
+  out.resize(static_cast<size_t>(std::max(n, 0)));
+  return out;
 }
 
 }  // namespace nmt

@@ -1,8 +1,9 @@
 // Numbers for people: counts and costs with a unit prefix (41.5K, 7.6M,
 // 120 MFLOP), so that tiny and huge models both print something readable,
-// and figures in a printf format.
+// and figures and lines in a printf format.
 #pragma once
 
+#include <cstdarg>
 #include <cstdint>
 #include <string>
 
@@ -18,5 +19,9 @@ std::string short_count(int64_t n);
 // One number in a printf format ("%.2f", "%g"): for the logs' fixed-width
 // figures.
 std::string format_number(const char* printf_format, double x);
+
+// A whole printf format's text, of any length.
+[[gnu::format(printf, 1, 2)]] std::string printf_string(const char* format, ...);
+std::string vprintf_string(const char* format, va_list args);
 
 }  // namespace nmt

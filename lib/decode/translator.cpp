@@ -287,9 +287,10 @@ std::vector<Translator::Batch> Translator::make_batches(std::vector<SearchReques
   // pipe, a server's few requests) is shared out among them all the same:
   // a worker of one thread on a small batch beats two threads on a larger
   // one.
-  int64_t padded = 0;
-  for (size_t k = 0; k < order.size(); ++k)
-    padded += static_cast<int64_t>(ids[order[0]].src.size()) + 1;
+  const int64_t padded =
+      order.empty() ? 0
+                    : static_cast<int64_t>(order.size()) *
+                          (static_cast<int64_t>(ids[order[0]].src.size()) + 1);  // to the longest
   const int64_t budget =
       std::min(batch_tokens_, std::max<int64_t>(1, (padded + workers_ - 1) / workers_));
   std::vector<Batch> batches;

@@ -93,16 +93,10 @@ namespace {
 
 // printf onto the end of out.
 [[gnu::format(printf, 2, 3)]] void print(std::string& out, const char* format, ...) {
-  va_list args, again;
+  va_list args;
   va_start(args, format);
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, format, args);
+  out += vprintf_string(format, args);
   va_end(args);
-  const size_t at = out.size();
-  out.resize(at + static_cast<size_t>(n) + 1);
-  std::vsnprintf(out.data() + at, static_cast<size_t>(n) + 1, format, again);
-  va_end(again);
-  out.resize(at + static_cast<size_t>(n));
 }
 
 // The config's line, and one of what an imported model has differently.

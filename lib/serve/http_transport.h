@@ -9,14 +9,21 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace nmt {
 
 struct HttpRequest {
   std::string method, path;
   std::multimap<std::string, std::string> params;  // the query's and a form body's fields
-  std::string content_type, body;
+  std::string content_type;
+  std::string_view body;      // the transport's, for the call
   std::string authorization;  // the Authorization header
+  // Where the transport refused the request itself (413: a body over the
+  // limit; 400: not HTTP), its status and why: the answer is that error,
+  // in the shape of the API the path names.
+  int refused = 0;
+  std::string refused_why;
 };
 
 struct HttpResponse {
@@ -29,7 +36,7 @@ struct HttpOptions {
   std::string host = "127.0.0.1";              // loopback unless told otherwise
   int port = 5000;                             // 0: a free one
   int threads = 64;                            // connections served at once (more wait their turn)
-  double read_timeout = 5, write_timeout = 5;  // seconds a client may stall
+  double client_timeout = 5;                   // seconds a client may take to send or to read
   size_t body_bytes = size_t{1} << 20;
   std::string cors_origin;  // empty: no CORS headers; "*" or an origin
 };

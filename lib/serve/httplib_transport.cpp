@@ -7,7 +7,7 @@
 #include <httplib.h>
 
 #include <cmath>
-#include <nlohmann/json.hpp>
+#include <limits>
 
 #include "serve/http_transport.h"
 
@@ -42,7 +42,10 @@ class HttplibTransport final : public HttpTransport {
     rq.authorization = req.get_header_value("Authorization");
     // A multipart body is its fields, already read into params.
     if (req.files.empty()) rq.body = req.body;
-    const HttpResponse r = handler(rq);
+    reply(handler(rq), res);
+  }
+
+  void reply(const HttpResponse& r, httplib::Response& res) const {
     res.status = r.status;
     res.set_content(r.body, r.content_type.c_str());
     cors(res);
@@ -58,16 +61,14 @@ class HttplibTransport final : public HttpTransport {
   void configure() {
     const int threads = std::max(1, o.threads);
     server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    auto split = [](double s) {
-      const double whole = std::floor(s);
-      return std::pair<time_t, time_t>(static_cast<time_t>(whole),
-                                       static_cast<time_t>((s - whole) * 1e6));
-    };
-    server.set_read_timeout(split(o.read_timeout).first, split(o.read_timeout).second);
-    server.set_write_timeout(split(o.write_timeout).first, split(o.write_timeout).second);
-    server.set_keep_alive_timeout(std::max<time_t>(1, static_cast<time_t>(o.read_timeout)));
+    const double whole = std::floor(o.client_timeout);
+    const auto sec = static_cast<time_t>(whole),
+               usec = static_cast<time_t>((o.client_timeout - whole) * 1e6);
+    server.set_read_timeout(sec, usec);
+    server.set_write_timeout(sec, usec);
+    server.set_keep_alive_timeout(std::max<time_t>(1, sec));
     server.set_keep_alive_max_count(1000);
-    server.set_payload_max_length(o.body_bytes ? o.body_bytes : std::string().max_size());
+    server.set_payload_max_length(o.body_bytes ? o.body_bytes : std::numeric_limits<size_t>::max());
     server.set_tcp_nodelay(true);
     // SO_REUSEADDR alone: httplib's default adds SO_REUSEPORT, with which a
     // second server on a port in use shares it silently instead of failing.
@@ -75,35 +76,30 @@ class HttplibTransport final : public HttpTransport {
       int yes = 1;
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     });
-    auto handler = [this](const httplib::Request& req, httplib::Response& res) {
-      answer(req, res);
-    };
-    server.Get(".*", handler);
-    server.Post(".*", handler);
+    auto to_api = [this](const httplib::Request& req, httplib::Response& res) { answer(req, res); };
+    server.Get(".*", to_api);
+    server.Post(".*", to_api);
     // Other methods reach the API too, which says which it allows.
-    server.Put(".*", handler);
-    server.Delete(".*", handler);
-    server.Patch(".*", handler);
+    server.Put(".*", to_api);
+    server.Delete(".*", to_api);
+    server.Patch(".*", to_api);
     server.Options(".*", [this](const httplib::Request&, httplib::Response& res) {
       res.status = o.cors_origin.empty() ? 405 : 204;
       cors(res);
     });
-    // What httplib answers itself (a body too large, a method it does not
-    // route, a request it cannot parse) in the API's error shape.
+    // What httplib refuses itself (a body over the limit, a request it
+    // cannot parse) is answered by the API, in its shape.
     server.set_error_handler(httplib::Server::HandlerWithResponse(
         [this](const httplib::Request& req, httplib::Response& res) {
           if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-          const std::string why = res.status == 413 ? "The request body exceeds the limit of " +
-                                                          std::to_string(o.body_bytes) + " bytes"
-                                  : res.status == 404 ? "Not found: " + req.path
-                                  : res.status == 405 ? req.method + " is not allowed"
-                                                      : "The request is not valid HTTP (status " +
-                                                            std::to_string(res.status) + ")";
-          const bool deepl = req.path.rfind("/v2/", 0) == 0;
-          nlohmann::json j = {{deepl ? "message" : "error", why}};
-          res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                          "application/json");
-          cors(res);
+          HttpRequest rq;
+          rq.method = req.method;
+          rq.path = req.path;
+          rq.refused = res.status;
+          rq.refused_why = res.status == 413 ? "The request body exceeds the limit of " +
+                                                   std::to_string(o.body_bytes) + " bytes"
+                                             : "The request is not valid HTTP";
+          reply(handler(rq), res);
           return httplib::Server::HandlerResponse::Handled;
         }));
     server.set_exception_handler(

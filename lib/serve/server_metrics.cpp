@@ -1,25 +1,10 @@
 #include "serve/server_metrics.h"
 
 #include <algorithm>
-#include <cstdarg>
-#include <cstdio>
+
+#include "core/format.h"
 
 namespace nmt {
-
-namespace {
-
-__attribute__((format(printf, 1, 2))) std::string strprintf(const char* f, ...) {
-  va_list a, b;
-  va_start(a, f);
-  va_copy(b, a);
-  std::string s(static_cast<size_t>(std::vsnprintf(nullptr, 0, f, a)), '\0');
-  std::vsnprintf(s.data(), s.size() + 1, f, b);
-  va_end(b);
-  va_end(a);
-  return s;
-}
-
-}  // namespace
 
 void ServerMetrics::request(const std::string& endpoint, int status, double seconds) {
   const size_t bucket = static_cast<size_t>(
@@ -38,35 +23,40 @@ void ServerMetrics::window(size_t texts, size_t segments, double seconds) {
   translate_seconds_ += seconds;
 }
 
-void ServerMetrics::characters(size_t n) {
+void ServerMetrics::add_characters(size_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   characters_ += n;
+}
+
+uint64_t ServerMetrics::characters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return characters_;
 }
 
 std::string ServerMetrics::text(size_t queued) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   auto counter = [&](const char* name, const char* help, uint64_t v) {
-    out += strprintf("# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
-                     static_cast<unsigned long long>(v));
+    out += printf_string("# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
+                         static_cast<unsigned long long>(v));
   };
   out +=
       "# HELP nmt_requests_total HTTP requests answered, by endpoint and status.\n"
       "# TYPE nmt_requests_total counter\n";
   for (const auto& [key, n] : requests_)
-    out += strprintf("nmt_requests_total{endpoint=\"%s\",code=\"%d\"} %llu\n", key.first.c_str(),
-                     key.second, static_cast<unsigned long long>(n));
+    out += printf_string("nmt_requests_total{endpoint=\"%s\",code=\"%d\"} %llu\n",
+                         key.first.c_str(), key.second, static_cast<unsigned long long>(n));
   counter("nmt_texts_total", "Texts translated (a request's q holds one or more).", texts_);
   counter("nmt_sentences_total", "Sentences (segments) the model translated.", segments_);
   counter("nmt_characters_total", "Characters of source text accepted for translation.",
           characters_);
   counter("nmt_windows_total", "Windows of texts from concurrent requests translated together.",
           windows_);
-  out += strprintf(
+  out += printf_string(
       "# HELP nmt_translate_seconds_total Time spent translating windows.\n"
       "# TYPE nmt_translate_seconds_total counter\nnmt_translate_seconds_total %.6f\n",
       translate_seconds_);
-  out += strprintf(
+  out += printf_string(
       "# HELP nmt_queue_texts Texts waiting for a window.\n"
       "# TYPE nmt_queue_texts gauge\nnmt_queue_texts %zu\n",
       queued);
@@ -76,11 +66,11 @@ std::string ServerMetrics::text(size_t queued) const {
   uint64_t cumulative = 0;
   for (size_t b = 0; b < kBuckets.size(); ++b) {
     cumulative += latency_[b];
-    out += strprintf("nmt_request_duration_seconds_bucket{le=\"%g\"} %llu\n", kBuckets[b],
-                     static_cast<unsigned long long>(cumulative));
+    out += printf_string("nmt_request_duration_seconds_bucket{le=\"%g\"} %llu\n", kBuckets[b],
+                         static_cast<unsigned long long>(cumulative));
   }
   cumulative += latency_.back();
-  out += strprintf(
+  out += printf_string(
       "nmt_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
       "nmt_request_duration_seconds_sum %.6f\nnmt_request_duration_seconds_count %llu\n",
       static_cast<unsigned long long>(cumulative), latency_sum_,

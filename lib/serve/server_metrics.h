@@ -20,7 +20,9 @@ class ServerMetrics {
   void request(const std::string& endpoint, int status, double seconds);
   // A window translated: its texts, sentences and time.
   void window(size_t texts, size_t segments, double seconds);
-  void characters(size_t n);
+  void add_characters(size_t n);
+  // Characters accepted so far (DeepL's /v2/usage).
+  uint64_t characters() const;
   // The exposition; queued: texts waiting now.
   std::string text(size_t queued) const;
 

@@ -12,23 +12,25 @@
 
 #include "core/error.h"
 #include "core/format.h"
+#include "metrics/tokenizers.h"
 #include "model/config.h"
 
 namespace nmt {
 
 using json = nlohmann::json;
+using metrics::lowercase;
 
 namespace {
 
-std::string lower(std::string s) {
+std::string upper(std::string s) {
   for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
   return s;
 }
 
 // The language of a code without its script or region: "zh-Hans" -> "zh".
 std::string base_language(const std::string& code) {
-  return lower(code.substr(0, code.find_first_of("-_")));
+  return lowercase(code.substr(0, code.find_first_of("-_")));
 }
 
 // ISO 639-3 of a two-letter code ("de" -> "deu"), as ICU knows it.
@@ -60,7 +62,7 @@ HttpResponse error_response(bool deepl, const ApiError& e) {
 class Fields {
  public:
   explicit Fields(const HttpRequest& rq) : rq_(rq) {
-    if (lower(rq.content_type).find("json") == std::string::npos) return;
+    if (lowercase(rq.content_type).find("json") == std::string::npos) return;
     json_ = json::parse(rq.body, nullptr, false);
     if (json_.is_discarded()) throw ApiError{400, "Invalid request: the body is not valid JSON"};
     if (!json_.is_object()) throw ApiError{400, "Invalid request: the body is not a JSON object"};
@@ -121,8 +123,8 @@ class Fields {
   json json_;
 };
 
-}  // namespace
-
+// A language's English name, as ICU gives it ("de": "German", "zho_Hans":
+// "Chinese (Simplified)"); the code where ICU knows none.
 std::string language_name(const std::string& code) {
   icu::UnicodeString name;
   icu::Locale(code.c_str()).getDisplayName(icu::Locale::getEnglish(), name);
@@ -130,6 +132,8 @@ std::string language_name(const std::string& code) {
   name.toUTF8String(out);
   return out.empty() ? code : out;
 }
+
+}  // namespace
 
 // A model loaded, its queue, and the languages it translates.
 class TranslationApi::Engine {
@@ -158,11 +162,12 @@ class TranslationApi::Engine {
   std::string code_of(const std::string& asked) const {
     if (!multilingual()) {
       for (const std::string* c : {&src, &tgt})
-        if (lower(asked) == lower(*c) || base_language(asked) == base_language(*c)) return *c;
+        if (lowercase(asked) == lowercase(*c) || base_language(asked) == base_language(*c))
+          return *c;
       return "";
     }
     for (const std::string& c : codes)
-      if (lower(c) == lower(asked)) return c;
+      if (lowercase(c) == lowercase(asked)) return c;
     // A language without its script or region: the model's first code of it.
     if (asked.find_first_of("-_") == std::string::npos || asked.size() > 3) {
       const std::string want = base_language(asked), want3 = iso3(want);
@@ -194,6 +199,7 @@ TranslationApi::TranslationApi(const std::vector<ServedModel>& models,
     : limits_(limits), api_keys_(std::move(api_keys)) {
   for (const ServedModel& m : models)
     engines_.push_back(std::make_unique<Engine>(m, options, limits_, metrics_, warn));
+  describe_languages();
 }
 
 TranslationApi::~TranslationApi() { close(); }
@@ -208,13 +214,13 @@ size_t TranslationApi::queued() const {
   return n;
 }
 
-std::string TranslationApi::describe() const {
+std::string TranslationApi::describe(bool verbose) const {
   std::string out;
   for (const auto& e : engines_)
     out += e->name + ": " +
            (e->multilingual() ? std::to_string(e->codes.size()) + " languages"
                               : e->src + " -> " + e->tgt) +
-           "\n";
+           "\n" + (verbose ? e->queue->service().describe() : "");
   return out;
 }
 
@@ -250,12 +256,12 @@ struct TranslationApi::Route {
 
 TranslationApi::Route TranslationApi::route(const std::string& source,
                                             const std::string& target) const {
-  if (lower(source) == "auto") {
+  if (lowercase(source) == "auto") {
     // nmt detects no language: a target that one language pair serves
     // says the source.
     std::vector<Route> found;
     for (const auto& e : engines_)
-      if (!e->multilingual() && !e->code_of(target).empty() && e->code_of(target) == e->tgt)
+      if (!e->multilingual() && e->code_of(target) == e->tgt)
         found.push_back({e.get(), e->src, e->tgt});
     if (found.size() == 1) return found[0];
     throw ApiError{400,
@@ -275,26 +281,24 @@ TranslationApi::Route TranslationApi::route(const std::string& source,
                                    : source + " is not supported"};
 }
 
-std::vector<TranslationResult> TranslationApi::translate(const std::vector<std::string>& texts,
-                                                         const Route& r, bool html,
-                                                         Clock::time_point deadline) {
+std::vector<TranslationResult> TranslationApi::translate(std::vector<std::string> texts,
+                                                         size_t characters, const Route& r,
+                                                         bool html, Clock::time_point deadline) {
   if (html && r.engine->multilingual())
     throw ApiError{400,
                    "Invalid request: format html is not yet available for multilingual "
                    "models"};
   std::vector<TextRequest> requests(texts.size());
-  size_t chars = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
-    requests[i].text = texts[i];
+    requests[i].text = std::move(texts[i]);
     requests[i].html = html;
     if (r.engine->multilingual()) requests[i].source_lang = r.src, requests[i].target_lang = r.tgt;
-    chars += characters(texts[i]);
   }
   std::optional<TranslationQueue::Ticket> ticket = r.engine->queue->submit(std::move(requests));
   if (!ticket)
     throw ApiError{429, "Too many texts are waiting to be translated (" + std::to_string(queued()) +
                             "); try again later"};
-  metrics_.characters(chars);
+  metrics_.add_characters(characters);
   std::optional<TranslationQueue::Outcome> o = ticket->wait_until(deadline);
   if (!o)
     throw ApiError{503, "The translation did not finish within " +
@@ -303,8 +307,9 @@ std::vector<TranslationResult> TranslationApi::translate(const std::vector<std::
   return std::move(o->results);
 }
 
-// The texts of a request within the limits on their number and size.
-void TranslationApi::check_size(const std::vector<std::string>& texts) const {
+// The texts of a request within the limits on their number and size: their
+// characters.
+size_t TranslationApi::check_size(const std::vector<std::string>& texts) const {
   if (limits_.texts && texts.size() > limits_.texts)
     throw ApiError{400, "Invalid request: request (" + std::to_string(texts.size()) +
                             " texts) exceeds text limit (" + std::to_string(limits_.texts) + ")"};
@@ -314,15 +319,16 @@ void TranslationApi::check_size(const std::vector<std::string>& texts) const {
     throw ApiError{400, "Invalid request: request (" + std::to_string(chars) +
                             " characters) exceeds character limit (" +
                             std::to_string(limits_.characters) + ")"};
+  return chars;
 }
 
 HttpResponse TranslationApi::libretranslate(const HttpRequest& rq, Clock::time_point start) {
   const Fields f(rq);
-  if (!key_ok(f.text("api_key").value_or("")))
-    throw ApiError{403, api_keys_.empty() || f.text("api_key") ? "Invalid API key"
-                                                               : "This server needs an API key"};
+  const std::optional<std::string> key = f.text("api_key");
+  if (!key_ok(key.value_or("")))
+    throw ApiError{403, key ? "Invalid API key" : "This server needs an API key"};
   bool list = false;
-  const std::optional<std::vector<std::string>> q = f.texts("q", list);
+  std::optional<std::vector<std::string>> q = f.texts("q", list);
   if (!q) throw ApiError{400, "Invalid request: missing q parameter"};
   const std::optional<std::string> source = f.text("source"), target = f.text("target");
   if (!source || source->empty()) throw ApiError{400, "Invalid request: missing source parameter"};
@@ -331,10 +337,10 @@ HttpResponse TranslationApi::libretranslate(const HttpRequest& rq, Clock::time_p
   if (format != "text" && format != "html")
     throw ApiError{400, "Invalid request: format " + format + ": expected text or html"};
   const int alternatives = f.integer("alternatives", 0, 64);
-  check_size(*q);
+  const size_t chars = check_size(*q);
   const Route r = route(*source, *target);
   std::vector<TranslationResult> results =
-      translate(*q, r, format == "html", start + seconds(limits_.seconds));
+      translate(std::move(*q), chars, r, format == "html", start + seconds(limits_.seconds));
   json texts = json::array(), alts = json::array();
   for (TranslationResult& t : results) {
     texts.push_back(std::move(t.text));
@@ -345,7 +351,7 @@ HttpResponse TranslationApi::libretranslate(const HttpRequest& rq, Clock::time_p
   }
   json out = {{"translatedText", list ? texts : texts[0]}};
   if (alternatives > 0) out["alternatives"] = list ? alts : alts[0];
-  if (lower(*source) == "auto") {
+  if (lowercase(*source) == "auto") {
     const json detected = {{"confidence", 100}, {"language", r.src}};
     out["detectedLanguage"] = list ? json(std::vector<json>(texts.size(), detected)) : detected;
   }
@@ -353,120 +359,138 @@ HttpResponse TranslationApi::libretranslate(const HttpRequest& rq, Clock::time_p
 }
 
 HttpResponse TranslationApi::deepl(const HttpRequest& rq, Clock::time_point start) {
+  check_deepl_key(rq);
   const Fields f(rq);
-  std::string key = f.text("auth_key").value_or("");
-  for (const char* scheme : {"DeepL-Auth-Key ", "Bearer "})
-    if (rq.authorization.rfind(scheme, 0) == 0) key = rq.authorization.substr(strlen(scheme));
-  if (!key_ok(key)) throw ApiError{403, "Authorization failed: give a valid key"};
   bool list = false;
-  const std::optional<std::vector<std::string>> text = f.texts("text", list);
+  std::optional<std::vector<std::string>> text = f.texts("text", list);
   if (!text) throw ApiError{400, "Value for 'text' not supported."};
   const std::optional<std::string> target = f.text("target_lang");
   if (!target || target->empty()) throw ApiError{400, "Value for 'target_lang' not supported."};
   const std::string tags = f.text("tag_handling").value_or("");
   if (!tags.empty() && tags != "html")
     throw ApiError{400, "Value for 'tag_handling' not supported: " + tags + " (html is)"};
-  check_size(*text);
+  const size_t chars = check_size(*text);
   const Route r = route(f.text("source_lang").value_or("auto"), *target);
   std::vector<TranslationResult> results =
-      translate(*text, r, tags == "html", start + seconds(limits_.seconds));
+      translate(std::move(*text), chars, r, tags == "html", start + seconds(limits_.seconds));
   json out = json::array();
-  std::string detected = r.src;
-  std::transform(detected.begin(), detected.end(), detected.begin(), ::toupper);
+  const std::string detected = upper(r.src);
   for (TranslationResult& t : results)
     out.push_back({{"detected_source_language", detected}, {"text", std::move(t.text)}});
   return {200, "application/json", dump(json{{"translations", out}})};
 }
 
-HttpResponse TranslationApi::languages() const {
-  // LibreTranslate's list: each source language and its targets.
-  std::map<std::string, std::set<std::string>> pairs;
-  for (const auto& e : engines_)
-    for (const auto& [s, targets] : e->pairs()) pairs[s].insert(targets.begin(), targets.end());
-  json out = json::array();
-  for (const auto& [s, targets] : pairs)
-    out.push_back({{"code", s}, {"name", language_name(s)}, {"targets", targets}});
-  return {200, "application/json", dump(out)};
-}
-
-HttpResponse TranslationApi::deepl_languages(const HttpRequest& rq) const {
-  const Fields f(rq);
-  std::string key = f.text("auth_key").value_or("");
+void TranslationApi::check_deepl_key(const HttpRequest& rq) const {
+  std::string key = Fields(rq).text("auth_key").value_or("");
   for (const char* scheme : {"DeepL-Auth-Key ", "Bearer "})
     if (rq.authorization.rfind(scheme, 0) == 0) key = rq.authorization.substr(strlen(scheme));
   if (!key_ok(key)) throw ApiError{403, "Authorization failed: give a valid key"};
-  const bool targets = f.text("type").value_or("source") == "target";
-  std::set<std::string> codes;
-  for (const auto& e : engines_)
-    for (const auto& [s, ts] : e->pairs()) {
-      if (targets)
-        codes.insert(ts.begin(), ts.end());
-      else
-        codes.insert(s);
-    }
-  json out = json::array();
-  for (const std::string& c : codes) {
-    std::string upper = c;
-    std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
-    json l = {{"language", upper}, {"name", language_name(c)}};
-    if (targets) l["supports_formality"] = false;
-    out.push_back(std::move(l));
-  }
-  return {200, "application/json", dump(out)};
 }
 
-HttpResponse TranslationApi::settings() const {
-  json pairs = json::array();
+void TranslationApi::describe_languages() {
+  // LibreTranslate's list: each source language and its targets.
+  std::map<std::string, std::set<std::string>> pairs;
+  std::set<std::string> targets;
   for (const auto& e : engines_)
-    if (!e->multilingual()) pairs.push_back(e->src + "-" + e->tgt);
-  const json out = {{"charLimit", limits_.characters ? json(limits_.characters) : json(-1)},
+    for (const auto& [s, ts] : e->pairs()) {
+      pairs[s].insert(ts.begin(), ts.end());
+      targets.insert(ts.begin(), ts.end());
+    }
+  json list = json::array(), sources = json::array(), deepl_targets = json::array();
+  for (const auto& [s, ts] : pairs) {
+    list.push_back({{"code", s}, {"name", language_name(s)}, {"targets", ts}});
+    sources.push_back({{"language", upper(s)}, {"name", language_name(s)}});
+  }
+  for (const std::string& t : targets)
+    deepl_targets.push_back(
+        {{"language", upper(t)}, {"name", language_name(t)}, {"supports_formality", false}});
+  languages_ = dump(list);
+  deepl_sources_ = dump(sources);
+  deepl_targets_ = dump(deepl_targets);
+  json one_pair = json::array();
+  for (const auto& e : engines_)
+    if (!e->multilingual()) one_pair.push_back(e->src + "-" + e->tgt);
+  settings_ = dump({{"charLimit", limits_.characters ? json(limits_.characters) : json(-1)},
                     {"batchLimit", limits_.texts ? json(limits_.texts) : json(-1)},
                     {"keyRequired", !api_keys_.empty()},
                     {"suggestions", false},
                     {"supportedFilesFormat", json::array()},
-                    {"pairs", pairs}};
-  return {200, "application/json", dump(out)};
+                    {"pairs", one_pair}});
 }
 
+HttpResponse TranslationApi::languages(const HttpRequest&, Clock::time_point) {
+  return {200, "application/json", languages_};
+}
+
+HttpResponse TranslationApi::deepl_languages(const HttpRequest& rq, Clock::time_point) {
+  check_deepl_key(rq);
+  const bool targets = Fields(rq).text("type").value_or("source") == "target";
+  return {200, "application/json", targets ? deepl_targets_ : deepl_sources_};
+}
+
+// DeepL's quota: the characters accepted so far, against no limit (DeepL's
+// clients read count >= limit as a quota used up, so the limit is not 0).
+HttpResponse TranslationApi::deepl_usage(const HttpRequest& rq, Clock::time_point) {
+  check_deepl_key(rq);
+  return {200, "application/json",
+          dump({{"character_count", metrics_.characters()},
+                {"character_limit", uint64_t{1000000000000}}})};
+}
+
+HttpResponse TranslationApi::settings(const HttpRequest&, Clock::time_point) {
+  return {200, "application/json", settings_};
+}
+
+HttpResponse TranslationApi::health(const HttpRequest&, Clock::time_point) {
+  return {200, "application/json", R"({"status":"ok"})"};
+}
+
+HttpResponse TranslationApi::metrics(const HttpRequest&, Clock::time_point) {
+  return {200, "text/plain; version=0.0.4", metrics_.text(queued())};
+}
+
+HttpResponse TranslationApi::page(const HttpRequest&, Clock::time_point) {
+  return {200, "text/html; charset=utf-8", translate_page()};
+}
+
+// Each path, the methods it takes (GET takes HEAD too) and what answers it.
+struct TranslationApi::Endpoint {
+  const char* path;
+  bool get, post;
+  HttpResponse (TranslationApi::*answer)(const HttpRequest&, Clock::time_point);
+};
+
 HttpResponse TranslationApi::handle(const HttpRequest& rq) {
+  static const Endpoint endpoints[] = {
+      {"/translate", false, true, &TranslationApi::libretranslate},
+      {"/languages", true, true, &TranslationApi::languages},
+      {"/frontend/settings", true, false, &TranslationApi::settings},
+      {"/v2/translate", false, true, &TranslationApi::deepl},
+      {"/v2/languages", true, true, &TranslationApi::deepl_languages},
+      {"/v2/usage", true, true, &TranslationApi::deepl_usage},
+      {"/health", true, false, &TranslationApi::health},
+      {"/metrics", true, false, &TranslationApi::metrics},
+      {"/", true, false, &TranslationApi::page},
+      {"/index.html", true, false, &TranslationApi::page}};
   const Clock::time_point start = Clock::now();
-  const bool deepl_api = rq.path.rfind("/v2/", 0) == 0;
+  const Endpoint* endpoint = nullptr;
+  for (const Endpoint& e : endpoints)
+    if (rq.path == e.path) endpoint = &e;
   HttpResponse res;
   try {
+    if (rq.refused) throw ApiError{rq.refused, rq.refused_why};
+    if (!endpoint) throw ApiError{404, "Not found: " + rq.path};
     const bool get = rq.method == "GET" || rq.method == "HEAD", post = rq.method == "POST";
-    if (rq.path == "/translate" && post) {
-      res = libretranslate(rq, start);
-    } else if (rq.path == "/v2/translate" && post) {
-      res = deepl(rq, start);
-    } else if (rq.path == "/languages" && (get || post)) {
-      res = languages();
-    } else if (rq.path == "/v2/languages" && (get || post)) {
-      res = deepl_languages(rq);
-    } else if (rq.path == "/v2/usage" && (get || post)) {
-      res = {200, "application/json", R"({"character_count":0,"character_limit":0})"};
-    } else if (rq.path == "/frontend/settings" && get) {
-      res = settings();
-    } else if (rq.path == "/health" && get) {
-      res = {200, "application/json", R"({"status":"ok"})"};
-    } else if (rq.path == "/metrics" && get) {
-      res = {200, "text/plain; version=0.0.4", metrics_.text(queued())};
-    } else if ((rq.path == "/" || rq.path == "/index.html") && get) {
-      res = {200, "text/html; charset=utf-8", translate_page()};
-    } else {
-      const bool known = rq.path == "/translate" || rq.path == "/v2/translate" ||
-                         rq.path == "/languages" || rq.path == "/health" || rq.path == "/metrics";
-      throw ApiError{known ? 405 : 404,
-                     known ? rq.method + " is not allowed on " + rq.path : "Not found: " + rq.path};
-    }
+    if (!(get && endpoint->get) && !(post && endpoint->post))
+      throw ApiError{405, rq.method + " is not allowed on " + rq.path};
+    res = (this->*endpoint->answer)(rq, start);
   } catch (const ApiError& e) {
-    res = error_response(deepl_api, e);
+    res = error_response(rq.path.rfind("/v2/", 0) == 0, e);
   } catch (const std::exception& e) {
-    res = error_response(deepl_api, {500, std::string("Internal error: ") + e.what()});
+    res = error_response(rq.path.rfind("/v2/", 0) == 0,
+                         {500, std::string("Internal error: ") + e.what()});
   }
-  const bool counted = rq.path == "/translate" || rq.path == "/v2/translate" ||
-                       rq.path == "/languages" || rq.path == "/v2/languages" ||
-                       rq.path == "/health" || rq.path == "/metrics" || rq.path == "/";
-  metrics_.request(counted ? rq.path : "other", res.status,
+  metrics_.request(endpoint ? endpoint->path : "other", res.status,
                    std::chrono::duration<double>(Clock::now() - start).count());
   return res;
 }

@@ -36,12 +36,12 @@ struct ServedModel {
 };
 
 // What one request may ask, and how long it may take. 0: no limit.
+// (The size of a body is the transport's to limit: HttpOptions.)
 struct ServeLimits {
-  size_t body_bytes = size_t{1} << 20;  // the HTTP server's to enforce
-  size_t characters = 20000;            // of all a request's texts
-  size_t texts = 128;                   // in one request
-  size_t queue = 4096;                  // texts waiting, of every request
-  double seconds = 60;                  // from arrival to answer
+  size_t characters = 20000;  // of all a request's texts
+  size_t texts = 128;         // in one request
+  size_t queue = 4096;        // texts waiting, of every request
+  double seconds = 60;        // from arrival to answer
 };
 
 class TranslationApi {
@@ -56,38 +56,44 @@ class TranslationApi {
 
   // Any request: its answer, an error in the shape of the API it was for.
   HttpResponse handle(const HttpRequest& request);
-  // The models and the pairs they serve, a line each.
-  std::string describe() const;
+  // The models and the pairs they serve, a line each; verbose: how each
+  // translates too (TranslationService::describe).
+  std::string describe(bool verbose) const;
   // Takes no more requests; returns once every queued one is translated.
   void close();
-  const ServeLimits& limits() const { return limits_; }
-
-  class Engine;
 
  private:
+  class Engine;
+  struct Endpoint;
   using Clock = TranslationQueue::Clock;
   struct Route;
   Route route(const std::string& source, const std::string& target) const;
-  void check_size(const std::vector<std::string>& texts) const;
-  std::vector<TranslationResult> translate(const std::vector<std::string>& texts, const Route& r,
-                                           bool html, Clock::time_point deadline);
+  size_t check_size(const std::vector<std::string>& texts) const;
+  std::vector<TranslationResult> translate(std::vector<std::string> texts, size_t characters,
+                                           const Route& r, bool html, Clock::time_point deadline);
   HttpResponse libretranslate(const HttpRequest& rq, Clock::time_point start);
   HttpResponse deepl(const HttpRequest& rq, Clock::time_point start);
-  HttpResponse languages() const;
-  HttpResponse deepl_languages(const HttpRequest& rq) const;
-  HttpResponse settings() const;
+  HttpResponse languages(const HttpRequest& rq, Clock::time_point start);
+  HttpResponse deepl_languages(const HttpRequest& rq, Clock::time_point start);
+  HttpResponse deepl_usage(const HttpRequest& rq, Clock::time_point start);
+  HttpResponse settings(const HttpRequest& rq, Clock::time_point start);
+  HttpResponse health(const HttpRequest& rq, Clock::time_point start);
+  HttpResponse metrics(const HttpRequest& rq, Clock::time_point start);
+  HttpResponse page(const HttpRequest& rq, Clock::time_point start);
+  // The key a DeepL request gives (Authorization: DeepL-Auth-Key KEY, or
+  // auth_key) checked.
+  void check_deepl_key(const HttpRequest& rq) const;
   bool key_ok(const std::string& given) const;
   size_t queued() const;
+  // What the lists of languages and the settings say, which the models fix.
+  void describe_languages();
 
   std::vector<std::unique_ptr<Engine>> engines_;
   ServeLimits limits_;
   std::vector<std::string> api_keys_;
   ServerMetrics metrics_;
+  std::string languages_, deepl_sources_, deepl_targets_, settings_;
 };
-
-// A language's English name, as ICU gives it ("de": "German", "zho_Hans":
-// "Chinese (Simplified)"); the code where ICU knows none.
-std::string language_name(const std::string& code);
 
 // The page GET / serves (serve/page.html, built in).
 const std::string& translate_page();

@@ -2,35 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/format.h"
 #include "core/memory.h"
 #include "decode/ensemble.h"
 #include "decode/search.h"
 #include "model/languages.h"
 
 namespace nmt {
-
-namespace {
-
-std::string printf_string(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::string printf_string(const char* format, ...) {
-  va_list args, again;
-  va_start(args, format);
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, format, args);
-  va_end(args);
-  std::string out(static_cast<size_t>(std::max(n, 0)) + 1, '\0');
-  std::vsnprintf(out.data(), out.size(), format, again);
-  va_end(again);
-  out.resize(static_cast<size_t>(std::max(n, 0)));
-  return out;
-}
-
-}  // namespace
 
 ScoringService::ScoringService(ScoreOptions opts, std::function<void(const std::string&)> warn)
     : opts_(std::move(opts)), warn_(std::move(warn)) {
