@@ -8,6 +8,11 @@
 # t(no lines)), and the latency of one short sentence alone: the server's
 # p50 against nmt translate's t(1 line) - t(no lines), medians of ROUNDS.
 # Both run with the same options (--split sentences is the server's default).
+# The target's ratio (64 clients against nmt translate) is measured
+# alternated, ROUNDS pairs of one nmt translate run and SECONDS of 64
+# clients, since a shared machine's speed drifts between minutes; printed:
+# each pair and the median ratio.
+# Last, bench/serve_burst.py: 128 clients connecting at once, five times.
 # Usage: bench/serve_load.sh NMT MODEL [SECONDS] [ROUNDS] [extra options...]
 set -eu
 NMT=$1 MODEL=$2 SECONDS_EACH=${3:-15} ROUNDS=${4:-5}
@@ -92,7 +97,23 @@ rate = r["requests"] / r["seconds"]
 print("| %s | %.1f | %.1f | %.1f | %d | %d |" % (c, rate, r["p50_ms"], r["p99_ms"], r["non2xx"], r["errors"]))' "$c"
 done
 one=$(run_wrk 1 "$W/one.en" "$SECONDS_EACH")
+echo
+echo "alternated, nmt translate on the file then 64 clients for ${SECONDS_EACH} s:"
+ratios=""
+for r in $(seq 1 "$ROUNDS"); do
+  t=$(ROUNDS=1 median_time "$NMT" $T -i "$W/all.en")
+  rate=$(run_wrk 64 "$W/all.en" "$SECONDS_EACH" | python3 -c '
+import json, sys; r = json.loads(sys.stdin.read()); print("%.1f" % (r["requests"] / r["seconds"]))')
+  ratio=$(python3 -c "print('%.3f' % ($rate / ($N / ($t - $t_none))))")
+  ratios="$ratios $ratio"
+  echo "  round $r: nmt translate $(python3 -c "print('%.1f' % ($N / ($t - $t_none)))") sentences/s" \
+    "without its load, 64 clients $rate requests/s: $ratio"
+done
+echo "  median ratio: $(python3 -c "import statistics, sys; print('%.3f' % statistics.median(map(float, sys.argv[1:])))" $ratios)"
+burst=$(python3 "$(dirname "$0")/serve_burst.py" "$PORT" 128 5)
 kill -TERM $PID; wait $PID || true; PID=""
+echo
+echo "$burst"
 python3 - "$N" "$t_all" "$t_one" "$t_none" "$one" <<'EOF'
 import json, sys
 n, t_all, t_one, t_none = int(sys.argv[1]), *map(float, sys.argv[2:5])

@@ -52,6 +52,7 @@ start main $T --batch-limit 50 --char-limit 2000 --body-limit 100000 --client-ti
 check api "$PORT" src.en ref.de
 check concurrent "$PORT" src.en ref.de
 check cors "$PORT" ""
+check burst "$PORT" "$PID"
 stop
 [ "$STATUS" -eq 0 ] || fail "SIGTERM: exit $STATUS ($(cat main.err))"
 grep -q "nmt serve: stopped" main.err || fail "no stop line: $(cat main.err)"

@@ -12,9 +12,15 @@ message naming what failed. Checks:
   inflight PORT N OUT   N requests at once; their answers written to OUT
   cors PORT ORIGIN      CORS headers ("" : none)
   alternatives PORT N   a server with --n-best N gives up to N-1 alternatives
+  burst PORT PID        64 clients connecting while the server is stopped
+                        (SIGSTOP) all complete their handshakes: the listen
+                        backlog holds them, none waits for the kernel's retries
 """
 import json
+import os
 import random
+import select
+import signal
 import socket
 import sys
 import threading
@@ -372,6 +378,41 @@ def check_alternatives(n):
         fail(f"alternatives of a list: {s} {j}")
 
 
+def check_burst(pid, n=64):
+    # With the server stopped nothing is accepted, so what completes its
+    # handshake is what the listen backlog holds; a backlog of 5 (httplib's)
+    # held 6, and the rest waited a second or more for SYN retries.
+    os.kill(pid, signal.SIGSTOP)
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", PORT))
+            socks.append(s)
+        pending, deadline = set(socks), time.time() + 0.5
+        while pending and time.time() < deadline:
+            _, writable, _ = select.select([], list(pending), [], 0.05)
+            pending -= {s for s in writable if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0}
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    if pending:
+        fail(f"{len(pending)} of {n} connections made while the server was stopped were not held by "
+             "the listen backlog")
+    request = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    for s in socks:
+        s.setblocking(True)
+        s.settimeout(30)
+        s.sendall(request)
+    for s in socks:
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+        s.close()
+        if not answer.startswith(b"HTTP/1.1 200"):
+            fail(f"a held connection was answered {answer[:60]!r}")
+
+
 def main():
     global PORT
     check, PORT = sys.argv[1], int(sys.argv[2])
@@ -389,6 +430,8 @@ def main():
         check_cors(args[0])
     elif check == "alternatives":
         check_alternatives(int(args[0]))
+    elif check == "burst":
+        check_burst(int(args[0]))
     else:
         fail("unknown check " + check)
 

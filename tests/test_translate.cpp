@@ -3,6 +3,7 @@
 // invalid UTF-8 and over-long lines are reported with their line numbers.
 #include <algorithm>
 #include <sstream>
+#include <thread>
 
 #include "decode/translator.h"
 #include "io/text_file.h"
@@ -130,4 +131,47 @@ TEST_CASE("continuous batching translates as static batches do, whatever the bat
       for (size_t k = 0; k < order.size(); ++k) CHECK(same[k].text == got[k].text);
       CHECK(off.joined() == 0);
     }
+}
+
+TEST_CASE("windows given from several threads at once translate as each does alone",
+          "[translate]") {
+  LoadedModel& m = random_model();
+  auto lines = io::read_lines(std::string(NMT_DATA_DIR) + "/joeynmt-toy/train.en");
+  lines.resize(std::min<size_t>(lines.size(), 96));
+  SearchOptions opts;
+  opts.beam = 2;
+  opts.max_len_a = 0.5f;
+  opts.max_len_b = 2;
+  Translator alone(m, opts, 100000, {}, 1, 1);
+  const auto want = alone.translate(lines);
+  for (bool continuous : {false, true}) {
+    INFO("continuous " << continuous);
+    // Small batches, so that each window has several and the windows'
+    // batches interleave among the workers.
+    Translator shared(m, opts, 40, {}, 3, 1);
+    shared.set_continuous(continuous);
+    constexpr size_t kThreads = 6;
+    std::vector<std::vector<TranslationResult>> got(kThreads);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        // Thread t's windows: every kThreads-th line from t, a few at a time.
+        for (size_t at = t; at < lines.size(); at += kThreads * 4) {
+          std::vector<std::string> window;
+          for (size_t i = at; i < std::min(lines.size(), at + kThreads * 4); i += kThreads)
+            window.push_back(lines[i]);
+          for (auto& r : shared.translate(window)) got[t].push_back(std::move(r));
+        }
+      });
+    for (auto& th : threads) th.join();
+    shared.wait_for_idle_worker();  // returns: every window is done
+    for (size_t t = 0; t < kThreads; ++t)
+      for (size_t k = 0; k < got[t].size(); ++k) {
+        const size_t i = t + k * kThreads;
+        INFO("line " << i);
+        REQUIRE(i < want.size());
+        CHECK(got[t][k].text == want[i].text);
+        CHECK(got[t][k].score == Approx(want[i].score).margin(1e-4));
+      }
+  }
 }

@@ -64,6 +64,7 @@ Translator::~Translator() {
     stopping_ = true;
   }
   work_ready_.notify_all();
+  worker_idle_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
@@ -82,14 +83,14 @@ void Translator::set_continuous(bool on) {
 
 // What a worker's search translates: the rest of the batch it started
 // (another worker's search may have taken its first sentences), then, with
-// continuous batching, the window's next sentences that no search has taken
+// continuous batching, its window's next sentences that no search has taken
 // yet, in the window's order (longest first), as places free up.
 class Translator::Feed final : public SearchFeed {
  public:
   // The batch's sentences from `from` are this worker's from here on, so
   // they count as done even if the search throws before it starts them.
-  Feed(Translator& tr, Batch& batch, size_t from)
-      : tr_(tr), batch_(batch), from_(from), taken_(batch.src.size() - from) {}
+  Feed(Translator& tr, Window& window, Batch& batch, size_t from)
+      : tr_(tr), window_(window), batch_(batch), from_(from), taken_(batch.src.size() - from) {}
   void first(std::vector<const SearchRequest*>& reqs,
              std::vector<std::vector<Hypothesis>*>& outs) override {
     for (size_t k = from_; k < batch_.src.size(); ++k) {
@@ -101,28 +102,33 @@ class Translator::Feed final : public SearchFeed {
             std::vector<const SearchRequest*>& reqs,
             std::vector<std::vector<Hypothesis>*>& outs) override {
     std::lock_guard<std::mutex> lock(tr_.mu_);
-    std::vector<Batch>& jobs = *tr_.jobs_;
-    while (n > 0 && tr_.next_job_ < jobs.size()) {
-      Batch& b = jobs[tr_.next_job_];
-      const size_t k = tr_.next_sentence_;
+    Window& w = window_;
+    std::vector<Batch>& jobs = *w.batches;
+    while (n > 0 && w.next_job < jobs.size()) {
+      Batch& b = jobs[w.next_job];
+      const size_t k = w.next_sentence;
       if (!fits(b.src[k])) break;
       reqs.push_back(&b.src[k]);
       outs.push_back(&b.hyps[k]);
       ++taken_, ++tr_.joined_, --n;
-      if (++tr_.next_sentence_ == b.src.size()) ++tr_.next_job_, tr_.next_sentence_ = 0;
+      if (++w.next_sentence < b.src.size()) continue;
+      w.next_sentence = 0;
+      // Its last batch taken, the window leaves the queue (it is the
+      // front: windows are handed out in order).
+      if (++w.next_job == jobs.size()) tr_.windows_.pop_front();
     }
   }
   // A batch's own rule (sentences x their longest source, at most
   // batch_tokens) at the batch's source width.
   int64_t capacity(int64_t S) const override {
-    return tr_.window_continuous_
-               ? std::max<int64_t>(1, tr_.batch_tokens_ / std::max<int64_t>(1, S))
-               : 0;
+    return window_.continuous ? std::max<int64_t>(1, tr_.batch_tokens_ / std::max<int64_t>(1, S))
+                              : 0;
   }
   size_t taken() const { return taken_; }
 
  private:
   Translator& tr_;
+  Window& window_;
   Batch& batch_;
   size_t from_;
   size_t taken_;
@@ -135,34 +141,44 @@ void Translator::work(int) {
   ops::set_num_threads(threads);
   DecodeState state;
   Activations acts;  // the attention pass, when asked for
-  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    std::unique_lock<std::mutex> lock(mu_);
-    work_ready_.wait(lock, [&] { return stopping_ || (generation_ != seen && jobs_); });
+    ++idle_;
+    worker_idle_.notify_all();
+    work_ready_.wait(lock, [&] { return stopping_ || !windows_.empty(); });
+    --idle_;
     if (stopping_) return;
-    if (next_job_ >= jobs_->size()) {
-      seen = generation_;  // this window is handed out; wait for the next
-      continue;
-    }
     // Fewer batches than workers leave workers idle: those busy take their cores.
-    const int busy = static_cast<int>(std::min<size_t>(jobs_->size(), workers_));
+    size_t waiting = 0;
+    for (const Window* w : windows_) waiting += w->batches->size() - w->next_job;
+    const int busy = static_cast<int>(std::min<size_t>(running_ + waiting, workers_));
     const int want = adapt_threads_ ? std::max(1, cores_ / busy) : threads_per_worker_;
-    Batch& b = (*jobs_)[next_job_++];
-    Feed feed(*this, b, next_sentence_);
-    next_sentence_ = 0;
+    Window& w = *windows_.front();
+    Batch& b = (*w.batches)[w.next_job++];
+    Feed feed(*this, w, b, w.next_sentence);
+    w.next_sentence = 0;
+    if (w.next_job == w.batches->size()) windows_.pop_front();
+    ++running_;
     lock.unlock();
     if (want != threads) ops::set_num_threads(threads = want);
+    std::exception_ptr error;
     try {
       search(decoder_, feed, opts_, state);
       if (std::find(b.align.begin(), b.align.end(), 1) != b.align.end()) attend(b, acts);
     } catch (...) {
-      std::lock_guard<std::mutex> g(mu_);
-      if (!error_) error_ = std::current_exception();
+      error = std::current_exception();
     }
     lock.lock();
-    sentences_done_ += feed.taken();
-    if (sentences_done_ == sentences_) work_done_.notify_all();
+    --running_;
+    if (error && !w.error) w.error = error;
+    w.done += feed.taken();
+    if (w.done == w.sentences) work_done_.notify_all();
   }
+}
+
+void Translator::wait_for_idle_worker() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  worker_idle_.wait(lock, [&] { return stopping_ || (idle_ > 0 && windows_.empty()); });
 }
 
 // Cleaned, encoded and truncated lines of a window; empty ones stay empty,
@@ -219,8 +235,7 @@ void Translator::warn_if_unknown(const std::vector<int32_t>& src, int64_t line_n
   const int32_t unk = model_.config.source_unk();
   if (unk < 0 || src.size() < 2 || !warn_ || warned_unknown_) return;
   const auto n = std::count(src.begin(), src.end(), unk);
-  if (2 * n <= static_cast<int64_t>(src.size())) return;
-  warned_unknown_ = true;
+  if (2 * n <= static_cast<int64_t>(src.size()) || warned_unknown_.exchange(true)) return;
   warn_("line " + std::to_string(line_no) + ": " + std::to_string(n) + " of its " +
         std::to_string(src.size()) +
         " tokens are not in the model's vocabulary (read as <unk>); is the text tokenised as "
@@ -309,24 +324,19 @@ std::vector<Translator::Batch> Translator::make_batches(std::vector<SearchReques
 }
 
 // Hands the batches to the workers and waits for all of them.
-void Translator::run(std::vector<Batch>& batches) {
-  std::unique_lock<std::mutex> lock(mu_);
-  jobs_ = &batches;
-  next_job_ = next_sentence_ = 0;
-  sentences_ = sentences_done_ = 0;
+void Translator::run(std::vector<Batch>& batches, bool continuous) {
+  Window w;
+  w.batches = &batches;
+  w.continuous = continuous;
   for (Batch& b : batches) {
     b.hyps.assign(b.src.size(), {});
-    sentences_ += b.src.size();
+    w.sentences += b.src.size();
   }
-  ++generation_;
+  std::unique_lock<std::mutex> lock(mu_);
+  windows_.push_back(&w);
   work_ready_.notify_all();
-  work_done_.wait(lock, [&] { return sentences_done_ == sentences_; });
-  jobs_ = nullptr;
-  if (error_) {
-    std::exception_ptr e = error_;
-    error_ = nullptr;
-    std::rethrow_exception(e);
-  }
+  work_done_.wait(lock, [&] { return w.done == w.sentences; });
+  if (w.error) std::rethrow_exception(w.error);
 }
 
 std::vector<TranslationResult> Translator::translate(const std::vector<std::string>& lines,
@@ -354,8 +364,7 @@ std::vector<TranslationResult> Translator::translate(
       b.align.push_back(attention_.alignments || attention_.matrix || requests[i].align);
     aligns = aligns || std::find(b.align.begin(), b.align.end(), 1) != b.align.end();
   }
-  window_continuous_ = continuous_ && !aligns;
-  run(batches);
+  run(batches, continuous_ && !aligns);
   for (Batch& b : batches)
     for (size_t k = 0; k < b.src.size(); ++k) {
       TranslationResult& r = out[b.index[k]];

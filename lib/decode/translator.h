@@ -14,8 +14,10 @@
 // output depends neither on the batching nor on the number of workers.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -141,10 +143,17 @@ class Translator {
   int threads_per_worker() const { return threads_per_worker_; }
   int64_t batch_tokens() const { return batch_tokens_; }
 
+  // Windows given from several threads at once queue in the pool: a worker
+  // that finishes a batch starts the next window's first while the last
+  // window's other batches run.
   std::vector<TranslationResult> translate(const std::vector<std::string>& lines,
                                            int64_t first_line = 1);
   std::vector<TranslationResult> translate(const std::vector<TranslationRequest>& requests,
                                            int64_t first_line = 1);
+  // Blocks until a worker waits with nothing to start: a window given now
+  // would start at once. A caller with work arriving (a server) gathers it
+  // until then, so that it goes out as one window instead of many small ones.
+  void wait_for_idle_worker() const;
 
  private:
   struct Batch {
@@ -158,9 +167,18 @@ class Translator {
                                     int64_t first_line) const;
   bool encode_extras(const TranslationRequest& rq, int64_t line_no, SearchRequest& out) const;
   void warn_if_unknown(const std::vector<int32_t>& src, int64_t line_no) const;
+  // A translate() call's batches in the pool.
+  struct Window {
+    std::vector<Batch>* batches = nullptr;
+    size_t next_job = 0;       // the first batch no worker has started
+    size_t next_sentence = 0;  // its first sentence no running batch has taken
+    size_t sentences = 0, done = 0;
+    bool continuous = false;  // its batches take in its later sentences: none wants a map
+    std::exception_ptr error;
+  };
   std::vector<Batch> make_batches(std::vector<SearchRequest>& ids) const;
   void attend(Batch& b, Activations& acts) const;
-  void run(std::vector<Batch>& batches);
+  void run(std::vector<Batch>& batches, bool continuous);
   void work(int worker);
   class Feed;
 
@@ -175,20 +193,16 @@ class Translator {
   int workers_;
   bool adapt_threads_;  // threads were not given: share the cores among busy workers
   bool continuous_;     // sentences join running batches (not with attention maps)
-  bool window_continuous_ = false;       // the window's batches do: none wants an alignment
-  mutable bool warned_unknown_ = false;  // encode() runs on the caller's thread only
+  mutable std::atomic<bool> warned_unknown_{false};
 
-  // The pool: a window's batches, handed out one at a time.
+  // The pool: windows' batches, handed out one at a time in the order the
+  // windows came.
   mutable std::mutex mu_;
-  std::condition_variable work_ready_, work_done_;
-  std::vector<Batch>* jobs_ = nullptr;
-  size_t next_job_ = 0;       // the first batch no worker has started
-  size_t next_sentence_ = 0;  // its first sentence no running batch has taken
-  size_t sentences_ = 0, sentences_done_ = 0;
+  mutable std::condition_variable work_ready_, work_done_, worker_idle_;
+  std::deque<Window*> windows_;  // those with batches no worker has started
+  int running_ = 0, idle_ = 0;   // workers on a batch, workers waiting for one
   int64_t joined_ = 0;
-  uint64_t generation_ = 0;
   bool stopping_ = false;
-  std::exception_ptr error_;
   std::vector<std::thread> threads_;
 };
 

@@ -21,8 +21,15 @@ class HttplibTransport final : public HttpTransport {
     configure();
   }
   int bind() override {
-    if (o.port == 0) return server.bind_to_any_port(o.host);
-    return server.bind_to_port(o.host, o.port) ? o.port : -1;
+    const int port = o.port == 0                           ? server.bind_to_any_port(o.host)
+                     : server.bind_to_port(o.host, o.port) ? o.port
+                                                           : -1;
+    // httplib listens with a backlog of 5: 64 clients connecting at once
+    // overflow it, and the connections it drops wait for the kernel's
+    // retries (1, 3, 7 s), which showed as a p99 of 6 s under load. Linux
+    // takes a second listen() as the new backlog.
+    if (port > 0 && listening >= 0) ::listen(listening, SOMAXCONN);
+    return port;
   }
   void serve() override { server.listen_after_bind(); }
   void stop() override { server.stop(); }
@@ -31,6 +38,7 @@ class HttplibTransport final : public HttpTransport {
   HttpHandler handler;
   HttpOptions o;
   httplib::Server server;
+  socket_t listening = -1;  // the last socket httplib made to bind
 
   void answer(const httplib::Request& req, httplib::Response& res) {
     HttpRequest rq;
@@ -72,9 +80,10 @@ class HttplibTransport final : public HttpTransport {
     server.set_tcp_nodelay(true);
     // SO_REUSEADDR alone: httplib's default adds SO_REUSEPORT, with which a
     // second server on a port in use shares it silently instead of failing.
-    server.set_socket_options([](socket_t sock) {
+    server.set_socket_options([this](socket_t sock) {
       int yes = 1;
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+      listening = sock;
     });
     auto to_api = [this](const httplib::Request& req, httplib::Response& res) { answer(req, res); };
     server.Get(".*", to_api);

@@ -25,8 +25,10 @@ TranslationQueue::TranslationQueue(std::unique_ptr<TranslationService> service, 
     : service_(std::move(service)),
       max_queued_(max_queued),
       window_(std::max<size_t>(1, window)),
-      on_window_(std::move(on_window)),
-      thread_([this] { loop(); }) {}
+      on_window_(std::move(on_window)) {
+  for (int w = 0; w < std::max(1, service_->workers()); ++w)
+    threads_.emplace_back([this] { loop(); });
+}
 
 TranslationQueue::~TranslationQueue() { close(); }
 
@@ -36,7 +38,8 @@ void TranslationQueue::close() {
     closed_ = true;
   }
   ready_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
 }
 
 std::optional<TranslationQueue::Ticket> TranslationQueue::submit(std::vector<TextRequest> texts) {
@@ -56,22 +59,29 @@ std::optional<TranslationQueue::Ticket> TranslationQueue::submit(std::vector<Tex
 
 void TranslationQueue::loop() {
   for (;;) {
-    std::vector<std::shared_ptr<Ticket::Job>> window;
     {
       std::unique_lock<std::mutex> lock(mu_);
       ready_.wait(lock, [&] { return closed_ || !jobs_.empty(); });
       if (jobs_.empty()) return;  // closed, and everything translated
-      // Whatever gathered while the last window ran, up to a window.
-      size_t texts = 0;
-      while (!jobs_.empty() && (window.empty() || texts + jobs_.front()->texts.size() <= window_)) {
-        texts += jobs_.front()->texts.size();
-        window.push_back(std::move(jobs_.front()));
-        jobs_.pop_front();
-      }
-      queued_ -= texts;
     }
-    translate(window);
+    // Requests go on gathering while every worker is busy.
+    service_->wait_for_idle_worker();
+    std::vector<std::shared_ptr<Ticket::Job>> window = take();
+    if (!window.empty()) translate(window);
   }
+}
+
+std::vector<std::shared_ptr<TranslationQueue::Ticket::Job>> TranslationQueue::take() {
+  std::vector<std::shared_ptr<Ticket::Job>> window;
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t texts = 0;
+  while (!jobs_.empty() && (window.empty() || texts + jobs_.front()->texts.size() <= window_)) {
+    texts += jobs_.front()->texts.size();
+    window.push_back(std::move(jobs_.front()));
+    jobs_.pop_front();
+  }
+  queued_ -= texts;
+  return window;
 }
 
 void TranslationQueue::translate(std::vector<std::shared_ptr<Ticket::Job>>& jobs) {

@@ -1,10 +1,12 @@
 // Requests from many threads, translated together: a service's requests
-// (an HTTP server's, one thread per connection) wait here, and one thread
-// takes whatever has gathered while the last window ran and hands it to the
-// TranslationService as one window. Sentences of concurrent requests so
-// share batches; each one's translation is what it would be alone (the
-// translator's batch-invariance), so a request's result does not depend on
-// what else was in flight.
+// (an HTTP server's, one thread per connection) wait here until a
+// translator worker has nothing to start, and then whatever has gathered
+// goes to the TranslationService as one window. Sentences of concurrent
+// requests so share batches, and a worker that finishes its batch of one
+// window starts the next window while the last one's other batches run
+// (one thread per worker hands windows over). Each request's translation is
+// what it would be alone (the translator's batch-invariance), so its result
+// does not depend on what else was in flight.
 #pragma once
 
 #include <atomic>
@@ -66,6 +68,8 @@ class TranslationQueue {
 
  private:
   void loop();
+  // Whatever has gathered, up to a window (empty: nothing has).
+  std::vector<std::shared_ptr<Ticket::Job>> take();
   void translate(std::vector<std::shared_ptr<Ticket::Job>>& jobs);
 
   std::unique_ptr<TranslationService> service_;
@@ -76,7 +80,7 @@ class TranslationQueue {
   std::condition_variable ready_;
   std::deque<std::shared_ptr<Ticket::Job>> jobs_;
   bool closed_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace nmt

@@ -378,6 +378,9 @@ std::vector<TranslationResult> TranslationService::translate_parsed(
   requests.reserve(parsed.size());
   std::vector<LineLayout> layouts;
   layouts.reserve(parsed.size());
+  // The splitter is one object; the translator takes windows from several
+  // threads at once.
+  std::unique_lock<std::mutex> prepare(prepare_mu_);
   for (size_t i = 0; i < parsed.size(); ++i) {
     TranslationRequest& rq = parsed[i];
     // The line's languages, or the options', go with each request it becomes.
@@ -388,6 +391,7 @@ std::vector<TranslationResult> TranslationService::translate_parsed(
     for (size_t k = before; k < requests.size(); ++k)
       requests[k].source_lang = source_lang, requests[k].target_lang = target_lang;
   }
+  prepare.unlock();
   if (segments) *segments = requests.size();
   std::vector<TranslationResult> results = translator_->translate(requests, first);
   std::vector<TranslationResult> out;
@@ -396,9 +400,17 @@ std::vector<TranslationResult> TranslationService::translate_parsed(
   return out;
 }
 
+void TranslationService::wait_for_idle_worker() const { translator_->wait_for_idle_worker(); }
+
+int TranslationService::workers() const { return translator_->workers(); }
+
 std::vector<TranslationResult> TranslationService::translate_texts(
     const std::vector<TextRequest>& texts, size_t* segments) {
-  input_name_ = "<request>";
+  {
+    // Written once: warnings of other threads' windows read it.
+    std::lock_guard<std::mutex> lock(prepare_mu_);
+    if (input_name_ != kRequestName) input_name_ = kRequestName;
+  }
   std::vector<TranslationRequest> parsed(texts.size());
   std::vector<char> html(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -136,9 +137,15 @@ class TranslationService {
   // options' output format, results as the translator gives them (the
   // text, n-best, scores) with their lines joined. Ill-formed UTF-8 is
   // replaced, sentences the model cannot take are cut. segments: how many
-  // the model translated. Not to be called from two threads at once.
+  // the model translated. Threads may call it at once (their windows queue
+  // in the translator's pool), but not beside the other translate calls.
   std::vector<TranslationResult> translate_texts(const std::vector<TextRequest>& texts,
                                                  size_t* segments = nullptr);
+  // Blocks until a translator worker waits with nothing to start
+  // (Translator::wait_for_idle_worker).
+  void wait_for_idle_worker() const;
+  // The translator's workers: how many windows can run at once.
+  int workers() const;
   // Ranks other than 0: windows until rank 0 sends end_windows.
   void serve_windows(Comm& comm);
   static void end_windows(Comm& comm);
@@ -192,7 +199,9 @@ class TranslationService {
   TranslateOptions opts_;
   std::function<void(const std::string&)> warn_;
   std::optional<SentenceSplitter> splitter_;
+  static constexpr const char* kRequestName = "<request>";
   std::string input_name_;  // of the input being read, for warnings
+  std::mutex prepare_mu_;   // laying requests out (the splitter)
   RequestFormat request_format_;
   std::vector<LoadedModel> models_;
   std::optional<Ensemble> ensemble_;
