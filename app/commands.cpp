@@ -33,6 +33,7 @@
 #include "model/transformer.h"
 #include "nmt_build_info.h"
 #include "ops/ops.h"
+#include "serve/http_server.h"
 #include "service/translation_service.h"
 #include "train/options.h"
 
@@ -200,7 +201,7 @@ std::string flag_of(const std::string& key) {
 
 std::string version_text() {
   return std::string("nmt ") + NMT_VERSION + " (commit " + NMT_GIT_COMMIT + ", " + NMT_BUILD_TYPE +
-         " build)\nbackends: " + backends_info() +
+         " build)\nbackends: " + backends_info() + "\nserve: " + http_build_info() +
          "\nnumerics: " + backend(Device::CPU).numerics();
 }
 
@@ -351,6 +352,7 @@ void register_all(CLI::App& app) {
   register_shortlist(app);
   register_serve(app);
   register_summary(app);
+  register_docs(app);
   for (const CLI::App* cmd : app.get_subcommands([](const CLI::App*) { return true; }))
     for (const CLI::Option* o : cmd->get_options())
       for (std::string name : o->get_lnames()) {

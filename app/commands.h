@@ -25,6 +25,7 @@ void register_attention(CLI::App& app);
 void register_convert(CLI::App& app);
 void register_shortlist(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_docs(CLI::App& app);
 void register_all(CLI::App& app);
 
 // Commands that finish with a non-zero status without an error set it here.

@@ -59,6 +59,18 @@ std::vector<std::string> command_names(const CLI::App& app) {
   return names;
 }
 
+// The commands --help lists, as a sentence: "a, b and c".
+std::string listed(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub :
+       app.get_subcommands([](const CLI::App* c) { return !c->get_group().empty(); }))
+    names.push_back(sub->get_name());
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return s;
+}
+
 std::vector<std::string> option_names(const CLI::App* cmd) {
   std::vector<std::string> names;
   for (const CLI::Option* o : cmd->get_options()) {
@@ -139,9 +151,7 @@ int main(int argc, char** argv) {
   try {
     if (args[0][0] != '-' && std::find(commands.begin(), commands.end(), args[0]) == commands.end())
       throw UsageError("'" + args[0] + "' is not an nmt command" +
-                       nmt::did_you_mean(args[0], commands) +
-                       "; the commands are train, "
-                       "translate, score, attention, info, quantize and summary");
+                       nmt::did_you_mean(args[0], commands) + "; the commands are " + listed(app));
     if (args[0][0] != '-') prefix = "nmt " + args[0];
     // Several ranks of another command would each write the same outputs.
     if (args[0][0] != '-' && args[0] != "train" && args[0] != "translate" &&

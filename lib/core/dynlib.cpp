@@ -38,13 +38,18 @@ Module open_module(const char* env_var, const std::string& file_name, const std:
     const fs::path p = fs::absolute(fs::path(env), ec);
     paths.push_back(ec ? fs::path(env) : p);
   } else {
-    // Beside libnmt.so where a program links it, then beside the binary.
-    if (const std::string code = code_directory(); !code.empty())
+    // Where a program links libnmt.so: beside it (a build tree) or in its
+    // nmt/ (installed). Then beside the binary (a build tree), or where
+    // `cmake --install` puts them relative to it (LIBDIR/nmt), so that an
+    // installed tree works wherever it is moved.
+    if (const std::string code = code_directory(); !code.empty()) {
       paths.push_back(fs::path(code) / file_name);
+      paths.push_back(fs::path(code) / "nmt" / file_name);
+    }
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     if (!ec) {
       paths.push_back(exe.parent_path() / file_name);
-      paths.push_back(exe.parent_path().parent_path() / "lib" / file_name);
+      paths.push_back((exe.parent_path() / NMT_MODULES_FROM_BIN / file_name).lexically_normal());
     }
     paths.emplace_back(built_path);
   }
