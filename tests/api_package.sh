@@ -67,4 +67,21 @@ grep -q "^translate: beam=x: expected a number$" err.txt || fail "beam=x: $(cat 
 ex/translate missing.nmt <in.en >/dev/null 2>err.txt
 [ $? -eq 1 ] || fail "a missing model: expected exit 1"
 grep -q "^error: .*missing.nmt" err.txt || fail "a missing model: $(cat err.txt)"
-echo "api_package: installed package, examples built against it, outputs equal nmt's"
+# The installed tree moved elsewhere: the binary and libnmt open the moved
+# tree's modules (glibc's LD_DEBUG names each file dlopen maps), its pages
+# and completions are there.
+for f in share/man/man1/nmt-translate.1 share/bash-completion/completions/nmt \
+  share/zsh/vendor-completions/_nmt share/fish/vendor_completions.d/nmt.fish; do
+  [ -e "prefix/$f" ] || fail "cmake --install wrote no $f"
+done
+mv prefix moved
+modules=$(ls moved/lib/nmt/ 2>/dev/null)
+[ -n "$modules" ] || fail "cmake --install put no module in lib/nmt"
+LD_DEBUG=files moved/bin/nmt --version >version.txt 2>ld.txt || fail "moved nmt --version: $(cat version.txt)"
+for m in $modules; do
+  grep -q "file=$WORK/moved/lib/nmt/$m .*dynamically loaded" ld.txt ||
+    fail "the moved binary did not open its own $m: $(grep -o "file=[^ ]*$m" ld.txt | head -1)"
+done
+moved/bin/nmt translate -m m.nmt <in.en >moved.txt 2>nmt.err || fail "moved nmt translate: $(cat nmt.err)"
+cmp -s nmt.txt moved.txt || fail "the moved nmt translates otherwise"
+echo "api_package: installed package, examples built against it, outputs equal nmt's; moved, it finds its own modules"
