@@ -57,9 +57,13 @@ void register_attention(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "attention",
       "Draw one sentence's attention as a heat map (PNG, SVG or PDF by the extension of -o)");
-  cmd->add_option("-m,--model", o->model, "Model file written by nmt train")->required();
+  cmd->add_option("-m,--model", o->model, "Model file written by nmt train")
+      ->type_name("FILE")
+      ->required();
   cmd->add_option("sentence", o->sentence, "The source sentence")->required();
-  cmd->add_option("-o,--output", o->output, "The picture: .png, .svg or .pdf")->required();
+  cmd->add_option("-o,--output", o->output, "The picture: .png, .svg or .pdf")
+      ->type_name("FILE")
+      ->required();
   cmd->add_option("--kind", o->kind,
                   "self (encoder self-attention), cross (encoder-decoder) or decoder-self")
       ->check(CLI::IsMember({"self", "cross", "decoder-self"}));

@@ -28,19 +28,22 @@ void register_convert(CLI::App& app) {
   cmd->add_option("src", o->src,
                   "The model: a Marian .npz file or a directory holding one, or a "
                   "CTranslate2 model directory")
+      ->type_name("PATH")
       ->required();
-  cmd->add_option("-o,--out", o->out, "The .nmt file to write")->required();
+  cmd->add_option("-o,--out", o->out, "The .nmt file to write")->type_name("FILE")->required();
   cmd->add_option("--from", o->c.from, "What SRC is (default: detected)")
       ->check(CLI::IsMember({"marian", "ctranslate2", "hf"}));
   cmd->add_option("--spm", o->c.spm,
                   "SentencePiece model(s) that cut text into the vocabulary's pieces: one for "
                   "both sides, or the source's then the target's (Marian: default source.spm and "
                   "target.spm beside the model)")
+      ->type_name("FILE")
       ->expected(1, 2);
   cmd->add_option("--vocab", o->c.vocab,
                   "Marian: the vocabulary (.yml, .json, .spm or one token per line): one for "
                   "both sides, or the source's then the target's (default: decoder.yml's, or "
                   "the *vocab.yml beside the model)")
+      ->type_name("FILE")
       ->expected(1, 2);
   cmd->callback([o] {
     io::check_output_path(o->out, "-o");

@@ -18,8 +18,18 @@ struct Flag {
   std::string help, value, fallback;
   std::vector<std::string> choices;  // a fixed set of values
   bool takes_value = false, repeats = false, positional = false;
-  bool file = false;  // its value names a file or directory (else free text or a number)
+  bool file = false;  // its value is a path (else free text or a number)
 };
+
+// The first sentence or clause, for a completion menu's one line.
+std::string brief(const std::string& help) {
+  size_t end = help.size();
+  for (const char* stop : {". ", "; ", ": ", " ("}) end = std::min(end, help.find(stop));
+  std::string b = help.substr(0, std::min<size_t>(end, 90));
+  for (char& c : b)
+    if (c == '\n' || c == '\t') c = ' ';
+  return b;
+}
 
 // CLI11's type name: "TEXT", "INT:INT in [1 - 1024]", "TEXT:{a,b}".
 Flag flag_of_option(const CLI::Option* o) {
@@ -32,10 +42,9 @@ Flag flag_of_option(const CLI::Option* o) {
   f.repeats = o->get_expected_max() > 1;
   const std::string type = o->get_type_name();
   f.value = type.substr(0, type.find(':'));
-  std::string lower = f.help;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  f.file = f.value == "TEXT" &&
-           (lower.find("file") != std::string::npos || lower.find("director") != std::string::npos);
+  // The commands declare a path's value as FILE, DIR or PATH (a file or a
+  // directory); TEXT is free text.
+  f.file = f.value == "FILE" || f.value == "DIR" || f.value == "PATH";
   if (const size_t open = type.find('{'), close = type.rfind('}');
       open != std::string::npos && close != std::string::npos && close > open) {
     std::string list = type.substr(open + 1, close - open - 1);
@@ -58,16 +67,6 @@ std::vector<Flag> flags_of(const CLI::App* cmd) {
 
 std::vector<const CLI::App*> commands_of(const CLI::App& app) {
   return app.get_subcommands([](const CLI::App* c) { return !c->get_group().empty(); });
-}
-
-// The first sentence or clause, for a completion menu's one line.
-std::string brief(const std::string& help) {
-  size_t end = help.size();
-  for (const char* stop : {". ", "; ", ": ", " ("}) end = std::min(end, help.find(stop));
-  std::string b = help.substr(0, std::min<size_t>(end, 90));
-  for (char& c : b)
-    if (c == '\n' || c == '\t') c = ' ';
-  return b;
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -159,7 +158,7 @@ void write_manual(const CLI::App& app, const std::string& dir) {
 // ---- completion scripts ----
 
 std::string bash_command(const CLI::App* cmd) {
-  std::vector<std::string> all, files, others;
+  std::vector<std::string> all, files, dirs, others;
   std::string choices;
   for (const Flag& f : flags_of(cmd)) {
     if (f.positional) continue;
@@ -170,12 +169,15 @@ std::string bash_command(const CLI::App* cmd) {
       choices += "      " + names + ") COMPREPLY=($(compgen -W " +
                  single_quoted(joined(f.choices)) + " -- \"$cur\")); return ;;\n";
     else
-      (f.file ? files : others).push_back(names);
+      (f.value == "DIR" ? dirs : f.file ? files : others).push_back(names);
   }
   std::string s = "    " + cmd->get_name() + ")\n      case \"$prev\" in\n" + choices;
   if (!files.empty())
     s += "      " + joined(files, "|") +
          ") compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n";
+  if (!dirs.empty())
+    s += "      " + joined(dirs, "|") +
+         ") compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n";
   if (!others.empty()) s += "      " + joined(others, "|") + ") return ;;\n";
   s += "      esac\n      opts=" + single_quoted(joined(all)) + " ;;\n";
   return s;
@@ -226,6 +228,7 @@ std::string zsh_flag(const Flag& f) {
   if (f.takes_value)
     spec += ":" + zsh_text(f.value) + ":" +
             (!f.choices.empty() ? "(" + joined(f.choices) + ")"
+             : f.value == "DIR" ? std::string("_files -/")
              : f.file           ? std::string("_files")
                                 : std::string(" "));
   return "    " + spec + "' \\\n";
@@ -276,6 +279,7 @@ std::string fish_script(const CLI::App& app) {
         line += (n[1] == '-' ? " -l " + n.substr(2) : " -s " + n.substr(1));
       if (f.takes_value)
         line += !f.choices.empty() ? " -x -a " + single_quoted(joined(f.choices))
+                : f.value == "DIR" ? std::string(" -x -a '(__fish_complete_directories)'")
                 : f.file           ? std::string(" -r -F")
                                    : std::string(" -x");
       s += line + " -d " + single_quoted(brief(f.help)) + "\n";
@@ -306,7 +310,7 @@ void register_docs(CLI::App& app) {
   auto dir = std::make_shared<std::string>();
   auto* manual = app.add_subcommand("manual", "Write the man pages (nmt.1, nmt-COMMAND.1)");
   manual->group("");
-  manual->add_option("dir", *dir, "Directory to write them into")->required();
+  manual->add_option("dir", *dir, "Directory to write them into")->type_name("DIR")->required();
   manual->callback([&app, dir] { write_manual(app, *dir); });
 }
 

@@ -153,13 +153,16 @@ std::string names_of(const std::string& key) {
 // options sacrebleu has that change nothing here.
 void add_metric_options(CLI::App* cmd, ScoreCli& cli) {
   auto add = [&](CLI::Option* o) { cli.metric_only.push_back(o); };
-  add(cmd->add_option("refs", cli.refs, "Reference files (.gz ok), as sacrebleu takes them"));
+  add(cmd->add_option("refs", cli.refs, "Reference files (.gz ok), as sacrebleu takes them")
+          ->type_name("FILE"));
   // One value per -r so that a trailing file is not taken for a reference.
   add(cmd->add_option("-r,--ref", cli.ref_opts, "Reference file; repeat -r for several")
+          ->type_name("FILE")
           ->allow_extra_args(false));
   add(cmd->add_option("-i,--input", cli.inputs,
                       "Hypothesis files, one per system (the first is the baseline of a paired "
-                      "test); default stdin"));
+                      "test); default stdin")
+          ->type_name("FILE"));
   const metrics::ReportOptions defaults;
   for (const OptionSpec<metrics::ReportOptions>& spec : metrics::report_options()) {
     if (spec.key == "paired_bs")
@@ -191,9 +194,11 @@ void add_model_options(CLI::App* cmd, ScoreCli& cli) {
                                   "Model to score --src/--tgt with; several (-m a -m b) score "
                                   "as an ensemble: per token, the log of the mean of their "
                                   "probabilities")
+                      ->type_name("FILE")
                       ->allow_extra_args(false);  // one file per -m
-  add(cmd->add_option("--src", cli.src, "Source sentences (model mode)"));
-  add(cmd->add_option("--tgt", cli.tgt, "Target sentences to score (model mode)"));
+  add(cmd->add_option("--src", cli.src, "Source sentences (model mode)")->type_name("FILE"));
+  add(cmd->add_option("--tgt", cli.tgt, "Target sentences to score (model mode)")
+          ->type_name("FILE"));
   add(cmd->add_flag("--word-scores", cli.model.word_scores,
                     "Also print per-token log-probabilities"));
   add(cmd->add_flag("--summary", cli.model.summary, "Print corpus totals only"));

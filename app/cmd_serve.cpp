@@ -120,7 +120,8 @@ void add_server_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
       ->capture_default_str();
   cmd->add_option("--api-keys", o->api_keys,
                   "File of API keys, one per line: /translate needs one (api_key), /v2/translate "
-                  "too (Authorization: DeepL-Auth-Key KEY); 403 without");
+                  "too (Authorization: DeepL-Auth-Key KEY); 403 without")
+      ->type_name("FILE");
   cmd->add_option("--cors", o->cors,
                   "Answer browsers from other origins: * or one origin (off by default)")
       ->expected(0, 1)
@@ -161,6 +162,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("-m,--model", o->models,
                   "Model file; several (-m a -m b) serve several language pairs, each request "
                   "routed by its source and target")
+      ->type_name("FILE")
       ->required()
       ->allow_extra_args(false);
   cmd->add_option("--lang", o->pairs,

@@ -41,15 +41,19 @@ void register_shortlist(CLI::App& app) {
       "a validation set, its BLEU cost is measured, and translation uses it by default if that "
       "is at most " +
           shortlist_cost_limit() + " BLEU");
-  cmd->add_option("-m,--model", o->job.model, "The model file")->required();
+  cmd->add_option("-m,--model", o->job.model, "The model file")->type_name("FILE")->required();
   cmd->add_option("--src", o->job.src,
                   "Source side of the parallel text (plain or .gz; several: "
                   "several corpora)")
+      ->type_name("FILE")
       ->required();
-  cmd->add_option("--tgt", o->job.tgt, "Target side, one file per --src file")->required();
+  cmd->add_option("--tgt", o->job.tgt, "Target side, one file per --src file")
+      ->type_name("FILE")
+      ->required();
   cmd->add_option("--valid-src", o->job.valid_src,
-                  "Source side of a set to measure the BLEU cost on");
-  cmd->add_option("--valid-tgt", o->job.valid_tgt, "Its references");
+                  "Source side of a set to measure the BLEU cost on")
+      ->type_name("FILE");
+  cmd->add_option("--valid-tgt", o->job.valid_tgt, "Its references")->type_name("FILE");
   // As nmt train's: the SentencePiece tokenisers need a model file that
   // only nmt score takes.
   cmd->add_option("--valid-tokenize", o->job.valid_tokenize,
@@ -70,6 +74,7 @@ void register_shortlist(CLI::App& app) {
       ->check(CLI::Range(0, 10000000))
       ->default_str("an eighth of the target vocabulary");
   cmd->add_option("-o,--out", o->job.out, "The model file to write, with the shortlist")
+      ->type_name("FILE")
       ->required();
   add_threads_option(cmd, o->threads);
   cmd->callback([o] { run(*o); });

@@ -116,23 +116,28 @@ void add_file_options(CLI::App* cmd, TrainCli* cli) {
   TrainOptions& o = cli->opts;
   cmd->add_option("-c,--config", cli->config,
                   "Model config file or name in models/ (default: the recipe's, by corpus size)")
+      ->type_name("FILE")
       ->default_str("recipe, or transformer-small");
   cmd->add_option("--train-src", o.train_src,
                   "Training source text, one sentence per line; several files for several "
                   "corpora")
+      ->type_name("FILE")
       ->required()
       ->expected(1, -1)
       ->default_str("");
   cmd->add_option("--train-tgt", o.train_tgt,
                   "Training target text, line-aligned with --train-src (one file for each)")
+      ->type_name("FILE")
       ->required()
       ->expected(1, -1)
       ->default_str("");
-  cmd->add_option("--valid-src", o.valid_src, "Validation source text");
-  cmd->add_option("--valid-tgt", o.valid_tgt, "Validation target text");
+  cmd->add_option("--valid-src", o.valid_src, "Validation source text")->type_name("FILE");
+  cmd->add_option("--valid-tgt", o.valid_tgt, "Validation target text")->type_name("FILE");
   cmd->add_option("-o,--out", o.out, "The model file to write (checkpoints in OUT.ckpt/)")
+      ->type_name("FILE")
       ->required();
-  cmd->add_option("--spm", o.spm, "Use this SentencePiece model instead of training one");
+  cmd->add_option("--spm", o.spm, "Use this SentencePiece model instead of training one")
+      ->type_name("FILE");
   cmd->add_option("--vocab-size", o.vocab_size, "Joint vocabulary size (0: the config's)")
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {

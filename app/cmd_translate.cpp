@@ -165,15 +165,19 @@ void add_file_options(CLI::App* cmd, const std::shared_ptr<Opts>& o) {
                   "Model file (nmt train's or nmt convert's); several (-m a -m b) translate as "
                   "an ensemble, the mean of their probabilities at every step (they must share "
                   "one vocabulary; alignments come from the first)")
+      ->type_name("FILE")
       ->required()
       ->allow_extra_args(false);  // one file per -m, so a stray argument is not a model
-  cmd->add_option("-i,--input", o->inputs, "Input files (plain or .gz); default stdin");
+  cmd->add_option("-i,--input", o->inputs, "Input files (plain or .gz); default stdin")
+      ->type_name("FILE");
   auto* out_opt = cmd->add_option("-o,--output", o->output,
                                   "Output file, written when complete (gzip if it ends in .gz; a "
                                   "device or FIFO is written through); default stdout")
+                      ->type_name("FILE")
                       ->each([o](const std::string&) { o->output_given = true; });
   cmd->add_option("--output-dir", o->output_dir,
                   "Write one output per input into this directory (created if missing)")
+      ->type_name("DIR")
       ->excludes(out_opt);
   cmd->add_option("--suffix", o->suffix,
                   "With --output-dir, replace each input's language extension (and .gz) by "

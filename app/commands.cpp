@@ -137,6 +137,7 @@ CLI::Option* add_table_option(CLI::App* cmd, const OptionInfo& o, const std::str
   }
   const bool unbounded = (o.type == T::kInt || o.type == T::kNumber) && !o.min && !o.max;
   if (o.type != T::kText && !unbounded) opt->check(table_check(o));
+  if (o.path) opt->type_name("FILE");
   if (!shown.empty()) opt->default_str(shown);
   if (!o.needs.empty()) opt->needs(cmd->get_option(flag_of(o.needs)));
   return opt;
@@ -230,7 +231,8 @@ void register_summary_impl(CLI::App& app) {
   auto opts = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
       "summary", "Size and forward-pass cost of a config or model file, and a timed pass");
-  cmd->add_option("-c,--config", opts->config, "Config file, name in models/, or model file");
+  cmd->add_option("-c,--config", opts->config, "Config file, name in models/, or model file")
+      ->type_name("FILE");
   cmd->add_option("--batch", opts->batch, "Sentences in the batch")->check(CLI::Range(1, 4096));
   cmd->add_option("--length", opts->length, "Tokens per sentence")->check(CLI::Range(1, 1024));
   add_threads_option(cmd, opts->threads);
@@ -276,7 +278,7 @@ void register_info_impl(CLI::App& app) {
   auto* cmd = app.add_subcommand("info",
                                  "What is inside a model file: config, size, vocabulary, "
                                  "how it was trained, checksum");
-  cmd->add_option("model", o->model, "Model or checkpoint file")->required();
+  cmd->add_option("model", o->model, "Model or checkpoint file")->type_name("FILE")->required();
   cmd->add_option("--format", o->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([o] {
     const auto j = model_info(o->model);
@@ -296,8 +298,12 @@ void register_quantize_impl(CLI::App& app) {
       "quantize",
       "Write an int8 copy of a model: every weight matrix as s8 rows with a scale each, about "
       "a quarter of the size; nmt translate then computes in int8 by default");
-  cmd->add_option("model", o->model, "Model file written by nmt train")->required();
-  cmd->add_option("-o,--out", o->out, "The int8 model file to write")->required();
+  cmd->add_option("model", o->model, "Model file written by nmt train")
+      ->type_name("FILE")
+      ->required();
+  cmd->add_option("-o,--out", o->out, "The int8 model file to write")
+      ->type_name("FILE")
+      ->required();
   cmd->callback([o] {
     io::check_output_path(o->out, "-o");
     io::check_not_an_input({"-o", o->out}, {{"model", o->model}});

@@ -53,6 +53,11 @@ bash_complete nmt translate --bat | grep -qx -- "--batching" || fail "bash: no -
 bash_complete nmt translate -m files/mo | grep -qx "files/model.nmt" || fail "bash: -m does not complete files"
 [ -z "$(bash_complete nmt translate --beam "")" ] || fail "bash: --beam completes something"
 bash_complete nmt score --met | grep -qx -- "--metrics" || fail "bash: nmt score --metrics"
+bash_complete nmt train --train-src files/mo | grep -qx "files/model.nmt" || fail "bash: --train-src"
+bash_complete nmt score --spm-model files/mo | grep -qx "files/model.nmt" || fail "bash: --spm-model"
+[ "$(bash_complete nmt translate --output-dir fi)" = "files" ] ||
+  fail "bash: --output-dir completes $(bash_complete nmt translate --output-dir fi)"
+[ -z "$(bash_complete nmt translate --device "")" ] || fail "bash: --device completes files"
 
 # zsh reads its script; fish completes with its own.
 command -v zsh >/dev/null || { echo "cli_docs: skipped (no zsh: apt-get install zsh)"; exit 77; }

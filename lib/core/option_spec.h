@@ -29,6 +29,7 @@ struct OptionInfo {
   bool strict_min = false;           // min itself is not
   std::vector<std::string> choices;  // kChoice
   bool list = false;                 // kChoice: one or more, each once
+  bool path = false;                 // kText: a file's path (completed as one)
   std::string help;                  // names other options as {key}
   std::string needs;                 // meaningful only with this option given
   bool recipe = false;               // training: the recipe chooses it unless given

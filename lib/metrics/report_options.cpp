@@ -55,11 +55,16 @@ std::vector<Spec> bleu_options() {
                 o.bleu.tokenizer = parse_tokenizer(v.get<std::string>());
               }),
           std::vector<std::string>(std::begin(kTokenizerNames), std::end(kTokenizerNames))),
-      member("spm_model", OptionInfo::kText, &R::bleu, &BleuOptions::spm_model,
-             "SentencePiece model for -tok flores101, flores200, spm, spBLEU-1K (sacreBLEU "
-             "downloads it: FLORES-101 sacrebleu_tokenizer_spm.model, FLORES-200 "
-             "flores200sacrebleuspm, spBLEU-1K spbleu-1k_tokenizer_spm.model; nmt takes the "
-             "file)"),
+      [] {
+        Spec o =
+            member("spm_model", OptionInfo::kText, &R::bleu, &BleuOptions::spm_model,
+                   "SentencePiece model for -tok flores101, flores200, spm, spBLEU-1K (sacreBLEU "
+                   "downloads it: FLORES-101 sacrebleu_tokenizer_spm.model, FLORES-200 "
+                   "flores200sacrebleuspm, spBLEU-1K spbleu-1k_tokenizer_spm.model; nmt takes the "
+                   "file)");
+        o.path = true;
+        return o;
+      }(),
       member("lowercase", OptionInfo::kFlag, &R::bleu, &BleuOptions::lowercase,
              "Case-insensitive BLEU (-lc)"),
       with_choices(
