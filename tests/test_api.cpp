@@ -6,10 +6,12 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "metrics/bleu.h"
@@ -115,6 +117,85 @@ TEST_CASE("api: n-best text and jsonl, one entry per line", "[api]") {
     CHECK(out[i].rfind("{\"line\":" + std::to_string(i + 1) + ",", 0) == 0);
     CHECK(out[i].find('\n') == std::string::npos);
   }
+}
+
+TEST_CASE("api: translate_batch gives jsonl's n-best, scores and attention as data", "[api]") {
+  api::TranslateOptions o;
+  o.beam = 3;
+  o.n_best = 2;
+  o.format = api::OutputFormat::jsonl;
+  o.alignments = o.attention = true;
+  api::Translator t({model_path()}, o);
+  const std::vector<std::string> lines = t.translate(kLines);
+  const std::vector<api::TranslationResult> results = t.translate_batch(kLines);
+  REQUIRE(results.size() == kLines.size());
+  for (size_t i = 0; i < kLines.size(); ++i) {
+    const nlohmann::json j = nlohmann::json::parse(lines[i]);
+    const api::TranslationResult& r = results[i];
+    if (j["n_best"].empty()) {  // an empty line: one empty hypothesis
+      CHECK(r.hypotheses == std::vector<std::string>{""});
+      continue;
+    }
+    REQUIRE(r.hypotheses.size() == j["n_best"].size());
+    for (size_t k = 0; k < r.hypotheses.size(); ++k) {
+      CHECK(r.hypotheses[k] == j["n_best"][k]["translation"]);
+      CHECK(r.scores[k] == j["n_best"][k]["score"].get<double>());
+    }
+    CHECK(r.logprob == j["logprob"].get<double>());
+    CHECK(r.tokens == j["tokens"].get<int64_t>());
+    if (j["attention"].is_null()) {
+      CHECK(r.attention.empty());
+      continue;
+    }
+    CHECK(r.source_pieces == j["attention"]["source"].get<std::vector<std::string>>());
+    CHECK(r.attention.size() == j["attention"]["weights"].size());
+    const std::string alignment = j["alignment"];
+    CHECK(r.alignment.size() ==
+          static_cast<size_t>(std::count(alignment.begin(), alignment.end(), '-')));
+  }
+  CHECK(results[1].hypotheses == std::vector<std::string>{""});
+  CHECK(error_of([&] { t.translate_batch({"a\nb"}); }).kind() == api::Error::Kind::input);
+}
+
+TEST_CASE("api: translate_batch from several threads at once, beside the other calls", "[api]") {
+  api::TranslateOptions o;
+  o.workers = 2;
+  api::Translator t({model_path()}, o);
+  const std::vector<api::TranslationResult> want = t.translate_batch(kLines);
+  const std::vector<std::string> want_lines = t.translate(kLines);
+  std::vector<std::vector<api::TranslationResult>> got(4);
+  std::vector<std::vector<std::string>> got_lines(2);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 3; ++round) got[i] = t.translate_batch(kLines);
+    });
+  for (size_t i = 0; i < got_lines.size(); ++i)
+    threads.emplace_back([&, i] { got_lines[i] = t.translate(kLines); });
+  for (std::thread& th : threads) th.join();
+  for (const auto& g : got) {
+    REQUIRE(g.size() == want.size());
+    for (size_t k = 0; k < g.size(); ++k) CHECK(g[k].hypotheses == want[k].hypotheses);
+  }
+  for (const auto& g : got_lines) CHECK(g == want_lines);
+}
+
+TEST_CASE("api: a file translated to a file, lines counted", "[api]") {
+  const fs::path dir = fs::path(model_path()).parent_path();
+  const std::string in = (dir / "in.txt").string(), out = (dir / "out.txt").string();
+  std::ofstream(in) << "the red dog runs\n\nold cat\n";
+  api::Translator t({model_path()});
+  CHECK(t.translate_file(in, out) == 3);
+  std::ifstream written(out);
+  std::stringstream text;
+  text << written.rdbuf();
+  std::string want;
+  for (const std::string& l : t.translate({"the red dog runs", "", "old cat"})) want += l + "\n";
+  CHECK(text.str() == want);
+  // Neither the input nor the model is overwritten.
+  const std::string in_err = error_of([&] { t.translate_file(in, in); }).what();
+  CHECK(in_err.find("is the input file " + in + "; refusing to overwrite it") != std::string::npos);
+  CHECK(error_of([&] { t.translate_file(in, model_path()); }).kind() == api::Error::Kind::usage);
 }
 
 TEST_CASE("api: errors name the option by its key, with their kind", "[api]") {

@@ -33,7 +33,8 @@ class NMT_API Scorer {
 
   // Each pair's line as `nmt score -m --no-header` writes it, without its
   // line break: "logprob<TAB>tokens<TAB>logprob_per_token<TAB>score", or
-  // a JSON object. source and target hold as many lines.
+  // a JSON object. source and target hold as many lines. Calls from several
+  // threads take turns.
   std::vector<std::string> score(const std::vector<std::string>& source,
                                  const std::vector<std::string>& target);
 

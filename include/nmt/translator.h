@@ -9,6 +9,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nmt/error.h"
@@ -64,6 +65,25 @@ struct NMT_API TranslateOptions {
   int alignment_layer;  // from 1; 0: the second-to-last
 };
 
+// One source's translation as data (what translate_batch gives), whatever
+// the output format asked of translate().
+struct TranslationResult {
+  // Best first: n_best of them (one without n-best); of an empty source,
+  // one empty hypothesis scored 0.
+  std::vector<std::string> hypotheses;
+  std::vector<double> scores;  // each hypothesis's search score (as --scores writes it)
+  double logprob = 0;          // the best's, natural log, </s> included
+  int64_t tokens = 0;          // the best's subword tokens, </s> included
+  // With alignments: the best's word alignment, (source word, target word)
+  // pairs as text output writes them.
+  std::vector<std::pair<int, int>> alignment;
+  // With attention: the best's pieces (each ending in "</s>") and its
+  // cross-attention, a row per target piece, a column per source piece
+  // (no rows where the line was translated in pieces, as in jsonl).
+  std::vector<std::string> source_pieces, target_pieces;
+  std::vector<std::vector<float>> attention;
+};
+
 class NMT_API Translator {
  public:
   // Loads the models (several: an ensemble sharing one vocabulary) and
@@ -79,12 +99,23 @@ class NMT_API Translator {
   // break: the translation, or n lines with text n-best, or one JSON
   // object. A line may not hold a line break.
   std::vector<std::string> translate(const std::vector<std::string>& lines);
+  // Sources as data: each a line of raw text (SentencePiece runs here), or
+  // with the html format an HTML fragment or document, translated as
+  // `nmt translate` translates it with these options. input_format does
+  // not apply (a source is never a TSV or JSON record). Unlike the other
+  // translate calls, several threads may call it at once: their batches
+  // share the workers.
+  std::vector<TranslationResult> translate_batch(const std::vector<std::string>& sources);
   // A stream to its end (plain or gzip), written as each window of lines is
   // translated.
   void translate(std::istream& in, std::ostream& out);
   // A file ("-": standard input), plain or gzip, read as `nmt translate -i`
   // reads it: a line typed into a pipe is answered at once.
   void translate_file(const std::string& path, std::ostream& out);
+  // A file to a file, as `nmt translate -i input -o output` writes it (gzip
+  // where the name ends in .gz; a replaced file appears whole, when done).
+  // Returns the lines (units of the input) translated.
+  int64_t translate_file(const std::string& input, const std::string& output);
 
   // How it translates: models, compute type, device, workers and threads,
   // batches, search and the backend's numerics, a line each.

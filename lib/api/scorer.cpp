@@ -1,6 +1,8 @@
 // The public Scorer over the library's ScoringService.
 #include "nmt/scorer.h"
 
+#include <mutex>
+
 #include "api/guard.h"
 #include "core/device.h"
 #include "io/text_file.h"
@@ -19,6 +21,9 @@ ScoreOptions::ScoreOptions() {
 
 struct Scorer::Impl {
   std::unique_ptr<ScoringService> service;
+  // ScoringService::score is not promised safe from several threads at
+  // once: callers (Python threads among them) take turns.
+  std::mutex calls;
 };
 
 Scorer::Scorer(const std::vector<std::string>& models, const ScoreOptions& o,
@@ -47,7 +52,9 @@ Scorer& Scorer::operator=(Scorer&&) noexcept = default;
 std::vector<std::string> Scorer::score(const std::vector<std::string>& source,
                                        const std::vector<std::string>& target) {
   return guarded([&] {
-    const ScoringService& service = *held(impl_, "Scorer").service;
+    Impl& impl = held(impl_, "Scorer");
+    std::lock_guard lock(impl.calls);
+    const ScoringService& service = *impl.service;
     std::vector<std::string> out;
     service.write(service.score(source, target, {}), [&out](const std::string& line) {
       out.push_back(line.substr(0, line.size() - 1));
