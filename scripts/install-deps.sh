@@ -6,7 +6,7 @@ pkgs="build-essential cmake pkg-config libcli11-dev libsentencepiece-dev sentenc
       libdnnl-dev nlohmann-json3-dev catch2 libicu-dev zlib1g-dev clang libomp-dev time
       openmpi-bin libopenmpi-dev libcairo2-dev python3 libmecab-dev mecab-ipadic-utf8
       libzip-dev libyaml-cpp-dev libxml2-dev qemu-user libcpp-httplib-dev chromium
-      debootstrap zsh fish"
+      debootstrap zsh fish pybind11-dev python3-dev python3-pytest"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
