@@ -286,3 +286,10 @@ def test_warnings_go_to_the_callable(tmp_path):
     t = nmt.Translator(MODEL, warn=lambda w: 1 / 0)
     t.translate_file(str(bad), str(tmp_path / "out2.de"))
     assert (tmp_path / "out2.de").read_bytes() == (tmp_path / "out.de").read_bytes()
+
+
+def test_an_ensemble_translates_as_nmt_translate(source):
+    lines, path = source
+    want = cli(["translate", "-m", MODEL, "-m", MODEL], path).decode().splitlines()
+    results = nmt.Translator([MODEL, MODEL]).translate_batch(lines)
+    assert [r.hypotheses[0] for r in results] == want
