@@ -1,10 +1,10 @@
 # cpack -G DEB: Debian packages of what `cmake --install` installs, one per
 # component: nmt (the binary, libnmt, nmt serve's HTTP module, man pages,
-# completions, configs), nmt-dev (headers and CMake package), nmt-mpi and
-# nmt-cuda (the optional modules, recommended and suggested). Dependencies
-# are computed from the binaries by dpkg-shlibdeps, but nmt-cuda's: NVIDIA's
-# CUDA runtime is not a Debian package, and without it the module says so
-# in `nmt --version` instead of loading.
+# completions, configs), nmt-dev (headers and CMake package), python3-nmt
+# (import nmt), nmt-mpi and nmt-cuda (the optional modules, recommended and
+# suggested). Dependencies are computed from the binaries by dpkg-shlibdeps,
+# but nmt-cuda's: NVIDIA's CUDA runtime is not a Debian package, and without
+# it the module says so in `nmt --version` instead of loading.
 set(CPACK_PACKAGE_NAME nmt)
 set(CPACK_PACKAGE_VENDOR "nmt developers")
 set(CPACK_PACKAGE_CONTACT "nmt developers <dev@nmt.local>")
@@ -43,5 +43,23 @@ if(TARGET nmt_cuda)
   set(CPACK_DEBIAN_CUDA_DESCRIPTION
     "nmt's CUDA module: train and translate on NVIDIA GPUs (needs NVIDIA's CUDA 13 runtime)")
   set(CPACK_DEBIAN_NMT_PACKAGE_SUGGESTS nmt-cuda)
+endif()
+if(TARGET nmt_python)
+  # The extension is built for one Python (its file name says cpython-3XX).
+  get_directory_property(py_major DIRECTORY python DEFINITION Python_VERSION_MAJOR)
+  get_directory_property(py_minor DIRECTORY python DEFINITION Python_VERSION_MINOR)
+  math(EXPR py_next "${py_minor} + 1")
+  list(APPEND CPACK_COMPONENTS_ALL python)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-nmt)
+  # What the extension links beyond Python is libnmt, nmt's own (the C++
+  # runtime comes with it), which dpkg-shlibdeps cannot see in another
+  # component: nmt (= version) says it.
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SHLIBDEPS OFF)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_LIST_DIR}/python3-nmt/prerm)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+    "nmt (= ${PROJECT_VERSION}), python3 (>= ${py_major}.${py_minor}~), python3 (<< ${py_major}.${py_next})")
+  set(CPACK_DEBIAN_PYTHON_DESCRIPTION
+    "nmt's Python module: import nmt (Translator, translate_batch, score)")
 endif()
 include(CPack)
