@@ -149,10 +149,14 @@ std::string man_index(const CLI::App& app) {
 }
 
 void write_manual(const CLI::App& app, const std::string& dir) {
-  std::filesystem::create_directories(dir);
-  io::write_file(dir + "/nmt.1", man_index(app), io::Content::Text);
+  namespace fs = std::filesystem;
+  const fs::path to = dir.empty() ? fs::path(".") : fs::path(dir);
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec) throw InputError("cannot make the directory '" + dir + "': " + ec.message());
+  io::write_file(to / "nmt.1", man_index(app), io::Content::Text);
   for (const CLI::App* cmd : commands_of(app))
-    io::write_file(dir + "/nmt-" + cmd->get_name() + ".1", man_page(cmd), io::Content::Text);
+    io::write_file(to / ("nmt-" + cmd->get_name() + ".1"), man_page(cmd), io::Content::Text);
 }
 
 // ---- completion scripts ----
