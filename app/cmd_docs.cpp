@@ -65,10 +65,6 @@ std::vector<Flag> flags_of(const CLI::App* cmd) {
   return flags;
 }
 
-std::vector<const CLI::App*> commands_of(const CLI::App& app) {
-  return app.get_subcommands([](const CLI::App* c) { return !c->get_group().empty(); });
-}
-
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())
     s.replace(at, from.size(), to);
@@ -138,7 +134,7 @@ std::string man_index(const CLI::App& app) {
        ". Text comes on standard input and goes to standard output, one output line per "
        "input line, in order; logs and progress go to standard error.\n.SH COMMANDS\n";
   std::string see;
-  for (const CLI::App* cmd : commands_of(app)) {
+  for (const CLI::App* cmd : visible_commands(app)) {
     s += ".TP\n.B " + roff(cmd->get_name()) + "\n" + roff(cmd->get_description()) +
          "\nSee \\fBnmt\\-" + roff(cmd->get_name()) + "\\fR(1).\n";
     see += (see.empty() ? "" : ",\n") + std::string(".BR nmt\\-") + roff(cmd->get_name()) + " (1)";
@@ -155,7 +151,7 @@ void write_manual(const CLI::App& app, const std::string& dir) {
   fs::create_directories(to, ec);
   if (ec) throw InputError("cannot make the directory '" + dir + "': " + ec.message());
   io::write_file(to / "nmt.1", man_index(app), io::Content::Text);
-  for (const CLI::App* cmd : commands_of(app))
+  for (const CLI::App* cmd : visible_commands(app))
     io::write_file(to / ("nmt-" + cmd->get_name() + ".1"), man_page(cmd), io::Content::Text);
 }
 
@@ -189,7 +185,7 @@ std::string bash_command(const CLI::App* cmd) {
 
 std::string bash_script(const CLI::App& app) {
   std::vector<std::string> names;
-  for (const CLI::App* cmd : commands_of(app)) names.push_back(cmd->get_name());
+  for (const CLI::App* cmd : visible_commands(app)) names.push_back(cmd->get_name());
   std::string s =
       "# bash completion for nmt (written by `nmt completion bash`)\n"
       "_nmt() {\n"
@@ -201,7 +197,7 @@ std::string bash_script(const CLI::App& app) {
       "    return\n"
       "  fi\n"
       "  case ${COMP_WORDS[1]} in\n";
-  for (const CLI::App* cmd : commands_of(app)) s += bash_command(cmd);
+  for (const CLI::App* cmd : visible_commands(app)) s += bash_command(cmd);
   s += "    *) return ;;\n  esac\n"
        "  if [[ $cur == -* ]]; then\n"
        "    COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
@@ -242,7 +238,7 @@ std::string zsh_script(const CLI::App& app) {
   std::string s =
       "#compdef nmt\n# zsh completion for nmt (written by `nmt completion zsh`)\n"
       "_nmt() {\n  local -a commands\n  commands=(\n";
-  for (const CLI::App* cmd : commands_of(app))
+  for (const CLI::App* cmd : visible_commands(app))
     s += "    '" + cmd->get_name() + ":" + zsh_text(cmd->get_description()) + "'\n";
   s += "  )\n"
        "  if (( CURRENT == 2 )); then\n"
@@ -254,7 +250,7 @@ std::string zsh_script(const CLI::App& app) {
        "  shift words\n"
        "  (( CURRENT-- ))\n"
        "  case $cmd in\n";
-  for (const CLI::App* cmd : commands_of(app)) {
+  for (const CLI::App* cmd : visible_commands(app)) {
     s += "  " + cmd->get_name() + ")\n    _arguments -s \\\n";
     for (const Flag& f : flags_of(cmd)) s += zsh_flag(f);
     s += "    ;;\n";
@@ -268,10 +264,10 @@ std::string fish_script(const CLI::App& app) {
       "complete -c nmt -f\n"
       "complete -c nmt -n __fish_use_subcommand -l help -d 'Print help'\n"
       "complete -c nmt -n __fish_use_subcommand -l version -d 'Print the version'\n";
-  for (const CLI::App* cmd : commands_of(app))
+  for (const CLI::App* cmd : visible_commands(app))
     s += "complete -c nmt -n __fish_use_subcommand -a " + cmd->get_name() + " -d " +
          single_quoted(brief(cmd->get_description())) + "\n";
-  for (const CLI::App* cmd : commands_of(app)) {
+  for (const CLI::App* cmd : visible_commands(app)) {
     const std::string when = "-n '__fish_seen_subcommand_from " + cmd->get_name() + "'";
     for (const Flag& f : flags_of(cmd)) {
       std::string line = "complete -c nmt " + when;

@@ -347,6 +347,10 @@ std::string option_name(const std::string& key) {
   return option_keys().count(key) ? flag_of(key) : "{" + key + "}";
 }
 
+std::vector<const CLI::App*> visible_commands(const CLI::App& app) {
+  return app.get_subcommands([](const CLI::App* c) { return !c->get_group().empty(); });
+}
+
 void register_all(CLI::App& app) {
   register_train(app);
   register_translate(app);

@@ -27,6 +27,8 @@ void register_shortlist(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_docs(CLI::App& app);
 void register_all(CLI::App& app);
+// The commands --help lists (not the build's hidden `manual`), in order.
+std::vector<const CLI::App*> visible_commands(const CLI::App& app);
 
 // Commands that finish with a non-zero status without an error set it here.
 int& exit_code();

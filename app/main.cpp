@@ -61,13 +61,10 @@ std::vector<std::string> command_names(const CLI::App& app) {
 
 // The commands --help lists, as a sentence: "a, b and c".
 std::string listed(const CLI::App& app) {
-  std::vector<std::string> names;
-  for (const CLI::App* sub :
-       app.get_subcommands([](const CLI::App* c) { return !c->get_group().empty(); }))
-    names.push_back(sub->get_name());
+  const std::vector<const CLI::App*> commands = nmt::app::visible_commands(app);
   std::string s;
-  for (size_t i = 0; i < names.size(); ++i)
-    s += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  for (size_t i = 0; i < commands.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == commands.size() ? " and " : ", ") + commands[i]->get_name();
   return s;
 }
 

@@ -39,6 +39,17 @@ std::string name_of(E e, const std::vector<std::pair<const char*, E>>& names) {
   return "";
 }
 
+// An enum member of TranslateOptions as a property read and written by name.
+template <class E>
+void choice_property(py::class_<TranslateOptions>& c, const char* key, E TranslateOptions::*member,
+                     const std::vector<std::pair<const char*, E>>& names) {
+  c.def_property(
+      key, [member, &names](const TranslateOptions& o) { return name_of(o.*member, names); },
+      [key, member, &names](TranslateOptions& o, const std::string& v) {
+        o.*member = choice(key, v, names);
+      });
+}
+
 const std::vector<std::pair<const char*, Shortlist>> kShortlists = {
     {"auto", Shortlist::automatic}, {"on", Shortlist::on}, {"off", Shortlist::off}};
 const std::vector<std::pair<const char*, InputFormat>> kInputFormats = {
@@ -91,8 +102,8 @@ void bind_error(py::module_& m) {
 }
 
 void bind_translate_options(py::module_& m) {
-  py::class_<TranslateOptions>(m, "TranslateOptions")
-      .def(py::init<>())
+  py::class_<TranslateOptions> c(m, "TranslateOptions");
+  c.def(py::init<>())
       .def_readwrite("compute_type", &TranslateOptions::compute_type)
       .def_readwrite("device", &TranslateOptions::device)
       .def_readwrite("beam", &TranslateOptions::beam)
@@ -104,33 +115,20 @@ void bind_translate_options(py::module_& m) {
       .def_readwrite("seed", &TranslateOptions::seed)
       .def_readwrite("max_length_a", &TranslateOptions::max_length_a)
       .def_readwrite("max_length_b", &TranslateOptions::max_length_b)
-      .def_property(
-          "shortlist", [](const TranslateOptions& o) { return name_of(o.shortlist, kShortlists); },
-          [](TranslateOptions& o, const std::string& v) {
-            o.shortlist = choice("shortlist", v, kShortlists);
-          })
       .def_readwrite("batch_tokens", &TranslateOptions::batch_tokens)
       .def_readwrite("continuous_batching", &TranslateOptions::continuous_batching)
       .def_readwrite("window", &TranslateOptions::window)
       .def_readwrite("threads", &TranslateOptions::threads)
       .def_readwrite("workers", &TranslateOptions::workers)
-      .def_property(
-          "input_format",
-          [](const TranslateOptions& o) { return name_of(o.input_format, kInputFormats); },
-          [](TranslateOptions& o, const std::string& v) {
-            o.input_format = choice("input_format", v, kInputFormats);
-          })
       .def_readwrite("split", &TranslateOptions::split)
       .def_readwrite("source_language", &TranslateOptions::source_language)
-      .def_property(
-          "format", [](const TranslateOptions& o) { return name_of(o.format, kOutputFormats); },
-          [](TranslateOptions& o, const std::string& v) {
-            o.format = choice("format", v, kOutputFormats);
-          })
       .def_readwrite("scores", &TranslateOptions::scores)
       .def_readwrite("alignments", &TranslateOptions::alignments)
       .def_readwrite("attention", &TranslateOptions::attention)
       .def_readwrite("alignment_layer", &TranslateOptions::alignment_layer);
+  choice_property(c, "shortlist", &TranslateOptions::shortlist, kShortlists);
+  choice_property(c, "input_format", &TranslateOptions::input_format, kInputFormats);
+  choice_property(c, "format", &TranslateOptions::format, kOutputFormats);
 }
 
 void bind_translator(py::module_& m) {
