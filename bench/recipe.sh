@@ -16,11 +16,14 @@
 # tatoeba-test-v2021-08-07).
 # Environment: NMT (build/nmt), DATA (../shared/data), OUT (runs/recipe),
 # MINUTES (budgets, default "10"), VARIANTS (default "recipe defaults hand";
-# also recipe-cosine, recipe-isqrt, recipe-f32, recipe-b4096: the recipe with
-# that one choice changed),
+# also speed: --optimize speed, the recipe's model with a deep encoder and a
+# one-layer decoder; recipe-cosine, recipe-isqrt, recipe-f32, recipe-b4096:
+# the recipe with that one choice changed),
 # THREADS (0: all cores), EXTRA (options added to every nmt train, e.g.
 # "--seed 2" for a repeat in another OUT). A cell whose score exists is not run again; every
 # finished cell is a row of OUT/results.tsv, and the table is printed at the end.
+# sent/s is the beam-4 translation of the test set, whole process (load
+# included), best of two runs; peak_MiB is training's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 NMT=${NMT:-$root/build/nmt}
@@ -34,7 +37,7 @@ tasks=("$@")
 [ ${#tasks[@]} -gt 0 ] || tasks=(en-de en-zh de-en en-fr zh-en en-ja de-en-big)
 mkdir -p "$OUT"
 results=$OUT/results.tsv
-[ -s "$results" ] || printf 'task\tminutes\tvariant\tBLEU\tchrF\tupdates\ttgt_tok/s\tpeak_MiB\tcommand\n' >"$results"
+[ -s "$results" ] || printf 'task\tminutes\tvariant\tlayers\tBLEU\tchrF\tsent/s\tupdates\ttgt_tok/s\tpeak_MiB\tcommand\n' >"$results"
 bf16=f32
 grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo && bf16=bf16
 
@@ -84,6 +87,7 @@ variant_options() {
   local v=$1 minutes=$2
   case $v in
     recipe) echo "" ;;
+    speed) echo "--optimize speed" ;;
     # The recipe with one choice overridden: the schedule shapes it chose
     # between, and f32 where it chose bf16.
     recipe-cosine) echo "--lr-schedule cosine" ;;
@@ -121,21 +125,34 @@ run_cell() {
   echo "== $task, $minutes min, $variant: $cmd" >&2
   # shellcheck disable=SC2086
   /usr/bin/time -v $cmd 2> >(tee "$dir/train.err" >&2) >/dev/null
-  "$NMT" translate -m "$dir/m.nmt" -i "$esrc" -o "$dir/test.hyp" --beam 4 --threads "$THREADS" 2>"$dir/translate.err"
+  local best=0
+  for _ in 1 2; do
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$NMT" translate -m "$dir/m.nmt" -i "$esrc" -o "$dir/test.hyp" --beam 4 --threads "$THREADS" 2>"$dir/translate.err"
+    t1=$(date +%s.%N)
+    best=$(python3 -c "import sys; n, a, b, c = sys.argv[1:]; print(max(float(c), int(n) / (float(b) - float(a))))" \
+      "$(wc -l <"$dir/test.hyp")" "$t0" "$t1" "$best")
+  done
+  echo "$best" >"$dir/sent_per_s"
+  "$NMT" info "$dir/m.nmt" --format json >"$dir/info.json"
   gzip -cdf "$etgt" >"$dir/test.ref"
   "$NMT" score "$dir/test.ref" -i "$dir/test.hyp" --metrics bleu chrf -tok "$tok" -f json >"$dir/score.json"
   python3 - "$dir" "$task" "$minutes" "$variant" "$cmd" >>"$results" <<'PY'
 import json, re, sys
 d, task, minutes, variant, cmd = sys.argv[1:]
 scores = json.load(open(f"{d}/score.json"))
+speed = float(open(f"{d}/sent_per_s").read())
+cfg = json.load(open(f"{d}/info.json"))["config"]
+layers = f"{cfg['encoder_layers']}+{cfg['decoder_layers']}"
 score = {s["name"]: s["score"] for s in scores}
 train = [json.loads(l) for l in open(f"{d}/m.nmt.log.jsonl")]
 steps = [r for r in train if r.get("type") == "train"]
 tok = sum(r["tgt_tokens"] for r in steps) / max(sum(r["step_seconds"] for r in steps), 1e-9)
 m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(f"{d}/train.err").read())
 peak = int(m.group(1)) / 1024 if m else float("nan")
-print(f"{task}\t{minutes}\t{variant}\t{score.get('BLEU', float('nan')):.1f}\t"
-      f"{score.get('chrF2', float('nan')):.1f}\t{steps[-1]['step']}\t{tok:.0f}\t{peak:.0f}\t{cmd}")
+print(f"{task}\t{minutes}\t{variant}\t{layers}\t{score.get('BLEU', float('nan')):.1f}\t"
+      f"{score.get('chrF2', float('nan')):.1f}\t{speed:.1f}\t{steps[-1]['step']}\t{tok:.0f}\t{peak:.0f}\t{cmd}")
 PY
 }
 
@@ -147,4 +164,4 @@ for task in "${tasks[@]}"; do
   done
 done
 echo
-column -t -s $'\t' <(cut -f1-8 "$results")
+column -t -s $'\t' <(cut -f1-10 "$results")

@@ -8,7 +8,8 @@
 #  - several corpora train as one, line counts checked per pair of files;
 #  - exact duplicate pairs and pairs of implausible length ratio are dropped
 #    and counted in the summary line (with peak memory); --no-filter keeps them;
-#  - the recipe is in the model (nmt info) and a resumed run keeps it.
+#  - the recipe is in the model (nmt info) and a resumed run keeps it;
+#  - --optimize speed gives the decoder one layer, a given config keeps its own.
 # Usage: cli_train_recipe.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
 NMT=$1 DATA=$2 WORK=$3
@@ -38,6 +39,22 @@ hasnt "step 1 " ex.err
 for f in ex.nmt ex.nmt.best ex.nmt.log.jsonl ex.nmt.curve.svg ex.nmt.ckpt ex.nmt.lock; do
   [ ! -e "$f" ] || fail "--explain wrote $f"
 done
+
+# --optimize: quality keeps the config's split, speed gives the decoder one
+# layer (printed with its reason), a given config keeps its layers, and
+# speed without the recipe needs a config (exit 2, one line).
+has "recipe: layers 3+3: --optimize quality" ex.err
+"$NMT" train --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out sp.nmt --max-steps 50 \
+  --threads 1 --explain --optimize speed 2>sp.err || fail "speed --explain: $(cat sp.err)"
+has "recipe: layers 3+1: --optimize speed: the decoder runs for every output token" sp.err
+"$NMT" train --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out sp.nmt --max-steps 50 \
+  --threads 1 --explain --optimize speed -c transformer-small 2>spg.err || fail "speed -c: $(cat spg.err)"
+has "recipe: layers 3+3: given (--config; --optimize speed keeps a given config's layers)" spg.err
+"$NMT" train --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out sp.nmt --max-steps 50 \
+  --optimize speed --no-recipe 2>spn.err
+[ $? -eq 2 ] || fail "--optimize speed --no-recipe: expected exit 2: $(cat spn.err)"
+has "optimize speed shapes the model the recipe chooses, but the recipe is off" spn.err
+[ "$(wc -l <spn.err)" -eq 1 ] || fail "--optimize speed --no-recipe: not one line: $(cat spn.err)"
 
 # 2. The data decides: Chinese gets SentencePiece's 0.9995, English/German 1.0.
 head -3000 "$DATA/tatoeba-cmn-eng/train.en" >zh.en

@@ -1,8 +1,10 @@
 // The training recipe (train/recipe.h) on synthetic corpus sizes and
 // budgets, the schedules it chooses between, and the corpus filters.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -458,4 +460,77 @@ TEST_CASE("recipe: plan_budget keeps bf16 only where the probe finds it faster",
   CHECK(given.p.opts.compute_type == ComputeType::BF16);
   CHECK_FALSE(given.budget.compute_revised);
   CHECK(given.asked[0].second == ComputeType::BF16);
+}
+
+TEST_CASE("recipe: --optimize speed leaves the decoder one layer", "[recipe]") {
+  for (const char* name : {"transformer-small", "transformer-base", "transformer-tiny"}) {
+    INFO(name);
+    const ModelConfig shipped_cfg = shipped(name);
+    TrainOptions quality, speed;
+    speed.optimize = Optimize::Speed;
+    ModelConfig q = shipped_cfg, s = shipped_cfg;
+    Recipe rq, rs;
+    recipe_layers(q, quality, rq);
+    recipe_layers(s, speed, rs);
+    // quality: the config as shipped.
+    CHECK(q.encoder_layers == shipped_cfg.encoder_layers);
+    CHECK(q.decoder_layers == shipped_cfg.decoder_layers);
+    CHECK(q.name == shipped_cfg.name);
+    // speed: the encoder kept, one decoder layer for each output token.
+    CHECK(s.decoder_layers == 1);
+    CHECK(s.encoder_layers == shipped_cfg.encoder_layers);
+    CHECK(s.d_model == shipped_cfg.d_model);
+    CHECK(s.d_ff == shipped_cfg.d_ff);
+    CHECK(s.name == std::string(name) + "-" + std::to_string(s.encoder_layers) + "x1");
+    REQUIRE(rs.find("layers"));
+    CHECK(rs.find("layers")->value == std::to_string(s.encoder_layers) + "+1");
+    CHECK(rs.find("layers")->reason.find("{optimize} speed") == 0);
+    CHECK_FALSE(rs.find("layers")->given);
+    REQUIRE(rq.find("layers"));
+    CHECK(rq.find("layers")->reason.find("{optimize} quality") == 0);
+  }
+  // A given config keeps its layers, whatever the goal; one decoder layer
+  // already is left as it is.
+  TrainOptions given;
+  given.optimize = Optimize::Speed;
+  given.given.insert("config");
+  ModelConfig g = shipped("transformer-small");
+  Recipe rg;
+  recipe_layers(g, given, rg);
+  CHECK(g.encoder_layers == 3);
+  CHECK(g.decoder_layers == 3);
+  REQUIRE(rg.find("layers"));
+  CHECK(rg.find("layers")->given);
+  TrainOptions speed;
+  speed.optimize = Optimize::Speed;
+  ModelConfig one = shipped("transformer-small");
+  one.encoder_layers = 12, one.decoder_layers = 1;
+  Recipe r1;
+  recipe_layers(one, speed, r1);
+  CHECK(one.encoder_layers == 12);
+  CHECK(one.decoder_layers == 1);
+  CHECK(r1.find("layers")->reason.find("one layer already") != std::string::npos);
+}
+
+TEST_CASE("recipe: --optimize is a training option with its choices", "[recipe]") {
+  const TrainingOption* o = find_training_option("optimize");
+  REQUIRE(o);
+  CHECK(o->choices == std::vector<std::string>{"quality", "speed"});
+  TrainOptions t;
+  apply_training_json({{"optimize", "speed"}}, t, "test");
+  CHECK(t.optimize == Optimize::Speed);
+  CHECK_THROWS_AS(apply_training_json({{"optimize", "fast"}}, t, "test"), InputError);
+  // Without the recipe, only a config says what speed would mean.
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string src = dir + "/nmt_optimize_test.src", tgt = dir + "/nmt_optimize_test.tgt";
+  std::ofstream(src) << "a\n";
+  std::ofstream(tgt) << "b\n";
+  TrainOptions bare;
+  bare.optimize = Optimize::Speed;
+  bare.train_src = {src}, bare.train_tgt = {tgt}, bare.out = dir + "/nmt_optimize_test.nmt";
+  CHECK_THROWS_WITH(validate_options(bare), Catch::Contains("the recipe is off"));
+  bare.recipe = true;
+  CHECK_NOTHROW(validate_options(bare));
+  std::filesystem::remove(src);
+  std::filesystem::remove(tgt);
 }

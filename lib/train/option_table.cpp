@@ -138,12 +138,17 @@ std::vector<TrainingOption> make_table() {
                     "f32, or bf16: mixed precision, the products in bf16 with f32 accumulation "
                     "(weights, gradients, Adam and the loss stay f32); needs AVX512-BF16 or "
                     "AMX")),
+      choice("optimize", &O::optimize, {Optimize::Quality, Optimize::Speed}, optimize_name,
+             "What the recipe's model shape is for: quality (the best BLEU for the budget), or "
+             "speed (a one-layer decoder: translates about twice as fast, at some BLEU); a "
+             "given {config} keeps its layers"),
   };
 }
 
 }  // namespace
 
 const char* best_metric_name(BestMetric m) { return m == BestMetric::Loss ? "loss" : "bleu"; }
+const char* optimize_name(Optimize o) { return o == Optimize::Speed ? "speed" : "quality"; }
 
 const std::vector<TrainingOption>& training_options() {
   static const std::vector<TrainingOption> table = make_table();

@@ -28,6 +28,12 @@ class OptionError : public InputError {
   using InputError::InputError;
 };
 
+// What the recipe's model shape is for (train/recipe.h's recipe_layers):
+// the best BLEU for the budget, or the fastest translation (a one-layer
+// decoder) at the BLEU that costs.
+enum class Optimize { Quality, Speed };
+const char* optimize_name(Optimize o);  // "quality", "speed"
+
 // What picks OUT.best: validation BLEU (higher is better), or the loss.
 enum class BestMetric { Bleu, Loss };
 const char* best_metric_name(BestMetric m);  // "bleu", "loss"
@@ -97,6 +103,7 @@ struct TrainOptions {
   // BF16: mixed precision (the products in bf16 with f32 accumulation;
   // weights, gradients, optimiser and loss in f32).
   ComputeType compute_type = ComputeType::F32;
+  Optimize optimize = Optimize::Quality;
   // Where the model, its gradients and Adam's moments live (--device); not
   // a recipe choice, and not written into the model, which is the same file
   // whatever device trained it.

@@ -209,6 +209,7 @@ void TrainRun::choose_data_recipe() {
       mecab_why_not = e.what();
     }
   data_recipe_ = recipe_for_data(facts, plan_.cfg, opts_, why_not, plan_.recipe, mecab_why_not);
+  recipe_layers(plan_.cfg, opts_, plan_.recipe);
   log_recipe(0);
 }
 
