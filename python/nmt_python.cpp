@@ -131,6 +131,18 @@ void bind_translate_options(py::module_& m) {
   choice_property(c, "format", &TranslateOptions::format, kOutputFormats);
 }
 
+// The constructor of a Translator or Scorer: its models load with the GIL
+// free (seconds of reading and preparing weights), warnings go to `warn`.
+template <class T, class Options>
+auto loading() {
+  return py::init(
+      [](const std::vector<std::string>& models, const Options& options, const py::object& warn) {
+        const auto w = warner(warn);
+        py::gil_scoped_release free;
+        return std::make_unique<T>(models, options, w);
+      });
+}
+
 void bind_translator(py::module_& m) {
   py::class_<TranslationResult>(m, "TranslationResult")
       .def_readonly("hypotheses", &TranslationResult::hypotheses)
@@ -143,13 +155,8 @@ void bind_translator(py::module_& m) {
       .def_readonly("attention", &TranslationResult::attention);
   const auto released = py::call_guard<py::gil_scoped_release>();
   py::class_<Translator>(m, "Translator")
-      .def(py::init([](const std::vector<std::string>& models, const TranslateOptions& options,
-                       const py::object& warn) {
-             const auto w = warner(warn);
-             py::gil_scoped_release free;
-             return std::make_unique<Translator>(models, options, w);
-           }),
-           py::arg("models"), py::arg("options"), py::arg("warn") = py::none())
+      .def(loading<Translator, TranslateOptions>(), py::arg("models"), py::arg("options"),
+           py::arg("warn") = py::none())
       .def("translate_batch", &Translator::translate_batch, py::arg("sources"), released)
       .def("translate", py::overload_cast<const std::vector<std::string>&>(&Translator::translate),
            py::arg("lines"), released)
@@ -169,13 +176,8 @@ void bind_scoring(py::module_& m) {
       .def_readwrite("jsonl", &ScoreOptions::jsonl)
       .def_readwrite("word_scores", &ScoreOptions::word_scores);
   py::class_<Scorer>(m, "Scorer")
-      .def(py::init([](const std::vector<std::string>& models, const ScoreOptions& options,
-                       const py::object& warn) {
-             const auto w = warner(warn);
-             py::gil_scoped_release free;
-             return std::make_unique<Scorer>(models, options, w);
-           }),
-           py::arg("models"), py::arg("options"), py::arg("warn") = py::none())
+      .def(loading<Scorer, ScoreOptions>(), py::arg("models"), py::arg("options"),
+           py::arg("warn") = py::none())
       .def("score", &Scorer::score, py::arg("source"), py::arg("target"),
            py::call_guard<py::gil_scoped_release>());
 }
