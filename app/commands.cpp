@@ -308,18 +308,7 @@ void register_quantize_impl(CLI::App& app) {
     io::check_output_path(o->out, "-o");
     io::check_not_an_input({"-o", o->out}, {{"model", o->model}});
     io::check_input_path(o->model, "model");
-    ModelConfig cfg;
-    std::string spm;
-    FileContents f = open_model(o->model, cfg, spm);
-    auto q = f.metadata.find("quantization");
-    if (q != f.metadata.end())
-      throw InputError(o->model + " is already quantised (" + q->second + ")");
-    Transformer net(cfg);
-    load_weights(f, net);
-    std::map<std::string, std::string> keep;  // what nmt info shows of its training
-    for (const char* k : {"step", "training_options", "training_data", "recipe", "imported_from", "shortlist"})
-      if (auto it = f.metadata.find(k); it != f.metadata.end()) keep[k] = it->second;
-    save_model(o->out, net, vocab_tensors(f), keep, /*int8=*/true);
+    write_model_copy(o->model, o->out, /*int8=*/true);
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(o->out, ec);  // a device has none
     std::fprintf(stderr, "nmt: wrote %s (int8%s)\n", o->out.c_str(),
@@ -353,6 +342,7 @@ std::vector<const CLI::App*> visible_commands(const CLI::App& app) {
 
 void register_all(CLI::App& app) {
   register_train(app);
+  register_distill(app);
   register_translate(app);
   register_score(app);
   register_attention(app);

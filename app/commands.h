@@ -19,6 +19,7 @@ void register_summary(CLI::App& app);
 void register_info(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_train(CLI::App& app);
+void register_distill(CLI::App& app);
 void register_translate(CLI::App& app);
 void register_score(CLI::App& app);
 void register_attention(CLI::App& app);

@@ -16,8 +16,8 @@
 # tatoeba-test-v2021-08-07).
 # Environment: NMT (build/nmt), DATA (../shared/data), OUT (runs/recipe),
 # MINUTES (budgets, default "10"), VARIANTS (default "recipe defaults hand";
-# also speed: --optimize speed, the recipe's model with a deep encoder and a
-# one-layer decoder; recipe-cosine, recipe-isqrt, recipe-f32, recipe-b4096:
+# also speed: --optimize speed, the recipe's config with a one-layer
+# decoder; recipe-cosine, recipe-isqrt, recipe-f32, recipe-b4096:
 # the recipe with that one choice changed),
 # THREADS (0: all cores), EXTRA (options added to every nmt train, e.g.
 # "--seed 2" for a repeat in another OUT). A cell whose score exists is not run again; every

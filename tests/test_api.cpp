@@ -287,6 +287,27 @@ TEST_CASE("api: training options are checked before any work", "[api]") {
   CHECK(std::string(e.what()).find("config not found: no-such-config") != std::string::npos);
 }
 
+TEST_CASE("api: distillation's options and inputs are checked before any work", "[api]") {
+  api::DistillSpec spec;
+  spec.teachers = {model_path()};
+  spec.train_src = spec.train_tgt = model_path();  // any file: refused before it is read
+  spec.out = (std::filesystem::temp_directory_path() / "nmt_api_distill.nmt").string();
+  spec.original = "sometimes";
+  api::Error e = error_of([&] { api::distill(spec); });
+  CHECK(e.kind() == api::Error::Kind::usage);
+  CHECK(std::string(e.what()) == "original: auto, mix or none, not 'sometimes'");
+  spec.original = "auto";
+  e = error_of([&] { api::distill(spec); });  // no budget
+  CHECK(e.kind() == api::Error::Kind::usage);
+  CHECK(std::string(e.what()).rfind("max_minutes: ", 0) == 0);
+  spec.max_minutes = 1;
+  spec.teachers = {"no-such-teacher.nmt"};
+  e = error_of([&] { api::distill(spec); });
+  CHECK(e.kind() == api::Error::Kind::input);
+  CHECK(std::string(e.what()).find("no-such-teacher.nmt") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(spec.out + ".distill"));
+}
+
 TEST_CASE("api: forced scores, as TSV rows or JSON lines", "[api]") {
   const std::vector<std::string> src = {"the red dog runs", "old cat"},
                                  tgt = {"a tiny bird", "the tree sings over"};

@@ -650,4 +650,21 @@ void load_weights(const FileContents& file, Transformer& model, const std::strin
   if (!on_host) ops::upload(staging.data(), store.values());
 }
 
+void write_model_copy(const std::string& in, const std::string& out, bool int8,
+                      const std::map<std::string, std::string>& extra) {
+  ModelConfig cfg;
+  std::string spm;
+  FileContents f = open_model(in, cfg, spm);
+  auto q = f.metadata.find("quantization");
+  if (int8 && q != f.metadata.end())
+    throw InputError(in + " is already quantised (" + q->second + ")");
+  Transformer net(cfg);
+  load_weights(f, net);
+  std::map<std::string, std::string> keep = extra;  // what nmt info shows of its training
+  for (const char* k : {"step", "training_options", "training_data", "recipe", "imported_from",
+                        "shortlist", "distillation"})
+    if (auto it = f.metadata.find(k); it != f.metadata.end()) keep.emplace(k, it->second);
+  save_model(out, net, vocab_tensors(f), keep, int8);
+}
+
 }  // namespace nmt

@@ -144,4 +144,11 @@ FileContents open_model(const std::string& path, ModelConfig& cfg, std::string& 
 VocabTensors vocab_tensors(const FileContents& file);
 void load_weights(const FileContents& file, Transformer& model, const std::string& prefix = "");
 
+// A copy of a model file (`nmt quantize`, `nmt distill`): its weights (as
+// int8 rows and scales with int8, else as they are), vocabulary, shortlist
+// and what `nmt info` shows of its training, with `extra` metadata added.
+// A file already in int8 is refused for an int8 copy.
+void write_model_copy(const std::string& in, const std::string& out, bool int8,
+                      const std::map<std::string, std::string>& extra = {});
+
 }  // namespace nmt

@@ -77,6 +77,7 @@ nlohmann::ordered_json model_info(const std::string& path) {
   if (auto d = meta_json("training_data"); !d.is_null()) j["training_data"] = d;
   if (auto s = meta_json("training_state"); !s.is_null()) j["checkpoint"] = s;
   if (auto r = meta_json("recipe"); !r.is_null()) j["recipe"] = r;
+  if (auto d = meta_json("distillation"); !d.is_null()) j["distilled_from"] = d;
   if (m.shortlist) {
     nlohmann::json sl = meta_json("shortlist");
     if (!sl.is_object()) sl = nlohmann::json::object();
@@ -232,6 +233,8 @@ std::string model_info_text(const nlohmann::ordered_json& j) {
   if (j.contains("source_vocabulary")) print_vocab("source vocab", j["source_vocabulary"]);
   if (j.contains("imported_from"))
     print(out, "imported     %s\n", j["imported_from"].value("summary", std::string()).c_str());
+  if (j.contains("distilled_from") && j["distilled_from"].is_object())
+    print(out, "distilled    %s\n", j["distilled_from"].value("summary", std::string()).c_str());
   if (j.contains("step")) print(out, "step         %lld\n", j["step"].get<long long>());
   print_training(out, j);
   print(out, "numerics     %s (on this machine)\n", j["numerics"].get<std::string>().c_str());
