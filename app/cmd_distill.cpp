@@ -54,13 +54,7 @@ void run_distill(DistillCli& cli) {
   DistillCallbacks cb;
   cb.log = say;
   cb.progress = [](const std::string& name, const TrainProgress& p) {
-    const StepStats& s = p.stats;
-    if (s.step != 1 && s.step % 100 != 0) return;
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "%s: step %lld | loss %.3f | %.0f tgt tok/s | %.1f min",
-                  name.c_str(), static_cast<long long>(s.step), s.loss, p.tokens_per_second,
-                  p.elapsed_seconds / 60);
-    say(buf);
+    if (p.stats.step == 1 || p.stats.step % 100 == 0) say(name + ": " + train_progress_line(p));
   };
   g_stop.store(0);
   cb.stop = &g_stop;

@@ -64,28 +64,6 @@ extern "C" void on_stop_signal(int sig) {
   std::signal(sig, SIG_DFL);  // a second signal ends the process at once
 }
 
-std::string hms(double s) {
-  if (s < 0) return "-";
-  const long t = static_cast<long>(s + 0.5);
-  char buf[32];
-  if (t >= 3600)
-    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
-  return buf;
-}
-
-std::string progress_line(const TrainProgress& p) {
-  const StepStats& s = p.stats;
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "epoch %.2f | step %lld | loss %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
-                "elapsed %s | ETA %s",
-                s.epoch_progress, static_cast<long long>(s.step), s.loss, s.ppl, s.lr,
-                p.tokens_per_second, hms(p.elapsed_seconds).c_str(), hms(p.eta_seconds).c_str());
-  return buf;
-}
-
 // What the command line holds: the files and switches, and the training
 // options named on it by key.
 struct TrainCli {
@@ -236,10 +214,10 @@ void run_train(const TrainCli& cli) {
       const auto now = std::chrono::steady_clock::now();
       if (now - last_draw < std::chrono::milliseconds(200)) return;
       last_draw = now;
-      std::cerr << "\r\033[K" << progress_line(p) << std::flush;
+      std::cerr << "\r\033[K" << train_progress_line(p) << std::flush;
       live = true;
     } else if (p.stats.step == 1 || p.stats.step % opts.log_every == 0) {
-      std::cerr << "nmt train: " << progress_line(p) << "\n" << std::flush;
+      std::cerr << "nmt train: " << train_progress_line(p) << "\n" << std::flush;
     }
   };
   g_stop.store(0);
@@ -275,7 +253,30 @@ void run_train(const TrainCli& cli) {
   if (r.interrupted) exit_code() = 128 + g_stop.load();
 }
 
+// h:mm:ss or m:ss; "-" for a time not known.
+std::string hms(double s) {
+  if (s < 0) return "-";
+  const long t = static_cast<long>(s + 0.5);
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
 }  // namespace
+
+std::string train_progress_line(const TrainProgress& p) {
+  const StepStats& s = p.stats;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "epoch %.2f | step %lld | loss %.3f | ppl %.2f | lr %.2e | %.0f tgt tok/s | "
+                "elapsed %s | ETA %s",
+                s.epoch_progress, static_cast<long long>(s.step), s.loss, s.ppl, s.lr,
+                p.tokens_per_second, hms(p.elapsed_seconds).c_str(), hms(p.eta_seconds).c_str());
+  return buf;
+}
 
 void register_train(CLI::App& app) {
   auto cli = std::make_shared<TrainCli>();

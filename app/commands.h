@@ -13,6 +13,10 @@
 #include "core/error.h"
 #include "core/option_spec.h"
 
+namespace nmt {
+struct TrainProgress;
+}
+
 namespace nmt::app {
 
 void register_summary(CLI::App& app);
@@ -20,6 +24,10 @@ void register_info(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_train(CLI::App& app);
 void register_distill(CLI::App& app);
+
+// A training update as `nmt train` prints it (epoch, step, loss, ppl, lr,
+// tokens/s, elapsed, ETA); `nmt distill` prints its trainings' the same way.
+std::string train_progress_line(const TrainProgress& p);
 void register_translate(CLI::App& app);
 void register_score(CLI::App& app);
 void register_attention(CLI::App& app);

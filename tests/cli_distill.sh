@@ -108,7 +108,7 @@ has "nothing to do: s.nmt was written" run3.err
 "$NMT" info s.nmt >info.txt || fail "info"
 has "int8 weights" info.txt
 has "^distilled    by t.nmt and 1 more (beam 4, .*); [0-9]* of 2000 pairs kept; original targets" info.txt
-has "decoder_layers.*1\|1 decoder layer\|+1" info.txt
+has "^config       transformer-small-3x1: 3+1 layers" info.txt
 "$NMT" info --format json s.nmt | python3 -c '
 import json, sys
 d = json.load(sys.stdin)["distilled_from"]
