@@ -148,7 +148,7 @@ class Translator:
             raise TypeError("source: a list of strings, not a string")
         results = self._translator.translate_batch(list(source))
         if not return_scores:
-            return [_Result(r, scores=False) for r in results]
+            return [_Unscored(r) for r in results]
         return results
 
     def translate(self, lines):
@@ -185,12 +185,12 @@ class Translator:
         return self._scorer[1]
 
 
-class _Result:
+class _Unscored:
     """A TranslationResult without its scores (return_scores=False)."""
 
-    def __init__(self, r, scores):
+    def __init__(self, r):
         self.hypotheses = r.hypotheses
-        self.scores = r.scores if scores else []
+        self.scores = []
         self.logprob = r.logprob
         self.tokens = r.tokens
         self.alignment = r.alignment
