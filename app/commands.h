@@ -24,10 +24,6 @@ void register_info(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_train(CLI::App& app);
 void register_distill(CLI::App& app);
-
-// A training update as `nmt train` prints it (epoch, step, loss, ppl, lr,
-// tokens/s, elapsed, ETA); `nmt distill` prints its trainings' the same way.
-std::string train_progress_line(const TrainProgress& p);
 void register_translate(CLI::App& app);
 void register_score(CLI::App& app);
 void register_attention(CLI::App& app);
@@ -38,6 +34,10 @@ void register_docs(CLI::App& app);
 void register_all(CLI::App& app);
 // The commands --help lists (not the build's hidden `manual`), in order.
 std::vector<const CLI::App*> visible_commands(const CLI::App& app);
+
+// A training update as `nmt train` prints it (epoch, step, loss, ppl, lr,
+// tokens/s, elapsed, ETA); `nmt distill` prints its trainings' the same way.
+std::string train_progress_line(const TrainProgress& p);
 
 // Commands that finish with a non-zero status without an error set it here.
 int& exit_code();
