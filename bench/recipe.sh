@@ -16,14 +16,16 @@
 # tatoeba-test-v2021-08-07).
 # Environment: NMT (build/nmt), DATA (../shared/data), OUT (runs/recipe),
 # MINUTES (budgets, default "10"), VARIANTS (default "recipe defaults hand";
-# also speed: --optimize speed, the recipe's config with a one-layer
-# decoder; recipe-cosine, recipe-isqrt, recipe-f32, recipe-b4096:
-# the recipe with that one choice changed),
+# also speed: --optimize speed, the recipe's config with a two-layer
+# decoder, in int8 where that validates as well; student: --optimize
+# student, a one-layer decoder; recipe-cosine, recipe-isqrt, recipe-f32,
+# recipe-b4096: the recipe with that one choice changed),
 # THREADS (0: all cores), EXTRA (options added to every nmt train, e.g.
 # "--seed 2" for a repeat in another OUT). A cell whose score exists is not run again; every
 # finished cell is a row of OUT/results.tsv, and the table is printed at the end.
 # sent/s is the beam-4 translation of the test set, whole process (load
-# included), best of two runs; peak_MiB is training's.
+# included), best of two runs, in the model's own weights (layers says
+# which: f32, or int8 where --optimize speed chose it); peak_MiB is training's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 NMT=${NMT:-$root/build/nmt}
@@ -88,6 +90,7 @@ variant_options() {
   case $v in
     recipe) echo "" ;;
     speed) echo "--optimize speed" ;;
+    student) echo "--optimize student" ;;
     # The recipe with one choice overridden: the schedule shapes it chose
     # between, and f32 where it chose bf16.
     recipe-cosine) echo "--lr-schedule cosine" ;;
@@ -143,8 +146,9 @@ import json, re, sys
 d, task, minutes, variant, cmd = sys.argv[1:]
 scores = json.load(open(f"{d}/score.json"))
 speed = float(open(f"{d}/sent_per_s").read())
-cfg = json.load(open(f"{d}/info.json"))["config"]
-layers = f"{cfg['encoder_layers']}+{cfg['decoder_layers']}"
+info = json.load(open(f"{d}/info.json"))
+cfg = info["config"]
+layers = f"{cfg['encoder_layers']}+{cfg['decoder_layers']} {info['weights']}"
 score = {s["name"]: s["score"] for s in scores}
 train = [json.loads(l) for l in open(f"{d}/m.nmt.log.jsonl")]
 steps = [r for r in train if r.get("type") == "train"]

@@ -70,7 +70,7 @@ has "teacher: done \[" run1.err
 has "filter: kept [0-9]* of 2000 pairs; [0-9]* scored below" run1.err
 has "original targets: two pilots of 0.3 minutes each" run1.err
 has "original targets: \(mix\|none\): validation chrF" run1.err
-has "student: recipe: layers [0-9]*+1: --optimize speed" run1.err
+has "student: recipe: layers [0-9]*+1: --optimize student" run1.err
 has "stopped: .* of 3 minutes spent; --resume goes on from here" run1.err
 [ ! -e s.nmt ] || fail "a stopped run wrote s.nmt"
 [ "$(wc -l <s.nmt.distill/teacher.jsonl)" -eq 2000 ] || fail "teacher.jsonl: not 2000 lines"

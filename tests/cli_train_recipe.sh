@@ -9,7 +9,8 @@
 #  - exact duplicate pairs and pairs of implausible length ratio are dropped
 #    and counted in the summary line (with peak memory); --no-filter keeps them;
 #  - the recipe is in the model (nmt info) and a resumed run keeps it;
-#  - --optimize speed gives the decoder one layer, a given config keeps its own.
+#  - --optimize speed gives the decoder two layers and writes int8 where it
+#    validates as well, student gives it one, a given config keeps its own.
 # Usage: cli_train_recipe.sh NMT DATA_DIR WORK_DIR
 set -uo pipefail
 NMT=$1 DATA=$2 WORK=$3
@@ -40,13 +41,16 @@ for f in ex.nmt ex.nmt.best ex.nmt.log.jsonl ex.nmt.curve.svg ex.nmt.ckpt ex.nmt
   [ ! -e "$f" ] || fail "--explain wrote $f"
 done
 
-# --optimize: quality keeps the config's split, speed gives the decoder one
-# layer (printed with its reason), a given config keeps its layers, and
-# speed without the recipe needs a config (exit 2, one line).
+# --optimize: quality keeps the config's split, speed gives the decoder two
+# layers and student one (printed with the reason), a given config keeps
+# its layers, and speed without the recipe needs a config (exit 2, one line).
 has "recipe: layers 3+3: --optimize quality" ex.err
 "$NMT" train --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out sp.nmt --max-steps 50 \
   --threads 1 --explain --optimize speed 2>sp.err || fail "speed --explain: $(cat sp.err)"
-has "recipe: layers 3+1: --optimize speed: the decoder runs for every output token" sp.err
+has "recipe: layers 3+2: --optimize speed: the decoder runs for every output token" sp.err
+"$NMT" train --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out sp.nmt --max-steps 50 \
+  --threads 1 --explain --optimize student 2>st.err || fail "student --explain: $(cat st.err)"
+has "recipe: layers 3+1: --optimize student: .* one decoder layer, for a teacher's translations" st.err
 "$NMT" train --train-src "$toy/train.en" --train-tgt "$toy/train.de" --out sp.nmt --max-steps 50 \
   --threads 1 --explain --optimize speed -c transformer-small 2>spg.err || fail "speed -c: $(cat spg.err)"
 has "recipe: layers 3+3: given (--config; --optimize speed keeps a given config's layers)" spg.err
@@ -55,6 +59,29 @@ has "recipe: layers 3+3: given (--config; --optimize speed keeps a given config'
 [ $? -eq 2 ] || fail "--optimize speed --no-recipe: expected exit 2: $(cat spn.err)"
 has "optimize speed shapes the model the recipe chooses, but the recipe is off" spn.err
 [ "$(wc -l <spn.err)" -eq 1 ] || fail "--optimize speed --no-recipe: not one line: $(cat spn.err)"
+# speed's weights: int8 where the validation set's chrF in int8 is within
+# 0.5 of f32's, and OUT is what the line says; f32 without validation pairs.
+"$NMT" train -c transformer-tiny --vocab-size 300 --train-src "$toy/train.en" \
+  --train-tgt "$toy/train.de" --valid-src "$toy/dev.en" --valid-tgt "$toy/dev.de" --out q8.nmt \
+  --max-steps 20 --threads 1 --optimize speed 2>q8.err || fail "speed: $(cat q8.err)"
+line=$(grep "weights: .* (--optimize speed): chrF [0-9.]* in int8 against [0-9.]* in f32 ([0-9]* validation sentences, beam 4)" q8.err) ||
+  fail "speed: no weights line: $(cat q8.err)"
+"$NMT" info q8.nmt >q8.info 2>&1 || fail "info q8: $(cat q8.info)"
+python3 - "$line" q8.nmt.log.jsonl <<'EOF' || fail "speed: the weights line: $line"
+import json, re, sys
+line, log = sys.argv[1:]
+m = re.search(r"weights: (int8|f32) .*chrF ([0-9.]+) in int8 against ([0-9.]+) in f32", line)
+kept, int8, f32 = m.group(1), float(m.group(2)), float(m.group(3))
+assert (kept == "int8") == (int8 >= f32 - 0.5 - 0.005), line
+assert (kept == "f32") == ("more than 0.5 lost" in line), line
+entry = [json.loads(l) for l in open(log) if '"type":"int8"' in l.replace(" ", "")][-1]
+assert entry["int8"] == (kept == "int8"), entry
+EOF
+if grep -q "weights: int8" q8.err; then has "int8 weights" q8.info; else hasnt "int8 weights" q8.info; fi
+"$NMT" train -c transformer-tiny --vocab-size 300 --train-src "$toy/train.en" \
+  --train-tgt "$toy/train.de" --out q8n.nmt --max-steps 2 --threads 1 --optimize speed 2>q8n.err ||
+  fail "speed without validation: $(cat q8n.err)"
+has "weights: f32 (--optimize speed): no validation set to measure int8's cost on" q8n.err
 
 # 2. The data decides: Chinese gets SentencePiece's 0.9995, English/German 1.0.
 head -3000 "$DATA/tatoeba-cmn-eng/train.en" >zh.en

@@ -462,35 +462,44 @@ TEST_CASE("recipe: plan_budget keeps bf16 only where the probe finds it faster",
   CHECK(given.asked[0].second == ComputeType::BF16);
 }
 
-TEST_CASE("recipe: --optimize speed leaves the decoder one layer", "[recipe]") {
-  for (const char* name : {"transformer-small", "transformer-base", "transformer-tiny"}) {
+TEST_CASE("recipe: --optimize speed leaves the decoder two layers, student one", "[recipe]") {
+  for (const char* name : {"transformer-small", "transformer-base", "transformer-big"}) {
     INFO(name);
     const ModelConfig shipped_cfg = shipped(name);
-    TrainOptions quality, speed;
-    speed.optimize = Optimize::Speed;
-    ModelConfig q = shipped_cfg, s = shipped_cfg;
-    Recipe rq, rs;
+    REQUIRE(shipped_cfg.decoder_layers > 2);
+    TrainOptions quality;
+    ModelConfig q = shipped_cfg;
+    Recipe rq;
     recipe_layers(q, quality, rq);
-    recipe_layers(s, speed, rs);
     // quality: the config as shipped.
     CHECK(q.encoder_layers == shipped_cfg.encoder_layers);
     CHECK(q.decoder_layers == shipped_cfg.decoder_layers);
     CHECK(q.name == shipped_cfg.name);
-    // speed: the encoder kept, one decoder layer for each output token.
-    CHECK(s.decoder_layers == 1);
-    CHECK(s.encoder_layers == shipped_cfg.encoder_layers);
-    CHECK(s.d_model == shipped_cfg.d_model);
-    CHECK(s.d_ff == shipped_cfg.d_ff);
-    CHECK(s.name == std::string(name) + "-" + std::to_string(s.encoder_layers) + "x1");
-    REQUIRE(rs.find("layers"));
-    CHECK(rs.find("layers")->value == std::to_string(s.encoder_layers) + "+1");
-    CHECK(rs.find("layers")->reason.find("{optimize} speed") == 0);
-    CHECK_FALSE(rs.find("layers")->given);
     REQUIRE(rq.find("layers"));
     CHECK(rq.find("layers")->reason.find("{optimize} quality") == 0);
+    // speed and student: the encoder kept, fewer decoder layers.
+    for (auto [goal, decoder] : {std::pair{Optimize::Speed, 2}, std::pair{Optimize::Student, 1}}) {
+      INFO(optimize_name(goal));
+      TrainOptions o;
+      o.optimize = goal;
+      ModelConfig s = shipped_cfg;
+      Recipe rs;
+      recipe_layers(s, o, rs);
+      CHECK(s.decoder_layers == decoder);
+      CHECK(s.encoder_layers == shipped_cfg.encoder_layers);
+      CHECK(s.d_model == shipped_cfg.d_model);
+      CHECK(s.d_ff == shipped_cfg.d_ff);
+      CHECK(s.name == std::string(name) + "-" + std::to_string(s.encoder_layers) + "x" +
+                          std::to_string(decoder));
+      REQUIRE(rs.find("layers"));
+      CHECK(rs.find("layers")->value ==
+            std::to_string(s.encoder_layers) + "+" + std::to_string(decoder));
+      CHECK(rs.find("layers")->reason.find("{optimize} " + std::string(optimize_name(goal))) == 0);
+      CHECK_FALSE(rs.find("layers")->given);
+    }
   }
-  // A given config keeps its layers, whatever the goal; one decoder layer
-  // already is left as it is.
+  // A given config keeps its layers, whatever the goal; a decoder as
+  // shallow already is left as it is.
   TrainOptions given;
   given.optimize = Optimize::Speed;
   given.given.insert("config");
@@ -509,16 +518,23 @@ TEST_CASE("recipe: --optimize speed leaves the decoder one layer", "[recipe]") {
   recipe_layers(one, speed, r1);
   CHECK(one.encoder_layers == 12);
   CHECK(one.decoder_layers == 1);
-  CHECK(r1.find("layers")->reason.find("one layer already") != std::string::npos);
+  CHECK(r1.find("layers")->reason.find("has one layer already") != std::string::npos);
+  ModelConfig tiny = shipped("transformer-tiny");  // 2+2
+  Recipe rt;
+  recipe_layers(tiny, speed, rt);
+  CHECK(tiny.decoder_layers == 2);
+  CHECK(tiny.name == "transformer-tiny");
 }
 
 TEST_CASE("recipe: --optimize is a training option with its choices", "[recipe]") {
   const TrainingOption* o = find_training_option("optimize");
   REQUIRE(o);
-  CHECK(o->choices == std::vector<std::string>{"quality", "speed"});
+  CHECK(o->choices == std::vector<std::string>{"quality", "speed", "student"});
   TrainOptions t;
   apply_training_json({{"optimize", "speed"}}, t, "test");
   CHECK(t.optimize == Optimize::Speed);
+  apply_training_json({{"optimize", "student"}}, t, "test");
+  CHECK(t.optimize == Optimize::Student);
   CHECK_THROWS_AS(apply_training_json({{"optimize", "fast"}}, t, "test"), InputError);
   // Without the recipe, only a config says what speed would mean.
   const std::string dir = std::filesystem::temp_directory_path().string();

@@ -19,6 +19,7 @@
 #include "metrics/chrf.h"
 #include "model/config.h"
 #include "model/model_file.h"
+#include "model/quantise.h"
 #include "service/translation_service.h"
 #include "train/checkpoints.h"
 #include "train/options.h"
@@ -253,7 +254,7 @@ void Distiller::choose_teacher_compute() {
   } else {
     const double f32 = chrf(translate(*service(o_.teachers, "f32"), valid_src_), valid_ref_);
     const double int8 = chrf(translate(*service(o_.teachers, "int8"), valid_src_), valid_ref_);
-    const bool take = int8 >= f32 - 0.5;
+    const bool take = int8 >= f32 - kMaxInt8ChrfCost;
     c = {{"compute", take ? "int8" : "f32"},
          {"chrf_f32", f32},
          {"chrf_int8", int8},
@@ -427,7 +428,7 @@ TrainResult Distiller::train_model(const std::string& out, bool mix, double minu
   t.device = o_.device;
   const ModelConfig cfg = read_training_config(o_.config.empty() ? kDefaultConfig : o_.config,
                                                !o_.config.empty(), "{config}", t);
-  apply_given_training({{"max_minutes", minutes}, {"optimize", "speed"}, {"seed", o_.seed}}, t,
+  apply_given_training({{"max_minutes", minutes}, {"optimize", "student"}, {"seed", o_.seed}}, t,
                        "distill");
   TrainCallbacks tc;
   const std::string name = fs::path(out).stem().string();

@@ -1,7 +1,7 @@
 // `nmt distill`: sequence-level knowledge distillation (Kim and Rush, 2016)
 // in one resumable run. A teacher (one model or an ensemble) translates the
 // training source; its weakest translations are dropped; a student of a
-// fast shape (the recipe with --optimize speed: a one-layer decoder) trains
+// fast shape (the recipe with --optimize student: a one-layer decoder) trains
 // on the rest, with the original targets mixed in where two short pilots
 // say that validates better; the student, averaged and with its shortlist
 // as training leaves it, is written in int8 with a record of how it was

@@ -12,8 +12,11 @@
 #include "core/format.h"
 #include "core/stop.h"
 #include "decode/shortlist_cost.h"
+#include "decode/translator.h"
 #include "io/output_file.h"
+#include "metrics/chrf.h"
 #include "model/loaded_model.h"
+#include "model/quantise.h"
 #include "model/shortlist.h"
 #include "train/checkpoints.h"
 #include "train/session.h"
@@ -121,6 +124,58 @@ void TrainSession::add_shortlist(const std::string& model_path, VocabTensors& te
   log(line);
 }
 
+// --optimize speed: whether OUT is written in int8. It is where the
+// validation set (its first kInt8Sentences) translates in int8 at beam 4,
+// with the shortlist as translation will use it, within kMaxInt8ChrfCost
+// chrF of f32; else, and without validation pairs or int8 on the device,
+// OUT stays f32.
+bool TrainSession::int8_validates(const std::string& model_path) {
+  constexpr int64_t kInt8Sentences = 500;
+  const auto t0 = Clock::now();
+  json entry = {{"type", "int8"}};
+  std::string why;
+  bool take = false;
+  if (!plan_.has_valid() || data_.valid.size() == 0) {
+    why = "no validation set to measure int8's cost on";
+  } else {
+    const int64_t n = std::min(data_.valid.size(), kInt8Sentences);
+    std::vector<std::string> src, refs;
+    for (int64_t i = 0; i < n; ++i)
+      src.push_back(data_.vsrc[data_.valid.line[i]]),
+          refs.push_back(data_.vtgt[data_.valid.line[i]]);
+    auto chrf_in = [&](const char* compute) {
+      const LoadedModel m =
+          load_model(model_path, compute, nullptr, opts_.device, ShortlistLoad::IfOnByDefault);
+      SearchOptions so;
+      so.beam = 4;
+      so.stop = cb_.stop;
+      so.shortlist = m.shortlist ? &*m.shortlist : nullptr;
+      Translator tr(m, so, /*batch_tokens=*/0, {}, /*workers=*/0);
+      std::vector<std::string> hyps;
+      for (auto& r : tr.translate(src)) hyps.push_back(std::move(r.text));
+      return metrics::corpus_chrf(hyps, {refs}).score;
+    };
+    try {
+      const double f32 = chrf_in("f32"), int8 = chrf_in("int8");
+      take = int8 >= f32 - kMaxInt8ChrfCost;
+      entry["chrf_f32"] = f32, entry["chrf_int8"] = int8, entry["sentences"] = n;
+      why = "chrF " + format_number("%.2f", int8) + " in int8 against " +
+            format_number("%.2f", f32) + " in f32 (" + std::to_string(n) +
+            " validation sentences, beam 4)" +
+            (take ? "" : ": more than " + format_number("%.1f", kMaxInt8ChrfCost) + " lost");
+    } catch (const InputError& e) {  // int8 that this device cannot run
+      why = e.what();
+    }
+  }
+  entry["int8"] = take;
+  entry["why"] = why;
+  entry["seconds"] = seconds_since(t0);
+  log_->write(entry);
+  log("weights: " + std::string(take ? "int8" : "f32") + " ({optimize} speed): " + why + " [" +
+      format_number("%.1f", seconds_since(t0)) + " s]");
+  return take;
+}
+
 // OUT appears once, whole (its shortlist included), as the run's last act:
 // the final model is written as OUT.partial, where the shortlist is also
 // measured, and renamed onto OUT. A kill before then leaves OUT.partial
@@ -139,12 +194,14 @@ void TrainSession::write_final_model() {
     add_shortlist(partial, tensors, meta);
     save_model(partial, *model_, tensors, meta);
   }
+  const bool int8 = opts_.optimize == Optimize::Speed && int8_validates(partial);
+  if (int8) save_model(partial, *model_, tensors, meta, /*int8=*/true);
   throw_if_stopped(cb_.stop);
   // A symlink, device or FIFO at OUT is written through, as every output is.
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(opts_.out, ec);
   if (fs::exists(st) && !fs::is_regular_file(st)) {
-    save_model(opts_.out, *model_, tensors, meta);
+    save_model(opts_.out, *model_, tensors, meta, int8);
     fs::remove(partial, ec);
     return;
   }

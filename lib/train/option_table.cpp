@@ -138,17 +138,21 @@ std::vector<TrainingOption> make_table() {
                     "f32, or bf16: mixed precision, the products in bf16 with f32 accumulation "
                     "(weights, gradients, Adam and the loss stay f32); needs AVX512-BF16 or "
                     "AMX")),
-      choice("optimize", &O::optimize, {Optimize::Quality, Optimize::Speed}, optimize_name,
-             "What the recipe's model shape is for: quality (the best BLEU for the budget), or "
-             "speed (a one-layer decoder: translates about twice as fast, at some BLEU); a "
-             "given {config} keeps its layers"),
+      choice("optimize", &O::optimize, {Optimize::Quality, Optimize::Speed, Optimize::Student},
+             optimize_name,
+             "What the recipe's model shape is for: quality (the best BLEU for the budget), "
+             "speed (a two-layer decoder, and int8 weights where they validate as well: "
+             "translates over twice as fast), or student (a one-layer decoder, for a teacher's "
+             "translations: nmt distill's); a given {config} keeps its layers"),
   };
 }
 
 }  // namespace
 
 const char* best_metric_name(BestMetric m) { return m == BestMetric::Loss ? "loss" : "bleu"; }
-const char* optimize_name(Optimize o) { return o == Optimize::Speed ? "speed" : "quality"; }
+const char* optimize_name(Optimize o) {
+  return o == Optimize::Speed ? "speed" : o == Optimize::Student ? "student" : "quality";
+}
 
 const std::vector<TrainingOption>& training_options() {
   static const std::vector<TrainingOption> table = make_table();

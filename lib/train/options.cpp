@@ -102,10 +102,10 @@ void validate_options(const TrainOptions& o) {
   if (o.vocab_size < 0 || (o.vocab_size > 0 && o.vocab_size < 8))
     throw OptionError("{vocab_size}: expected 0 or at least 8, got " +
                       std::to_string(o.vocab_size));
-  if (o.optimize == Optimize::Speed && !o.recipe && !o.was_given("config"))
-    throw OptionError(
-        "{optimize} speed shapes the model the recipe chooses, but the recipe is off: give a "
-        "{config} with the layers wanted");
+  if (o.optimize != Optimize::Quality && !o.recipe && !o.was_given("config"))
+    throw OptionError("{optimize} " + std::string(optimize_name(o.optimize)) +
+                      " shapes the model the recipe chooses, but the recipe is off: give a "
+                      "{config} with the layers wanted");
   if (o.early_stop > 0 && o.valid_src.empty())
     throw OptionError("{early_stop} needs a validation set ({valid_src}, {valid_tgt})");
   if (o.early_stop > 0 && o.valid_every == 0)

@@ -29,10 +29,11 @@ class OptionError : public InputError {
 };
 
 // What the recipe's model shape is for (train/recipe.h's recipe_layers):
-// the best BLEU for the budget, or the fastest translation (a one-layer
-// decoder) at the BLEU that costs.
-enum class Optimize { Quality, Speed };
-const char* optimize_name(Optimize o);  // "quality", "speed"
+// the best BLEU for the budget; faster translation (a two-layer decoder)
+// at little or no BLEU; or a student to train on a teacher's translations
+// (a one-layer decoder, which loses BLEU on original targets).
+enum class Optimize { Quality, Speed, Student };
+const char* optimize_name(Optimize o);  // "quality", "speed", "student"
 
 // What picks OUT.best: validation BLEU (higher is better), or the loss.
 enum class BestMetric { Bleu, Loss };

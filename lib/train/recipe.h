@@ -75,13 +75,15 @@ std::string recipe_config_name(int64_t pairs, std::string* reason = nullptr);
 
 // The layer split for opts.optimize, on the config the recipe chose (a
 // given config keeps its layers: listed as given). quality: the config's
-// own. speed: the decoder runs once per output token and beam, the
-// encoder once per source token, so at beam 4 a decoder layer costs about
-// five encoder layers of translation time: the encoder is kept and the
-// decoder has one layer. (Kasai et al. 2021 also deepen the encoder, 12+1
-// for 6+6; on the budgets this recipe plans, an hour or less on a CPU, a
-// deeper encoder learned several times more slowly: bench/recipe.sh.)
-// Renames cfg ("transformer-small-3x1").
+// own. The decoder runs once per output token and beam, the encoder once
+// per source token, so at beam 4 a decoder layer costs about five encoder
+// layers of translation time: speed keeps the encoder and gives the
+// decoder two layers, which on original targets score as well as three;
+// student gives it one, which scores well only on a teacher's translations
+// (Kim and Rush 2016; nmt distill). (Kasai et al. 2021 also deepen the
+// encoder, 12+1 for 6+6; on the budgets this recipe plans, an hour or less
+// on a CPU, a deeper encoder learned several times more slowly:
+// bench/recipe.sh.) Renames cfg ("transformer-small-3x2").
 void recipe_layers(ModelConfig& cfg, const TrainOptions& opts, Recipe& recipe);
 
 struct DataRecipe {

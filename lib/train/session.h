@@ -73,6 +73,7 @@ class TrainSession {
   void choose_final_weights();
   void add_shortlist(const std::string& model_path, VocabTensors& tensors,
                      std::map<std::string, std::string>& meta);
+  bool int8_validates(const std::string& model_path);
   void write_final_model();
   void finish();
 
