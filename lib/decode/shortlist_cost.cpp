@@ -18,9 +18,7 @@ std::vector<std::string> translate_all(const LoadedModel& model,
                                        const std::vector<std::string>& src,
                                        const SearchOptions& opts, double& seconds) {
   const auto t0 = std::chrono::steady_clock::now();
-  Translator tr(model, opts, /*batch_tokens=*/0, {}, /*workers=*/0);
-  std::vector<std::string> out;
-  for (auto& r : tr.translate(src)) out.push_back(std::move(r.text));
+  std::vector<std::string> out = translate_lines(model, src, opts);
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

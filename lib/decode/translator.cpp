@@ -399,4 +399,13 @@ std::vector<TranslationResult> Translator::translate(
   return out;
 }
 
+std::vector<std::string> translate_lines(const LoadedModel& model,
+                                         const std::vector<std::string>& src,
+                                         const SearchOptions& opts) {
+  Translator tr(model, opts, /*batch_tokens=*/0, {}, /*workers=*/0);
+  std::vector<std::string> out;
+  for (auto& r : tr.translate(src)) out.push_back(std::move(r.text));
+  return out;
+}
+
 }  // namespace nmt

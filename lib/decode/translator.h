@@ -206,4 +206,11 @@ class Translator {
   std::vector<std::thread> threads_;
 };
 
+// Every line, in order, translated by a Translator with translation's
+// defaults (its batches and workers): the texts alone, as a measurement on
+// a validation set needs them (a shortlist's cost, int8's).
+std::vector<std::string> translate_lines(const LoadedModel& model,
+                                         const std::vector<std::string>& src,
+                                         const SearchOptions& opts);
+
 }  // namespace nmt

@@ -150,10 +150,7 @@ bool TrainSession::int8_validates(const std::string& model_path) {
       so.beam = 4;
       so.stop = cb_.stop;
       so.shortlist = m.shortlist ? &*m.shortlist : nullptr;
-      Translator tr(m, so, /*batch_tokens=*/0, {}, /*workers=*/0);
-      std::vector<std::string> hyps;
-      for (auto& r : tr.translate(src)) hyps.push_back(std::move(r.text));
-      return metrics::corpus_chrf(hyps, {refs}).score;
+      return metrics::corpus_chrf(translate_lines(m, src, so), {refs}).score;
     };
     try {
       const double f32 = chrf_in("f32"), int8 = chrf_in("int8");
