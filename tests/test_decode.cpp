@@ -10,8 +10,10 @@
 #include "core/backend.h"
 #include "core/memory.h"
 #include "decode/ensemble.h"
+#include "decode/int8_cost.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
+#include "metrics/chrf.h"
 #include "model/model_file.h"
 #include "model/quantise.h"
 #include "ops/ops.h"
@@ -759,4 +761,36 @@ TEST_CASE("an int8 model loaded to translate holds each matrix once", "[decode][
 
 TEST_CASE("a bf16 model loaded to translate holds no f32 copy of its matrices", "[decode][bf16]") {
   check_held_once(ComputeType::BF16);
+}
+
+TEST_CASE("int8's cost: chrF of each weight type's translations, taken within 0.5", "[decode]") {
+  const std::vector<std::string> refs = {"ein Hund läuft im Park", "zwei Kinder spielen"};
+  const std::vector<std::string> int8_out = {"ein Hund rennt im Park", "zwei Kinder spielen"};
+  std::vector<std::string> asked;
+  const Int8Cost c = measure_int8_cost(
+      [&](const std::string& compute) {
+        asked.push_back(compute);
+        return compute == "int8" ? int8_out : refs;
+      },
+      refs, 4);
+  CHECK(asked == std::vector<std::string>{"f32", "int8"});
+  CHECK(c.chrf_f32 == Approx(100.0));
+  CHECK(c.chrf_int8 == Approx(metrics::corpus_chrf(int8_out, {refs}).score));
+  CHECK(c.chrf_int8 < 99.0);
+  CHECK(c.sentences == 2);
+  CHECK_FALSE(c.acceptable());
+  CHECK(c.describe().find("(2 validation sentences, beam 4): more than 0.5 lost") !=
+        std::string::npos);
+
+  Int8Cost edge;
+  edge.chrf_f32 = 50.0, edge.chrf_int8 = 49.5, edge.sentences = 500, edge.beam = 4;
+  CHECK(edge.acceptable());
+  CHECK(edge.describe() ==
+        "chrF 49.50 in int8 against 50.00 in f32 (500 validation sentences, beam 4)");
+  edge.chrf_int8 = 49.49;
+  CHECK_FALSE(edge.acceptable());
+
+  CHECK_THROWS_WITH(
+      measure_int8_cost([](const std::string&) { return std::vector<std::string>{}; }, refs, 4),
+      Catch::Matchers::Contains("0 translations of 2 sentences"));
 }

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/format.h"
+#include "decode/int8_cost.h"
 #include "io/file_lock.h"
 #include "io/json.h"
 #include "io/output_file.h"
@@ -19,7 +20,6 @@
 #include "metrics/chrf.h"
 #include "model/config.h"
 #include "model/model_file.h"
-#include "model/quantise.h"
 #include "service/translation_service.h"
 #include "train/checkpoints.h"
 #include "train/options.h"
@@ -93,6 +93,8 @@ class Distiller {
                                               const std::string& compute) const;
   std::vector<std::string> translate(TranslationService& s, const std::vector<std::string>& src,
                                      std::vector<TranslationResult>* results = nullptr) const;
+  // The validation pairs translated by `models` in f32 and in int8.
+  Int8Cost int8_cost(const std::vector<std::string>& models) const;
   void load_validation();
   void choose_teacher_compute();
   bool translate_training_source();
@@ -227,6 +229,12 @@ std::vector<std::string> Distiller::translate(TranslationService& s,
   return out;
 }
 
+Int8Cost Distiller::int8_cost(const std::vector<std::string>& models) const {
+  return measure_int8_cost(
+      [&](const std::string& compute) { return translate(*service(models, compute), valid_src_); },
+      valid_ref_, o_.beam);
+}
+
 void Distiller::load_validation() {
   if (o_.valid_src.empty()) return;
   io::TextChecks checks;
@@ -240,7 +248,8 @@ void Distiller::load_validation() {
   valid_ref_.resize(valid_src_.size());
 }
 
-// int8 where it translates the validation pairs within 0.5 chrF of f32.
+// int8 where it translates the validation pairs as well as f32
+// (Int8Cost::acceptable).
 void Distiller::choose_teacher_compute() {
   if (state_.contains("teacher_compute")) return;
   const auto t0 = Clock::now();
@@ -252,16 +261,11 @@ void Distiller::choose_teacher_compute() {
   } else if (valid_src_.empty()) {
     c = {{"compute", "f32"}, {"reason", "no validation pairs to measure int8's cost on"}};
   } else {
-    const double f32 = chrf(translate(*service(o_.teachers, "f32"), valid_src_), valid_ref_);
-    const double int8 = chrf(translate(*service(o_.teachers, "int8"), valid_src_), valid_ref_);
-    const bool take = int8 >= f32 - kMaxInt8ChrfCost;
-    c = {{"compute", take ? "int8" : "f32"},
-         {"chrf_f32", f32},
-         {"chrf_int8", int8},
-         {"reason", "chrF " + format_number("%.2f", int8) + " in int8 against " +
-                        format_number("%.2f", f32) + " in f32 on " +
-                        std::to_string(valid_src_.size()) +
-                        " validation pairs: " + (take ? "within" : "more than") + " 0.5"}};
+    const Int8Cost cost = int8_cost(o_.teachers);
+    c = {{"compute", cost.acceptable() ? "int8" : "f32"},
+         {"chrf_f32", cost.chrf_f32},
+         {"chrf_int8", cost.chrf_int8},
+         {"reason", cost.describe()}};
   }
   state_["teacher_compute"] = c;
   save_state();
@@ -514,11 +518,10 @@ void Distiller::write_student() {
   for (const auto& t : o_.teachers) record["teachers"].push_back(fs::path(t).filename().string());
   std::string int8_note;
   if (o_.quantize && !valid_src_.empty()) {
-    const double f32 = chrf(translate(*service({student}, "f32"), valid_src_), valid_ref_);
-    const double int8 = chrf(translate(*service({student}, "int8"), valid_src_), valid_ref_);
-    record["chrf_f32"] = f32, record["chrf_int8"] = int8;
-    int8_note = ", chrF " + format_number("%.2f", int8) + " in int8 against " +
-                format_number("%.2f", f32) + " in f32";
+    const Int8Cost cost = int8_cost({student});
+    record["chrf_f32"] = cost.chrf_f32, record["chrf_int8"] = cost.chrf_int8;
+    int8_note = ", chrF " + format_number("%.2f", cost.chrf_int8) + " in int8 against " +
+                format_number("%.2f", cost.chrf_f32) + " in f32";
   }
   record["weights"] = o_.quantize ? "int8" : "f32";
   record["minutes"] = minutes_spent();

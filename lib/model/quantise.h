@@ -14,11 +14,6 @@
 
 namespace nmt {
 
-// Where int8 is chosen by measurement (nmt train --optimize speed, nmt
-// distill's teacher): it is taken when a validation set translated in it
-// scores within this much chrF of f32, the least that 500 pairs tell apart.
-constexpr double kMaxInt8ChrfCost = 0.5;
-
 struct Int8Rows {
   std::vector<int8_t> values;  // (rows, cols)
   std::vector<float> scales;   // (rows)

@@ -11,12 +11,12 @@
 #include "core/error.h"
 #include "core/format.h"
 #include "core/stop.h"
+#include "decode/int8_cost.h"
 #include "decode/shortlist_cost.h"
 #include "decode/translator.h"
 #include "io/output_file.h"
-#include "metrics/chrf.h"
+#include "metrics/tokenizers.h"
 #include "model/loaded_model.h"
-#include "model/quantise.h"
 #include "model/shortlist.h"
 #include "train/checkpoints.h"
 #include "train/session.h"
@@ -126,9 +126,9 @@ void TrainSession::add_shortlist(const std::string& model_path, VocabTensors& te
 
 // --optimize speed: whether OUT is written in int8. It is where the
 // validation set (its first kInt8Sentences) translates in int8 at beam 4,
-// with the shortlist as translation will use it, within kMaxInt8ChrfCost
-// chrF of f32; else, and without validation pairs or int8 on the device,
-// OUT stays f32.
+// with the shortlist as translation will use it, as well as in f32
+// (Int8Cost::acceptable); else, and without validation pairs or int8 on the
+// device, OUT stays f32.
 bool TrainSession::int8_validates(const std::string& model_path) {
   constexpr int64_t kInt8Sentences = 500;
   const auto t0 = Clock::now();
@@ -143,23 +143,20 @@ bool TrainSession::int8_validates(const std::string& model_path) {
     for (int64_t i = 0; i < n; ++i)
       src.push_back(data_.vsrc[data_.valid.line[i]]),
           refs.push_back(data_.vtgt[data_.valid.line[i]]);
-    auto chrf_in = [&](const char* compute) {
+    auto translate_in = [&](const std::string& compute) {
       const LoadedModel m =
           load_model(model_path, compute, nullptr, opts_.device, ShortlistLoad::IfOnByDefault);
       SearchOptions so;
       so.beam = 4;
       so.stop = cb_.stop;
       so.shortlist = m.shortlist ? &*m.shortlist : nullptr;
-      return metrics::corpus_chrf(translate_lines(m, src, so), {refs}).score;
+      return translate_lines(m, src, so);
     };
     try {
-      const double f32 = chrf_in("f32"), int8 = chrf_in("int8");
-      take = int8 >= f32 - kMaxInt8ChrfCost;
-      entry["chrf_f32"] = f32, entry["chrf_int8"] = int8, entry["sentences"] = n;
-      why = "chrF " + format_number("%.2f", int8) + " in int8 against " +
-            format_number("%.2f", f32) + " in f32 (" + std::to_string(n) +
-            " validation sentences, beam 4)" +
-            (take ? "" : ": more than " + format_number("%.1f", kMaxInt8ChrfCost) + " lost");
+      const Int8Cost c = measure_int8_cost(translate_in, refs, 4);
+      take = c.acceptable();
+      entry["chrf_f32"] = c.chrf_f32, entry["chrf_int8"] = c.chrf_int8, entry["sentences"] = n;
+      why = c.describe();
     } catch (const InputError& e) {  // int8 that this device cannot run
       why = e.what();
     }
