@@ -6,10 +6,14 @@
 
 namespace nmt {
 
-std::string Int8Cost::describe() const {
+std::string Int8Cost::scores() const {
   return "chrF " + format_number("%.2f", chrf_int8) + " in int8 against " +
-         format_number("%.2f", chrf_f32) + " in f32 (" + std::to_string(sentences) +
-         " validation sentences, beam " + std::to_string(beam) + ")" +
+         format_number("%.2f", chrf_f32) + " in f32";
+}
+
+std::string Int8Cost::describe() const {
+  return scores() + " (" + std::to_string(sentences) + " validation sentences, beam " +
+         std::to_string(beam) + ")" +
          (acceptable() ? "" : ": more than " + format_number("%.1f", kMaxInt8ChrfCost) + " lost");
 }
 

@@ -520,8 +520,7 @@ void Distiller::write_student() {
   if (o_.quantize && !valid_src_.empty()) {
     const Int8Cost cost = int8_cost({student});
     record["chrf_f32"] = cost.chrf_f32, record["chrf_int8"] = cost.chrf_int8;
-    int8_note = ", chrF " + format_number("%.2f", cost.chrf_int8) + " in int8 against " +
-                format_number("%.2f", cost.chrf_f32) + " in f32";
+    int8_note = ", " + cost.scores();
   }
   record["weights"] = o_.quantize ? "int8" : "f32";
   record["minutes"] = minutes_spent();

@@ -145,7 +145,8 @@ void recipe_layers(ModelConfig& cfg, const TrainOptions& o, Recipe& r) {
                                   "teacher on Multi30k")
                     : std::string("two decoder layers: 1.3-1.4 times the translation speed in the "
                                   "same weights, at a BLEU within a run's variation on Multi30k "
-                                  "in 10 minutes on 2 cores (bench/recipe.sh's speed variant)")) +
+                                  "in 10 minutes on 2 cores, 1.2 lower in one 60-minute run "
+                                  "(bench/recipe.sh's speed variant)")) +
       "; a deeper encoder, as Kasai et al. 2021 use for converged models, learned several times "
       "more slowly on such budgets";
   r.choose("layers", shape, why);
